@@ -1,0 +1,70 @@
+import Dispatch
+import Glibc
+
+/// Resolves host names with `getaddrinfo`, bounded in time. glibc's resolver cannot be cancelled, so a
+/// look-up that outlives the bound finishes on its worker thread and its answer is dropped.
+enum HostResolver {
+    static func resolve(_ target: ReachabilityTarget, timeout: Duration) async -> WatchedTarget.Resolution {
+        switch target {
+        case .address(let address): return .resolved([address])
+        case .host(let name): return await resolve(name, timeout: timeout)
+        }
+    }
+
+    static func resolve(_ name: String, timeout: Duration) async -> WatchedTarget.Resolution {
+        let answer = OneShot<WatchedTarget.Resolution>()
+        DispatchQueue.global().async { answer.fulfil(getAddresses(name)) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(timeout.nanoseconds))) {
+            answer.fulfil(.failed)
+        }
+        return await answer.value()
+    }
+
+    /// Blocking `getaddrinfo`, in the order the resolver prefers (RFC 6724), without duplicates.
+    private static func getAddresses(_ name: String) -> WatchedTarget.Resolution {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_ADDRCONFIG
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(name, nil, &hints, &list) == 0, let first = list else { return .failed }
+        defer { freeaddrinfo(list) }
+        var addresses: [IPAddress] = []
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let current = entry {
+            if let sockaddr = current.pointee.ai_addr, let address = IPAddress(socketAddress: sockaddr),
+                !addresses.contains(address)
+            {
+                addresses.append(address)
+            }
+            entry = current.pointee.ai_next
+        }
+        return addresses.isEmpty ? .failed : .resolved(addresses)
+    }
+}
+
+extension IPAddress {
+    /// Reads an IPv4 or IPv6 socket address.
+    init?(socketAddress: UnsafePointer<sockaddr>) {
+        switch Int32(socketAddress.pointee.sa_family) {
+        case AF_INET:
+            let bytes = socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) }
+            }
+            self.init(bytes: bytes)
+        case AF_INET6:
+            let bytes = socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) }
+            }
+            self.init(bytes: bytes)
+        default:
+            return nil
+        }
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

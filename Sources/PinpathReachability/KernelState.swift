@@ -1,0 +1,109 @@
+/// A link as read from an RTM_NEWLINK message or dump.
+struct LinkRecord: Equatable {
+    var index: Int
+    var name: String
+    var flags: UInt32
+    var operationalState: OperationalState
+    var mtu: Int
+    /// IFLA_LINK: the lower device of a stacked link (VLAN, macvlan), or the peer of a veth.
+    var lowerIndex: Int?
+    /// IFLA_MASTER: the bond or bridge this link is a port of.
+    var masterIndex: Int?
+    var kindFacts: LinkKindFacts
+
+    var isAdminUp: Bool { flags & 0x1 != 0 }  // IFF_UP
+    var hasCarrier: Bool { PinpathReachability.hasCarrier(operationalState: operationalState, flags: flags) }
+}
+
+/// An address as read from an RTM_NEWADDR message or dump.
+struct AddressRecord: Hashable {
+    struct Key: Hashable {
+        var interfaceIndex: Int
+        var address: IPAddress
+        var prefixLength: Int
+    }
+    var key: Key
+    var flags: UInt32
+
+    /// IPv6 addresses still in duplicate address detection, or that failed it, cannot be used as a source.
+    var isUsable: Bool {
+        let tentative: UInt32 = 0x40, dadFailed: UInt32 = 0x08
+        return flags & (tentative | dadFailed) == 0
+    }
+}
+
+/// The links and addresses the kernel has, kept current from netlink messages.
+///
+/// Links and addresses are announced reliably (lost only on an overrun, which triggers a full re-read), so
+/// the messages themselves keep this current. Routes are not kept: IPv4 routes vanish on link-down without a
+/// message, so routing questions always go to the kernel (`RouteLookup`).
+struct KernelState: Equatable {
+    private(set) var links: [Int: LinkRecord] = [:]
+    private(set) var addresses: [AddressRecord.Key: AddressRecord] = [:]
+
+    init(links: [LinkRecord] = [], addresses: [AddressRecord] = []) {
+        for link in links { self.links[link.index] = link }
+        for address in addresses { self.addresses[address.key] = address }
+    }
+
+    /// Applies a link message and says what a user would call the change, or `nil` if nothing that matters moved.
+    mutating func apply(link: LinkRecord) -> ChangeReason? {
+        let old = links.updateValue(link, forKey: link.index)
+        guard let old else { return .linkAdded }
+        if old.isAdminUp != link.isAdminUp { return link.isAdminUp ? .linkUp : .linkDown }
+        if old.hasCarrier != link.hasCarrier { return link.hasCarrier ? .carrierGained : .carrierLost }
+        if old.name != link.name || old.masterIndex != link.masterIndex { return .linkChanged }
+        return nil
+    }
+
+    mutating func removeLink(index: Int) -> ChangeReason? {
+        guard links.removeValue(forKey: index) != nil else { return nil }
+        addresses = addresses.filter { $0.key.interfaceIndex != index }
+        return .linkRemoved
+    }
+
+    mutating func apply(address: AddressRecord) -> ChangeReason? {
+        let old = addresses.updateValue(address, forKey: address.key)
+        guard let old else { return .addressAdded }
+        return old.isUsable == address.isUsable ? nil : .addressChanged
+    }
+
+    mutating func removeAddress(_ key: AddressRecord.Key) -> ChangeReason? {
+        addresses.removeValue(forKey: key) == nil ? nil : .addressRemoved
+    }
+
+    func link(named name: String) -> LinkRecord? { links.values.first { $0.name == name } }
+
+    /// Usable addresses of one interface, in a stable order (IPv4 first, then by address).
+    func usableAddresses(of index: Int) -> [InterfaceAddress] {
+        addresses.values
+            .filter { $0.key.interfaceIndex == index && $0.isUsable }
+            .map { InterfaceAddress(address: $0.key.address, prefixLength: $0.key.prefixLength) }
+            .sorted { a, b in
+                a.address.family != b.address.family
+                    ? a.address.family == .ipv4 : a.address.bytes.lexicographicallyPrecedes(b.address.bytes)
+            }
+    }
+
+    func isUsableAddress(_ address: IPAddress) -> Bool {
+        addresses.values.contains { $0.key.address == address && $0.isUsable }
+    }
+
+    /// Interfaces with their kinds resolved (stacked devices take their lower device's kind).
+    func interfaces() -> [NetworkInterface] {
+        links.values.sorted { $0.index < $1.index }.map { link in
+            NetworkInterface(
+                index: link.index, name: link.name, kind: kind(of: link), isAdminUp: link.isAdminUp,
+                hasCarrier: link.hasCarrier, operationalState: link.operationalState, mtu: link.mtu,
+                addresses: usableAddresses(of: link.index))
+        }
+    }
+
+    func kind(of link: LinkRecord, depth: Int = 0) -> InterfaceKind {
+        // Depth bounds a loop the kernel should never produce (a VLAN on itself).
+        guard depth < 8 else { return .other }
+        let lower = link.lowerIndex.flatMap { links[$0] }.map { kind(of: $0, depth: depth + 1) }
+        let ports = links.values.filter { $0.masterIndex == link.index }.map { kind(of: $0, depth: depth + 1) }
+        return InterfaceClassifier.kind(of: link.kindFacts, lowerKind: lower, portKinds: ports)
+    }
+}

@@ -1,0 +1,247 @@
+import CNetlink
+import CShims
+import Glibc
+
+/// The netlink side of the monitor. Lives on the monitor thread and is touched by nothing else: it owns
+/// the sockets, the kernel state and the targets, and hands finished snapshots and events to `MonitorCore`.
+final class MonitorLoop {
+    private let configuration: ReachabilityMonitor.Configuration
+    private let core: MonitorCore
+    private var events: NetlinkSocket!
+    private var requests: NetlinkSocket!
+    private var state = KernelState()
+    private var targets: [WatchedTarget]
+    private var path: NetworkPath!
+    private var sysfsFacts: [String: (deviceType: String?, hasWirelessPhy: Bool)] = [:]
+
+    init(configuration: ReachabilityMonitor.Configuration, core: MonitorCore, targets: [WatchedTarget]) {
+        self.configuration = configuration
+        self.core = core
+        self.targets = targets
+    }
+
+    /// Sets up, reports readiness (the first snapshot is complete by then), and serves events until stopped.
+    func run(ready: (Result<NetworkPath, ReachabilityError>) -> Void) {
+        do {
+            try setUp()
+        } catch let error as ReachabilityError {
+            ready(.failure(error))
+            return
+        } catch {
+            ready(.failure(ReachabilityError(.netlinkUnavailable, "\(error)")))
+            return
+        }
+        ready(.success(path))
+        serve()
+    }
+
+    private func setUp() throws {
+        if let namespace = configuration.networkNamespace { try enterNetworkNamespace(namespace) }
+        // Subscribe before dumping, so nothing that happens in between is missed.
+        events = try NetlinkSocket(subscribingTo: NetlinkSocket.monitorGroups)
+        events.setReceiveBuffer(bytes: configuration.receiveBufferSize)
+        requests = try NetlinkSocket()
+        state = try readKernelState()
+        path = evaluator.path(targets: targets)
+        core.publish(path, events: [])
+    }
+
+    private var evaluator: PathEvaluator {
+        PathEvaluator(state: state, lookUpRoute: { [requests] in requests!.lookUpRoute(to: $0) })
+    }
+
+    private func serve() {
+        var fds = [
+            pollfd(fd: events.fileDescriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: core.wakeDescriptor, events: Int16(POLLIN), revents: 0),
+        ]
+        while true {
+            let ready = poll(&fds, nfds_t(fds.count), -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                core.fail(ReachabilityError(.netlinkUnavailable, "poll failed: \(String(cString: strerror(errno)))"))
+                return
+            }
+            if fds[1].revents != 0 {
+                var counter: UInt64 = 0
+                _ = read(core.wakeDescriptor, &counter, 8)
+                var commands = core.takeCommands()[...]
+                while let command = commands.popFirst() {
+                    if case .stop = command {
+                        commands.forEach { $0.reject() }
+                        return
+                    }
+                    handle(command)
+                }
+            }
+            if fds[0].revents != 0 { readNetlink() }
+        }
+    }
+
+    // MARK: Netlink messages
+
+    private func readNetlink() {
+        var messages: [NetlinkMessage] = []
+        var lostEvents = false
+        while true {
+            let result = events.receive(into: &messages)
+            if result == -Int32(NLE_AGAIN) { break }
+            if result < 0 {
+                // ENOBUFS arrives as NLE_NOMEM; any receive error may mean lost messages.
+                lostEvents = true
+                break
+            }
+        }
+        core.count(messages: messages.count, overrun: lostEvents)
+        var triggers: [Trigger] = []
+        for message in messages {
+            if let trigger = apply(message) { triggers.append(trigger) }
+        }
+        if lostEvents {
+            do {
+                state = try readKernelState()
+                triggers = [Trigger(reason: .resync, interfaceName: nil)]
+            } catch {
+                core.fail(error as? ReachabilityError ?? ReachabilityError(.netlinkUnavailable, "\(error)"))
+            }
+        }
+        if !messages.isEmpty || lostEvents { recompute(triggers) }
+    }
+
+    private func apply(_ message: NetlinkMessage) -> Trigger? {
+        switch message {
+        case .link(var link):
+            addSysfsFacts(to: &link)
+            return state.apply(link: link).map { Trigger(reason: $0, interfaceName: link.name) }
+        case .linkRemoved(let index, let name):
+            sysfsFacts[name] = nil
+            return state.removeLink(index: index).map { Trigger(reason: $0, interfaceName: name) }
+        case .address(let address):
+            return state.apply(address: address).map {
+                Trigger(reason: $0, interfaceName: state.links[address.key.interfaceIndex]?.name)
+            }
+        case .addressRemoved(let key):
+            return state.removeAddress(key).map { Trigger(reason: $0, interfaceName: state.links[key.interfaceIndex]?.name) }
+        case .route(let added, let index):
+            return Trigger(reason: added ? .routeAdded : .routeRemoved, interfaceName: index.flatMap { state.links[$0]?.name })
+        case .rule:
+            return Trigger(reason: .ruleChanged, interfaceName: nil)
+        case .linkProtocolInfo, .other:
+            return nil
+        }
+    }
+
+    private func readKernelState() throws -> KernelState {
+        var fresh = try requests.dumpState()
+        for var link in fresh.links.values {
+            addSysfsFacts(to: &link)
+            _ = fresh.apply(link: link)
+        }
+        return fresh
+    }
+
+    /// DEVTYPE and phy80211 tell Wi-Fi and WWAN from Ethernet; read once per interface name, and only for
+    /// devices that netlink does not already classify.
+    private func addSysfsFacts(to link: inout LinkRecord) {
+        guard link.kindFacts.infoKind == nil, link.kindFacts.hardwareType != HardwareType.loopback else { return }
+        let facts: (deviceType: String?, hasWirelessPhy: Bool)
+        if let known = sysfsFacts[link.name] {
+            facts = known
+        } else {
+            facts = SysfsNetDevice(name: link.name).kindFacts
+            sysfsFacts[link.name] = facts
+        }
+        link.kindFacts.deviceType = facts.deviceType
+        link.kindFacts.hasWirelessPhy = facts.hasWirelessPhy
+    }
+
+    // MARK: Snapshots and events
+
+    private func recompute(_ triggers: [Trigger]) {
+        let previous = path!
+        path = evaluator.path(targets: targets)
+        let changes = visibleChanges(from: previous, to: path) { involved in Trigger.explaining(involved, from: triggers) }
+        core.publish(path, events: changes)
+        if Self.shouldResolveAgain(from: previous, to: path) { resolveHostTargets() }
+    }
+
+    /// Names may have moved to other addresses once the network comes back or changes hands.
+    private static func shouldResolveAgain(from old: NetworkPath, to new: NetworkPath) -> Bool {
+        new.status == .reachable && (old.status != .reachable || old.primaryInterface?.name != new.primaryInterface?.name)
+    }
+
+    private func resolveHostTargets() {
+        let timeout = configuration.resolutionTimeout
+        for target in targets {
+            guard case .host = target.target else { continue }
+            let core = self.core, name = target.target
+            Task.detached {
+                let resolution = await HostResolver.resolve(name, timeout: timeout)
+                core.post(.resolved(name, resolution))
+            }
+        }
+    }
+
+    private func handle(_ command: MonitorCore.Command) {
+        switch command {
+        case .stop:
+            break
+        case .addTarget(let target, let reply):
+            targets.removeAll { $0.target == target.target }
+            targets.append(target)
+            recompute([Trigger(reason: .targetAdded, interfaceName: nil)])
+            reply(.success(path.target(target.target.description)!))
+        case .removeTarget(let name):
+            targets.removeAll { $0.target.description == name }
+            recompute([])
+        case .resolved(let target, let resolution):
+            guard let index = targets.firstIndex(where: { $0.target == target }),
+                targets[index].resolution != resolution
+            else { return }
+            targets[index].resolution = resolution
+            recompute([Trigger(reason: resolution == .failed ? .dnsFailed : .dnsResolved, interfaceName: nil)])
+        case .evaluate(let target, let reply):
+            reply(.success(evaluator.reachability(of: target)))
+        }
+    }
+
+    private func enterNetworkNamespace(_ namespace: String) throws {
+        let path = namespace.contains("/") ? namespace : "/run/netns/\(namespace)"
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw ReachabilityError(
+                .netlinkUnavailable, "network namespace \"\(namespace)\" cannot be opened (\(path)): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        guard pinpath_setns_net(fd) == 0 else {
+            throw ReachabilityError(
+                .netlinkUnavailable, "cannot enter network namespace \"\(namespace)\": \(String(cString: strerror(errno)))")
+        }
+    }
+}
+
+/// What the kernel did in one batch of messages, and on which interface.
+struct Trigger: Equatable {
+    var reason: ChangeReason
+    var interfaceName: String?
+
+    /// Link-level causes explain more than address-level ones, which explain more than routes.
+    private var weight: Int {
+        switch reason {
+        case .resync: return 5
+        case .linkRemoved, .linkAdded, .linkDown, .linkUp, .carrierLost, .carrierGained: return 4
+        case .addressAdded, .addressRemoved, .addressChanged: return 3
+        case .routeAdded, .routeRemoved, .ruleChanged: return 2
+        default: return 1
+        }
+    }
+
+    /// The reason to give for a change that involved `interfaces`: the weightiest trigger on one of them or
+    /// on no interface in particular, the earliest among equals; any trigger if none of them is related.
+    static func explaining(_ interfaces: Set<String>, from triggers: [Trigger]) -> ChangeReason {
+        let related = triggers.filter { $0.interfaceName.map(interfaces.contains) ?? true }
+        let candidates = related.isEmpty ? triggers : related
+        guard let best = candidates.max(by: { $0.weight < $1.weight }) else { return .linkChanged }
+        return candidates.first { $0.weight == best.weight }!.reason
+    }
+}

@@ -1,0 +1,37 @@
+import CShims
+import Glibc
+
+/// A POSIX thread that runs one closure and can be joined; the monitor's netlink loop lives on one.
+/// A dedicated thread, not a task: the loop blocks in `poll` and may switch its network namespace, and
+/// neither may happen on the concurrency pool.
+struct MonitorThread: Sendable {
+    private var thread = pthread_t()
+
+    init(name: String, _ body: @escaping () -> Void) throws {
+        let box = Unmanaged.passRetained(Body(name: name, run: body)).toOpaque()
+        let created = pthread_create(&thread, nil, { argument in
+            let body = Unmanaged<Body>.fromOpaque(argument!).takeRetainedValue()
+            pinpath_set_thread_name(String(body.name.prefix(15)))
+            body.run()
+            return nil
+        }, box)
+        guard created == 0 else {
+            Unmanaged<Body>.fromOpaque(box).release()
+            throw ReachabilityError(.netlinkUnavailable, "cannot start the monitor thread: \(String(cString: strerror(created)))")
+        }
+    }
+
+    /// Waits for the closure to return. Call once: the value is consumed.
+    consuming func join() {
+        pthread_join(thread, nil)
+    }
+
+    private final class Body {
+        let name: String
+        let run: () -> Void
+        init(name: String, run: @escaping () -> Void) {
+            self.name = name
+            self.run = run
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import CShims
+import Glibc
+import Synchronization
+
+/// Watches the kernel's links, addresses, routes and rules over netlink and says, without polling, whether
+/// this machine and each watched target can be reached, and through which interface.
+///
+/// The Linux counterpart of `NWPathMonitor` and `AFNetworkReachabilityManager`:
+/// ```swift
+/// let monitor = try await ReachabilityMonitor.start(targets: [try ReachabilityTarget(parsing: "example.com")])
+/// print(monitor.currentPath.status)          // complete as soon as start returns
+/// for await event in monitor.changes() { … }  // the current state first, then each visible change
+/// ```
+/// Netlink is read on a thread of the monitor's own; everything here is safe to call from any thread or task.
+public final class ReachabilityMonitor: Sendable {
+    /// How to monitor.
+    public struct Configuration: Sendable {
+        /// A network namespace to monitor instead of the process's own: a name under /run/netns (as
+        /// `ip netns` makes) or a path such as /proc/PID/ns/net. Entering one needs CAP_SYS_ADMIN.
+        public var networkNamespace: String?
+        /// The netlink socket's receive buffer. Big enough to ride out bursts; an overrun still costs only
+        /// a resync. SO_RCVBUFFORCE is used when permitted, SO_RCVBUF (capped by rmem_max) otherwise.
+        public var receiveBufferSize: Int
+        /// How long a host name may take to resolve before the target is `dns_failed`.
+        public var resolutionTimeout: Duration
+
+        public init(
+            networkNamespace: String? = nil, receiveBufferSize: Int = 8 << 20, resolutionTimeout: Duration = .seconds(5)
+        ) {
+            self.networkNamespace = networkNamespace
+            self.receiveBufferSize = receiveBufferSize
+            self.resolutionTimeout = resolutionTimeout
+        }
+    }
+
+    /// Counters for operators and tests.
+    public struct Statistics: Sendable, Equatable {
+        /// Netlink messages read.
+        public var messages = 0
+        /// Times messages were lost (receive-buffer overrun) and the state was read again.
+        public var resyncs = 0
+    }
+
+    private let core: MonitorCore
+    private let thread: Mutex<MonitorThread?>
+
+    private init(core: MonitorCore, thread: MonitorThread) {
+        self.core = core
+        self.thread = Mutex(thread)
+    }
+
+    deinit { stop() }
+
+    /// Starts monitoring. When this returns, `currentPath` is complete: links, addresses, routes and the
+    /// given targets have all been read from the kernel (host names resolved, within the timeout).
+    /// - Throws: `ReachabilityError` `.netlinkUnavailable` when netlink cannot be used (restricted sandbox,
+    ///   missing namespace).
+    public static func start(
+        _ configuration: Configuration = Configuration(), targets: [ReachabilityTarget] = []
+    ) async throws -> ReachabilityMonitor {
+        let watched = await resolve(targets, timeout: configuration.resolutionTimeout)
+        let core = try MonitorCore(resolutionTimeout: configuration.resolutionTimeout)
+        let loop = MonitorLoop(configuration: configuration, core: core, targets: watched)
+        let readiness = OneShot<Result<NetworkPath, ReachabilityError>>()
+        let thread = try MonitorThread(name: "pinpath-netlink") { loop.run(ready: readiness.fulfil) }
+        if case .failure(let error) = await readiness.value() {
+            thread.join()
+            throw error
+        }
+        return ReachabilityMonitor(core: core, thread: thread)
+    }
+
+    /// Stops monitoring, joins the netlink thread, and ends every `changes()` stream. Idempotent.
+    public func stop() {
+        guard let thread = thread.withLock({ $0.take() }) else { return }
+        core.post(.stop)
+        thread.join()
+        core.finish()
+    }
+
+    /// The latest snapshot. Never stale by more than the time to process the kernel's last message.
+    public var currentPath: NetworkPath { core.currentPath }
+
+    /// Counters since start.
+    public var statistics: Statistics { core.statistics }
+
+    /// Every visible change from now on, in order and never duplicated. The stream begins with the current
+    /// state (reason `initial`: the path, then each target), so a subscriber never has to ask separately.
+    /// It ends when the monitor stops or fails; a failure is also in `failure`.
+    public func changes() -> AsyncStream<ReachabilityEvent> { core.subscribe() }
+
+    /// Why the monitor stopped on its own (netlink failed after start), if it did.
+    public var failure: ReachabilityError? { core.failure }
+
+    /// Starts watching a target, replacing one of the same name. Host names are resolved first (bounded by
+    /// the configuration's timeout) and again whenever the network comes back or changes interface.
+    /// - Returns: the target's reachability, already part of `currentPath`.
+    @discardableResult
+    public func addTarget(_ target: ReachabilityTarget) async throws -> TargetReachability {
+        let watched = WatchedTarget(target: target, resolution: await HostResolver.resolve(target, timeout: core.resolutionTimeout))
+        return try await ask { reply in .addTarget(watched, reply) }
+    }
+
+    /// Stops watching a target, given as it was added.
+    public func removeTarget(_ target: ReachabilityTarget) {
+        core.post(.removeTarget(target.description))
+    }
+
+    /// Asks the kernel once whether `target` is reachable now, without watching it.
+    public func reachability(of target: ReachabilityTarget) async throws -> TargetReachability {
+        let watched = WatchedTarget(target: target, resolution: await HostResolver.resolve(target, timeout: core.resolutionTimeout))
+        return try await ask { reply in .evaluate(watched, reply) }
+    }
+
+    private func ask(_ command: (@escaping MonitorCore.Reply) -> MonitorCore.Command) async throws
+        -> TargetReachability
+    {
+        try await withCheckedThrowingContinuation { continuation in
+            core.post(command { continuation.resume(with: $0) })
+        }
+    }
+
+    private static func resolve(_ targets: [ReachabilityTarget], timeout: Duration) async -> [WatchedTarget] {
+        await withTaskGroup(of: (Int, WatchedTarget).self) { group in
+            for (index, target) in targets.enumerated() {
+                group.addTask { (index, WatchedTarget(target: target, resolution: await HostResolver.resolve(target, timeout: timeout))) }
+            }
+            var resolved: [(Int, WatchedTarget)] = []
+            for await result in group { resolved.append(result) }
+            return resolved.sorted { $0.0 < $1.0 }.map(\.1)
+        }
+    }
+}

@@ -1,0 +1,34 @@
+import ArgumentParser
+import Glibc
+import PinpathAgent
+
+/// A failure to report as `pinpath: error: …` on standard error with a sysexits code, never a stack trace.
+enum CommandFailure: Error {
+    case usage(String)
+    case unavailable(String)
+    case output(String)
+
+    var exitCode: ExitCode {
+        switch self {
+        case .usage: return ExitCode(64)  // EX_USAGE
+        case .unavailable: return ExitCode(69)  // EX_UNAVAILABLE
+        case .output: return ExitCode(74)  // EX_IOERR
+        }
+    }
+
+    var message: String {
+        switch self {
+        case .usage(let message), .unavailable(let message), .output(let message): return message
+        }
+    }
+}
+
+/// Runs a command body, printing a `CommandFailure` as one line on stderr and exiting with its code.
+func reportingFailures(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let failure as CommandFailure {
+        try? LineOutput(descriptor: STDERR_FILENO).write("pinpath: error: \(failure.message)\n")
+        throw failure.exitCode
+    }
+}

@@ -1,0 +1,15 @@
+import ArgumentParser
+
+@main
+struct Pinpath: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pinpath",
+        abstract: "Network reachability and TLS security-policy monitoring for Linux.",
+        discussion: """
+            Exit codes: 0 success, 64 usage error, 69 netlink (or another needed service) unavailable, \
+            74 output error.
+            """,
+        version: "0.1.0",
+        subcommands: [StatusCommand.self, WatchCommand.self]
+    )
+}

@@ -1,0 +1,25 @@
+import ArgumentParser
+import PinpathAgent
+import PinpathReachability
+
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Print whether this machine and each --target can be reached, and through which interface.")
+
+    @OptionGroup var options: MonitorOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let monitor = try await options.startMonitor()
+            let path = monitor.currentPath
+            monitor.stop()
+            let text = options.json ? ReachabilityJSON.snapshot(path).encoded() + "\n" : PathText.snapshot(path)
+            do throws(EventWriterError) {
+                try LineOutput().write(text)
+            } catch {
+                throw CommandFailure.output(error.description)
+            }
+        }
+    }
+}

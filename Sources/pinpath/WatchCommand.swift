@@ -1,0 +1,61 @@
+import ArgumentParser
+import Dispatch
+import Glibc
+import PinpathAgent
+import PinpathReachability
+
+struct WatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Print one line per reachability change until interrupted (SIGINT or SIGTERM exits 0).",
+        discussion: """
+            The first line is the current state (reason "initial"). With --json, each line is an event in \
+            the agent's envelope: reachability.changed for the machine, reachability.target_changed per target.
+            """)
+
+    @OptionGroup var options: MonitorOptions
+
+    func run() async throws {
+        try await reportingFailures {
+            let monitor = try await options.startMonitor()
+            let signals = StopSignals { monitor.stop() }
+            defer { signals.cancel() }
+            let events = EventWriter(), text = LineOutput()
+            for await event in monitor.changes() {
+                do throws(EventWriterError) {
+                    if options.json {
+                        let (name, fields) = ReachabilityJSON.event(event)
+                        try events.write(event: name, fields: fields)
+                    } else {
+                        try text.write(PathText.change(event))
+                    }
+                } catch {
+                    monitor.stop()
+                    // A reader that went away (`pinpath watch | head`) is a normal way to end.
+                    if error.errno == EPIPE { return }
+                    throw CommandFailure.output(error.description)
+                }
+            }
+            if let failure = monitor.failure { throw CommandFailure.unavailable("netlink failed: \(failure.message)") }
+        }
+    }
+}
+
+/// SIGINT and SIGTERM run `onStop` once instead of killing the process, so the command can end cleanly
+/// with exit 0. SIGPIPE is ignored so a closed output shows up as EPIPE from `write`.
+final class StopSignals {
+    private let sources: [any DispatchSourceSignal]
+
+    init(onStop: @escaping @Sendable () -> Void) {
+        signal(SIGPIPE, SIG_IGN)
+        sources = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler(handler: onStop)
+            source.resume()
+            return source
+        }
+    }
+
+    func cancel() { sources.forEach { $0.cancel() } }
+}
