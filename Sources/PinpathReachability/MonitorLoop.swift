@@ -13,6 +13,8 @@ final class MonitorLoop {
     private var targets: [WatchedTarget]
     private var path: NetworkPath!
     private var sysfsFacts: [String: (deviceType: String?, hasWirelessPhy: Bool)] = [:]
+    /// Messages were lost and the last attempt to read everything again did not complete.
+    private var needsResync = false
 
     init(configuration: ReachabilityMonitor.Configuration, core: MonitorCore, targets: [WatchedTarget]) {
         self.configuration = configuration
@@ -56,7 +58,8 @@ final class MonitorLoop {
             pollfd(fd: core.wakeDescriptor, events: Int16(POLLIN), revents: 0),
         ]
         while true {
-            let ready = poll(&fds, nfds_t(fds.count), -1)
+            // While a resync is owed (the kernel kept interrupting the dump), retry it every 100 ms.
+            let ready = poll(&fds, nfds_t(fds.count), needsResync ? 100 : -1)
             if ready < 0 {
                 if errno == EINTR { continue }
                 core.fail(ReachabilityError(.netlinkUnavailable, "poll failed: \(String(cString: strerror(errno)))"))
@@ -74,7 +77,11 @@ final class MonitorLoop {
                     handle(command)
                 }
             }
-            if fds[0].revents != 0 { readNetlink() }
+            if fds[0].revents != 0 {
+                readNetlink()
+            } else if ready == 0, needsResync {
+                resync()
+            }
         }
     }
 
@@ -83,7 +90,8 @@ final class MonitorLoop {
     private func readNetlink() {
         var messages: [NetlinkMessage] = []
         var lostEvents = false
-        while true {
+        // Bounded, so a flood cannot keep the snapshot from being recomputed.
+        while messages.count < 4096 {
             let result = events.receive(into: &messages)
             if result == -Int32(NLE_AGAIN) { break }
             if result < 0 {
@@ -93,19 +101,22 @@ final class MonitorLoop {
             }
         }
         core.count(messages: messages.count, overrun: lostEvents)
-        var triggers: [Trigger] = []
-        for message in messages {
-            if let trigger = apply(message) { triggers.append(trigger) }
+        let triggers = messages.compactMap(apply)
+        if lostEvents || needsResync {
+            needsResync = true
+            resync()
+        } else if !messages.isEmpty {
+            recompute(triggers)
         }
-        if lostEvents {
-            do {
-                state = try readKernelState()
-                triggers = [Trigger(reason: .resync, interfaceName: nil)]
-            } catch {
-                core.fail(error as? ReachabilityError ?? ReachabilityError(.netlinkUnavailable, "\(error)"))
-            }
-        }
-        if !messages.isEmpty || lostEvents { recompute(triggers) }
+    }
+
+    /// Reads links and addresses again after lost messages. A dump the kernel interrupts (the tables
+    /// changed under it) is retried at once a few times, then every 100 ms until one completes.
+    private func resync() {
+        guard let fresh = try? readKernelState() else { return }
+        state = fresh
+        needsResync = false
+        recompute([Trigger(reason: .resync, interfaceName: nil)])
     }
 
     private func apply(_ message: NetlinkMessage) -> Trigger? {
@@ -228,8 +239,9 @@ struct Trigger: Equatable {
     /// Link-level causes explain more than address-level ones, which explain more than routes.
     private var weight: Int {
         switch reason {
-        case .resync: return 5
-        case .linkRemoved, .linkAdded, .linkDown, .linkUp, .carrierLost, .carrierGained: return 4
+        case .resync: return 6
+        case .linkRemoved, .linkAdded: return 5
+        case .linkDown, .linkUp, .carrierLost, .carrierGained: return 4
         case .addressAdded, .addressRemoved, .addressChanged: return 3
         case .routeAdded, .routeRemoved, .ruleChanged: return 2
         default: return 1

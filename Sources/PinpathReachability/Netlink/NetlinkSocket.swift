@@ -68,28 +68,32 @@ final class NetlinkSocket {
         }
     }
 
-    /// Asks the kernel for every link and address (RTM_GETLINK and RTM_GETADDR dumps).
-    func dumpState() throws -> KernelState {
-        var messages: [NetlinkMessage] = []
-        for (type, family) in [(RTM_GETLINK, AF_UNSPEC), (RTM_GETADDR, AF_UNSPEC)] {
-            let sent = nl_rtgen_request(handle, Int32(type), family, Int32(NLM_F_DUMP))
-            guard sent >= 0 else {
-                throw ReachabilityError(.netlinkUnavailable, "netlink dump request failed: \(netlinkErrorDescription(sent))")
+    /// Asks the kernel for every link and address (RTM_GETLINK and RTM_GETADDR dumps). A dump that the
+    /// kernel marks inconsistent (NLM_F_DUMP_INTR: the table changed while it was read) is read again.
+    func dumpState(attempts: Int = 5) throws -> KernelState {
+        var lastError: Int32 = 0
+        for _ in 0..<attempts {
+            var messages: [NetlinkMessage] = []
+            lastError = dump(RTM_GETLINK, into: &messages)
+            if lastError >= 0 { lastError = dump(RTM_GETADDR, into: &messages) }
+            if lastError == -Int32(NLE_DUMP_INTR) { continue }
+            guard lastError >= 0 else { break }
+            var links: [LinkRecord] = [], addresses: [AddressRecord] = []
+            for message in messages {
+                switch message {
+                case .link(let link): links.append(link)
+                case .address(let address): addresses.append(address)
+                default: break
+                }
             }
-            let received = receive(into: &messages)
-            guard received >= 0 else {
-                throw ReachabilityError(.netlinkUnavailable, "netlink dump failed: \(netlinkErrorDescription(received))")
-            }
+            return KernelState(links: links, addresses: addresses)
         }
-        var links: [LinkRecord] = [], addresses: [AddressRecord] = []
-        for message in messages {
-            switch message {
-            case .link(let link): links.append(link)
-            case .address(let address): addresses.append(address)
-            default: break
-            }
-        }
-        return KernelState(links: links, addresses: addresses)
+        throw ReachabilityError(.netlinkUnavailable, "netlink dump failed: \(netlinkErrorDescription(lastError))")
+    }
+
+    private func dump(_ type: Int, into messages: inout [NetlinkMessage]) -> Int32 {
+        let sent = nl_rtgen_request(handle, Int32(type), AF_UNSPEC, Int32(NLM_F_DUMP))
+        return sent < 0 ? sent : receive(into: &messages)
     }
 
     /// Asks the kernel how it would route a packet to `destination` (RTM_GETROUTE), honouring policy rules,
@@ -103,6 +107,7 @@ final class NetlinkSocket {
         var header = rtmsg()
         header.rtm_family = UInt8(destination.family.addressFamily)
         header.rtm_dst_len = UInt8(destination.bytes.count * 8)
+        header.rtm_flags = UInt32(RTM_F_LOOKUP_TABLE)  // report the table that answered (51820), not main
         guard nlmsg_append(request, &header, MemoryLayout<rtmsg>.size, Int32(NLMSG_ALIGNTO)) == 0,
             destination.bytes.withUnsafeBytes({ nla_put(request, Int32(RTA_DST.rawValue), Int32($0.count), $0.baseAddress) }) == 0,
             nl_send_auto(handle, request) >= 0

@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+
+/// The `pinpath` binary, run as a user would: output, exit codes and signals.
+@Suite("pinpath status and watch", .serialized)
+struct CLITests {
+    /// The binary SwiftPM built next to this test bundle.
+    static let pinpath: String = {
+        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        let candidates = [bundle, bundle.deletingLastPathComponent()].map { $0.appendingPathComponent("pinpath").path }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
+    }()
+
+    @Test("An unparsable --target is a one-line error naming it, exit 64")
+    func badTarget() throws {
+        let result = try Shell.run([Self.pinpath, "status", "--target", "192.0.2.1", "--target", "not a host"])
+        #expect(result.status == 64)
+        #expect(result.stderr == "pinpath: error: --target \"not a host\" is not an IP address or host name: it contains \" \"\n")
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test("An unknown option is a usage error, exit 64")
+    func unknownOption() throws {
+        let result = try Shell.run([Self.pinpath, "watch", "--frobnicate"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("--frobnicate"))
+    }
+
+    @Test("No netlink (here: a namespace that does not exist) is a clear error, exit 69")
+    func unavailable() throws {
+        let result = try Shell.run([Self.pinpath, "status", "--netns", "pp-no-such-namespace"])
+        #expect(result.status == 69)
+        #expect(result.stderr.hasPrefix("pinpath: error: netlink is unavailable: network namespace \"pp-no-such-namespace\""))
+        #expect(result.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test("status --json prints the snapshot", .enabled(if: Capability.namespaces, Capability.reason))
+    func statusJSON() throws {
+        let network = try TestNetwork()
+        let result = try Shell.run([
+            Self.pinpath, "status", "--json", "--netns", network.host, "--target", "192.0.2.1", "--target", "nonexistent.invalid",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(json["status"] as? String == "reachable")
+        #expect(json["interface"] as? String == "pa0")
+        #expect(json["kind"] as? String == "other")
+        #expect(json["ipv4"] as? Bool == true && json["ipv6"] as? Bool == false)
+        #expect(json["gateways"] as? [String] == [TestNetwork.gatewayAddress])
+        let interfaces = try #require(json["interfaces"] as? [[String: Any]])
+        let pa0 = try #require(interfaces.first { $0["name"] as? String == "pa0" })
+        #expect(pa0["carrier"] as? Bool == true && pa0["admin_up"] as? Bool == true && pa0["operstate"] as? String == "UP")
+        #expect(pa0["addresses"] as? [String] == ["10.99.0.1/24"] || (pa0["addresses"] as? [String])?.first == "10.99.0.1/24")
+        let targets = try #require(json["targets"] as? [[String: Any]])
+        #expect(targets.count == 2)
+        #expect(targets[0]["target"] as? String == "192.0.2.1" && targets[0]["status"] as? String == "reachable")
+        #expect(targets[0]["interface"] as? String == "pa0")
+        #expect(targets[1]["status"] as? String == "not_reachable" && targets[1]["reason"] as? String == "dns_failed")
+
+        let text = try Shell.run([Self.pinpath, "status", "--netns", network.host])
+        #expect(text.stdout.hasPrefix("status:     reachable via pa0 (other)\n"))
+    }
+
+    @Test("watch --json writes the initial state, then one line per change; SIGINT exits 0",
+          .enabled(if: Capability.namespaces, Capability.reason))
+    func watchJSON() async throws {
+        let network = try TestNetwork()
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("pinpath-watch-\(getpid()).jsonl")
+        FileManager.default.createFile(atPath: output.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: output) }
+        let handle = try FileHandle(forWritingTo: output)
+        defer { try? handle.close() }
+        let pid = try Shell.spawn(
+            [Self.pinpath, "watch", "--json", "--netns", network.host, "--target", "192.0.2.1"],
+            stdout: handle.fileDescriptor)
+
+        func lines() throws -> [[String: Any]] {
+            try String(contentsOf: output, encoding: .utf8).split(separator: "\n").map {
+                try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+            }
+        }
+        var exited = false
+        defer { if !exited { Shell.kill(pid) } }
+        #expect(try await eventually { try lines().count >= 2 })
+        try network.ip(network.gateway, "link set pb0 down")
+        #expect(try await eventually { try lines().count >= 4 })
+        try network.ip(network.gateway, "link set pb0 up")
+        #expect(try await eventually { try lines().count >= 6 })
+        let status = try await Shell.stop(pid, signal: SIGINT, timeout: .seconds(5))
+        exited = true
+        #expect(status == 0)
+
+        let events = try lines()
+        #expect(events.count == 6)
+        #expect(events.map { $0["seq"] as? Int } == Array(1...6))
+        #expect(events.allSatisfy { $0["schema"] as? String == "pinpath/1" })
+        #expect(events.allSatisfy { ($0["time"] as? String)?.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$"#, options: .regularExpression) != nil })
+        let paths = events.filter { $0["event"] as? String == "reachability.changed" }
+        #expect(paths.map { $0["reason"] as? String } == ["initial", "carrier_lost", "carrier_gained"])
+        #expect(paths.map { $0["status"] as? String } == ["reachable", "not_reachable", "reachable"])
+        #expect(paths.map { $0["previous_status"] as? String } == [nil, "reachable", "not_reachable"])
+        #expect(paths.map { $0["interface"] as? String } == ["pa0", nil, "pa0"])
+        #expect(paths.map { $0["ipv4"] as? Bool } == [true, false, true])
+        #expect(paths.allSatisfy { $0["ipv6"] as? Bool == false && $0.keys.contains("kind") })
+        let targets = events.filter { $0["event"] as? String == "reachability.target_changed" }
+        #expect(targets.map { $0["target"] as? String } == ["192.0.2.1", "192.0.2.1", "192.0.2.1"])
+        #expect(targets.map { $0["detail"] as? String } == [nil, "no_carrier", nil])
+        #expect(targets.map { $0["reason"] as? String } == ["initial", "carrier_lost", "carrier_gained"])
+    }
+
+    @Test("watch ends quietly when its reader goes away", .enabled(if: Capability.namespaces, Capability.reason))
+    func closedReader() async throws {
+        let network = try TestNetwork()
+        var fds: [Int32] = [0, 0]
+        var status: Int32 = -1
+        #expect(pipe(&fds) == 0)
+        // Only the child's standard output may hold the write end, and nobody but us the read end.
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        let pid = try Shell.spawn([Self.pinpath, "watch", "--netns", network.host], stdout: fds[1])
+        defer { if status < 0 { Shell.kill(pid) } }
+        close(fds[1])
+        var buffer = [UInt8](repeating: 0, count: 512)
+        #expect(read(fds[0], &buffer, buffer.count) > 0, "the initial line arrives")
+        close(fds[0])
+        try network.ip(network.gateway, "link set pb0 down")
+        #expect(try await eventually {
+            var raw: Int32 = 0
+            guard waitpid(pid, &raw, WNOHANG) == pid else { return false }
+            status = (raw >> 8) & 0xff
+            return true
+        })
+        #expect(status == 0)
+    }
+}

@@ -1,0 +1,338 @@
+import Foundation
+import PinpathReachability
+import Testing
+
+/// The monitor against the real kernel: each test builds its own namespaces, scripts them with `ip`, and
+/// checks the events and the final snapshot against what the kernel reports.
+@Suite("Reachability monitor on the kernel", .serialized, .enabled(if: Capability.namespaces, Capability.reason))
+struct MonitorTests {
+    static let offLink = "192.0.2.1"  // TEST-NET-1: routed by the default route
+
+    func start(_ network: TestNetwork, targets: [String] = [], receiveBufferSize: Int = 8 << 20) async throws
+        -> ReachabilityMonitor
+    {
+        try await ReachabilityMonitor.start(
+            .init(networkNamespace: network.host, receiveBufferSize: receiveBufferSize, resolutionTimeout: .seconds(2)),
+            targets: targets.map { try ReachabilityTarget(parsing: $0) })
+    }
+
+    @Test("The first snapshot is complete when start returns, and is the first event")
+    func initialSnapshot() async throws {
+        let network = try TestNetwork()
+        let monitor = try await start(network, targets: [Self.offLink, "nonexistent.invalid"])
+        defer { monitor.stop() }
+        let path = monitor.currentPath
+        #expect(path.status == .reachable)
+        #expect(path.primaryInterface?.name == "pa0")
+        #expect(path.primaryInterface?.kind == .other, "veth is virtual")
+        #expect(path.ipv4?.gateway?.description == TestNetwork.gatewayAddress)
+        #expect(path.ipv4?.source?.description == TestNetwork.hostAddress)
+        #expect(path.ipv6 == nil)
+        #expect(path.interfaces.map(\.name) == (try network.json(network.host, "link show")).compactMap { $0["ifname"] as? String })
+        #expect(path.interfaces.first { $0.name == "lo" }?.kind == .loopback)
+        #expect(path.interfaces.first { $0.name == "pa0" }?.addresses.map(\.description).contains("10.99.0.1/24") == true)
+        #expect(path.target(Self.offLink)?.status == .reachable)
+        #expect(path.target(Self.offLink)?.interfaceName == "pa0")
+        #expect(path.target("nonexistent.invalid")?.reason == .dnsFailed)
+
+        let recorder = EventRecorder(monitor)
+        let first = try await recorder.waitForPath(after: 0)
+        #expect(first.reason == .initial && first.previous == nil && first.path == path)
+        try await recorder.waitForTarget("nonexistent.invalid", after: 0)
+        #expect(recorder.targetChanges(Self.offLink).first?.reason == .initial)
+    }
+
+    @Test("Carrier lost through the peer and regained")
+    func carrier() async throws {
+        let network = try TestNetwork()
+        let monitor = try await start(network, targets: [Self.offLink])
+        defer { monitor.stop() }
+        let recorder = EventRecorder(monitor)
+        try await recorder.waitForPath(after: 0)
+
+        try network.ip(network.gateway, "link set pb0 down")
+        let lost = try await recorder.waitForPath(after: 1)
+        #expect(lost.reason == .carrierLost)
+        #expect(lost.path.status == .notReachable && lost.previous?.status == .reachable)
+        #expect(lost.path.ipv4 == nil && lost.path.primaryInterface == nil)
+        #expect(lost.path.interfaces.first { $0.name == "pa0" }?.hasCarrier == false)
+        let target = try await recorder.waitForTarget(Self.offLink, after: 1)
+        #expect(target.target.status == .notReachable && target.target.reason == .noCarrier && target.reason == .carrierLost)
+
+        try network.ip(network.gateway, "link set pb0 up")
+        let regained = try await recorder.waitForPath(after: 2)
+        #expect(regained.reason == .carrierGained && regained.path.status == .reachable)
+        #expect(regained.path.primaryInterface?.name == "pa0")
+        try await recorder.waitForTarget(Self.offLink, after: 2) { $0.target.status == .reachable }
+
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(recorder.pathChanges.map(\.reason) == [.initial, .carrierLost, .carrierGained], "no duplicates")
+    }
+
+    @Test("Admin down drops IPv4 routes without a delete message; the snapshot follows the kernel")
+    func adminDown() async throws {
+        let network = try TestNetwork()
+        let monitor = try await start(network)
+        defer { monitor.stop() }
+        let recorder = EventRecorder(monitor)
+        try await recorder.waitForPath(after: 0)
+
+        try network.ip(network.host, "link set pa0 down")
+        let down = try await recorder.waitForPath(after: 1)
+        #expect(down.reason == .linkDown && down.path.status == .notReachable)
+        #expect(down.path.interfaces.first { $0.name == "pa0" }?.isAdminUp == false)
+
+        try network.ip(network.host, "link set pa0 up")
+        #expect(try await eventually { monitor.currentPath.interfaces.first { $0.name == "pa0" }?.hasCarrier == true })
+        #expect(try network.json(network.host, "route show default").isEmpty, "the kernel dropped the default route")
+        #expect(monitor.currentPath.status == .notReachable, "carrier is back but there is no route")
+        #expect(recorder.pathChanges.count == 2)
+
+        try network.ip(network.host, "route add default via \(TestNetwork.gatewayAddress)")
+        let back = try await recorder.waitForPath(after: 2)
+        #expect(back.reason == .routeAdded && back.path.status == .reachable && back.path.primaryInterface?.name == "pa0")
+    }
+
+    @Test("Removing the address takes the path with it; restoring address and route brings it back")
+    func addressRemoval() async throws {
+        let network = try TestNetwork()
+        let monitor = try await start(network)
+        defer { monitor.stop() }
+        let recorder = EventRecorder(monitor)
+        try await recorder.waitForPath(after: 0)
+
+        try network.ip(network.host, "addr del \(TestNetwork.hostAddress)/24 dev pa0")
+        let removed = try await recorder.waitForPath(after: 1)
+        #expect(removed.reason == .addressRemoved && removed.path.status == .notReachable)
+        #expect(removed.path.interfaces.first { $0.name == "pa0" }?.addresses.isEmpty == true)
+
+        try network.ip(network.host, "addr add \(TestNetwork.hostAddress)/24 dev pa0")
+        try network.ip(network.host, "route add default via \(TestNetwork.gatewayAddress)")
+        let restored = try await recorder.waitForPath(after: 2)
+        #expect(restored.path.status == .reachable)
+        #expect([.addressAdded, .routeAdded].contains(restored.reason))
+    }
+
+    @Test("Default route removed and restored")
+    func defaultRoute() async throws {
+        let network = try TestNetwork()
+        let monitor = try await start(network, targets: [Self.offLink, TestNetwork.gatewayAddress])
+        defer { monitor.stop() }
+        let recorder = EventRecorder(monitor)
+        try await recorder.waitForPath(after: 0)
+
+        try network.ip(network.host, "route del default")
+        let removed = try await recorder.waitForPath(after: 1)
+        #expect(removed.reason == .routeRemoved && removed.path.status == .notReachable && removed.path.gateways.isEmpty)
+        let target = try await recorder.waitForTarget(Self.offLink, after: 1)
+        #expect(target.target.reason == .noRoute && target.reason == .routeRemoved)
+        #expect(monitor.currentPath.target(TestNetwork.gatewayAddress)?.status == .reachable, "on-link still reachable")
+        #expect(recorder.targetChanges(TestNetwork.gatewayAddress).count == 1, "no event for a target that did not change")
+
+        try network.ip(network.host, "route add default via \(TestNetwork.gatewayAddress)")
+        let added = try await recorder.waitForPath(after: 2)
+        #expect(added.reason == .routeAdded && added.path.status == .reachable)
+    }
+
+    @Test("A wg-quick-style policy rule moves the default path to the VPN's table")
+    func policyRouting() async throws {
+        let network = try TestNetwork()
+        let monitor = try await start(network, targets: [Self.offLink, TestNetwork.gatewayAddress])
+        defer { monitor.stop() }
+        let recorder = EventRecorder(monitor)
+        try await recorder.waitForPath(after: 0)
+
+        // A real tun device (kind "tun", so vpn), held open by a helper so that it has carrier.
+        try network.spawn(in: network.host, ["python3", "-c", TunHolder.script, "tun0"])
+        #expect(try await eventually { (try? network.json(network.host, "link show dev tun0"))?.isEmpty == false })
+        try network.batch(
+            network.host,
+            """
+            addr add 10.200.0.2/32 dev tun0
+            link set tun0 up
+            route add default dev tun0 table 51820
+            rule add not fwmark 51820 table 51820
+            rule add table main suppress_prefixlength 0
+            """)
+        let moved = try await recorder.waitForPath(after: 1) { $0.path.primaryInterface?.name == "tun0" }
+        #expect(moved.path.primaryInterface?.kind == .vpn)
+        #expect(moved.path.ipv4?.table == 51820)
+        #expect([.ruleChanged, .routeAdded].contains(moved.reason))
+        try await recorder.waitForTarget(Self.offLink, after: 1) { $0.target.interfaceName == "tun0" }
+        #expect(monitor.currentPath.target(TestNetwork.gatewayAddress)?.interfaceName == "pa0", "the main table's connected route wins")
+
+        try network.batch(network.host, "rule del not fwmark 51820 table 51820\nrule del table main suppress_prefixlength 0")
+        let back = try await recorder.waitForPath(after: recorder.pathChanges.count - 1) { $0.path.primaryInterface?.name == "pa0" }
+        #expect(back.reason == .ruleChanged)
+    }
+
+    @Test("Blackhole, unreachable and prohibit routes make a target unreachable with their own reason")
+    func rejectingRoutes() async throws {
+        let network = try TestNetwork()
+        let monitor = try await start(network, targets: [Self.offLink])
+        defer { monitor.stop() }
+        let recorder = EventRecorder(monitor)
+        try await recorder.waitForTarget(Self.offLink, after: 0)
+
+        try network.ip(network.host, "route add blackhole 192.0.2.0/24")
+        let blackholed = try await recorder.waitForTarget(Self.offLink, after: 1)
+        #expect(blackholed.target.status == .notReachable && blackholed.target.reason == .blackholeRoute)
+        #expect(blackholed.reason == .routeAdded)
+        #expect(monitor.currentPath.status == .reachable && recorder.pathChanges.count == 1, "the default path is untouched")
+
+        let target = try ReachabilityTarget(parsing: Self.offLink)
+        for (kind, reason) in [("unreachable", UnreachableReason.unreachableRoute), ("prohibit", .prohibitedRoute)] {
+            try network.ip(network.host, "route replace \(kind) 192.0.2.0/24")
+            #expect(try await eventually { monitor.currentPath.target(Self.offLink)?.reason == reason })
+            #expect(try await monitor.reachability(of: target).reason == reason)
+        }
+        #expect(recorder.targetChanges(Self.offLink).count == 2, "the status did not change, so no event")
+
+        try network.ip(network.host, "route del 192.0.2.0/24")
+        let clear = try await recorder.waitForTarget(Self.offLink, after: 2)
+        #expect(clear.target.status == .reachable && clear.reason == .routeRemoved)
+    }
+
+    @Test("An interface deleted and re-created with the same name")
+    func recreateInterface() async throws {
+        let network = try TestNetwork()
+        let monitor = try await start(network)
+        defer { monitor.stop() }
+        let recorder = EventRecorder(monitor)
+        let initial = try await recorder.waitForPath(after: 0)
+        let oldIndex = try #require(initial.path.primaryInterface?.index)
+
+        try network.ip(network.host, "link del pa0")
+        // Deleting a link first takes it down, and the kernel says so in its own message, which may be
+        // read before the deletion arrives.
+        let removed = try await recorder.waitForPath(after: 1)
+        #expect([.linkRemoved, .linkDown].contains(removed.reason), "got \(removed.reason)")
+        #expect(removed.path.status == .notReachable)
+        #expect(try await eventually { !monitor.currentPath.interfaces.contains { $0.name == "pa0" } })
+        #expect(recorder.pathChanges.count == 2, "one change for one deletion")
+
+        try network.batch(
+            network.host,
+            """
+            link add pa0 type veth peer name pb0 netns \(network.gateway)
+            addr add \(TestNetwork.hostAddress)/24 dev pa0
+            link set pa0 up
+            """)
+        try network.batch(network.gateway, "addr add \(TestNetwork.gatewayAddress)/24 dev pb0\nlink set pb0 up")
+        #expect(try await eventually { monitor.currentPath.interfaces.first { $0.name == "pa0" }?.hasCarrier == true })
+        try network.ip(network.host, "route add default via \(TestNetwork.gatewayAddress)")
+        let back = try await recorder.waitForPath(after: 2)
+        #expect(back.path.status == .reachable && back.path.primaryInterface?.name == "pa0")
+        #expect(back.path.primaryInterface?.index != oldIndex)
+        #expect(back.path.interfaces.filter { $0.name == "pa0" }.count == 1, "the old link is gone from the model")
+    }
+
+    @Test("IPv6: a tentative address is not usable until DAD passes, a DAD-failed one never is")
+    func ipv6Tentative() async throws {
+        let network = try TestNetwork(ipv6: true)
+        let monitor = try await start(network)
+        defer { monitor.stop() }
+        #expect(monitor.currentPath.ipv6?.gateway?.description == TestNetwork.gatewayAddress6)
+        #expect(monitor.currentPath.status == .reachable)
+
+        func pa0Addresses() -> [String] {
+            monitor.currentPath.interfaces.first { $0.name == "pa0" }?.addresses.map(\.description) ?? []
+        }
+        try Shell.check(["ip", "netns", "exec", network.host, "sysctl", "-qw", "net.ipv6.conf.pa0.accept_dad=1"])
+        try network.ip(network.gateway, "-6 addr add fd99::5/64 dev pb0 nodad")  // the duplicate
+        try network.ip(network.host, "-6 addr add fd99::2/64 dev pa0")
+        try network.ip(network.host, "-6 addr add fd99::5/64 dev pa0")
+        let kernelTentative = try network.json(network.host, "-6 addr show dev pa0 tentative")
+        #expect(!kernelTentative.isEmpty, "the kernel reports the new addresses as tentative")
+        #expect(try await eventually(timeout: .milliseconds(500)) { true })
+        #expect(!pa0Addresses().contains("fd99::2/64") && !pa0Addresses().contains("fd99::5/64"))
+
+        #expect(try await eventually { pa0Addresses().contains("fd99::2/64") }, "usable once DAD passed")
+        let failed = try network.json(network.host, "-6 addr show dev pa0 dadfailed")
+        #expect(!failed.isEmpty, "the kernel marked fd99::5 dadfailed")
+        #expect(!pa0Addresses().contains("fd99::5/64"))
+    }
+
+    @Test("A receive-buffer overrun is detected and resynced: the final snapshot equals the kernel's")
+    func overrunFlood() async throws {
+        let network = try TestNetwork()
+        let monitor = try await start(network, receiveBufferSize: 2048)
+        defer { monitor.stop() }
+
+        func kernelAddresses() throws -> Set<String> {
+            let links = try network.json(network.host, "addr show dev pa0")
+            let info = links.first?["addr_info"] as? [[String: Any]] ?? []
+            return Set(info.compactMap { entry in
+                guard let local = entry["local"] as? String, let prefix = entry["prefixlen"] as? Int else { return nil }
+                return entry["tentative"] == nil && entry["dadfailed"] == nil ? "\(local)/\(prefix)" : nil
+            })
+        }
+        func monitorAddresses() -> Set<String> {
+            Set(monitor.currentPath.interfaces.first { $0.name == "pa0" }?.addresses.map(\.description) ?? [])
+        }
+
+        let adds = (0..<3000).map { "addr add 10.100.\($0 / 250).\($0 % 250 + 1)/32 dev pa0" }
+        try network.batch(network.host, adds.joined(separator: "\n"))
+        #expect(try await eventually(timeout: .seconds(20)) { try monitorAddresses() == kernelAddresses() })
+        #expect(monitorAddresses().count == 3001)
+
+        let deletes = (0..<3000).filter { $0 % 2 == 0 }.map { "addr del 10.100.\($0 / 250).\($0 % 250 + 1)/32 dev pa0" }
+        try network.batch(network.host, deletes.joined(separator: "\n") + "\nroute del default")
+        #expect(try await eventually(timeout: .seconds(20)) { try monitorAddresses() == kernelAddresses() })
+        #expect(monitorAddresses().count == 1501)
+        #expect(monitor.statistics.resyncs >= 1, "a 2 KiB buffer must overrun under \(monitor.statistics.messages) messages")
+        #expect(try network.json(network.host, "route show default").isEmpty)
+        #expect(monitor.currentPath.status == .notReachable && monitor.currentPath.gateways.isEmpty)
+    }
+
+    @Test("Targets can be added, evaluated once and removed; a stopped monitor refuses politely")
+    func targetAPI() async throws {
+        let network = try TestNetwork()
+        let monitor = try await start(network)
+        let recorder = EventRecorder(monitor)
+        try await recorder.waitForPath(after: 0)
+
+        let added = try await monitor.addTarget(try ReachabilityTarget(parsing: TestNetwork.gatewayAddress))
+        #expect(added.status == .reachable && added.interfaceName == "pa0")
+        let event = try await recorder.waitForTarget(TestNetwork.gatewayAddress, after: 0)
+        #expect(event.reason == .targetAdded && event.previous == nil)
+        #expect(monitor.currentPath.targets.map(\.target) == [TestNetwork.gatewayAddress])
+
+        let local = try await monitor.reachability(of: try ReachabilityTarget(parsing: "127.0.0.1"))
+        #expect(local.status == .reachable && local.interfaceName == "lo")
+        #expect(monitor.currentPath.targets.count == 1, "a one-off evaluation is not watched")
+
+        monitor.removeTarget(try ReachabilityTarget(parsing: TestNetwork.gatewayAddress))
+        #expect(try await eventually { monitor.currentPath.targets.isEmpty })
+
+        monitor.stop()
+        monitor.stop()
+        await #expect(throws: ReachabilityError.self) {
+            try await monitor.addTarget(try ReachabilityTarget(parsing: "192.0.2.1"))
+        }
+        var afterStop = 0
+        for await _ in monitor.changes() { afterStop += 1 }
+        #expect(afterStop == 0, "a stopped monitor's stream ends at once")
+    }
+
+    @Test("A missing namespace is a clear error, not a crash")
+    func missingNamespace() async throws {
+        await #expect {
+            try await ReachabilityMonitor.start(.init(networkNamespace: "pp-does-not-exist"))
+        } throws: { error in
+            let error = error as! ReachabilityError
+            return error.code == .netlinkUnavailable && error.message.contains("pp-does-not-exist")
+        }
+    }
+}
+
+/// Opens /dev/net/tun as the named device and keeps it open, so the tun device has carrier, as a VPN
+/// client would. Run with `python3 -c SCRIPT NAME`.
+enum TunHolder {
+    static let script = """
+        import fcntl, os, struct, sys, time
+        fd = os.open("/dev/net/tun", os.O_RDWR)
+        fcntl.ioctl(fd, 0x400454ca, struct.pack("16sH", sys.argv[1].encode(), 0x0001 | 0x1000))  # TUNSETIFF, IFF_TUN|IFF_NO_PI
+        time.sleep(120)
+        """
+}

@@ -1,0 +1,97 @@
+import Foundation
+
+/// Runs programs for the tests: `ip` to script the kernel, and the `pinpath` binary itself.
+enum Shell {
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// Runs a program to completion and returns what it printed.
+    @discardableResult
+    static func run(_ arguments: [String], input: String? = nil) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try path(of: arguments[0]))
+        process.arguments = Array(arguments.dropFirst())
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let inputPipe = Pipe()
+        if input != nil { process.standardInput = inputPipe }
+        try process.run()
+        if let input {
+            inputPipe.fileHandleForWriting.write(Data(input.utf8))
+            try inputPipe.fileHandleForWriting.close()
+        }
+        // Read before waiting, so a chatty program cannot block on a full pipe.
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(
+            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// Runs a program and fails the test's setup if it does not exit 0.
+    @discardableResult
+    static func check(_ arguments: [String], input: String? = nil) throws -> String {
+        let result = try run(arguments, input: input)
+        guard result.status == 0 else {
+            throw ShellError(description: "\(arguments.joined(separator: " ")) exited \(result.status): \(result.stderr)")
+        }
+        return result.stdout
+    }
+
+    /// Starts a program in the background with posix_spawn (Foundation's `Process.waitUntilExit` can hang
+    /// off the main thread) and returns its PID, for `kill`.
+    static func spawn(_ arguments: [String], stdout: Int32? = nil, stderr: Int32? = nil) throws -> pid_t {
+        let executable = try path(of: arguments[0])
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if let stdout { posix_spawn_file_actions_adddup2(&actions, stdout, 1) }
+        if let stderr { posix_spawn_file_actions_adddup2(&actions, stderr, 2) }
+        var argv = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, nil, &argv, environ)
+        guard result == 0 else { throw ShellError(description: "cannot start \(executable): \(String(cString: strerror(result)))") }
+        return pid
+    }
+
+    /// Kills a spawned program and reaps it.
+    static func kill(_ pid: pid_t) {
+        _ = Glibc.kill(pid, SIGKILL)
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, 0)
+    }
+
+    /// Sends `signal` and waits up to `timeout` for the program to exit; returns its exit status, or `nil`
+    /// (after killing it) if it did not exit in time.
+    static func stop(_ pid: pid_t, signal: Int32, timeout: Duration) async throws -> Int32? {
+        _ = Glibc.kill(pid, signal)
+        let deadline = ContinuousClock.now + timeout
+        var status: Int32 = 0
+        while ContinuousClock.now < deadline {
+            if waitpid(pid, &status, WNOHANG) == pid {
+                return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        kill(pid)
+        return nil
+    }
+
+    static func path(of program: String) throws -> String {
+        if program.hasPrefix("/") { return program }
+        for directory in ["/usr/sbin", "/usr/bin", "/sbin", "/bin"] where FileManager.default.isExecutableFile(atPath: "\(directory)/\(program)") {
+            return "\(directory)/\(program)"
+        }
+        throw ShellError(description: "\(program) is not installed")
+    }
+}
+
+struct ShellError: Error, CustomStringConvertible {
+    var description: String
+}
