@@ -2,6 +2,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/eventfd.h>
+#include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 #include "pinpath_shims.h"
 
@@ -12,3 +14,21 @@ int pinpath_eventfd_nonblocking(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLO
 int pinpath_so_rcvbufforce(void) { return SO_RCVBUFFORCE; }
 
 void pinpath_set_thread_name(const char *name) { pthread_setname_np(pthread_self(), name); }
+
+int pinpath_receive_datagrams(int fd, unsigned char *buffer, size_t slot_size, unsigned slots, size_t *lengths,
+                              int wait_for_one) {
+    struct mmsghdr messages[64];
+    struct iovec vectors[64];
+    if (slots > 64) slots = 64;
+    memset(messages, 0, sizeof(messages[0]) * slots);
+    for (unsigned i = 0; i < slots; i++) {
+        vectors[i].iov_base = buffer + i * slot_size;
+        vectors[i].iov_len = slot_size;
+        messages[i].msg_hdr.msg_iov = &vectors[i];
+        messages[i].msg_hdr.msg_iovlen = 1;
+    }
+    int count = recvmmsg(fd, messages, slots, wait_for_one ? MSG_WAITFORONE : MSG_DONTWAIT, NULL);
+    for (int i = 0; i < count; i++)
+        lengths[i] = (messages[i].msg_hdr.msg_flags & MSG_TRUNC) ? SIZE_MAX : messages[i].msg_len;
+    return count;
+}

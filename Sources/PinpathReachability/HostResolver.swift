@@ -47,15 +47,17 @@ extension IPAddress {
     init?(socketAddress: UnsafePointer<sockaddr>) {
         switch Int32(socketAddress.pointee.sa_family) {
         case AF_INET:
-            let bytes = socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
-                withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) }
+            let address = socketAddress.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                withUnsafeBytes(of: $0.pointee.sin_addr) { IPAddress(bytes: $0) }
             }
-            self.init(bytes: bytes)
+            guard let address else { return nil }
+            self = address
         case AF_INET6:
-            let bytes = socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
-                withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) }
+            let address = socketAddress.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                withUnsafeBytes(of: $0.pointee.sin6_addr) { IPAddress(bytes: $0) }
             }
-            self.init(bytes: bytes)
+            guard let address else { return nil }
+            self = address
         default:
             return nil
         }

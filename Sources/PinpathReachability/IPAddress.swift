@@ -1,20 +1,45 @@
 import Glibc
 
 /// An IPv4 or IPv6 address, as the kernel reports it.
+///
+/// Stored inline (two words, no heap array): addresses are hashed and compared on every netlink event.
 public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
     /// The address family.
     public let family: IPFamily
-    /// Network-order bytes: 4 for IPv4, 16 for IPv6.
-    public let bytes: [UInt8]
+    /// The bytes in network order, packed big-endian: IPv6 uses both words, IPv4 the top half of `high`.
+    private let high: UInt64
+    private let low: UInt64
 
     /// Creates an address from network-order bytes; `nil` unless there are 4 or 16 of them.
-    public init?(bytes: [UInt8]) {
+    public init?<Bytes: Collection>(bytes: Bytes) where Bytes.Element == UInt8 {
         switch bytes.count {
         case 4: family = .ipv4
         case 16: family = .ipv6
         default: return nil
         }
-        self.bytes = bytes
+        var high: UInt64 = 0, low: UInt64 = 0
+        for (index, byte) in bytes.enumerated() {
+            if index < 8 {
+                high |= UInt64(byte) << (56 - 8 * index)
+            } else {
+                low |= UInt64(byte) << (56 - 8 * (index - 8))
+            }
+        }
+        self.high = high
+        self.low = low
+    }
+
+    /// Network-order bytes: 4 for IPv4, 16 for IPv6.
+    public var bytes: [UInt8] {
+        let count = family == .ipv4 ? 4 : 16
+        return (0..<count).map { index in
+            UInt8(truncatingIfNeeded: index < 8 ? high >> (56 - 8 * index) : low >> (56 - 8 * (index - 8)))
+        }
+    }
+
+    /// IPv4 before IPv6, then numerically: the order `ip addr` lists addresses in.
+    static func < (lhs: IPAddress, rhs: IPAddress) -> Bool {
+        (lhs.family == .ipv4 ? 0 : 1, lhs.high, lhs.low) < (rhs.family == .ipv4 ? 0 : 1, rhs.high, rhs.low)
     }
 
     /// Parses a numeric IPv4 or IPv6 address (`inet_pton`); `nil` for anything else, host names included.
@@ -25,7 +50,7 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         var buffer = [UInt8](repeating: 0, count: 16)
         let string = String(text)
         if inet_pton(AF_INET, string, &buffer) == 1 {
-            self.init(bytes: Array(buffer.prefix(4)))
+            self.init(bytes: buffer.prefix(4))
         } else if inet_pton(AF_INET6, string, &buffer) == 1 {
             self.init(bytes: buffer)
         } else {
@@ -35,6 +60,7 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
 
     /// The conventional text form (`inet_ntop`): `192.0.2.1`, `2001:db8::1`.
     public var description: String {
+        let bytes = self.bytes
         var output = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         let af = family == .ipv4 ? AF_INET : AF_INET6
         guard inet_ntop(af, bytes, &output, socklen_t(output.count)) != nil else { return "?" }

@@ -79,10 +79,7 @@ struct KernelState: Equatable {
         addresses.values
             .filter { $0.key.interfaceIndex == index && $0.isUsable }
             .map { InterfaceAddress(address: $0.key.address, prefixLength: $0.key.prefixLength) }
-            .sorted { a, b in
-                a.address.family != b.address.family
-                    ? a.address.family == .ipv4 : a.address.bytes.lexicographicallyPrecedes(b.address.bytes)
-            }
+            .sorted { $0.address < $1.address }
     }
 
     func isUsableAddress(_ address: IPAddress) -> Bool {

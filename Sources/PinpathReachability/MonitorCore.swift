@@ -6,12 +6,15 @@ import Synchronization
 /// inbox whose eventfd wakes the thread. `Sendable` because every field is immutable or behind a `Mutex`.
 final class MonitorCore: Sendable {
     typealias Reply = @Sendable (Result<TargetReachability, ReachabilityError>) -> Void
+    typealias Handler = @Sendable (ReachabilityEvent) -> Void
 
     enum Command: Sendable {
         case addTarget(WatchedTarget, Reply)
         case removeTarget(String)
         case resolved(ReachabilityTarget, WatchedTarget.Resolution)
         case evaluate(WatchedTarget, Reply)
+        /// Registered on the thread, so the handler sees the initial state before any change.
+        case addHandler(Int, Handler)
         case stop
 
         /// Answers a command that will never run because the monitor stopped.
@@ -28,6 +31,8 @@ final class MonitorCore: Sendable {
     private struct Published {
         var path: NetworkPath?
         var subscribers: [Int: AsyncStream<ReachabilityEvent>.Continuation] = [:]
+        /// Called on the monitor thread, outside the lock (a handler may read `currentPath`).
+        var handlers: [Int: Handler] = [:]
         var nextSubscriber = 0
         var statistics = ReachabilityMonitor.Statistics()
         var failure: ReachabilityError?
@@ -43,6 +48,8 @@ final class MonitorCore: Sendable {
     let resolutionTimeout: Duration
     private let published = Mutex(Published())
     private let inbox = Mutex(Inbox())
+    /// Fulfilled when the monitor has stopped, by `stop()` or a failure.
+    let stopped = OneShot<Void>()
 
     init(resolutionTimeout: Duration) throws {
         wakeDescriptor = pinpath_eventfd_nonblocking()
@@ -80,13 +87,45 @@ final class MonitorCore: Sendable {
     var statistics: ReachabilityMonitor.Statistics { published.withLock { $0.statistics } }
     var failure: ReachabilityError? { published.withLock { $0.failure } }
 
+    /// Publishes a snapshot and its events: streams get them through their buffers, handlers are called
+    /// here, on the monitor thread, in order.
     func publish(_ path: NetworkPath, events: [ReachabilityEvent]) {
-        published.withLock { published in
+        let handlers = published.withLock { published in
             published.path = path
             for continuation in published.subscribers.values {
                 for event in events { continuation.yield(event) }
             }
+            return published.handlers.isEmpty || events.isEmpty ? [] : Array(published.handlers.values)
         }
+        for handler in handlers {
+            for event in events { handler(event) }
+        }
+    }
+
+    /// Called on the monitor thread: gives the handler the current state, then registers it.
+    func addHandler(_ id: Int, _ handler: @escaping Handler) {
+        let path = published.withLock { published in
+            published.finished ? nil : published.path
+        }
+        guard let path else { return }
+        for event in Self.initialEvents(path) { handler(event) }
+        published.withLock { $0.handlers[id] = handler }
+    }
+
+    func removeHandler(_ id: Int) {
+        _ = published.withLock { $0.handlers.removeValue(forKey: id) }
+    }
+
+    func nextSubscriberID() -> Int {
+        published.withLock { published in
+            defer { published.nextSubscriber += 1 }
+            return published.nextSubscriber
+        }
+    }
+
+    private static func initialEvents(_ path: NetworkPath) -> [ReachabilityEvent] {
+        [.path(PathChange(path: path, previous: nil, reason: .initial))]
+            + path.targets.map { .target(TargetChange(target: $0, previous: nil, reason: .initial, path: path)) }
     }
 
     func count(messages: Int, overrun: Bool) {
@@ -103,10 +142,7 @@ final class MonitorCore: Sendable {
                 continuation.finish()
                 return
             }
-            continuation.yield(.path(PathChange(path: path, previous: nil, reason: .initial)))
-            for target in path.targets {
-                continuation.yield(.target(TargetChange(target: target, previous: nil, reason: .initial, path: path)))
-            }
+            for event in Self.initialEvents(path) { continuation.yield(event) }
             let id = published.nextSubscriber
             published.nextSubscriber += 1
             published.subscribers[id] = continuation
@@ -133,9 +169,11 @@ final class MonitorCore: Sendable {
         for command in pending { command.reject() }
         let subscribers = published.withLock { published in
             published.finished = true
+            published.handlers = [:]
             defer { published.subscribers = [:] }
             return Array(published.subscribers.values)
         }
         for continuation in subscribers { continuation.finish() }
+        stopped.fulfil(())
     }
 }

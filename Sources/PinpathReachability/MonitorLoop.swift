@@ -43,13 +43,20 @@ final class MonitorLoop {
         events = try NetlinkSocket(subscribingTo: NetlinkSocket.monitorGroups)
         events.setReceiveBuffer(bytes: configuration.receiveBufferSize)
         requests = try NetlinkSocket()
+        requests.setReceiveBuffer(bytes: 1 << 20)
         state = try readKernelState()
-        path = evaluator.path(targets: targets)
+        path = evaluatePath()
         core.publish(path, events: [])
     }
 
-    private var evaluator: PathEvaluator {
-        PathEvaluator(state: state, lookUpRoute: { [requests] in requests!.lookUpRoute(to: $0) })
+    /// An evaluator whose route answers for `destinations` were fetched from the kernel in one batch.
+    private func evaluator(for destinations: [IPAddress]) -> PathEvaluator {
+        let answers = requests.lookUpRoutes(to: destinations)
+        return PathEvaluator(state: state, lookUpRoute: { answers[$0] ?? .failed(errno: EIO) })
+    }
+
+    private func evaluatePath() -> NetworkPath {
+        evaluator(for: PathEvaluator.destinations(of: targets)).path(targets: targets)
     }
 
     private func serve() {
@@ -89,17 +96,8 @@ final class MonitorLoop {
 
     private func readNetlink() {
         var messages: [NetlinkMessage] = []
-        var lostEvents = false
         // Bounded, so a flood cannot keep the snapshot from being recomputed.
-        while messages.count < 4096 {
-            let result = events.receive(into: &messages)
-            if result == -Int32(NLE_AGAIN) { break }
-            if result < 0 {
-                // ENOBUFS arrives as NLE_NOMEM; any receive error may mean lost messages.
-                lostEvents = true
-                break
-            }
-        }
+        let lostEvents = events.receiveEvents(into: &messages, limit: 4096).lost
         core.count(messages: messages.count, overrun: lostEvents)
         let triggers = messages.compactMap(apply)
         if lostEvents || needsResync {
@@ -170,7 +168,7 @@ final class MonitorLoop {
 
     private func recompute(_ triggers: [Trigger]) {
         let previous = path!
-        path = evaluator.path(targets: targets)
+        path = evaluatePath()
         let changes = visibleChanges(from: previous, to: path) { involved in Trigger.explaining(involved, from: triggers) }
         core.publish(path, events: changes)
         if Self.shouldResolveAgain(from: previous, to: path) { resolveHostTargets() }
@@ -212,7 +210,9 @@ final class MonitorLoop {
             targets[index].resolution = resolution
             recompute([Trigger(reason: resolution == .failed ? .dnsFailed : .dnsResolved, interfaceName: nil)])
         case .evaluate(let target, let reply):
-            reply(.success(evaluator.reachability(of: target)))
+            reply(.success(evaluator(for: PathEvaluator.destinations(of: [target])).reachability(of: target)))
+        case .addHandler(let id, let handler):
+            core.addHandler(id, handler)
         }
     }
 

@@ -26,6 +26,14 @@ struct MonitorThread: Sendable {
         pthread_join(thread, nil)
     }
 
+    /// Lets the thread end on its own, for when it cannot be joined (it is the caller).
+    consuming func detach() {
+        pthread_detach(thread)
+    }
+
+    /// The caller is this thread.
+    var isCurrent: Bool { pthread_equal(thread, pthread_self()) != 0 }
+
     private final class Body {
         let name: String
         let run: () -> Void

@@ -12,6 +12,16 @@ struct PathEvaluator {
     let state: KernelState
     let lookUpRoute: (IPAddress) -> RouteAnswer
 
+    /// Every address whose route a snapshot needs: the internet probes, then each target's addresses.
+    static func destinations(of targets: [WatchedTarget]) -> [IPAddress] {
+        var seen = Set<IPAddress>(), ordered: [IPAddress] = []
+        let probes = IPFamily.allCases.map { internetProbe[$0]! }
+        for case .resolved(let addresses) in targets.map(\.resolution) {
+            for address in addresses where seen.insert(address).inserted { ordered.append(address) }
+        }
+        return probes + ordered.filter { !probes.contains($0) }
+    }
+
     func path(targets: [WatchedTarget]) -> NetworkPath {
         let interfaces = state.interfaces()
         let ipv4 = familyPath(.ipv4), ipv6 = familyPath(.ipv6)
@@ -99,9 +109,8 @@ struct PathEvaluator {
 }
 
 extension IPAddress {
-    var isLoopback: Bool {
-        family == .ipv4 ? bytes[0] == 127 : bytes == [UInt8](repeating: 0, count: 15) + [1]
-    }
+    var isLoopback: Bool { self == IPAddress.loopback6 || (family == .ipv4 && bytes[0] == 127) }
+    private static let loopback6 = IPAddress("::1")!
 }
 
 /// Where a packet to one destination would go, or why it cannot.

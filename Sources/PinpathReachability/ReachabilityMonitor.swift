@@ -70,13 +70,21 @@ public final class ReachabilityMonitor: Sendable {
         return ReachabilityMonitor(core: core, thread: thread)
     }
 
-    /// Stops monitoring, joins the netlink thread, and ends every `changes()` stream. Idempotent.
+    /// Stops monitoring, joins the netlink thread, and ends every `changes()` stream. Idempotent. May be
+    /// called from a change handler: the thread then finishes its current batch and exits on its own.
     public func stop() {
         guard let thread = thread.withLock({ $0.take() }) else { return }
         core.post(.stop)
-        thread.join()
+        if thread.isCurrent {
+            thread.detach()
+        } else {
+            thread.join()
+        }
         core.finish()
     }
+
+    /// Returns once the monitor has stopped: through `stop()`, or because netlink failed (see `failure`).
+    public func waitUntilStopped() async { await core.stopped.value() }
 
     /// The latest snapshot. Never stale by more than the time to process the kernel's last message.
     public var currentPath: NetworkPath { core.currentPath }
@@ -88,6 +96,21 @@ public final class ReachabilityMonitor: Sendable {
     /// state (reason `initial`: the path, then each target), so a subscriber never has to ask separately.
     /// It ends when the monitor stops or fails; a failure is also in `failure`.
     public func changes() -> AsyncStream<ReachabilityEvent> { core.subscribe() }
+
+    /// Calls `handler` with every visible change, on the monitor's own thread, as soon as it is known: the
+    /// current state first (reason `initial`), then each change in order. The lowest-latency way to
+    /// follow changes (no hop to another thread); the price is that a slow handler delays the next event,
+    /// so keep it short. It may call `stop()`.
+    /// - Returns: an identifier for `removeChangeHandler`.
+    @discardableResult
+    public func onChange(_ handler: @escaping @Sendable (ReachabilityEvent) -> Void) -> Int {
+        let id = core.nextSubscriberID()
+        core.post(.addHandler(id, handler))
+        return id
+    }
+
+    /// Stops calling a handler added with `onChange`.
+    public func removeChangeHandler(_ id: Int) { core.removeHandler(id) }
 
     /// Why the monitor stopped on its own (netlink failed after start), if it did.
     public var failure: ReachabilityError? { core.failure }

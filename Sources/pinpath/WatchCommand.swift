@@ -3,6 +3,7 @@ import Dispatch
 import Glibc
 import PinpathAgent
 import PinpathReachability
+import Synchronization
 
 struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -20,21 +21,27 @@ struct WatchCommand: AsyncParsableCommand {
             let monitor = try await options.startMonitor()
             let signals = StopSignals { monitor.stop() }
             defer { signals.cancel() }
-            let events = EventWriter(), text = LineOutput()
-            for await event in monitor.changes() {
+            let outputError = Mutex<EventWriterError?>(nil)
+            let events = EventWriter(), text = LineOutput(), json = options.json
+            // Written on the monitor's thread: no hop between the kernel's message and our line.
+            monitor.onChange { event in
                 do throws(EventWriterError) {
-                    if options.json {
+                    if json {
                         let (name, fields) = ReachabilityJSON.event(event)
                         try events.write(event: name, fields: fields)
                     } else {
                         try text.write(PathText.change(event))
                     }
                 } catch {
+                    outputError.withLock { $0 = $0 ?? error }
                     monitor.stop()
-                    // A reader that went away (`pinpath watch | head`) is a normal way to end.
-                    if error.errno == EPIPE { return }
-                    throw CommandFailure.output(error.description)
                 }
+            }
+            await monitor.waitUntilStopped()
+            if let error = outputError.withLock({ $0 }) {
+                // A reader that went away (`pinpath watch | head`) is a normal way to end.
+                if error.errno == EPIPE { return }
+                throw CommandFailure.output(error.description)
             }
             if let failure = monitor.failure { throw CommandFailure.unavailable("netlink failed: \(failure.message)") }
         }

@@ -13,4 +13,12 @@ int pinpath_so_rcvbufforce(void);
 // pthread_setname_np(3) is declared only under _GNU_SOURCE. Names show in top -H and /proc/PID/task.
 void pinpath_set_thread_name(const char *name);
 
+#include <stddef.h>
+
+// recvmmsg(2) and struct mmsghdr are declared only under _GNU_SOURCE. Receives up to `slots` datagrams
+// into consecutive `slot_size` slices of `buffer` in one system call; lengths[i] is SIZE_MAX for a
+// datagram that did not fit. Returns the count, or -1 with errno.
+int pinpath_receive_datagrams(int fd, unsigned char *buffer, size_t slot_size, unsigned slots, size_t *lengths,
+                              int wait_for_one);
+
 #endif

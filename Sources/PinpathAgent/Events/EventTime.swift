@@ -9,16 +9,30 @@ public enum EventTime {
         return format(seconds: spec.tv_sec, microseconds: Int(spec.tv_nsec / 1000))
     }
 
+    /// Formats into a fixed 27-byte buffer: this runs once per event line.
     static func format(seconds: Int, microseconds: Int) -> String {
         var time = seconds
         var parts = tm()
         gmtime_r(&time, &parts)
-        return "\(Int(parts.tm_year) + 1900)-\(pad(Int(parts.tm_mon) + 1, 2))-\(pad(Int(parts.tm_mday), 2))T"
-            + "\(pad(Int(parts.tm_hour), 2)):\(pad(Int(parts.tm_min), 2)):\(pad(Int(parts.tm_sec), 2)).\(pad(microseconds, 6))Z"
-    }
-
-    private static func pad(_ value: Int, _ width: Int) -> String {
-        let digits = String(value)
-        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+        let fields: [(value: Int, width: Int, separator: UInt8)] = [
+            (Int(parts.tm_year) + 1900, 4, UInt8(ascii: "-")), (Int(parts.tm_mon) + 1, 2, UInt8(ascii: "-")),
+            (Int(parts.tm_mday), 2, UInt8(ascii: "T")), (Int(parts.tm_hour), 2, UInt8(ascii: ":")),
+            (Int(parts.tm_min), 2, UInt8(ascii: ":")), (Int(parts.tm_sec), 2, UInt8(ascii: ".")),
+            (microseconds, 6, UInt8(ascii: "Z")),
+        ]
+        return String(unsafeUninitializedCapacity: 27) { output in
+            var position = 0
+            for field in fields {
+                var value = field.value
+                for offset in stride(from: field.width - 1, through: 0, by: -1) {
+                    output[position + offset] = UInt8(ascii: "0") + UInt8(value % 10)
+                    value /= 10
+                }
+                position += field.width
+                output[position] = field.separator
+                position += 1
+            }
+            return position
+        }
     }
 }

@@ -90,6 +90,6 @@ extension IPAddress {
     init?(netlinkAddress: OpaquePointer) {
         let length = Int(nl_addr_get_len(netlinkAddress))
         guard let raw = nl_addr_get_binary_addr(netlinkAddress), length == 4 || length == 16 else { return nil }
-        self.init(bytes: Array(UnsafeRawBufferPointer(start: raw, count: length)))
+        self.init(bytes: UnsafeRawBufferPointer(start: raw, count: length))
     }
 }

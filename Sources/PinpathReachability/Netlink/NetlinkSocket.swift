@@ -24,6 +24,10 @@ final class NetlinkSocket {
             throw ReachabilityError(
                 .netlinkUnavailable, "cannot open a NETLINK_ROUTE socket: \(netlinkErrorDescription(connected))")
         }
+        // One recvmsg per datagram: libnl's default peeks first to size its buffer, doubling the system calls.
+        // 64 KiB holds any datagram the kernel sends (dumps are capped at 32 KiB).
+        nl_socket_disable_msg_peek(handle)
+        _ = nl_socket_set_msg_buf_size(handle, 65536)
         // Events have no sequence numbers, and look-ups match replies to requests themselves (libnl's check
         // drops a look-up's reply, which is not followed by an ACK).
         nl_socket_disable_seq_check(handle)
@@ -96,55 +100,74 @@ final class NetlinkSocket {
         return sent < 0 ? sent : receive(into: &messages)
     }
 
-    /// Asks the kernel how it would route a packet to `destination` (RTM_GETROUTE), honouring policy rules,
-    /// extra tables and VPN routes. `rtnl_route_lookup` is not used because libnl folds ENETUNREACH and
-    /// EHOSTUNREACH into one error, and those are different answers here.
-    func lookUpRoute(to destination: IPAddress) -> RouteAnswer {
-        guard let request = nlmsg_alloc_simple(Int32(RTM_GETROUTE), Int32(NLM_F_REQUEST)) else {
-            return .failed(errno: ENOMEM)
-        }
-        defer { nlmsg_free(request) }
-        var header = rtmsg()
-        header.rtm_family = UInt8(destination.family.addressFamily)
-        header.rtm_dst_len = UInt8(destination.bytes.count * 8)
-        header.rtm_flags = UInt32(RTM_F_LOOKUP_TABLE)  // report the table that answered (51820), not main
-        guard nlmsg_append(request, &header, MemoryLayout<rtmsg>.size, Int32(NLMSG_ALIGNTO)) == 0,
-            destination.bytes.withUnsafeBytes({ nla_put(request, Int32(RTA_DST.rawValue), Int32($0.count), $0.baseAddress) }) == 0,
-            nl_send_auto(handle, request) >= 0
-        else { return .failed(errno: EIO) }
-
-        var outcome = LookupOutcome(sequence: nlmsg_hdr(request).pointee.nlmsg_seq)
-        withUnsafeMutablePointer(to: &outcome) { sink in
-            _ = nl_socket_modify_cb(handle, NL_CB_VALID, NL_CB_CUSTOM, { message, sink in
-                guard let message, let sink else { return Int32(NL_OK.rawValue) }
-                let outcome = sink.assumingMemoryBound(to: LookupOutcome.self)
-                guard nlmsg_hdr(message).pointee.nlmsg_seq == outcome.pointee.sequence else { return Int32(NL_SKIP.rawValue) }
-                _ = nl_msg_parse(message, { object, sink in
-                    guard let object, let sink else { return }
-                    sink.assumingMemoryBound(to: LookupOutcome.self).pointee.answer = RouteAnswer(route: object)
-                }, sink)
-                return Int32(NL_OK.rawValue)
-            }, sink)
-            _ = nl_socket_modify_err_cb(handle, NL_CB_CUSTOM, { _, error, sink in
-                guard let error, let sink else { return Int32(NL_STOP.rawValue) }
-                let outcome = sink.assumingMemoryBound(to: LookupOutcome.self)
-                if error.pointee.msg.nlmsg_seq == outcome.pointee.sequence { outcome.pointee.errno = -error.pointee.error }
-                return Int32(NL_STOP.rawValue)
-            }, sink)
-            // Each request gets one reply datagram; a stray one (never seen, but cheap to allow) is skipped.
-            for _ in 0..<4 where sink.pointee.answer == nil && sink.pointee.errno == nil {
-                guard nl_recvmsgs_default(handle) >= 0 || sink.pointee.errno != nil else { break }
+    /// Reads every event waiting on this (non-blocking, subscribed) socket, in as few system calls as
+    /// the kernel allows, and parses each message.
+    /// - Returns: `lost` when the kernel dropped messages (ENOBUFS) or one could not be read whole.
+    func receiveEvents(into messages: inout [NetlinkMessage], limit: Int) -> (lost: Bool, error: Int32?) {
+        while messages.count < limit {
+            let outcome = datagrams.receive(from: fileDescriptor) { header in
+                guard let message = nlmsg_convert(UnsafeMutablePointer(mutating: header)) else { return }
+                nlmsg_set_proto(message, NETLINK_ROUTE)  // libnl picks the parser by protocol and type
+                messages.append(NetlinkMessage.parse(message))
+                nlmsg_free(message)
+            }
+            switch outcome {
+            case .read(let more): if !more { return (false, nil) }
+            case .empty: return (false, nil)
+            case .lost: return (true, nil)
+            case .failed(let error): return (true, error)
             }
         }
-        if let answer = outcome.answer { return answer }
-        return .failed(errno: outcome.errno ?? EIO)
+        return (false, nil)
     }
 
-    private struct LookupOutcome {
-        var sequence: UInt32
-        var answer: RouteAnswer?
-        var errno: Int32?
+    /// Asks the kernel how it would route a packet to each destination (RTM_GETROUTE), honouring policy
+    /// rules, extra tables and VPN routes. All requests go in one datagram and the kernel answers them
+    /// before `send` returns, so a whole snapshot costs two or three system calls. `rtnl_route_lookup` is
+    /// not used: it asks one at a time and folds ENETUNREACH and EHOSTUNREACH into one error.
+    func lookUpRoutes(to destinations: [IPAddress]) -> [IPAddress: RouteAnswer] {
+        var answers: [IPAddress: RouteAnswer] = [:]
+        // Chunks keep a batch's replies well inside the receive buffer.
+        for start in stride(from: 0, to: destinations.count, by: 16) {
+            lookUpRoutes(to: destinations[start..<min(start + 16, destinations.count)], into: &answers)
+        }
+        return answers
     }
+
+    private func lookUpRoutes(to destinations: ArraySlice<IPAddress>, into answers: inout [IPAddress: RouteAnswer]) {
+        let firstSequence = nextSequence
+        nextSequence &+= UInt32(destinations.count)
+        var request: [UInt8] = []
+        for (offset, destination) in destinations.enumerated() {
+            RouteRequest.append(destination, sequence: firstSequence &+ UInt32(offset), to: &request)
+        }
+        let sent = request.withUnsafeBytes { send(fileDescriptor, $0.baseAddress, $0.count, 0) }
+        let sendError = sent == request.count ? nil : errno
+        if sendError == nil {
+            // The kernel answers inside `send`: every reply is queued by now, so nothing here blocks.
+            var pending = destinations.count, reads = 0
+            while pending > 0, reads <= destinations.count {
+                reads += 1
+                let outcome = datagrams.receive(from: fileDescriptor) { header in
+                    let offset = Int(header.pointee.nlmsg_seq &- firstSequence)
+                    guard offset >= 0, offset < destinations.count,
+                        answers[destinations[destinations.startIndex + offset]] == nil,
+                        let answer = RouteAnswer(reply: header)
+                    else { return }
+                    answers[destinations[destinations.startIndex + offset]] = answer
+                    pending -= 1
+                }
+                if case .read = outcome { continue }
+                break
+            }
+        }
+        for destination in destinations where answers[destination] == nil {
+            answers[destination] = .failed(errno: sendError ?? EIO)
+        }
+    }
+
+    private var nextSequence = UInt32.random(in: 1...UInt32.max / 2)
+    private lazy var datagrams = DatagramReader(slots: 16, slotSize: 32768)
 }
 
 /// The kernel's answer to a route look-up.
@@ -152,17 +175,72 @@ enum RouteAnswer: Equatable {
     case route(type: UInt8, interfaceIndex: Int?, gateway: IPAddress?, source: IPAddress?, table: UInt32)
     case failed(errno: Int32)
 
-    init(route: OpaquePointer) {
-        var index: Int?, gateway: IPAddress?
-        if rtnl_route_get_nnexthops(route) > 0, let hop = rtnl_route_nexthop_n(route, 0) {
-            let oif = rtnl_route_nh_get_ifindex(hop)
-            index = oif > 0 ? Int(oif) : nil
-            gateway = rtnl_route_nh_get_gateway(hop).flatMap(IPAddress.init(netlinkAddress:))
+    /// Reads a reply to RTM_GETROUTE: a route, or an error. `nil` for anything else (an ACK).
+    init?(reply header: UnsafePointer<nlmsghdr>) {
+        let payload = UnsafeRawPointer(header) + MemoryLayout<nlmsghdr>.size
+        let payloadLength = Int(header.pointee.nlmsg_len) - MemoryLayout<nlmsghdr>.size
+        switch Int32(header.pointee.nlmsg_type) {
+        case NLMSG_ERROR:
+            guard payloadLength >= MemoryLayout<Int32>.size else { return nil }
+            let error = payload.loadUnaligned(as: Int32.self)
+            guard error != 0 else { return nil }
+            self = .failed(errno: -error)
+        case Int32(RTM_NEWROUTE):
+            guard payloadLength >= MemoryLayout<rtmsg>.size else { return nil }
+            let message = payload.loadUnaligned(as: rtmsg.self)
+            var index: Int?, gateway: IPAddress?, source: IPAddress?, table = UInt32(message.rtm_table)
+            RouteAttributes.forEach(
+                in: UnsafeRawBufferPointer(
+                    start: payload + MemoryLayout<rtmsg>.size, count: payloadLength - MemoryLayout<rtmsg>.size)
+            ) { type, value in
+                switch type {
+                case UInt16(RTA_OIF.rawValue): index = value.count == 4 ? Int(value.loadUnaligned(as: UInt32.self)) : nil
+                case UInt16(RTA_GATEWAY.rawValue): gateway = IPAddress(bytes: value)
+                case UInt16(RTA_PREFSRC.rawValue): source = IPAddress(bytes: value)
+                case UInt16(RTA_TABLE.rawValue): if value.count == 4 { table = value.loadUnaligned(as: UInt32.self) }
+                default: break
+                }
+            }
+            self = .route(type: message.rtm_type, interfaceIndex: index, gateway: gateway, source: source, table: table)
+        default:
+            return nil
         }
-        self = .route(
-            type: UInt8(rtnl_route_get_type(route)), interfaceIndex: index, gateway: gateway,
-            source: rtnl_route_get_pref_src(route).flatMap(IPAddress.init(netlinkAddress:)),
-            table: rtnl_route_get_table(route))
+    }
+}
+
+/// Builds RTM_GETROUTE requests by hand: a header, an `rtmsg`, and the RTA_DST attribute.
+enum RouteRequest {
+    static func append(_ destination: IPAddress, sequence: UInt32, to buffer: inout [UInt8]) {
+        let bytes = destination.bytes
+        let attributeLength = 4 + bytes.count
+        var header = nlmsghdr()
+        header.nlmsg_len = UInt32(MemoryLayout<nlmsghdr>.size + MemoryLayout<rtmsg>.size + attributeLength)
+        header.nlmsg_type = UInt16(RTM_GETROUTE)
+        header.nlmsg_flags = UInt16(NLM_F_REQUEST)
+        header.nlmsg_seq = sequence
+        var message = rtmsg()
+        message.rtm_family = UInt8(destination.family.addressFamily)
+        message.rtm_dst_len = UInt8(bytes.count * 8)
+        message.rtm_flags = UInt32(RTM_F_LOOKUP_TABLE)  // report the table that answered (51820), not main
+        withUnsafeBytes(of: header) { buffer.append(contentsOf: $0) }
+        withUnsafeBytes(of: message) { buffer.append(contentsOf: $0) }
+        withUnsafeBytes(of: UInt16(attributeLength)) { buffer.append(contentsOf: $0) }
+        withUnsafeBytes(of: UInt16(RTA_DST.rawValue)) { buffer.append(contentsOf: $0) }
+        buffer.append(contentsOf: bytes)  // 4 or 16 bytes: already 4-aligned
+    }
+}
+
+/// Walks `rtattr` attributes (RTA_OK / RTA_NEXT).
+enum RouteAttributes {
+    static func forEach(in bytes: UnsafeRawBufferPointer, _ body: (UInt16, UnsafeRawBufferPointer) -> Void) {
+        var offset = 0
+        while offset + 4 <= bytes.count {
+            let length = Int(bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+            let type = bytes.loadUnaligned(fromByteOffset: offset + 2, as: UInt16.self) & 0x3FFF  // drop NLA_F_ flags
+            guard length >= 4, offset + length <= bytes.count else { return }
+            body(type, UnsafeRawBufferPointer(rebasing: bytes[(offset + 4)..<(offset + length)]))
+            offset += (length + 3) & ~3
+        }
     }
 }
 
