@@ -58,7 +58,8 @@ public final class ReachabilityMonitor: Sendable {
     public static func start(
         _ configuration: Configuration = Configuration(), targets: [ReachabilityTarget] = []
     ) async throws -> ReachabilityMonitor {
-        let watched = await resolve(targets, timeout: configuration.resolutionTimeout)
+        var seen = Set<ReachabilityTarget>()
+        let watched = await resolve(targets.filter { seen.insert($0).inserted }, timeout: configuration.resolutionTimeout)
         let core = try MonitorCore(resolutionTimeout: configuration.resolutionTimeout)
         let loop = MonitorLoop(configuration: configuration, core: core, targets: watched)
         let readiness = OneShot<Result<NetworkPath, ReachabilityError>>()

@@ -16,6 +16,14 @@ struct MonitorTests {
             targets: targets.map { try ReachabilityTarget(parsing: $0) })
     }
 
+    /// Starts a monitor on `network` and a recorder that has already seen the initial state.
+    func recorded(_ network: TestNetwork, targets: [String] = []) async throws -> (ReachabilityMonitor, EventRecorder) {
+        let monitor = try await start(network, targets: targets)
+        let recorder = EventRecorder(monitor)
+        try await recorder.waitForPath(after: 0)
+        return (monitor, recorder)
+    }
+
     @Test("The first snapshot is complete when start returns, and is the first event")
     func initialSnapshot() async throws {
         let network = try TestNetwork()
@@ -45,10 +53,8 @@ struct MonitorTests {
     @Test("Carrier lost through the peer and regained")
     func carrier() async throws {
         let network = try TestNetwork()
-        let monitor = try await start(network, targets: [Self.offLink])
+        let (monitor, recorder) = try await recorded(network, targets: [Self.offLink])
         defer { monitor.stop() }
-        let recorder = EventRecorder(monitor)
-        try await recorder.waitForPath(after: 0)
 
         try network.ip(network.gateway, "link set pb0 down")
         let lost = try await recorder.waitForPath(after: 1)
@@ -72,10 +78,8 @@ struct MonitorTests {
     @Test("Admin down drops IPv4 routes without a delete message; the snapshot follows the kernel")
     func adminDown() async throws {
         let network = try TestNetwork()
-        let monitor = try await start(network)
+        let (monitor, recorder) = try await recorded(network)
         defer { monitor.stop() }
-        let recorder = EventRecorder(monitor)
-        try await recorder.waitForPath(after: 0)
 
         try network.ip(network.host, "link set pa0 down")
         let down = try await recorder.waitForPath(after: 1)
@@ -96,10 +100,8 @@ struct MonitorTests {
     @Test("Removing the address takes the path with it; restoring address and route brings it back")
     func addressRemoval() async throws {
         let network = try TestNetwork()
-        let monitor = try await start(network)
+        let (monitor, recorder) = try await recorded(network)
         defer { monitor.stop() }
-        let recorder = EventRecorder(monitor)
-        try await recorder.waitForPath(after: 0)
 
         try network.ip(network.host, "addr del \(TestNetwork.hostAddress)/24 dev pa0")
         let removed = try await recorder.waitForPath(after: 1)
@@ -116,10 +118,8 @@ struct MonitorTests {
     @Test("Default route removed and restored")
     func defaultRoute() async throws {
         let network = try TestNetwork()
-        let monitor = try await start(network, targets: [Self.offLink, TestNetwork.gatewayAddress])
+        let (monitor, recorder) = try await recorded(network, targets: [Self.offLink, TestNetwork.gatewayAddress])
         defer { monitor.stop() }
-        let recorder = EventRecorder(monitor)
-        try await recorder.waitForPath(after: 0)
 
         try network.ip(network.host, "route del default")
         let removed = try await recorder.waitForPath(after: 1)
@@ -137,10 +137,8 @@ struct MonitorTests {
     @Test("A wg-quick-style policy rule moves the default path to the VPN's table")
     func policyRouting() async throws {
         let network = try TestNetwork()
-        let monitor = try await start(network, targets: [Self.offLink, TestNetwork.gatewayAddress])
+        let (monitor, recorder) = try await recorded(network, targets: [Self.offLink, TestNetwork.gatewayAddress])
         defer { monitor.stop() }
-        let recorder = EventRecorder(monitor)
-        try await recorder.waitForPath(after: 0)
 
         // A real tun device (kind "tun", so vpn), held open by a helper so that it has carrier.
         try network.spawn(in: network.host, ["python3", "-c", TunHolder.script, "tun0"])
