@@ -108,9 +108,11 @@ final class MonitorLoop {
         }
     }
 
-    /// Reads links and addresses again after lost messages. A dump the kernel interrupts (the tables
-    /// changed under it) is retried at once a few times, then every 100 ms until one completes.
+    /// Reads links and addresses again after lost messages. What is queued is dropped first: the dump
+    /// supersedes it, and only messages sent after the dump began may be applied on top. A dump the
+    /// kernel interrupts (the tables changed under it) is retried at once a few times, then every 100 ms.
     private func resync() {
+        events.discardPendingEvents()
         guard let fresh = try? readKernelState() else { return }
         state = fresh
         needsResync = false

@@ -121,6 +121,18 @@ final class NetlinkSocket {
         return (false, nil)
     }
 
+    /// Throws away every event waiting on this socket. Before a resync: a message queued before the dump
+    /// but read after it would put back what the dump had already moved past, and if its successor was the
+    /// one lost, nothing would correct it.
+    func discardPendingEvents() {
+        for _ in 0..<100_000 {
+            switch datagrams.receive(from: fileDescriptor, { _ in }) {
+            case .read, .lost: continue
+            case .empty, .failed: return
+            }
+        }
+    }
+
     /// Asks the kernel how it would route a packet to each destination (RTM_GETROUTE), honouring policy
     /// rules, extra tables and VPN routes. All requests go in one datagram and the kernel answers them
     /// before `send` returns, so a whole snapshot costs two or three system calls. `rtnl_route_lookup` is
