@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],  // Linux is the target; this only keeps SwiftPM's availability checks quiet.
     products: [
         .library(name: "PinpathReachability", targets: ["PinpathReachability"]),
+        .library(name: "PinpathSecurity", targets: ["PinpathSecurity"]),
         .library(name: "PinpathAgent", targets: ["PinpathAgent"]),
         .executable(name: "pinpath", targets: ["pinpath"]),
     ],
@@ -20,18 +21,20 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Pass-throughs for what Swift cannot import (variadics, function-like macros, _GNU_SOURCE-only symbols).
-        .target(name: "CShims"),
+        .target(name: "CShims", dependencies: ["COpenSSL"]),
 
         .target(name: "PinpathReachability", dependencies: ["CNetlink", "CShims"]),
+        .target(name: "PinpathSecurity", dependencies: ["COpenSSL", "CShims"]),
         .target(name: "PinpathAgent", dependencies: ["PinpathReachability"]),
         .executableTarget(
             name: "pinpath",
             dependencies: [
-                "PinpathReachability", "PinpathAgent",
+                "PinpathReachability", "PinpathSecurity", "PinpathAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
         .testTarget(name: "PinpathReachabilityTests", dependencies: ["PinpathReachability"]),
+        .testTarget(name: "PinpathSecurityTests", dependencies: ["PinpathSecurity"]),
         .testTarget(name: "PinpathAgentTests", dependencies: ["PinpathAgent"]),
         // Real kernel: network namespaces, veth pairs and the built `pinpath` binary. Needs CAP_NET_ADMIN.
         .testTarget(

@@ -64,7 +64,7 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         var output = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         let af = family == .ipv4 ? AF_INET : AF_INET6
         guard inet_ntop(af, bytes, &output, socklen_t(output.count)) != nil else { return "?" }
-        return String(cString: output)
+        return output.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
     }
 }
 

@@ -1,0 +1,1 @@
+// The security policy lands here (issue 3).
