@@ -10,7 +10,7 @@
 #
 # Environment:
 #   PINPATH   the binary (default .build/release/pinpath in the package; built with
-#             `swift build -c release --product pinpath` when that default is missing)
+#             `swift build -c release --product pinpath --static-swift-stdlib` when that default is missing)
 #   FLAPS     down/up cycles (default 200, so 400 changes)
 #   PAUSE     seconds to wait after each down or up step (default 0.025)
 #   SETTLE    seconds to wait after the last step before sampling CPU and RSS (default 0.5)
@@ -36,8 +36,8 @@ command -v python3 >/dev/null || die "needs python3"
 if [[ -z ${PINPATH:-} ]]; then
     PINPATH=$ROOT/.build/release/pinpath
     if [[ ! -x $PINPATH ]]; then
-        echo "building pinpath (swift build -c release --product pinpath)…" >&2
-        (cd "$ROOT" && swift build -c release --product pinpath) >&2
+        echo "building pinpath (swift build -c release --product pinpath --static-swift-stdlib)…" >&2
+        (cd "$ROOT" && swift build -c release --product pinpath --static-swift-stdlib) >&2
     fi
 fi
 [[ -x $PINPATH ]] || die "no pinpath binary at $PINPATH"
