@@ -34,12 +34,14 @@ let package = Package(
             ]),
 
         .testTarget(name: "PinpathReachabilityTests", dependencies: ["PinpathReachability"]),
-        .testTarget(name: "PinpathSecurityTests", dependencies: ["PinpathSecurity"]),
+        // Runs programs (ip, openssl, pinpath) for the test targets.
+        .target(name: "PinpathTestSupport", path: "Tests/PinpathTestSupport"),
+        .testTarget(name: "PinpathSecurityTests", dependencies: ["PinpathSecurity", "PinpathTestSupport"]),
         .testTarget(name: "PinpathAgentTests", dependencies: ["PinpathAgent"]),
         // Real kernel: network namespaces, veth pairs and the built `pinpath` binary. Needs CAP_NET_ADMIN.
         .testTarget(
             name: "PinpathIntegrationTests",
-            dependencies: ["PinpathReachability", "PinpathAgent"]),
+            dependencies: ["PinpathReachability", "PinpathAgent", "PinpathTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -5,12 +5,14 @@ import PinpathAgent
 /// A failure to report as `pinpath: error: …` on standard error with a sysexits code, never a stack trace.
 enum CommandFailure: Error {
     case usage(String)
+    case data(String)
     case unavailable(String)
     case output(String)
 
     var exitCode: ExitCode {
         switch self {
         case .usage: return ExitCode(64)  // EX_USAGE
+        case .data: return ExitCode(65)  // EX_DATAERR
         case .unavailable: return ExitCode(69)  // EX_UNAVAILABLE
         case .output: return ExitCode(74)  // EX_IOERR
         }
@@ -18,7 +20,7 @@ enum CommandFailure: Error {
 
     var message: String {
         switch self {
-        case .usage(let message), .unavailable(let message), .output(let message): return message
+        case .usage(let message), .data(let message), .unavailable(let message), .output(let message): return message
         }
     }
 }

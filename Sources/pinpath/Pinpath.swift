@@ -6,10 +6,10 @@ struct Pinpath: AsyncParsableCommand {
         commandName: "pinpath",
         abstract: "Network reachability and TLS security-policy monitoring for Linux.",
         discussion: """
-            Exit codes: 0 success, 64 usage error, 69 netlink (or another needed service) unavailable, \
-            74 output error.
+            Exit codes: 0 success, 64 usage error, 65 unreadable input (pins), 69 netlink (or another \
+            needed service) unavailable, 74 output error.
             """,
         version: "0.1.0",
-        subcommands: [StatusCommand.self, WatchCommand.self]
+        subcommands: [StatusCommand.self, WatchCommand.self, PinsCommand.self]
     )
 }

@@ -1,15 +1,11 @@
 import Foundation
+import PinpathTestSupport
 import Testing
 
 /// The `pinpath` binary, run as a user would: output, exit codes and signals.
 @Suite("pinpath status and watch", .serialized)
 struct CLITests {
-    /// The binary SwiftPM built next to this test bundle.
-    static let pinpath: String = {
-        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        let candidates = [bundle, bundle.deletingLastPathComponent()].map { $0.appendingPathComponent("pinpath").path }
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
-    }()
+    static let pinpath = Shell.pinpath
 
     @Test("An unparsable --target is a one-line error naming it, exit 64")
     func badTarget() throws {
@@ -66,7 +62,7 @@ struct CLITests {
     func watchJSON() async throws {
         let network = try TestNetwork()
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("pinpath-watch-\(getpid()).jsonl")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: output) }
         let handle = try FileHandle(forWritingTo: output)
         defer { try? handle.close() }

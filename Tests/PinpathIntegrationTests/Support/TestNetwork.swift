@@ -1,4 +1,5 @@
 import Foundation
+import PinpathTestSupport
 import Testing
 
 /// Two network namespaces joined by a veth pair, made for one test and removed after it:

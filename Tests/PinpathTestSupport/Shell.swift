@@ -1,16 +1,23 @@
 import Foundation
 
-/// Runs programs for the tests: `ip` to script the kernel, and the `pinpath` binary itself.
-enum Shell {
-    struct Result {
-        var status: Int32
-        var stdout: String
-        var stderr: String
+/// Runs programs for the tests: `ip` and `openssl` to set the scene, and the `pinpath` binary itself.
+public enum Shell {
+    public struct Result: Sendable {
+        public var status: Int32
+        public var stdout: String
+        public var stderr: String
     }
+
+    /// The `pinpath` binary SwiftPM built next to the running test bundle.
+    public static let pinpath: String = {
+        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        let candidates = [bundle, bundle.deletingLastPathComponent()].map { $0.appendingPathComponent("pinpath").path }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
+    }()
 
     /// Runs a program to completion and returns what it printed.
     @discardableResult
-    static func run(_ arguments: [String], input: String? = nil) throws -> Result {
+    public static func run(_ arguments: [String], input: String? = nil) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try path(of: arguments[0]))
         process.arguments = Array(arguments.dropFirst())
@@ -35,7 +42,7 @@ enum Shell {
 
     /// Runs a program and fails the test's setup if it does not exit 0.
     @discardableResult
-    static func check(_ arguments: [String], input: String? = nil) throws -> String {
+    public static func check(_ arguments: [String], input: String? = nil) throws -> String {
         let result = try run(arguments, input: input)
         guard result.status == 0 else {
             throw ShellError(description: "\(arguments.joined(separator: " ")) exited \(result.status): \(result.stderr)")
@@ -45,7 +52,7 @@ enum Shell {
 
     /// Starts a program in the background with posix_spawn (Foundation's `Process.waitUntilExit` can hang
     /// off the main thread) and returns its PID, for `kill`.
-    static func spawn(_ arguments: [String], stdout: Int32? = nil, stderr: Int32? = nil) throws -> pid_t {
+    public static func spawn(_ arguments: [String], stdout: Int32? = nil, stderr: Int32? = nil) throws -> pid_t {
         let executable = try path(of: arguments[0])
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -61,7 +68,7 @@ enum Shell {
     }
 
     /// Kills a spawned program and reaps it.
-    static func kill(_ pid: pid_t) {
+    public static func kill(_ pid: pid_t) {
         _ = Glibc.kill(pid, SIGKILL)
         var status: Int32 = 0
         _ = waitpid(pid, &status, 0)
@@ -69,7 +76,7 @@ enum Shell {
 
     /// Sends `signal` and waits up to `timeout` for the program to exit; returns its exit status, or `nil`
     /// (after killing it) if it did not exit in time.
-    static func stop(_ pid: pid_t, signal: Int32, timeout: Duration) async throws -> Int32? {
+    public static func stop(_ pid: pid_t, signal: Int32, timeout: Duration) async throws -> Int32? {
         _ = Glibc.kill(pid, signal)
         let deadline = ContinuousClock.now + timeout
         var status: Int32 = 0
@@ -83,7 +90,7 @@ enum Shell {
         return nil
     }
 
-    static func path(of program: String) throws -> String {
+    public static func path(of program: String) throws -> String {
         if program.hasPrefix("/") { return program }
         for directory in ["/usr/sbin", "/usr/bin", "/sbin", "/bin"] where FileManager.default.isExecutableFile(atPath: "\(directory)/\(program)") {
             return "\(directory)/\(program)"
@@ -92,6 +99,8 @@ enum Shell {
     }
 }
 
-struct ShellError: Error, CustomStringConvertible {
-    var description: String
+/// A test's scene could not be set: names the command and what it printed.
+public struct ShellError: Error, CustomStringConvertible {
+    public var description: String
+    public init(description: String) { self.description = description }
 }

@@ -1,0 +1,35 @@
+#ifndef PINPATH_OPENSSL_H
+#define PINPATH_OPENSSL_H
+
+// Typed pass-throughs for the OpenSSL 3.0 macros PinpathSecurity needs: Swift cannot call function-like
+// macros, and does not import macros built from casts and other macros.
+#include <openssl/bio.h>
+#include <openssl/crypto.h>
+#include <openssl/safestack.h>
+#include <openssl/x509.h>
+
+// sk_X509_num is a function-like macro over OPENSSL_sk_num.
+static inline int pinpath_sk_X509_num(const STACK_OF(X509) *stack) { return sk_X509_num(stack); }
+
+// sk_X509_value is a function-like macro over OPENSSL_sk_value.
+static inline X509 *pinpath_sk_X509_value(const STACK_OF(X509) *stack, int index) { return sk_X509_value(stack, index); }
+
+// sk_X509_new_null is a function-like macro over OPENSSL_sk_new_null.
+static inline STACK_OF(X509) *pinpath_sk_X509_new_null(void) { return sk_X509_new_null(); }
+
+// sk_X509_push is a function-like macro over OPENSSL_sk_push; the stack does not take a reference.
+static inline int pinpath_sk_X509_push(STACK_OF(X509) *stack, X509 *certificate) { return sk_X509_push(stack, certificate); }
+
+// sk_X509_free is a function-like macro over OPENSSL_sk_free; it frees the stack, not the certificates.
+static inline void pinpath_sk_X509_free(STACK_OF(X509) *stack) { sk_X509_free(stack); }
+
+// OPENSSL_free is a function-like macro that adds the caller's file and line.
+static inline void pinpath_OPENSSL_free(void *pointer) { OPENSSL_free(pointer); }
+
+// BIO_get_mem_data is a function-like macro over BIO_ctrl.
+static inline long pinpath_BIO_get_mem_data(BIO *bio, char **data) { return BIO_get_mem_data(bio, data); }
+
+// XN_FLAG_RFC2253 is a macro built from other macros, which Swift does not import.
+static inline unsigned long pinpath_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }
+
+#endif

@@ -1,0 +1,127 @@
+import COpenSSL
+import CShims
+import FoundationEssentials
+import Glibc
+
+/// One run of `X509_verify_cert` over a served chain: the verdict and the chain OpenSSL built.
+struct ChainVerification {
+    /// Whether OpenSSL accepted the chain (and the host, when one was set).
+    let verified: Bool
+    /// `X509_V_OK` or the first error OpenSSL reported.
+    let error: Int32
+    /// The depth of that error.
+    let depth: Int
+    /// The chain OpenSSL built from the leaf by signatures (`X509_STORE_CTX_get0_chain`), possibly partial
+    /// when verification failed. Never the served extras as such: this is what pins are matched against.
+    let chain: [Certificate]
+
+    /// The security level of chain checks (key sizes, signature digests): Debian's default for TLS, so that
+    /// RSA-1024 and SHA-1 signatures fail here as they fail in a handshake.
+    static let authenticationLevel: Int32 = 2
+
+    /// Verifies `served` (leaf first) against `store`.
+    /// - Parameters:
+    ///   - host: the name or IP address to check (`X509_VERIFY_PARAM_set1_host` without partial wildcards, or
+    ///     `set1_ip_asc`), or `nil` for no check.
+    ///   - partialChain: accept a chain ending at any certificate of the store, not only a self-signed root.
+    ///   - ignoringChainErrors: keep going past chain errors (allow invalid certificates) so the whole chain is
+    ///     built; host errors still fail.
+    /// - Throws: ``SecurityError`` when OpenSSL cannot run the verification at all, or the host is unusable.
+    init(
+        served: [Certificate], store: OpaquePointer, host: String?, time: Date?, partialChain: Bool,
+        ignoringChainErrors: Bool
+    ) throws {
+        guard let leaf = served.first else {
+            throw SecurityError(.invalidInput, "no certificate to verify")
+        }
+        guard let context = X509_STORE_CTX_new() else {
+            throw SecurityError.openSSL(.openSSLFailure, "cannot allocate an X509_STORE_CTX")
+        }
+        defer { X509_STORE_CTX_free(context) }
+        guard let untrusted = pinpath_sk_X509_new_null() else {
+            throw SecurityError.openSSL(.openSSLFailure, "cannot allocate a certificate stack")
+        }
+        defer { pinpath_sk_X509_free(untrusted) }
+        for certificate in served.dropFirst() where pinpath_sk_X509_push(untrusted, certificate.x509) <= 0 {
+            throw SecurityError.openSSL(.openSSLFailure, "cannot build the served chain")
+        }
+        guard X509_STORE_CTX_init(context, store, leaf.x509, untrusted) == 1,
+            X509_STORE_CTX_set_default(context, "ssl_server") == 1,
+            let parameters = X509_STORE_CTX_get0_param(context)
+        else {
+            throw SecurityError.openSSL(.openSSLFailure, "cannot set up certificate verification")
+        }
+        X509_VERIFY_PARAM_set_auth_level(parameters, Self.authenticationLevel)
+        if let time {
+            X509_VERIFY_PARAM_set_time(parameters, time_t(time.timeIntervalSince1970.rounded(.down)))
+        }
+        if partialChain {
+            _ = X509_VERIFY_PARAM_set_flags(parameters, UInt(X509_V_FLAG_PARTIAL_CHAIN))
+        }
+        if let host {
+            try Self.setHost(host, on: parameters)
+        }
+        if ignoringChainErrors {
+            X509_STORE_CTX_set_verify_cb(context) { ok, context in
+                guard ok == 0, let context else { return 1 }
+                return ChainVerification.isHostError(X509_STORE_CTX_get_error(context)) ? 0 : 1
+            }
+        }
+        let result = X509_verify_cert(context)
+        guard result >= 0 else {
+            throw SecurityError.openSSL(.openSSLFailure, "certificate verification could not run")
+        }
+        _ = drainOpenSSLErrors()  // decoding problems met on the way are reported through the context's error
+        verified = result == 1
+        error = X509_STORE_CTX_get_error(context)
+        depth = Int(X509_STORE_CTX_get_error_depth(context))
+        var chain: [Certificate] = []
+        if let built = X509_STORE_CTX_get0_chain(context) {
+            for index in 0..<pinpath_sk_X509_num(built) {
+                guard let x509 = pinpath_sk_X509_value(built, index), let certificate = Certificate(referencing: x509)
+                else { continue }
+                chain.append(certificate)
+            }
+        }
+        self.chain = chain
+    }
+
+    /// OpenSSL's text for the error (`certificate has expired`).
+    var errorMessage: String { String(cString: X509_verify_cert_error_string(Int(error))) }
+
+    static func isHostError(_ error: Int32) -> Bool {
+        error == X509_V_ERR_HOSTNAME_MISMATCH || error == X509_V_ERR_IP_ADDRESS_MISMATCH
+            || error == X509_V_ERR_EMAIL_MISMATCH
+    }
+
+    /// Whether the error means no certificate of the store anchors the chain (in certificate mode: nothing
+    /// pinned is in it), rather than something wrong with the certificates.
+    static func isMissingAnchorError(_ error: Int32) -> Bool {
+        [
+            X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY,
+            X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT, X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN,
+            X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE, X509_V_ERR_CERT_UNTRUSTED,
+        ].contains(error)
+    }
+
+    private static func setHost(_ host: String, on parameters: OpaquePointer) throws {
+        var name = host
+        if name.hasPrefix("[") && name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+        if isIPAddress(name) {
+            guard X509_VERIFY_PARAM_set1_ip_asc(parameters, name) == 1 else {
+                throw SecurityError.openSSL(.invalidInput, "\"\(host)\" is not an IP address OpenSSL accepts")
+            }
+            return
+        }
+        if name.hasSuffix(".") { name.removeLast() }  // certificates name hosts without the root's dot
+        X509_VERIFY_PARAM_set_hostflags(parameters, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS))
+        guard !name.isEmpty, X509_VERIFY_PARAM_set1_host(parameters, name, 0) == 1 else {
+            throw SecurityError.openSSL(.invalidInput, "\"\(host)\" is not a host name OpenSSL accepts")
+        }
+    }
+
+    private static func isIPAddress(_ text: String) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 16)
+        return inet_pton(AF_INET, text, &buffer) == 1 || inet_pton(AF_INET6, text, &buffer) == 1
+    }
+}

@@ -1,1 +1,0 @@
-// The security policy lands here (issue 3).

@@ -1,0 +1,135 @@
+import FoundationEssentials
+
+extension SecurityPolicy {
+    /// Evaluates the chain a server sent, AFSecurityPolicy's rules on OpenSSL.
+    ///
+    /// Pins are matched only against the chain OpenSSL built and verified from the leaf, never against the
+    /// extra certificates as sent: a rogue leaf with the pinned certificate appended fails (CVE-2016-2402).
+    /// - Parameters:
+    ///   - servedChain: the leaf first, then whatever else the server sent.
+    ///   - host: the host name or IP address connected to, checked when ``validatesDomainName``.
+    ///   - port: the port, for the report.
+    ///   - trustStore: the anchors for modes `none` and `public_key` (and for report-only certificate pins).
+    ///   - verificationTime: verify as of this time instead of now (auditing old chains).
+    ///   - now: the clock for pin expiration and the report's date.
+    /// - Returns: the verdict with the served and verified chains; "not trusted" is a verdict, not an error.
+    /// - Throws: ``SecurityError`` only when the evaluation cannot run (OpenSSL failure, unusable host text).
+    public func evaluate(
+        servedChain: [Certificate], host: String, port: Int = 443, trustStore: TrustStore,
+        verificationTime: Date? = nil, now: Date = Date()
+    ) throws -> TrustEvaluation {
+        var evaluator = Evaluator(
+            policy: self, served: servedChain, host: host, trustStore: trustStore, time: verificationTime)
+        let (verdict, allows) = try evaluator.run(now: now)
+        return TrustEvaluation(
+            verdict: verdict, allowsConnection: allows, host: host, port: port, date: now, policy: self,
+            servedChain: servedChain, verifiedChain: evaluator.verifiedChain)
+    }
+}
+
+/// The steps of one evaluation; keeps the last chain OpenSSL built for the result.
+private struct Evaluator {
+    let policy: SecurityPolicy
+    let served: [Certificate]
+    let host: String
+    let trustStore: TrustStore
+    let time: Date?
+    var verifiedChain: [Certificate] = []
+
+    init(policy: SecurityPolicy, served: [Certificate], host: String, trustStore: TrustStore, time: Date?) {
+        self.policy = policy
+        self.served = served
+        self.host = host
+        self.trustStore = trustStore
+        self.time = time
+    }
+
+    mutating func run(now: Date) throws -> (TrustEvaluation.Verdict, Bool) {
+        guard !served.isEmpty else {
+            let failure = TrustFailure(
+                reason: .chainInvalid, verifyError: nil, depth: nil, message: "\(host): the server sent no certificate",
+                expectedPins: policy.sortedPins, seenPins: [])
+            return (.rejected(failure), false)
+        }
+        switch policy.mode {
+        case .none:
+            // Only this combination accepts anything; SecurityPolicy refuses it with validatesDomainName.
+            if policy.allowInvalidCertificates && !policy.validatesDomainName {
+                _ = try verifyWithTrustStore()  // for the verified chain in the result
+                return (.trusted, true)
+            }
+            let verification = try verifyWithTrustStore()
+            if let failure = chainFailure(verification) { return (.rejected(failure), false) }
+            return (.trusted, true)
+        case .publicKey, .certificate:
+            if !policy.pinsApply(at: now) {
+                let verification = try verifyWithTrustStore()
+                if let failure = chainFailure(verification) { return (.rejected(failure), false) }
+                let failure = pinFailure(.pinsExpired, "\(host): pins expired at \(policy.expires.map { $0.formatted(.iso8601) } ?? "?"), not checked")
+                return (.rejected(failure), true)
+            }
+            return policy.mode == .publicKey ? try publicKeyPinning() : try certificatePinning()
+        }
+    }
+
+    /// `public_key`: validate against the trust store (unless invalid certificates are allowed), then some
+    /// certificate of the verified chain must have a pinned key.
+    private mutating func publicKeyPinning() throws -> (TrustEvaluation.Verdict, Bool) {
+        let verification = try verifyWithTrustStore()
+        if let failure = chainFailure(verification) { return (.rejected(failure), false) }
+        if verification.chain.contains(where: { policy.pins.contains($0.spkiPin) }) { return (.trusted, true) }
+        return (.rejected(pinFailure(.pinMismatch, nil)), !policy.enforce)
+    }
+
+    /// `certificate`: the pinned certificates are the only anchors (a pinned intermediate or leaf suffices), the
+    /// chain must validate against them, and a pinned certificate must be in the verified chain.
+    private mutating func certificatePinning() throws -> (TrustEvaluation.Verdict, Bool) {
+        let anchors = try TrustStore(certificates: policy.pinnedCertificates)
+        let verification = try ChainVerification(
+            served: served, store: anchors.store, host: policy.validatesDomainName ? host : nil, time: time,
+            partialChain: true, ignoringChainErrors: false)
+        verifiedChain = verification.chain
+        let anchored = verification.chain.contains { policy.pinnedCertificates.contains($0) }
+        if verification.verified && anchored { return (.trusted, true) }
+        if verification.verified || ChainVerification.isMissingAnchorError(verification.error) {
+            let failure = pinFailure(.pinMismatch, nil)
+            guard !policy.enforce else { return (.rejected(failure), false) }
+            // Report-only: the connection proceeds if the chain is good by the ordinary trust store.
+            let fallback = try verifyWithTrustStore()
+            if let chainFailure = chainFailure(fallback) { return (.rejected(chainFailure), false) }
+            return (.rejected(failure), true)
+        }
+        return (.rejected(chainFailure(verification) ?? pinFailure(.pinMismatch, nil)), false)
+    }
+
+    private mutating func verifyWithTrustStore() throws -> ChainVerification {
+        let verification = try ChainVerification(
+            served: served, store: trustStore.store, host: policy.validatesDomainName ? host : nil, time: time,
+            partialChain: false, ignoringChainErrors: policy.allowInvalidCertificates)
+        verifiedChain = verification.chain
+        return verification
+    }
+
+    /// The failure a verification reports, or `nil` when it passed (with chain errors ignored if allowed).
+    private func chainFailure(_ verification: ChainVerification) -> TrustFailure? {
+        guard !verification.verified else { return nil }
+        let host = ChainVerification.isHostError(verification.error)
+        let message = host
+            ? "\(self.host): the certificate is not for this host (\(verification.errorMessage))"
+            : "\(self.host): certificate verify failed at depth \(verification.depth): \(verification.errorMessage) (X509_V_ERR \(verification.error))"
+        return TrustFailure(
+            reason: host ? .hostMismatch : .chainInvalid, verifyError: verification.error, depth: verification.depth,
+            message: message, expectedPins: policy.sortedPins, seenPins: verifiedChain.map(\.spkiPin))
+    }
+
+    /// A pin failure in OkHttp's shape: each verified certificate's pin and subject, then the pins expected.
+    private func pinFailure(_ reason: TrustFailure.Reason, _ summary: String?) -> TrustFailure {
+        var lines = [summary ?? "\(host): certificate pinning failure!", "  Peer certificate chain:"]
+        lines += verifiedChain.map { "    \($0.spkiPin): \($0.subject)" }
+        lines.append("  Pinned certificates for \(policy.notedHostname ?? host):")
+        lines += policy.sortedPins.map { "    \($0)" }
+        return TrustFailure(
+            reason: reason, verifyError: nil, depth: nil, message: lines.joined(separator: "\n"),
+            expectedPins: policy.sortedPins, seenPins: verifiedChain.map(\.spkiPin))
+    }
+}

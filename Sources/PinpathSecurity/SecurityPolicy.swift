@@ -1,0 +1,94 @@
+import FoundationEssentials
+
+/// How a server's chain, name and pins are judged: AFNetworking's `AFSecurityPolicy` (≥ 2.6) plus TrustKit's
+/// report-only mode, pin expiration and backup-pin rule. Build one with the throwing initializer, which refuses
+/// the configurations that would accept anything; evaluate chains with ``evaluate(servedChain:host:port:trustStore:verificationTime:now:)``.
+public struct SecurityPolicy: Sendable {
+    /// What is checked beyond the chain.
+    public let mode: PinningMode
+    /// Pinned public keys: the given pins plus those of ``pinnedCertificates`` (AFNetworking derives public-key
+    /// pins from its pinned certificates too).
+    public let pins: Set<SPKIPin>
+    /// Pinned certificates: the trust anchors in `certificate` mode.
+    public let pinnedCertificates: [Certificate]
+    /// Accept chains that do not validate (self-signed, expired, unknown root). Pins and the host name are
+    /// still checked when configured. In `certificate` mode the chain must still validate against the pinned
+    /// certificates, as in AFNetworking: only the trust store's verdict is skipped.
+    public let allowInvalidCertificates: Bool
+    /// Check the certificate against the host name (or IP address) being connected to.
+    public let validatesDomainName: Bool
+    /// `false` is report-only: a pin failure is reported but the connection proceeds (TrustKit `enforcePinning`).
+    public let enforce: Bool
+    /// After this date the pins no longer apply: the chain is still validated, and the evaluation says the
+    /// pins expired (TrustKit `expirationDate`).
+    public let expires: Date?
+    /// The pattern these pins were configured for, when the policy came from a ``HostPolicySet``
+    /// (RFC 7469 `noted-hostname`).
+    public internal(set) var notedHostname: String?
+    /// Whether the configured pattern covers subdomains (RFC 7469 `include-subdomains`).
+    public internal(set) var includeSubdomains: Bool = false
+
+    /// Creates a policy, refusing what AFNetworking and TrustKit refuse.
+    /// - Parameters:
+    ///   - requiresBackupPin: in enforcing `public_key` mode, demand at least two pins so that a key rotation
+    ///     cannot lock clients out (TrustKit). Pass `false` to waive it explicitly.
+    /// - Throws: ``SecurityError`` with code `invalidPolicy` when a pinning mode has no pins (or no
+    ///   certificates in `certificate` mode); when invalid certificates are allowed with domain-name validation
+    ///   and nothing else to check (mode `none`, or no pins); when an enforcing `public_key` policy has one pin
+    ///   and the backup pin is not waived.
+    public init(
+        mode: PinningMode, pins: [SPKIPin] = [], pinnedCertificates: [Certificate] = [],
+        allowInvalidCertificates: Bool = false, validatesDomainName: Bool = true, enforce: Bool = true,
+        expires: Date? = nil, requiresBackupPin: Bool = true
+    ) throws {
+        let allPins = Set(pins).union(pinnedCertificates.map(\.spkiPin))
+        switch mode {
+        case .none:
+            break
+        case .publicKey where allPins.isEmpty:
+            throw SecurityError(.invalidPolicy, "public_key pinning needs at least one pin or pinned certificate")
+        case .certificate where pinnedCertificates.isEmpty:
+            throw SecurityError(.invalidPolicy, "certificate pinning needs at least one pinned certificate")
+        default:
+            break
+        }
+        // AFNetworking's guard: allowing invalid certificates while claiming to check the name, with nothing
+        // pinned, accepts any certificate for that name from anyone.
+        if allowInvalidCertificates && validatesDomainName && (mode == .none || allPins.isEmpty) {
+            throw SecurityError(
+                .invalidPolicy,
+                "allow_invalid_certificates with validates_domain_name needs a pinning mode with pins (it would accept any certificate)")
+        }
+        if mode == .publicKey && enforce && requiresBackupPin && allPins.count < 2 {
+            throw SecurityError(
+                .invalidPolicy,
+                "an enforcing public_key policy needs a backup pin (2 or more, it has \(allPins.count)); add one or waive it explicitly")
+        }
+        self.mode = mode
+        self.pins = allPins
+        self.pinnedCertificates = pinnedCertificates
+        self.allowInvalidCertificates = allowInvalidCertificates
+        self.validatesDomainName = validatesDomainName
+        self.enforce = enforce
+        self.expires = expires
+    }
+
+    /// A copy of `base` with other pins, for uniting validated entries.
+    init(uniting base: SecurityPolicy, pins: Set<SPKIPin>, pinnedCertificates: [Certificate]) {
+        mode = base.mode
+        self.pins = pins
+        self.pinnedCertificates = pinnedCertificates
+        allowInvalidCertificates = base.allowInvalidCertificates
+        validatesDomainName = base.validatesDomainName
+        enforce = base.enforce
+        expires = base.expires
+        notedHostname = base.notedHostname
+        includeSubdomains = base.includeSubdomains
+    }
+
+    /// The pins a report lists as known: sorted, so reports and messages are stable.
+    var sortedPins: [SPKIPin] { pins.sorted { $0.base64 < $1.base64 } }
+
+    /// Whether the pins still apply at `now`.
+    func pinsApply(at now: Date) -> Bool { expires.map { now < $0 } ?? true }
+}

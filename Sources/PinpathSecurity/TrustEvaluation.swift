@@ -1,0 +1,41 @@
+import FoundationEssentials
+
+/// The outcome of evaluating a served chain against a ``SecurityPolicy``: a value, not a bool, carrying what
+/// a pin-failure report needs.
+public struct TrustEvaluation: Sendable {
+    /// Trusted, or rejected with the reason.
+    public enum Verdict: Sendable, Equatable {
+        /// The chain, the name and the pins (if any) satisfied the policy.
+        case trusted
+        /// Something did not: see the failure.
+        case rejected(TrustFailure)
+    }
+
+    /// The verdict.
+    public let verdict: Verdict
+    /// Whether the connection may proceed: trusted, or a pin failure the policy only reports (report-only,
+    /// expired pins) on a chain and name that are valid.
+    public let allowsConnection: Bool
+    /// The host name or IP address evaluated.
+    public let host: String
+    /// The port, for the report.
+    public let port: Int
+    /// When the evaluation ran (the report's `date-time`).
+    public let date: Date
+    /// The policy applied.
+    public let policy: SecurityPolicy
+    /// What the server sent, leaf first.
+    public let servedChain: [Certificate]
+    /// The chain OpenSSL built and verified from the leaf (partial when verification failed); pins were
+    /// matched against this only.
+    public let verifiedChain: [Certificate]
+
+    /// The failure, when rejected.
+    public var failure: TrustFailure? {
+        if case .rejected(let failure) = verdict { return failure }
+        return nil
+    }
+
+    /// The RFC 7469 / TrustKit report of this evaluation.
+    public var report: PinFailureReport { PinFailureReport(self) }
+}

@@ -1,0 +1,53 @@
+import ArgumentParser
+import PinpathAgent
+import PinpathSecurity
+
+struct PinsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pins",
+        abstract: "Print the SPKI pin of every certificate, public key, private key or CSR in the files.",
+        discussion: """
+            Reads PEM (bundles too) or DER. One line per object found: `sha256/<base64> <subject or key>`, or \
+            with --format hpkp `pin-sha256="<base64>" <subject or key>`. Exit 65 when a file cannot be read or \
+            holds nothing usable.
+            """)
+
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case pin
+        case hpkp
+    }
+
+    @Argument(help: "Certificate, key or CSR files (PEM or DER).")
+    var files: [String]
+
+    @Option(help: "pin: sha256/<base64> (OkHttp, TrustKit); hpkp: pin-sha256=\"<base64>\" (RFC 7469).")
+    var format: Format = .pin
+
+    func validate() throws {
+        guard !files.isEmpty else { throw ValidationError("give at least one certificate, key or CSR file") }
+    }
+
+    func run() async throws {
+        try await reportingFailures {
+            // Read everything first, so a bad file late in the list does not leave half the output printed.
+            var lines = ""
+            for file in files {
+                let found: [KeyMaterial]
+                do {
+                    found = try KeyMaterial.load(contentsOf: file)
+                } catch let error as SecurityError {
+                    throw CommandFailure.data(error.message)
+                }
+                for material in found {
+                    let pin = format == .hpkp ? material.spkiPin.hpkp : material.spkiPin.description
+                    lines += "\(pin) \(material.label)\n"
+                }
+            }
+            do throws(EventWriterError) {
+                try LineOutput().write(lines)
+            } catch {
+                throw CommandFailure.output(error.description)
+            }
+        }
+    }
+}

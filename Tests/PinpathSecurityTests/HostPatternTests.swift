@@ -1,0 +1,83 @@
+import Testing
+
+@testable import PinpathSecurity
+
+@Suite("Host patterns")
+struct HostPatternTests {
+    @Test(
+        "Matching is OkHttp's: * is one label, ** any depth including the domain, label-aligned",
+        arguments: [
+            ("example.com", "example.com", true),
+            ("example.com", "EXAMPLE.com.", true),
+            ("example.com", "www.example.com", false),
+            ("example.com.", "example.com", true),
+            ("*.example.com", "www.example.com", true),
+            ("*.example.com", "WWW.Example.COM", true),
+            ("*.example.com", "example.com", false),
+            ("*.example.com", "a.b.example.com", false),
+            ("*.example.com", "wwwexample.com", false),
+            ("**.example.com", "example.com", true),
+            ("**.example.com", "www.example.com", true),
+            ("**.example.com", "a.b.example.com", true),
+            ("**.example.com", "anotherexample.com", false),
+            ("**.example.co.uk", "example.co.uk", true),
+            ("**.example.co.uk", "www.example.co.uk", true),
+            ("**.example.co.uk", "co.uk", false),
+            ("**.example.co.uk", "anotherexample.co.uk", false),
+            ("**.example.co.uk", "example.co.uk.evil.com", false),
+            ("*.example.co.uk", "co.uk", false),
+        ])
+    func matching(pattern: String, host: String, matches: Bool) throws {
+        #expect(try HostPattern(parsing: pattern).matches(host) == matches)
+    }
+
+    @Test("include_subdomains widens exact and one-label patterns")
+    func includeSubdomains() throws {
+        let exact = try HostPattern(parsing: "example.com")
+        #expect(exact.matches("a.b.example.com", includeSubdomains: true))
+        #expect(!exact.matches("anotherexample.com", includeSubdomains: true))
+        let one = try HostPattern(parsing: "*.example.com")
+        #expect(one.matches("a.b.example.com", includeSubdomains: true))
+        #expect(!one.matches("example.com", includeSubdomains: true))
+    }
+
+    @Test(
+        "Malformed patterns are refused, naming them",
+        arguments: [("", "no domain"), ("*.", "wildcard"), ("w*.example.com", "wildcard"), ("*.*.example.com", "wildcard"),
+                    ("example..com", "empty label"), ("***.example.com", "wildcard")])
+    func malformed(pattern: String, problem: String) {
+        #expect {
+            try HostPattern(parsing: pattern)
+        } throws: { error in
+            let error = error as? SecurityError
+            return error?.code == .invalidHostPattern && error?.message.contains("\"\(pattern)\"") == true
+                && error?.message.contains(problem) == true
+        }
+    }
+
+    @Test("A host set unites the pins of every matching pattern; the first match gives the settings")
+    func unitedPins() throws {
+        let pki = TestPKI.shared
+        let (a, b, c) = (try pki.certificate("valid").spkiPin, try pki.certificate("inter").spkiPin, try pki.certificate("root").spkiPin)
+        let set = HostPolicySet([
+            HostPolicy(
+                patterns: [try HostPattern(parsing: "**.example.com")],
+                policy: try SecurityPolicy(mode: .publicKey, pins: [a, b], enforce: false)),
+            HostPolicy(
+                patterns: [try HostPattern(parsing: "api.example.com")],
+                policy: try SecurityPolicy(mode: .publicKey, pins: [b, c])),
+            HostPolicy(
+                patterns: [try HostPattern(parsing: "other.com")], includeSubdomains: true,
+                policy: try SecurityPolicy(mode: .publicKey, pins: [c], requiresBackupPin: false)),
+        ])
+        let api = try #require(set.policy(for: "api.example.com"))
+        #expect(api.pins == [a, b, c])
+        #expect(api.enforce == false)
+        #expect(api.notedHostname == "**.example.com" && api.includeSubdomains)
+        let www = try #require(set.policy(for: "www.example.com"))
+        #expect(www.pins == [a, b])
+        let sub = try #require(set.policy(for: "x.other.com"))
+        #expect(sub.pins == [c] && sub.notedHostname == "other.com" && sub.includeSubdomains)
+        #expect(set.policy(for: "example.org") == nil)
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import PinpathTestSupport
+import Testing
+
+/// `pinpath pins`, run as a user would: the binary SwiftPM built next to this test bundle.
+@Suite("pinpath pins")
+struct PinsCommandTests {
+    static let pinpath = Shell.pinpath
+
+    @Test("One line per certificate, equal to the openssl pipeline, for RSA, P-256, P-384 and Ed25519")
+    func pins() throws {
+        let pki = TestPKI.shared
+        let names = ["valid", "p256", "p384", "ed25519"]
+        let result = try Shell.run([Self.pinpath, "pins"] + names.map { pki.path($0) })
+        #expect(result.status == 0, "\(result.stderr)")
+        let expected = try names.map { "sha256/\(try pki.opensslPin($0)) CN=\($0 == "valid" ? "valid" : $0).test\n" }.joined()
+        #expect(result.stdout == expected)
+        #expect(result.stderr.isEmpty)
+    }
+
+    @Test("--format hpkp, keys and bundles")
+    func hpkp() throws {
+        let pki = TestPKI.shared
+        let bundle = pki.file("cli-bundle.pem")
+        let text = try ["valid", "inter"].map { try String(contentsOfFile: pki.path($0), encoding: .utf8) }.joined()
+        try text.write(toFile: bundle, atomically: true, encoding: .utf8)
+        let result = try Shell.run([Self.pinpath, "pins", "--format", "hpkp", bundle, pki.path("p256", "key")])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == """
+            pin-sha256="\(try pki.opensslPin("valid"))" CN=valid.test
+            pin-sha256="\(try pki.opensslPin("inter"))" CN=Pinpath Test Intermediate
+            pin-sha256="\(try pki.opensslPin("p256"))" EC P-256 private key
+
+            """)
+    }
+
+    @Test("A bad file is named on stderr with what was wrong, exit 65, and nothing on stdout")
+    func badFile() throws {
+        let pki = TestPKI.shared
+        let garbage = pki.file("cli-garbage.txt")
+        try "hello".write(toFile: garbage, atomically: true, encoding: .utf8)
+        for (file, problem) in [(garbage, "not a PEM file, nor a DER certificate"), (pki.file("nope.pem"), "cannot open: No such file or directory")] {
+            let result = try Shell.run([Self.pinpath, "pins", pki.path("valid"), file])
+            #expect(result.status == 65)
+            #expect(result.stderr == "pinpath: error: \(file): \(problem)\n" || result.stderr.hasPrefix("pinpath: error: \(file): \(problem)"), "\(result.stderr)")
+            #expect(result.stdout.isEmpty)
+        }
+    }
+
+    @Test("No file is a usage error, exit 64")
+    func noFile() throws {
+        let result = try Shell.run([Self.pinpath, "pins"])
+        #expect(result.status == 64)
+    }
+}
