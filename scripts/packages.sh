@@ -1,6 +1,6 @@
 # Sourced by scripts/run and scripts/test: installs the Debian packages pinpath needs, only those missing.
-# C libraries (with pkg-config to find them), and iproute2 and python3 for the tests and benchmarks.
-PINPATH_PACKAGES=(pkg-config libnl-3-dev libnl-route-3-dev libssl-dev libcurl4-openssl-dev iproute2 python3)
+# C libraries (with pkg-config to find them); iproute2, python3 and the openssl CLI for the tests and benchmarks.
+PINPATH_PACKAGES=(pkg-config libnl-3-dev libnl-route-3-dev libssl-dev libcurl4-openssl-dev iproute2 python3 openssl)
 
 install_missing_packages() {
     local missing=() package
