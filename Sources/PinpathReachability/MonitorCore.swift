@@ -33,6 +33,7 @@ final class MonitorCore: Sendable {
         var subscribers: [Int: AsyncStream<ReachabilityEvent>.Continuation] = [:]
         /// Called on the monitor thread, outside the lock (a handler may read `currentPath`).
         var handlers: [Int: Handler] = [:]
+        var removedHandlers: Set<Int> = []
         var nextSubscriber = 0
         var statistics = ReachabilityMonitor.Statistics()
         var failure: ReachabilityError?
@@ -74,8 +75,11 @@ final class MonitorCore: Sendable {
         _ = write(wakeDescriptor, &one, 8)
     }
 
+    /// The commands to run, in order; just `.stop` once the monitor has finished (a `stop()` from a change
+    /// handler closes the inbox while the thread is still running).
     func takeCommands() -> [Command] {
         inbox.withLock { inbox in
+            if inbox.closed { return [.stop] }
             defer { inbox.commands.removeAll(keepingCapacity: true) }
             return inbox.commands
         }
@@ -86,6 +90,7 @@ final class MonitorCore: Sendable {
     var currentPath: NetworkPath { published.withLock { $0.path! } }
     var statistics: ReachabilityMonitor.Statistics { published.withLock { $0.statistics } }
     var failure: ReachabilityError? { published.withLock { $0.failure } }
+    var isFinished: Bool { published.withLock { $0.finished } }
 
     /// Publishes a snapshot and its events: streams get them through their buffers, handlers are called
     /// here, on the monitor thread, in order.
@@ -98,22 +103,34 @@ final class MonitorCore: Sendable {
             return published.handlers.isEmpty || events.isEmpty ? [] : Array(published.handlers.values)
         }
         for handler in handlers {
-            for event in events { handler(event) }
+            for event in events {
+                // A handler may have stopped the monitor; what it published after that is not delivered.
+                guard !isFinished else { return }
+                handler(event)
+            }
         }
     }
 
     /// Called on the monitor thread: gives the handler the current state, then registers it.
+    /// Registers first and then delivers the initial state: both happen on the monitor thread, so no change
+    /// can come between, and a handler that stops the monitor or removes itself is not registered again.
     func addHandler(_ id: Int, _ handler: @escaping Handler) {
-        let path = published.withLock { published in
-            published.finished ? nil : published.path
+        let path = published.withLock { published -> NetworkPath? in
+            guard !published.finished, !published.removedHandlers.contains(id) else { return nil }
+            published.handlers[id] = handler
+            return published.path
         }
         guard let path else { return }
         for event in Self.initialEvents(path) { handler(event) }
-        published.withLock { $0.handlers[id] = handler }
     }
 
+    /// Works before the handler's registration has reached the monitor thread, too.
     func removeHandler(_ id: Int) {
-        _ = published.withLock { $0.handlers.removeValue(forKey: id) }
+        let removed = published.withLock { published in
+            published.removedHandlers.insert(id)
+            return published.handlers.removeValue(forKey: id)
+        }
+        _ = removed  // released outside the lock: it may hold the last reference to the monitor
     }
 
     func nextSubscriberID() -> Int {
@@ -167,13 +184,17 @@ final class MonitorCore: Sendable {
             return inbox.commands
         }
         for command in pending { command.reject() }
-        let subscribers = published.withLock { published in
+        let (subscribers, handlers) = published.withLock { published in
             published.finished = true
-            published.handlers = [:]
-            defer { published.subscribers = [:] }
-            return Array(published.subscribers.values)
+            defer {
+                published.subscribers = [:]
+                published.handlers = [:]
+            }
+            return (Array(published.subscribers.values), published.handlers)
         }
         for continuation in subscribers { continuation.finish() }
+        // Released outside the lock: a handler may hold the last reference to the monitor, whose deinit stops it.
+        _ = handlers
         stopped.fulfil(())
     }
 }

@@ -112,7 +112,7 @@ final class MonitorLoop {
     /// supersedes it, and only messages sent after the dump began may be applied on top. A dump the
     /// kernel interrupts (the tables changed under it) is retried at once a few times, then every 100 ms.
     private func resync() {
-        events.discardPendingEvents()
+        events.discardPending()
         guard let fresh = try? readKernelState() else { return }
         state = fresh
         needsResync = false

@@ -67,7 +67,7 @@ struct PathEvaluator {
             guard let index, let link = state.links[index] else { return .unreachable(.noRoute) }
             guard link.isAdminUp else { return .unreachable(.interfaceDown) }
             guard link.hasCarrier else { return .unreachable(.noCarrier) }
-            guard hasUsableSource(source, egress: link, family: destination.family) else {
+            guard hasUsableSource(source, egress: link, destination: destination) else {
                 return .unreachable(.noSourceAddress)
             }
             return .reachable(
@@ -75,14 +75,21 @@ struct PathEvaluator {
         }
     }
 
-    /// The kernel names a preferred source; it must be an address we may use (not tentative) and not a
-    /// loopback address standing in for a missing one, unless the egress is loopback itself.
-    private func hasUsableSource(_ source: IPAddress?, egress: LinkRecord, family: IPFamily) -> Bool {
+    /// The kernel names a preferred source; it must be an address we may use (not tentative), and not a
+    /// stand-in the kernel picks when nothing better exists: a loopback address (unless the egress is
+    /// loopback) or a link-local one (unless the destination is link-local too). With only fe80:: left,
+    /// for example while the global address is in DAD, IPv6 cannot reach beyond the link.
+    private func hasUsableSource(_ source: IPAddress?, egress: LinkRecord, destination: IPAddress) -> Bool {
         let isLoopbackEgress = egress.kindFacts.hardwareType == HardwareType.loopback
-        if let source {
-            return state.isUsableAddress(source) && (isLoopbackEgress || !source.isLoopback)
+        func acceptable(_ address: IPAddress) -> Bool {
+            (isLoopbackEgress || !address.isLoopback) && (destination.isLinkLocal || !address.isLinkLocal)
         }
-        return state.usableAddresses(of: egress.index).contains { $0.address.family == family }
+        if let source {
+            return state.isUsableAddress(source) && acceptable(source)
+        }
+        return state.usableAddresses(of: egress.index).contains {
+            $0.address.family == destination.family && acceptable($0.address)
+        }
     }
 
     static func reason(forLookupError error: Int32, family: IPFamily) -> UnreachableReason {
@@ -110,6 +117,12 @@ struct PathEvaluator {
 
 extension IPAddress {
     var isLoopback: Bool { self == IPAddress.loopback6 || (family == .ipv4 && bytes[0] == 127) }
+
+    /// fe80::/10 or 169.254.0.0/16: usable on one link only.
+    var isLinkLocal: Bool {
+        let bytes = self.bytes
+        return family == .ipv6 ? bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80 : bytes[0] == 169 && bytes[1] == 254
+    }
     private static let loopback6 = IPAddress("::1")!
 }
 

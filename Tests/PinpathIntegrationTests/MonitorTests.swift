@@ -1,6 +1,7 @@
 import Foundation
 import PinpathTestSupport
 import PinpathReachability
+import Synchronization
 import Testing
 
 /// The monitor against the real kernel: each test builds its own namespaces, scripts them with `ip`, and
@@ -227,30 +228,45 @@ struct MonitorTests {
         #expect(back.path.interfaces.filter { $0.name == "pa0" }.count == 1, "the old link is gone from the model")
     }
 
-    @Test("IPv6: a tentative address is not usable until DAD passes, a DAD-failed one never is")
+    @Test("IPv6: tentative and DAD-failed addresses are not usable, and a link-local source is no path")
     func ipv6Tentative() async throws {
         let network = try TestNetwork(ipv6: true)
-        let monitor = try await start(network)
+        let (monitor, recorder) = try await recorded(network)
         defer { monitor.stop() }
         #expect(monitor.currentPath.ipv6?.gateway?.description == TestNetwork.gatewayAddress6)
-        #expect(monitor.currentPath.status == .reachable)
 
         func pa0Addresses() -> [String] {
             monitor.currentPath.interfaces.first { $0.name == "pa0" }?.addresses.map(\.description) ?? []
         }
-        try Shell.check(["ip", "netns", "exec", network.host, "sysctl", "-qw", "net.ipv6.conf.pa0.accept_dad=1"])
-        try network.ip(network.gateway, "-6 addr add fd99::5/64 dev pb0 nodad")  // the duplicate
-        try network.ip(network.host, "-6 addr add fd99::2/64 dev pa0")
-        try network.ip(network.host, "-6 addr add fd99::5/64 dev pa0")
-        let kernelTentative = try network.json(network.host, "-6 addr show dev pa0 tentative")
-        #expect(!kernelTentative.isEmpty, "the kernel reports the new addresses as tentative")
-        #expect(try await eventually(timeout: .milliseconds(500)) { true })
-        #expect(!pa0Addresses().contains("fd99::2/64") && !pa0Addresses().contains("fd99::5/64"))
+        /// Runs `ip` and waits until the monitor has read at least one message that it caused.
+        func ipAndRead(_ namespace: String, _ arguments: String) async throws {
+            let before = monitor.statistics.messages
+            try network.ip(namespace, arguments)
+            #expect(try await eventually { monitor.statistics.messages > before })
+        }
 
-        #expect(try await eventually { pa0Addresses().contains("fd99::2/64") }, "usable once DAD passed")
-        let failed = try network.json(network.host, "-6 addr show dev pa0 dadfailed")
-        #expect(!failed.isEmpty, "the kernel marked fd99::5 dadfailed")
+        try Shell.check(["ip", "netns", "exec", network.host, "sysctl", "-qw", "net.ipv6.conf.pa0.accept_dad=1"])
+        try await ipAndRead(network.host, "-6 addr del \(TestNetwork.hostAddress6)/64 dev pa0")
+        let lost = try await recorder.waitForPath(after: 1)
+        #expect(lost.path.ipv6 == nil && lost.reason == .addressRemoved, "only fe80:: is left as a source")
+        #expect(lost.path.status == .reachable, "IPv4 is untouched")
+
+        // Added again, the address goes through duplicate address detection (about a second).
+        try await ipAndRead(network.host, "-6 addr add \(TestNetwork.hostAddress6)/64 dev pa0")
+        #expect(!(try network.json(network.host, "-6 addr show dev pa0 tentative")).isEmpty, "the kernel says tentative")
+        #expect(!pa0Addresses().contains("fd99::1/64"))
+        #expect(monitor.currentPath.ipv6 == nil)
+        let back = try await recorder.waitForPath(after: 2)
+        #expect(back.path.ipv6?.source?.description == TestNetwork.hostAddress6 && back.reason == .addressChanged)
+        #expect(pa0Addresses().contains("fd99::1/64"))
+
+        // The same address on the gateway first: DAD fails on the host, and the address is never usable.
+        try network.ip(network.gateway, "-6 addr add fd99::5/64 dev pb0 nodad")
+        try await ipAndRead(network.host, "-6 addr add fd99::5/64 dev pa0")
+        #expect(try await eventually { !(try network.json(network.host, "-6 addr show dev pa0 dadfailed")).isEmpty })
+        try await Task.sleep(for: .milliseconds(100))
         #expect(!pa0Addresses().contains("fd99::5/64"))
+        #expect(recorder.pathChanges.count == 3, "the failed address changed nothing visible")
     }
 
     @Test("A receive-buffer overrun is detected and resynced: the final snapshot equals the kernel's")
@@ -315,6 +331,39 @@ struct MonitorTests {
         #expect(afterStop == 0, "a stopped monitor's stream ends at once")
     }
 
+    @Test("Change handlers: the current state first, removable at once, and may stop the monitor")
+    func changeHandlers() async throws {
+        let network = try TestNetwork()
+        let monitor = try await start(network)
+        let removed = EventBox(), stopping = EventBox()
+        monitor.removeChangeHandler(monitor.onChange { removed.append($0) })
+        monitor.onChange { event in
+            stopping.append(event)
+            if case .path(let change) = event, change.reason == .carrierLost { monitor.stop() }
+        }
+        #expect(try await eventually { stopping.count == 1 })
+        #expect(stopping.reasons == [.initial])
+
+        try network.ip(network.gateway, "link set pb0 down")
+        #expect(try await eventually { stopping.count == 2 })
+        #expect(try await eventually { netlinkThreads() == 0 }, "the thread ends although stop() came from inside it")
+        try network.ip(network.gateway, "link set pb0 up")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(stopping.reasons == [.initial, .carrierLost], "nothing after stop()")
+        // Removed at once: it saw at most the initial state (if its registration ran first), never a change,
+        // and a registration that ran after the removal did not bring it back.
+        #expect(removed.count <= 1 && removed.reasons.allSatisfy { $0 == .initial })
+        await monitor.waitUntilStopped()
+    }
+
+    /// Threads of this process that run a monitor's netlink loop.
+    private func netlinkThreads() -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.filter {
+            (try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8))?.hasPrefix("pinpath-netlink") == true
+        }.count
+    }
+
     @Test("A missing namespace is a clear error, not a crash")
     func missingNamespace() async throws {
         await #expect {
@@ -335,4 +384,14 @@ enum TunHolder {
         fcntl.ioctl(fd, 0x400454ca, struct.pack("16sH", sys.argv[1].encode(), 0x0001 | 0x1000))  # TUNSETIFF, IFF_TUN|IFF_NO_PI
         time.sleep(120)
         """
+}
+
+/// Events collected by a change handler, from the monitor's thread.
+final class EventBox: Sendable {
+    private let events = Mutex<[ReachabilityEvent]>([])
+    func append(_ event: ReachabilityEvent) { events.withLock { $0.append(event) } }
+    var count: Int { events.withLock { $0.count } }
+    var reasons: [ChangeReason] {
+        events.withLock { $0.map { if case .path(let change) = $0 { change.reason } else { .targetAdded } } }
+    }
 }

@@ -94,6 +94,20 @@ struct PathLogicTests {
         #expect(PathEvaluator(state: withLoopback, lookUpRoute: loopbackSource).path(targets: []).ipv6 == nil)
     }
 
+    @Test("A link-local source reaches only its link")
+    func linkLocalSource() {
+        var state = Self.healthy()
+        _ = state.removeAddress(.init(interfaceIndex: 2, address: IPAddress("2001:db8::1")!, prefixLength: 64))
+        _ = state.apply(address: Self.address(2, "fe80::1", 64))
+        let viaLinkLocal = Self.routes(ipv6: .route(type: 1, interfaceIndex: 2, gateway: nil, source: IPAddress("fe80::1"), table: 254))
+        let evaluator = PathEvaluator(state: state, lookUpRoute: viaLinkLocal)
+        #expect(evaluator.path(targets: []).ipv6 == nil)
+        #expect(evaluator.evaluate(IPAddress("2001:db8:9::1")!) == .unreachable(.noSourceAddress))
+        #expect(evaluator.evaluate(IPAddress("fe80::2")!) != .unreachable(.noSourceAddress), "a neighbour on the link is fine")
+        let noPreferredSource = Self.routes(ipv6: .route(type: 1, interfaceIndex: 2, gateway: nil, source: nil, table: 254))
+        #expect(PathEvaluator(state: state, lookUpRoute: noPreferredSource).path(targets: []).ipv6 == nil)
+    }
+
     @Test("Targets: first reachable address wins; DNS failure is its own reason")
     func targets() {
         let v6Down = Self.routes(ipv6: .failed(errno: ENETUNREACH))

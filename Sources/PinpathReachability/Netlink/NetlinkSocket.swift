@@ -77,6 +77,7 @@ final class NetlinkSocket {
     func dumpState(attempts: Int = 5) throws -> KernelState {
         var lastError: Int32 = 0
         for _ in 0..<attempts {
+            discardPending()
             var messages: [NetlinkMessage] = []
             lastError = dump(RTM_GETLINK, into: &messages)
             if lastError >= 0 { lastError = dump(RTM_GETADDR, into: &messages) }
@@ -121,10 +122,11 @@ final class NetlinkSocket {
         return (false, nil)
     }
 
-    /// Throws away every event waiting on this socket. Before a resync: a message queued before the dump
-    /// but read after it would put back what the dump had already moved past, and if its successor was the
-    /// one lost, nothing would correct it.
-    func discardPendingEvents() {
+    /// Throws away every datagram waiting on this socket. On the event socket before a resync: a message
+    /// queued before the dump but read after it would put back what the dump had already moved past, and if
+    /// its successor was the one lost, nothing would correct it. On the request socket before a dump: a
+    /// stray reply left by a failed read would otherwise end the dump early.
+    func discardPending() {
         for _ in 0..<100_000 {
             switch datagrams.receive(from: fileDescriptor, { _ in }) {
             case .read, .lost: continue
