@@ -11,7 +11,7 @@ final class MonitorCore: Sendable {
     enum Command: Sendable {
         case addTarget(WatchedTarget, Reply)
         case removeTarget(String)
-        case resolved(ReachabilityTarget, WatchedTarget.Resolution)
+        case resolved(ReachabilityTarget, Int, WatchedTarget.Resolution)
         case evaluate(WatchedTarget, Reply)
         /// Registered on the thread, so the handler sees the initial state before any change.
         case addHandler(Int, Handler)

@@ -15,6 +15,11 @@ final class MonitorLoop {
     private var sysfsFacts: [String: (deviceType: String?, hasWirelessPhy: Bool)] = [:]
     /// Messages were lost and the last attempt to read everything again did not complete.
     private var needsResync = false
+    /// Numbers each look-up of a host name, so that an older answer arriving late is dropped.
+    private var resolutionSequence = 0
+    /// When names that failed to resolve are tried again (while the network is reachable).
+    private var nextResolutionRetry: ContinuousClock.Instant?
+    static let resolutionRetryInterval: Duration = .seconds(30)
 
     init(configuration: ReachabilityMonitor.Configuration, core: MonitorCore, targets: [WatchedTarget]) {
         self.configuration = configuration
@@ -47,6 +52,7 @@ final class MonitorLoop {
         state = try readKernelState()
         path = evaluatePath()
         core.publish(path, events: [])
+        scheduleResolutionRetry()
     }
 
     /// An evaluator whose route answers for `destinations` were fetched from the kernel in one batch.
@@ -65,8 +71,7 @@ final class MonitorLoop {
             pollfd(fd: core.wakeDescriptor, events: Int16(POLLIN), revents: 0),
         ]
         while true {
-            // While a resync is owed (the kernel kept interrupting the dump), retry it every 100 ms.
-            let ready = poll(&fds, nfds_t(fds.count), needsResync ? 100 : -1)
+            let ready = poll(&fds, nfds_t(fds.count), pollTimeout())
             if ready < 0 {
                 if errno == EINTR { continue }
                 core.fail(ReachabilityError(.netlinkUnavailable, "poll failed: \(String(cString: strerror(errno)))"))
@@ -89,7 +94,20 @@ final class MonitorLoop {
             } else if ready == 0, needsResync {
                 resync()
             }
+            if let retry = nextResolutionRetry, ContinuousClock.now >= retry {
+                nextResolutionRetry = nil
+                resolveHostTargets { $0.resolution == .failed }
+            }
         }
+    }
+
+    /// Milliseconds `poll` may sleep: for ever, unless a resync is owed (the kernel kept interrupting the
+    /// dump: retry every 100 ms) or failed names are due to be resolved again.
+    private func pollTimeout() -> Int32 {
+        if needsResync { return 100 }
+        guard let retry = nextResolutionRetry else { return -1 }
+        let milliseconds = (retry - ContinuousClock.now) / .milliseconds(1)
+        return Int32(clamping: max(0, Int(milliseconds.rounded(.up))))
     }
 
     // MARK: Netlink messages
@@ -173,7 +191,19 @@ final class MonitorLoop {
         path = evaluatePath()
         let changes = visibleChanges(from: previous, to: path) { involved in Trigger.explaining(involved, from: triggers) }
         core.publish(path, events: changes)
-        if Self.shouldResolveAgain(from: previous, to: path) { resolveHostTargets() }
+        if Self.shouldResolveAgain(from: previous, to: path) { resolveHostTargets { _ in true } }
+        scheduleResolutionRetry()
+    }
+
+    /// A name that failed stays failed until asked again: retry every 30 s while the network is reachable
+    /// (right after a reconnect, DNS is often configured a moment after the route).
+    private func scheduleResolutionRetry() {
+        let anyFailed = targets.contains { $0.resolution == .failed }
+        if path.status == .reachable, anyFailed {
+            if nextResolutionRetry == nil { nextResolutionRetry = .now + Self.resolutionRetryInterval }
+        } else {
+            nextResolutionRetry = nil
+        }
     }
 
     /// Names may have moved to other addresses once the network comes back or changes hands.
@@ -181,14 +211,16 @@ final class MonitorLoop {
         new.status == .reachable && (old.status != .reachable || old.primaryInterface?.name != new.primaryInterface?.name)
     }
 
-    private func resolveHostTargets() {
+    private func resolveHostTargets(where include: (WatchedTarget) -> Bool) {
         let timeout = configuration.resolutionTimeout
-        for target in targets {
-            guard case .host = target.target else { continue }
-            let core = self.core, name = target.target
+        for index in targets.indices where include(targets[index]) {
+            guard case .host = targets[index].target else { continue }
+            resolutionSequence += 1
+            targets[index].pendingResolution = resolutionSequence
+            let core = self.core, name = targets[index].target, sequence = resolutionSequence
             Task.detached {
                 let resolution = await HostResolver.resolve(name, timeout: timeout)
-                core.post(.resolved(name, resolution))
+                core.post(.resolved(name, sequence, resolution))
             }
         }
     }
@@ -205,10 +237,13 @@ final class MonitorLoop {
         case .removeTarget(let name):
             targets.removeAll { $0.target.description == name }
             recompute([])
-        case .resolved(let target, let resolution):
+        case .resolved(let target, let sequence, let resolution):
+            // Only the latest look-up counts: an older one that timed out must not undo a newer answer.
             guard let index = targets.firstIndex(where: { $0.target == target }),
-                targets[index].resolution != resolution
+                targets[index].pendingResolution == sequence
             else { return }
+            targets[index].pendingResolution = nil
+            guard targets[index].resolution != resolution else { return scheduleResolutionRetry() }
             targets[index].resolution = resolution
             recompute([Trigger(reason: resolution == .failed ? .dnsFailed : .dnsResolved, interfaceName: nil)])
         case .evaluate(let target, let reply):

@@ -140,4 +140,6 @@ struct WatchedTarget {
     }
     var target: ReachabilityTarget
     var resolution: Resolution
+    /// The number of the look-up under way, if any; see `MonitorLoop.resolveHostTargets`.
+    var pendingResolution: Int? = nil
 }
