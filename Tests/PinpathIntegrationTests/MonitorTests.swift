@@ -290,14 +290,33 @@ struct MonitorTests {
         let adds = (0..<3000).map { "addr add 10.100.\($0 / 250).\($0 % 250 + 1)/32 dev pa0" }
         try network.batch(network.host, adds.joined(separator: "\n"))
         #expect(try await eventually(timeout: .seconds(20)) { try monitorAddresses() == kernelAddresses() })
-        #expect(monitorAddresses().count == 3001)
+        #expect(monitorAddresses().filter { !$0.contains(":") }.count == 3001, "IPv4 (fe80:: comes and goes with DAD)")
 
+        // Deletions, link changes in the middle of them, and the default route gone at the end.
         let deletes = (0..<3000).filter { $0 % 2 == 0 }.map { "addr del 10.100.\($0 / 250).\($0 % 250 + 1)/32 dev pa0" }
-        try network.batch(network.host, deletes.joined(separator: "\n") + "\nroute del default")
+        let linkChanges = ["link set pa0 mtu 1400", "link set lo mtu 9000", "link set pa0 mtu 1280"]
+        let commands = deletes[..<500] + linkChanges + deletes[500...] + ["route del default"]
+        try network.batch(network.host, commands.joined(separator: "\n"))
         #expect(try await eventually(timeout: .seconds(20)) { try monitorAddresses() == kernelAddresses() })
-        #expect(monitorAddresses().count == 1501)
+        #expect(monitorAddresses().filter { !$0.contains(":") }.count == 1501, "IPv4 (fe80:: comes and goes with DAD)")
         #expect(monitor.statistics.resyncs >= 1, "a 2 KiB buffer must overrun under \(monitor.statistics.messages) messages")
+
+        // Links: name, MTU, admin state and operstate as `ip -j link` has them.
+        func linkFacts(_ name: String?, _ mtu: Int?, _ up: Bool?, _ state: String?) -> String {
+            "\(name ?? "?") \(mtu ?? 0) \(up == true ? "up" : "down") \(state ?? "?")"
+        }
+        let kernelLinks = try network.json(network.host, "link show").map {
+            linkFacts($0["ifname"] as? String, $0["mtu"] as? Int, ($0["flags"] as? [String])?.contains("UP"), $0["operstate"] as? String)
+        }
+        let monitorLinks = monitor.currentPath.interfaces.map {
+            linkFacts($0.name, $0.mtu, $0.isAdminUp, $0.operationalState.rawValue)
+        }
+        #expect(monitorLinks == kernelLinks)
+        #expect(monitorLinks.contains("pa0 1280 up UP") && monitorLinks.contains("lo 9000 up UNKNOWN"))
+
+        // Routes: no default route in the kernel, none in the snapshot.
         #expect(try network.json(network.host, "route show default").isEmpty)
+        #expect(try network.json(network.host, "-6 route show default").isEmpty)
         #expect(monitor.currentPath.status == .notReachable && monitor.currentPath.gateways.isEmpty)
     }
 
