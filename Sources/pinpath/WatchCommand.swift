@@ -16,10 +16,18 @@ struct WatchCommand: AsyncParsableCommand {
 
     @OptionGroup var options: MonitorOptions
 
+    /// How long SIGINT/SIGTERM waits for the last line to be written before exiting regardless.
+    static let stopGracePeriod: DispatchTimeInterval = .seconds(2)
+
     func run() async throws {
         try await reportingFailures {
             let monitor = try await options.startMonitor()
-            let signals = StopSignals { monitor.stop() }
+            let signals = StopSignals {
+                // A reader that stopped reading leaves the netlink thread blocked in write(2), and stop() waits
+                // for that thread: after a grace period, leave anyway rather than hang the service manager.
+                DispatchQueue.global().asyncAfter(deadline: .now() + WatchCommand.stopGracePeriod) { _exit(0) }
+                monitor.stop()
+            }
             defer { signals.cancel() }
             let outputError = Mutex<EventWriterError?>(nil)
             let events = EventWriter(), text = LineOutput(), json = options.json

@@ -127,4 +127,39 @@ struct CLITests {
         })
         #expect(status == 0)
     }
+
+    @Test("SIGTERM ends watch within its grace period even when the reader stopped reading",
+          .enabled(if: Capability.namespaces, Capability.reason))
+    func stalledReader() async throws {
+        let network = try TestNetwork()
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        defer { close(fds[0]) }
+        let targets = (1...60).flatMap { ["--target", "192.0.2.\($0)"] }
+        let pid = try Shell.spawn([Self.pinpath, "watch", "--json", "--netns", network.host] + targets, stdout: fds[1])
+        close(fds[1])
+        var exited = false
+        defer { if !exited { Shell.kill(pid) } }
+        // Nobody reads. Each route change writes 61 lines (about 15 KiB): the 64 KiB pipe fills, and the
+        // netlink thread blocks in write(2).
+        func blockedInWrite() -> Bool {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+            return tasks.contains {
+                (try? String(contentsOfFile: "/proc/\(pid)/task/\($0)/wchan", encoding: .utf8))?.contains("pipe_write") == true
+            }
+        }
+        for _ in 0..<10 where !blockedInWrite() {
+            try network.ip(network.host, "route del default")
+            try await Task.sleep(for: .milliseconds(50))  // apart, so the monitor sees two changes
+            try network.ip(network.host, "route add default via \(TestNetwork.gatewayAddress)")
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(try await eventually { blockedInWrite() }, "the precondition: a thread blocked writing to the full pipe")
+        let signalled = ContinuousClock.now
+        let status = try await Shell.stop(pid, signal: SIGTERM, timeout: .seconds(6))
+        exited = true
+        #expect(status == 0, "nil means it was still running 6 s after SIGTERM")
+        #expect(ContinuousClock.now - signalled < .seconds(5))
+    }
 }
