@@ -85,6 +85,7 @@ public final class ReachabilityMonitor: Sendable {
     }
 
     /// Returns once the monitor has stopped: through `stop()`, or because netlink failed (see `failure`).
+    /// Not cancellable: cancel by calling `stop()`.
     public func waitUntilStopped() async { await core.stopped.value() }
 
     /// The latest snapshot. Never stale by more than the time to process the kernel's last message.
@@ -119,6 +120,8 @@ public final class ReachabilityMonitor: Sendable {
     /// Starts watching a target, replacing one of the same name. Host names are resolved first (bounded by
     /// the configuration's timeout) and again whenever the network comes back or changes interface.
     /// - Returns: the target's reachability, already part of `currentPath`.
+    /// - Throws: `ReachabilityError` `.notRunning` after `stop()`; `CancellationError` if the task is
+    ///   cancelled first (the target may still be added).
     @discardableResult
     public func addTarget(_ target: ReachabilityTarget) async throws -> TargetReachability {
         let watched = WatchedTarget(target: target, resolution: await HostResolver.resolve(target, timeout: core.resolutionTimeout))
@@ -131,6 +134,7 @@ public final class ReachabilityMonitor: Sendable {
     }
 
     /// Asks the kernel once whether `target` is reachable now, without watching it.
+    /// - Throws: `ReachabilityError` `.notRunning` after `stop()`; `CancellationError` if cancelled first.
     public func reachability(of target: ReachabilityTarget) async throws -> TargetReachability {
         let watched = WatchedTarget(target: target, resolution: await HostResolver.resolve(target, timeout: core.resolutionTimeout))
         return try await ask { reply in .evaluate(watched, reply) }
@@ -139,8 +143,13 @@ public final class ReachabilityMonitor: Sendable {
     private func ask(_ command: (@escaping MonitorCore.Reply) -> MonitorCore.Command) async throws
         -> TargetReachability
     {
-        try await withCheckedThrowingContinuation { continuation in
-            core.post(command { continuation.resume(with: $0) })
+        // Cancellation answers at once; the monitor's own answer, arriving later, is then ignored.
+        let answer = OneShot<Result<TargetReachability, any Error>>()
+        return try await withTaskCancellationHandler {
+            core.post(command { answer.fulfil($0.mapError { $0 }) })
+            return try await answer.value().get()
+        } onCancel: {
+            answer.fulfil(.failure(CancellationError()))
         }
     }
 

@@ -320,7 +320,7 @@ struct MonitorTests {
         #expect(monitor.currentPath.status == .notReachable && monitor.currentPath.gateways.isEmpty)
     }
 
-    @Test("Targets can be added, evaluated once and removed; a stopped monitor refuses politely")
+    @Test("Targets can be added, evaluated once (cancellably) and removed; a stopped monitor refuses politely")
     func targetAPI() async throws {
         let network = try TestNetwork()
         let monitor = try await start(network)
@@ -336,6 +336,13 @@ struct MonitorTests {
         let local = try await monitor.reachability(of: try ReachabilityTarget(parsing: "127.0.0.1"))
         #expect(local.status == .reachable && local.interfaceName == "lo")
         #expect(monitor.currentPath.targets.count == 1, "a one-off evaluation is not watched")
+
+        let cancelled = Task {
+            while !Task.isCancelled { await Task.yield() }
+            return try await monitor.reachability(of: try ReachabilityTarget(parsing: "127.0.0.1"))
+        }
+        cancelled.cancel()
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
 
         monitor.removeTarget(try ReachabilityTarget(parsing: TestNetwork.gatewayAddress))
         #expect(try await eventually { monitor.currentPath.targets.isEmpty })
