@@ -7,7 +7,9 @@ import Glibc
 struct MonitorThread: Sendable {
     private var thread = pthread_t()
 
-    init(name: String, _ body: @escaping () -> Void) throws {
+    /// Starts the thread. `body` is `sending`: it moves to the new thread, so the compiler checks that the
+    /// caller keeps no use of what it captured.
+    init(name: String, _ body: sending @escaping () -> Void) throws {
         let box = Unmanaged.passRetained(Body(name: name, run: body)).toOpaque()
         let created = pthread_create(&thread, nil, { argument in
             let body = Unmanaged<Body>.fromOpaque(argument!).takeRetainedValue()
