@@ -72,8 +72,6 @@ struct KernelState: Equatable {
         addresses.removeValue(forKey: key) == nil ? nil : .addressRemoved
     }
 
-    func link(named name: String) -> LinkRecord? { links.values.first { $0.name == name } }
-
     /// Usable addresses of one interface, in a stable order (IPv4 first, then by address).
     func usableAddresses(of index: Int) -> [InterfaceAddress] {
         addresses.values

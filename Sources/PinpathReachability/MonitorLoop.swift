@@ -247,7 +247,7 @@ final class MonitorLoop {
             targets[index].resolution = resolution
             recompute([Trigger(reason: resolution == .failed ? .dnsFailed : .dnsResolved, interfaceName: nil)])
         case .evaluate(let target, let reply):
-            reply(.success(evaluator(for: PathEvaluator.destinations(of: [target])).reachability(of: target)))
+            reply(.success(evaluator(for: PathEvaluator.destinations(of: [target], includingProbes: false)).reachability(of: target)))
         case .addHandler(let id, let handler):
             core.addHandler(id, handler)
         }

@@ -12,14 +12,15 @@ struct PathEvaluator {
     let state: KernelState
     let lookUpRoute: (IPAddress) -> RouteAnswer
 
-    /// Every address whose route a snapshot needs: the internet probes, then each target's addresses.
-    static func destinations(of targets: [WatchedTarget]) -> [IPAddress] {
-        var seen = Set<IPAddress>(), ordered: [IPAddress] = []
-        let probes = IPFamily.allCases.map { internetProbe[$0]! }
+    /// Every address whose route is needed: the internet probes (for a whole snapshot), then each target's
+    /// addresses, once each.
+    static func destinations(of targets: [WatchedTarget], includingProbes: Bool = true) -> [IPAddress] {
+        var ordered = includingProbes ? IPFamily.allCases.map { internetProbe[$0]! } : []
+        var seen = Set(ordered)
         for case .resolved(let addresses) in targets.map(\.resolution) {
             for address in addresses where seen.insert(address).inserted { ordered.append(address) }
         }
-        return probes + ordered.filter { !probes.contains($0) }
+        return ordered
     }
 
     func path(targets: [WatchedTarget]) -> NetworkPath {
