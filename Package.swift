@@ -7,11 +7,14 @@ let package = Package(
     products: [
         .library(name: "PinpathReachability", targets: ["PinpathReachability"]),
         .library(name: "PinpathSecurity", targets: ["PinpathSecurity"]),
+        .library(name: "PinpathHTTP", targets: ["PinpathHTTP"]),
         .library(name: "PinpathAgent", targets: ["PinpathAgent"]),
         .executable(name: "pinpath", targets: ["pinpath"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // The agent's configuration: YAML with the line and column of every node, for precise errors.
+        .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
     ],
     targets: [
         // C libraries from Debian's -dev packages, found with pkg-config.
@@ -21,27 +24,32 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // Pass-throughs for what Swift cannot import (variadics, function-like macros, _GNU_SOURCE-only symbols).
-        .target(name: "CShims", dependencies: ["COpenSSL"]),
+        .target(name: "CShims", dependencies: ["COpenSSL", "CCurl"]),
 
         .target(name: "PinpathReachability", dependencies: ["CNetlink", "CShims"]),
         .target(name: "PinpathSecurity", dependencies: ["COpenSSL", "CShims"]),
-        .target(name: "PinpathAgent", dependencies: ["PinpathReachability"]),
+        // libcurl gated by the two above: reachability before connecting, the security policy in the handshake.
+        .target(name: "PinpathHTTP", dependencies: ["CCurl", "CShims", "PinpathReachability", "PinpathSecurity"]),
+        .target(
+            name: "PinpathAgent",
+            dependencies: ["PinpathReachability", "PinpathSecurity", "PinpathHTTP", .product(name: "Yams", package: "Yams")]),
         .executableTarget(
             name: "pinpath",
             dependencies: [
-                "PinpathReachability", "PinpathSecurity", "PinpathAgent",
+                "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathAgent",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
         .testTarget(name: "PinpathReachabilityTests", dependencies: ["PinpathReachability"]),
-        // Runs programs (ip, openssl, pinpath) for the test targets.
-        .target(name: "PinpathTestSupport", path: "Tests/PinpathTestSupport"),
+        // Runs programs (ip, openssl, pinpath) for the test targets; the test PKI and `openssl s_server`.
+        .target(name: "PinpathTestSupport", dependencies: ["PinpathSecurity"], path: "Tests/PinpathTestSupport"),
         .testTarget(name: "PinpathSecurityTests", dependencies: ["PinpathSecurity", "PinpathTestSupport"]),
-        .testTarget(name: "PinpathAgentTests", dependencies: ["PinpathAgent"]),
+        .testTarget(name: "PinpathHTTPTests", dependencies: ["PinpathHTTP", "PinpathTestSupport"]),
+        .testTarget(name: "PinpathAgentTests", dependencies: ["PinpathAgent", "PinpathTestSupport"]),
         // Real kernel: network namespaces, veth pairs and the built `pinpath` binary. Needs CAP_NET_ADMIN.
         .testTarget(
             name: "PinpathIntegrationTests",
-            dependencies: ["PinpathReachability", "PinpathAgent", "PinpathTestSupport"]),
+            dependencies: ["PinpathReachability", "PinpathHTTP", "PinpathAgent", "PinpathTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

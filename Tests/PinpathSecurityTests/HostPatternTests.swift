@@ -1,3 +1,4 @@
+import PinpathTestSupport
 import Testing
 
 @testable import PinpathSecurity

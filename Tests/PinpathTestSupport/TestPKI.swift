@@ -1,12 +1,11 @@
 import Foundation
-import PinpathTestSupport
 import PinpathSecurity
 import Testing
 
 /// The test PKI, generated once per test run with the openssl CLI into a temporary directory (badssl-style:
 /// roots, intermediates and one leaf per failure), and removed at exit.
-final class TestPKI: Sendable {
-    static let shared: TestPKI = {
+public final class TestPKI: Sendable {
+    public static let shared: TestPKI = {
         do {
             return try TestPKI()
         } catch {
@@ -17,7 +16,7 @@ final class TestPKI: Sendable {
     }()
 
     /// The directory holding `<name>.pem`, `<name>.key` for each name in the script.
-    let directory: String
+    public let directory: String
 
     private init() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinpath-pki-\(getpid())").path
@@ -32,21 +31,21 @@ final class TestPKI: Sendable {
         self.directory = directory
     }
 
-    func path(_ name: String, _ suffix: String = "pem") -> String { "\(directory)/\(name).\(suffix)" }
+    public func path(_ name: String, _ suffix: String = "pem") -> String { "\(directory)/\(name).\(suffix)" }
 
     /// A file in the PKI directory, by its full name.
-    func file(_ name: String) -> String { "\(directory)/\(name)" }
+    public func file(_ name: String) -> String { "\(directory)/\(name)" }
 
     /// The certificate `<name>.pem`.
-    func certificate(_ name: String) throws -> Certificate {
+    public func certificate(_ name: String) throws -> Certificate {
         try #require(try Certificate.certificates(contentsOf: path(name)).first)
     }
 
     /// The certificates, in order, as a server would send them.
-    func chain(_ names: [String]) throws -> [Certificate] { try names.map(certificate) }
+    public func chain(_ names: [String]) throws -> [Certificate] { try names.map(certificate) }
 
     /// The pin of `<name>.pem` computed by the openssl pipeline from FIELD-NOTES, independent of our code.
-    func opensslPin(_ name: String) throws -> String {
+    public func opensslPin(_ name: String) throws -> String {
         try Shell.check([
             "/bin/bash", "-c",
             "openssl x509 -in \"$1\" -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64",
@@ -55,7 +54,7 @@ final class TestPKI: Sendable {
     }
 
     /// The roots a "system" store would hold here: the test root and another trusted root.
-    func trustStore() throws -> TrustStore { try TrustStore(caFile: path("store")) }
+    public func trustStore() throws -> TrustStore { try TrustStore(caFile: path("store")) }
 
     /// Generates the PKI into $1. `openssl ca` is used because it is the only OpenSSL 3.0 tool that sets exact
     /// start and end dates (expired, not yet valid).
