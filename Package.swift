@@ -29,7 +29,7 @@ let package = Package(
         .target(name: "PinpathReachability", dependencies: ["CNetlink", "CShims"]),
         .target(name: "PinpathSecurity", dependencies: ["COpenSSL", "CShims"]),
         // libcurl gated by the two above: reachability before connecting, the security policy in the handshake.
-        .target(name: "PinpathHTTP", dependencies: ["CCurl", "CShims", "PinpathReachability", "PinpathSecurity"]),
+        .target(name: "PinpathHTTP", dependencies: ["CCurl", "COpenSSL", "CShims", "PinpathReachability", "PinpathSecurity"]),
         .target(
             name: "PinpathAgent",
             dependencies: ["PinpathReachability", "PinpathSecurity", "PinpathHTTP", .product(name: "Yams", package: "Yams")]),

@@ -1,4 +1,5 @@
 import CShims
+import Dispatch
 import Glibc
 import Synchronization
 
@@ -42,9 +43,9 @@ public final class ReachabilityMonitor: Sendable {
     }
 
     private let core: MonitorCore
-    private let thread: Mutex<MonitorThread?>
+    private let thread: Mutex<DedicatedThread?>
 
-    private init(core: MonitorCore, thread: MonitorThread) {
+    private init(core: MonitorCore, thread: DedicatedThread) {
         self.core = core
         self.thread = Mutex(thread)
     }
@@ -63,7 +64,7 @@ public final class ReachabilityMonitor: Sendable {
         let core = try MonitorCore(resolutionTimeout: configuration.resolutionTimeout)
         let loop = MonitorLoop(configuration: configuration, core: core, targets: watched)
         let readiness = OneShot<Result<NetworkPath, ReachabilityError>>()
-        let thread = try MonitorThread(name: "pinpath-netlink") { loop.run(ready: readiness.fulfil) }
+        let thread = try DedicatedThread(name: "pinpath-netlink") { loop.run(ready: readiness.fulfil) }
         if case .failure(let error) = await readiness.value() {
             thread.join()
             throw error
@@ -138,6 +139,32 @@ public final class ReachabilityMonitor: Sendable {
     public func reachability(of target: ReachabilityTarget) async throws -> TargetReachability {
         let watched = WatchedTarget(target: target, resolution: await HostResolver.resolve(target, timeout: core.resolutionTimeout))
         return try await ask { reply in .evaluate(watched, reply) }
+    }
+
+    /// Whether the internet can be reached over `family` (either family when `nil`): the kernel's verdict
+    /// for the well-known destinations `currentPath` is computed from, with the reason when not. Only the
+    /// route is asked for; no packet is sent and nothing is resolved.
+    package func internetReachability(over family: IPFamily?) async throws -> TargetReachability {
+        let families = family.map { [$0] } ?? IPFamily.allCases
+        let probes = families.map { PathEvaluator.internetProbe[$0]! }
+        let watched = WatchedTarget(target: .host("internet"), resolution: .resolved(probes))
+        return try await ask { reply in .evaluate(watched, reply) }
+    }
+
+    /// Asks the kernel whether `address` is reachable now, blocking the calling thread until the monitor
+    /// answers or `timeout` passes (then `nil`). For plain threads that cannot await, such as libcurl's
+    /// socket callback; never call it from a task or from a change handler (the monitor's own thread).
+    package func reachabilityBlocking(of address: IPAddress, timeout: Duration) -> TargetReachability? {
+        let answered = DispatchSemaphore(value: 0)
+        let answer = Mutex<TargetReachability?>(nil)
+        let watched = WatchedTarget(target: .address(address), resolution: .resolved([address]))
+        core.post(.evaluate(watched) { result in
+            answer.withLock { $0 = try? result.get() }
+            answered.signal()
+        })
+        let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+        guard answered.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success else { return nil }
+        return answer.withLock { $0 }
     }
 
     private func ask(_ command: (@escaping MonitorCore.Reply) -> MonitorCore.Command) async throws

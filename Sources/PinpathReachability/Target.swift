@@ -10,6 +10,14 @@ public struct TargetReachability: Sendable, Equatable {
     /// Why the target is not reachable; `nil` when it is.
     public var reason: UnreachableReason?
 
+    public init(target: String, status: ReachabilityStatus, interfaceName: String?, address: IPAddress?, reason: UnreachableReason?) {
+        self.target = target
+        self.status = status
+        self.interfaceName = interfaceName
+        self.address = address
+        self.reason = reason
+    }
+
     static func reachable(_ target: String, via interfaceName: String, address: IPAddress) -> Self {
         Self(target: target, status: .reachable, interfaceName: interfaceName, address: address, reason: nil)
     }

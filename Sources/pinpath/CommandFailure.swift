@@ -8,6 +8,8 @@ enum CommandFailure: Error {
     case data(String)
     case unavailable(String)
     case output(String)
+    /// A command's own documented outcome (`request`: 1 pins, 2 TLS, 3 connection, 4 not reachable, 5 status).
+    case outcome(Int32, String)
 
     var exitCode: ExitCode {
         switch self {
@@ -15,12 +17,14 @@ enum CommandFailure: Error {
         case .data: return ExitCode(65)  // EX_DATAERR
         case .unavailable: return ExitCode(69)  // EX_UNAVAILABLE
         case .output: return ExitCode(74)  // EX_IOERR
+        case .outcome(let code, _): return ExitCode(code)
         }
     }
 
     var message: String {
         switch self {
-        case .usage(let message), .data(let message), .unavailable(let message), .output(let message): return message
+        case .usage(let message), .data(let message), .unavailable(let message), .output(let message), .outcome(_, let message):
+            return message
         }
     }
 }

@@ -49,19 +49,28 @@ public struct LineOutput: Sendable {
     /// Writes `line`, which should end with a newline.
     public func write(_ line: String) throws(EventWriterError) {
         var line = line
-        let failure: Int32? = line.withUTF8 { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                offset += written
-            }
-            return nil
-        }
+        let failure = line.withUTF8 { write($0) }
         if let failure { throw EventWriterError(errno: failure) }
+    }
+
+    /// Writes raw bytes (a response body) in as few `write(2)` calls as the descriptor allows.
+    public func write(bytes: [UInt8]) throws(EventWriterError) {
+        let failure = bytes.withUnsafeBufferPointer { write($0) }
+        if let failure { throw EventWriterError(errno: failure) }
+    }
+
+    /// Writes everything, retrying EINTR and short writes; returns errno on failure.
+    private func write(_ bytes: UnsafeBufferPointer<UInt8>) -> Int32? {
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            offset += written
+        }
+        return nil
     }
 }
 

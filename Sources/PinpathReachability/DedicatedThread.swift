@@ -1,15 +1,15 @@
 import CShims
 import Glibc
 
-/// A POSIX thread that runs one closure and can be joined; the monitor's netlink loop lives on one.
-/// A dedicated thread, not a task: the loop blocks in `poll` and may switch its network namespace, and
+/// A POSIX thread that runs one closure and can be joined: the monitor's netlink loop and the HTTP engine's libcurl loop each live on one.
+/// A dedicated thread, not a task: each blocks in `poll` (and the monitor may switch its network namespace), and
 /// neither may happen on the concurrency pool.
-struct MonitorThread: Sendable {
+package struct DedicatedThread: Sendable {
     private var thread = pthread_t()
 
     /// Starts the thread. `body` is `sending`: it moves to the new thread, so the compiler checks that the
     /// caller keeps no use of what it captured.
-    init(name: String, _ body: sending @escaping () -> Void) throws {
+    package init(name: String, _ body: sending @escaping () -> Void) throws {
         let box = Unmanaged.passRetained(Body(name: name, run: body)).toOpaque()
         let created = pthread_create(&thread, nil, { argument in
             let body = Unmanaged<Body>.fromOpaque(argument!).takeRetainedValue()
@@ -19,27 +19,27 @@ struct MonitorThread: Sendable {
         }, box)
         guard created == 0 else {
             Unmanaged<Body>.fromOpaque(box).release()
-            throw ReachabilityError(.netlinkUnavailable, "cannot start the monitor thread: \(String(cString: strerror(created)))")
+            throw ReachabilityError(.netlinkUnavailable, "cannot start the thread \(name): \(String(cString: strerror(created)))")
         }
     }
 
     /// Waits for the closure to return. Call once: the value is consumed.
-    consuming func join() {
+    package consuming func join() {
         pthread_join(thread, nil)
     }
 
     /// Lets the thread end on its own, for when it cannot be joined (it is the caller).
-    consuming func detach() {
+    package consuming func detach() {
         pthread_detach(thread)
     }
 
     /// The caller is this thread.
-    var isCurrent: Bool { pthread_equal(thread, pthread_self()) != 0 }
+    package var isCurrent: Bool { pthread_equal(thread, pthread_self()) != 0 }
 
     private final class Body {
         let name: String
         let run: () -> Void
-        init(name: String, run: @escaping () -> Void) {
+        package init(name: String, run: @escaping () -> Void) {
             self.name = name
             self.run = run
         }

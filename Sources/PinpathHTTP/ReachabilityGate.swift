@@ -1,0 +1,97 @@
+import PinpathReachability
+
+/// The reachability gate: asks the monitor before a request and waits for connectivity when told to.
+/// Cheap when the network is up: the monitor's current snapshot answers, with no system call, except for
+/// numeric hosts, whose route is asked of the kernel (no DNS, no packet).
+struct ReachabilityGate: Sendable {
+    let monitor: ReachabilityMonitor
+
+    /// Returns when `host` may be tried, or throws ``HTTPError/Code/notReachable`` with the monitor's verdict.
+    func admit(host: String, options: RequestOptions, request: String) async throws(HTTPError) {
+        switch options.reachability {
+        case .ignore:
+            return
+        case .failFast:
+            if let verdict = await blockingVerdict(host: host, family: options.addressFamily) {
+                throw Self.error(verdict, request: request)
+            }
+        case .waitForConnectivity(let timeout):
+            guard var verdict = await blockingVerdict(host: host, family: options.addressFamily) else { return }
+            let deadline = ContinuousClock.now + timeout
+            // Each change of the path or of a target is a reason to look again; nothing is polled.
+            let changes = monitor.changes()
+            var iterator = changes.makeAsyncIterator()
+            while ContinuousClock.now < deadline {
+                let changed = await Self.next(&iterator, until: deadline)
+                if Task.isCancelled { throw HTTPError(.cancelled, "\(request): cancelled while waiting for connectivity") }
+                guard changed else { break }
+                guard let still = await blockingVerdict(host: host, family: options.addressFamily) else { return }
+                verdict = still
+            }
+            throw Self.error(verdict, request: request, waited: timeout)
+        }
+    }
+
+    /// Checks each resolved address from libcurl's thread before it connects.
+    var addressCheck: Transfer.AddressCheck {
+        let monitor = self.monitor
+        return { address in monitor.reachabilityBlocking(of: address, timeout: .milliseconds(500)) }
+    }
+
+    /// Why `host` cannot be reached now, or `nil` when it may be tried.
+    private func blockingVerdict(host: String, family: RequestOptions.AddressFamily) async -> TargetReachability? {
+        let path = monitor.currentPath
+        // A target the monitor watches (the agent registers its endpoints' hosts) has its own verdict, with
+        // its resolved addresses' routes.
+        if let watched = path.target(host) {
+            return watched.status == .reachable ? nil : watched
+        }
+        if let address = IPAddress(host) {
+            guard let verdict = try? await monitor.reachability(of: .address(address)) else { return nil }
+            return verdict.status == .reachable ? nil : verdict
+        }
+        // Loopback names never leave the machine; libcurl's socket check still asks about each address.
+        if host == "localhost" || host.hasSuffix(".localhost") { return nil }
+        let needed: IPFamily? = family == .ipv4 ? .ipv4 : family == .ipv6 ? .ipv6 : nil
+        let available = needed.map { path.path(for: $0) != nil } ?? (path.status == .reachable)
+        if available { return nil }
+        // Not reachable: ask the kernel why, for the error (no DNS query, no packet).
+        var verdict = (try? await monitor.internetReachability(over: needed))
+            ?? TargetReachability(target: host, status: .notReachable, interfaceName: nil, address: nil, reason: .noRoute)
+        guard verdict.status == .notReachable else { return nil }
+        verdict.target = host
+        return verdict
+    }
+
+    /// The next change, or `false` when the deadline passes first.
+    private static func next(_ iterator: inout AsyncStream<ReachabilityEvent>.Iterator, until deadline: ContinuousClock.Instant) async -> Bool {
+        let box = IteratorBox(iterator)
+        let changed = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await box.next() }
+            group.addTask {
+                try? await Task.sleep(until: deadline)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        iterator = box.iterator
+        return changed
+    }
+
+    private static func error(_ verdict: TargetReachability, request: String, waited: Duration? = nil) -> HTTPError {
+        let reason = verdict.reason?.rawValue ?? "not_reachable"
+        let via = verdict.address.map { " (\($0))" } ?? ""
+        let wait = waited.map { " after waiting \($0)" } ?? ""
+        return HTTPError(.notReachable, "\(request): \(verdict.target)\(via) is not reachable\(wait): \(reason)", reachability: verdict)
+    }
+}
+
+/// Lets a child task advance the gate's stream iterator. `@unchecked Sendable`: one task uses it at a time
+/// (the group is awaited before the iterator is read back).
+private final class IteratorBox: @unchecked Sendable {
+    var iterator: AsyncStream<ReachabilityEvent>.Iterator
+    init(_ iterator: AsyncStream<ReachabilityEvent>.Iterator) { self.iterator = iterator }
+    func next() async -> Bool { await iterator.next() != nil }
+}

@@ -1,0 +1,47 @@
+import PinpathReachability
+import PinpathSecurity
+
+/// How one request is sent: timeouts, redirects, the reachability gate and the trust policy.
+public struct RequestOptions: Sendable {
+    /// What to do when the reachability monitor says the target cannot be reached.
+    public enum ReachabilityRequirement: Sendable, Equatable {
+        /// Fail at once with ``HTTPError/Code/notReachable``, before any DNS query or connection (the default).
+        case failFast
+        /// Wait until the path is reachable again, at most this long, then fail as not reachable.
+        case waitForConnectivity(Duration)
+        /// Send regardless (the session's monitor is not asked).
+        case ignore
+    }
+
+    /// The address family to connect over (the agent's `ip_family`).
+    public enum AddressFamily: String, Sendable {
+        case any
+        case ipv4
+        case ipv6
+    }
+
+    /// The most time to connect (TCP, per address tried). Default 10 s.
+    public var connectTimeout: Duration = .seconds(10)
+    /// The most time for the whole request, redirects included. Default 30 s.
+    public var timeout: Duration = .seconds(30)
+    /// Follow redirects (301, 302, 303, 307, 308). On by default, as in AFNetworking and curl -L.
+    public var followRedirects = true
+    /// The most redirects followed before failing with ``HTTPError/Code/tooManyRedirects``.
+    public var maximumRedirects = 10
+    /// The reachability gate. Applies only when the session has a monitor.
+    public var reachability: ReachabilityRequirement = .failFast
+    /// Connect over this family only.
+    public var addressFamily: AddressFamily = .any
+    /// A policy for this request, instead of the session's per-host policies (the agent's explicit `policy`).
+    public var securityPolicy: SecurityPolicy?
+    /// The trust store for this request, instead of the session's.
+    public var trustStore: TrustStore?
+    /// Open a new connection and close it afterwards, so that every request performs a full TLS handshake
+    /// and so a full policy check (the agent's probes). Off by default: connections are reused.
+    public var freshConnection = false
+    /// Response bodies larger than this fail with ``HTTPError/Code/protocolError`` instead of exhausting
+    /// memory. Default 64 MiB.
+    public var maximumBodySize = 64 << 20
+
+    public init() {}
+}

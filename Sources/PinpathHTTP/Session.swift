@@ -1,0 +1,196 @@
+import FoundationEssentials
+import Glibc
+import PinpathReachability
+import PinpathSecurity
+import Synchronization
+
+/// Sends HTTP(S) requests through two gates: the reachability monitor before connecting, and the security
+/// policy inside the TLS handshake, before any request byte leaves. AFNetworking's `AFHTTPSessionManager`
+/// for Linux, on libcurl's OpenSSL build.
+///
+/// One session drives all its requests on one libcurl thread; share it. Its methods may be called from any
+/// task; cancelling the task cancels the transfer.
+public final class Session: Sendable {
+    /// What every request of the session shares.
+    public struct Configuration: Sendable {
+        /// Relative URLs resolve against this; a base path gets a trailing slash (AFNetworking's rule), so
+        /// `v1` + `users` is `v1/users`.
+        public var baseURL: URL?
+        /// Sent with every request unless the request sets the same field: `User-Agent` and
+        /// `Accept-Language` by default.
+        public var defaultHeaders: HTTPHeaders
+        /// Per-host security policies (pins). Hosts with no policy get chain and host-name validation.
+        public var policies: HostPolicySet
+        /// The trust anchors; `nil` is the system's store (OpenSSL's defaults, `SSL_CERT_FILE`/`SSL_CERT_DIR`).
+        public var trustStore: TrustStore?
+        /// A client certificate for mutual TLS.
+        public var clientCertificate: ClientCertificate?
+        /// Options for requests that give none.
+        public var defaultOptions: RequestOptions
+
+        public init(
+            baseURL: URL? = nil, defaultHeaders: HTTPHeaders = Session.standardHeaders, policies: HostPolicySet = HostPolicySet([]),
+            trustStore: TrustStore? = nil, clientCertificate: ClientCertificate? = nil, defaultOptions: RequestOptions = RequestOptions()
+        ) {
+            self.baseURL = baseURL.map(Session.directoryURL)
+            self.defaultHeaders = defaultHeaders
+            self.policies = policies
+            self.trustStore = trustStore
+            self.clientCertificate = clientCertificate
+            self.defaultOptions = defaultOptions
+        }
+    }
+
+    /// The configuration.
+    public let configuration: Configuration
+    /// The monitor the reachability gate asks; `nil` sends without asking.
+    public let monitor: ReachabilityMonitor?
+    private let engine: TransferEngine
+    private let gate: ReachabilityGate?
+    private let systemTrustStore = Mutex<TrustStore?>(nil)
+    private let chainValidation: SecurityPolicy
+
+    /// Creates a session and starts its libcurl thread.
+    /// - Parameter monitor: the reachability monitor to gate requests with.
+    /// - Throws: ``HTTPError`` `engineUnavailable` when libcurl is not the OpenSSL build.
+    public init(_ configuration: Configuration = Configuration(), monitor: ReachabilityMonitor? = nil) throws(HTTPError) {
+        self.configuration = configuration
+        self.monitor = monitor
+        engine = try TransferEngine()
+        gate = monitor.map(ReachabilityGate.init)
+        do {
+            chainValidation = try SecurityPolicy(mode: .none)
+        } catch {
+            throw HTTPError(.engineUnavailable, "cannot create the default policy: \(error)")
+        }
+    }
+
+    /// libcurl's version and TLS backend, after checking that it is the OpenSSL build.
+    public static func engineVersion() throws(HTTPError) -> String { try CurlRuntime.check() }
+
+    /// Sends a request (following redirects unless the options say not to) and returns the final response,
+    /// whatever its status. Status and content-type validation are the response serializers' job.
+    /// - Throws: ``HTTPError``: not reachable, policy rejection (with the evaluation), TLS, connection,
+    ///   timeout, protocol, too many redirects, cancelled.
+    public func send(_ request: HTTPRequest, options: RequestOptions? = nil) async throws(HTTPError) -> HTTPResponse {
+        let options = options ?? configuration.defaultOptions
+        let deadline = ContinuousClock.now + options.timeout
+        var request = withDefaultHeaders(request)
+        var redirects = 0
+        while true {
+            var hop = options
+            hop.timeout = deadline - ContinuousClock.now
+            guard hop.timeout > .zero else {
+                throw HTTPError(.timedOut, "\(request.method) \(request.url.absoluteString): timed out after \(options.timeout)")
+            }
+            var response = try await sendOnce(request, options: hop)
+            response.redirectCount = redirects
+            guard options.followRedirects, let next = Redirect.next(after: request, response: response) else { return response }
+            redirects += 1
+            guard redirects <= options.maximumRedirects else {
+                throw HTTPError(
+                    .tooManyRedirects, "\(request.method) \(request.url.absoluteString): more than \(options.maximumRedirects) redirects",
+                    response: response)
+            }
+            request = next
+        }
+    }
+
+    /// One hop: the reachability gate, then one libcurl transfer.
+    private func sendOnce(_ request: HTTPRequest, options: RequestOptions) async throws(HTTPError) -> HTTPResponse {
+        let label = "\(request.method) \(request.url.absoluteString)"
+        guard let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = request.url.host(percentEncoded: false), !host.isEmpty
+        else {
+            throw HTTPError(.invalidURL, "\(label): not an absolute http or https URL")
+        }
+        let bareHost = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        if let gate, options.reachability != .ignore {
+            try await gate.admit(host: bareHost, options: options, request: label)
+        }
+        let verifier = scheme == "https" ? try verifier(host: bareHost, port: request.url.port ?? 443, options: options) : nil
+        let transfer = try Transfer(
+            request: request, options: options, verifier: verifier, clientCertificate: configuration.clientCertificate,
+            addressCheck: options.reachability == .ignore ? nil : gate?.addressCheck)
+        let engine = self.engine
+        let result: Result<HTTPResponse, HTTPError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                transfer.completion = { continuation.resume(returning: $0) }
+                engine.submit(transfer)
+            }
+        } onCancel: {
+            engine.cancel(transfer)
+        }
+        return try result.get()
+    }
+
+    private func verifier(host: String, port: Int, options: RequestOptions) throws(HTTPError) -> HandshakeVerifier {
+        let policy = options.securityPolicy ?? configuration.policies.policy(for: host) ?? chainValidation
+        let store: TrustStore
+        if let chosen = options.trustStore ?? configuration.trustStore { store = chosen } else { store = try systemStore() }
+        return HandshakeVerifier(policy: policy, host: host, port: port, trustStore: store)
+    }
+
+    /// The system store, loaded once: parsing the CA bundle costs milliseconds, too much for every request.
+    private func systemStore() throws(HTTPError) -> TrustStore {
+        let loaded = systemTrustStore.withLock { cached -> Result<TrustStore, any Error> in
+            if let cached { return .success(cached) }
+            let result = Result { try TrustStore.system() }
+            cached = try? result.get()
+            return result
+        }
+        return try loaded.mapError { HTTPError(.tlsFailed, "cannot load the system's trust store: \($0)") }.get()
+    }
+
+    private func withDefaultHeaders(_ request: HTTPRequest) -> HTTPRequest {
+        var request = request
+        for (name, value) in configuration.defaultHeaders where request.headers[name] == nil {
+            request.headers.add(name: name, value: value)
+        }
+        return request
+    }
+
+    // MARK: Defaults
+
+    /// `User-Agent: pinpath/<version> (Linux <kernel release>)` and `Accept-Language` from the locale.
+    public static let standardHeaders: HTTPHeaders = {
+        var headers = HTTPHeaders()
+        headers.add(name: "User-Agent", value: "pinpath/\(PinpathVersion.current) (Linux \(kernelRelease))")
+        headers.add(name: "Accept-Language", value: acceptLanguage(environment: { getenv($0).map { String(cString: $0) } }))
+        return headers
+    }()
+
+    private static var kernelRelease: String {
+        var names = utsname()
+        uname(&names)
+        return withUnsafeBytes(of: names.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    }
+
+    /// AFNetworking's `Accept-Language`: the preferred languages with falling q-values (`de-DE, en;q=0.9`),
+    /// from `LANGUAGE`, then `LC_ALL`, `LC_MESSAGES`, `LANG`; `en` for the C and POSIX locales.
+    static func acceptLanguage(environment: (String) -> String?) -> String {
+        var tags: [String] = []
+        let candidates = (environment("LANGUAGE")?.split(separator: ":").map(String.init) ?? [])
+            + [environment("LC_ALL"), environment("LC_MESSAGES"), environment("LANG")].compactMap { $0 }
+        for locale in candidates where !locale.isEmpty {
+            let name = locale.prefix { $0 != "." && $0 != "@" }
+            guard name != "C", name != "POSIX" else { continue }
+            let tag = String(name.map { $0 == "_" ? "-" : $0 })
+            if !tags.contains(tag) { tags.append(tag) }
+        }
+        if tags.isEmpty { tags = ["en"] }
+        return tags.prefix(6).enumerated().map { index, tag in
+            index == 0 ? tag : "\(tag);q=0.\(10 - index)"
+        }.joined(separator: ", ")
+    }
+
+    /// AFNetworking's base URL rule: a path without a trailing slash gets one, so relative URLs resolve under it.
+    static func directoryURL(_ url: URL) -> URL {
+        guard !url.path.isEmpty, !url.absoluteString.hasSuffix("/") else { return url }
+        return URL(string: url.absoluteString + "/") ?? url
+    }
+}
+
+/// pinpath's version, as the CLI and the `User-Agent` report it.
+public enum PinpathVersion {
+    public static let current = "0.1.0"
+}

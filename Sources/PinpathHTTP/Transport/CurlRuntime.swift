@@ -1,0 +1,32 @@
+import CCurl
+
+/// libcurl, initialised once per process, and the check that it is the OpenSSL build: the trust gate runs
+/// inside OpenSSL's handshake (`CURLOPT_SSL_CTX_FUNCTION`), which no other TLS backend offers.
+enum CurlRuntime {
+    /// libcurl's version line (`libcurl/7.88.1 OpenSSL/3.0.19`), or why it cannot be used.
+    static let availability: Result<String, HTTPError> = {
+        guard curl_global_init(Int(CURL_GLOBAL_SSL)) == CURLE_OK else {
+            return .failure(HTTPError(.engineUnavailable, "libcurl failed to initialise"))
+        }
+        guard let info = curl_version_info(CURLVERSION_TENTH)?.pointee else {
+            return .failure(HTTPError(.engineUnavailable, "libcurl does not report its version"))
+        }
+        let version = String(cString: info.version)
+        let tls = info.ssl_version.map { String(cString: $0) } ?? "no TLS"
+        // A multi-TLS build lists its backends as "OpenSSL/3.0.19" or "(OpenSSL/3.0.19)"; the selected one
+        // is the one without parentheses.
+        guard tls.split(separator: " ").contains(where: { $0.hasPrefix("OpenSSL/") }) else {
+            return .failure(
+                HTTPError(
+                    .engineUnavailable,
+                    "libcurl \(version) uses \(tls), but pinpath needs its OpenSSL build (Debian: libcurl4-openssl-dev) to check pins inside the TLS handshake"
+                ))
+        }
+        return .success("libcurl/\(version) \(tls)")
+    }()
+
+    /// Throws unless libcurl is usable.
+    static func check() throws(HTTPError) -> String {
+        try availability.get()
+    }
+}

@@ -1,0 +1,137 @@
+import CCurl
+import CShims
+import PinpathReachability
+import Synchronization
+
+/// Drives every transfer of a session on one thread with libcurl's multi interface, which blocks in
+/// `curl_multi_poll` and is woken by `curl_multi_wakeup` when a transfer is added or cancelled.
+final class TransferEngine: Sendable {
+    /// The multi handle. `@unchecked Sendable`: only the engine thread uses it, apart from
+    /// `curl_multi_wakeup`, which libcurl documents as callable from any thread.
+    private struct Multi: @unchecked Sendable {
+        let pointer: UnsafeMutableRawPointer
+    }
+
+    private struct Inbox {
+        var added: [Transfer] = []
+        var cancelled: [Transfer] = []
+        var stopping = false
+    }
+
+    /// What the engine thread shares with the callers.
+    private final class Shared: Sendable {
+        let multi: Multi
+        let inbox = Mutex(Inbox())
+        init(multi: Multi) { self.multi = multi }
+    }
+
+    private let shared: Shared
+    private var multi: Multi { shared.multi }
+    private let thread = Mutex<DedicatedThread?>(nil)
+
+    /// Starts the engine's thread.
+    /// - Throws: ``HTTPError`` `engineUnavailable` when libcurl is not the OpenSSL build or cannot start.
+    init() throws(HTTPError) {
+        _ = try CurlRuntime.check()
+        guard let pointer = curl_multi_init() else {
+            throw HTTPError(.engineUnavailable, "libcurl cannot create a multi handle")
+        }
+        shared = Shared(multi: Multi(pointer: pointer))
+        // Many requests to one host share connections (HTTP/2 multiplexes them) instead of opening hundreds.
+        _ = pinpath_curl_multi_setopt_long(pointer, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        _ = pinpath_curl_multi_setopt_long(pointer, CURLMOPT_MAX_HOST_CONNECTIONS, 64)
+        let shared = self.shared
+        do {
+            let started = try DedicatedThread(name: "pinpath-curl") { Self.run(shared) }
+            thread.withLock { $0 = started }
+        } catch {
+            curl_multi_cleanup(pointer)
+            throw HTTPError(.engineUnavailable, "cannot start the transfer thread: \(error)")
+        }
+    }
+
+    deinit {
+        shared.inbox.withLock { $0.stopping = true }
+        curl_multi_wakeup(multi.pointer)
+        if let thread = thread.withLock({ $0.take() }) { thread.join() }
+        curl_multi_cleanup(multi.pointer)
+    }
+
+    /// Hands a transfer to the engine; its `completion` is called once, on the engine thread.
+    func submit(_ transfer: Transfer) {
+        let accepted = shared.inbox.withLock { inbox in
+            guard !inbox.stopping else { return false }
+            inbox.added.append(transfer)
+            return true
+        }
+        guard accepted else {
+            return transfer.completion?(.failure(HTTPError(.cancelled, "\(transfer.description): the session is shutting down"))) ?? ()
+        }
+        curl_multi_wakeup(multi.pointer)
+    }
+
+    /// Stops a transfer; it completes with ``HTTPError/Code/cancelled`` unless it already finished.
+    func cancel(_ transfer: Transfer) {
+        transfer.cancelled.store(true, ordering: .releasing)
+        shared.inbox.withLock { $0.cancelled.append(transfer) }
+        curl_multi_wakeup(multi.pointer)
+    }
+
+    // MARK: The engine thread
+
+    private static func run(_ shared: Shared) {
+        let multi = shared.multi
+        var running: [UnsafeMutableRawPointer: Transfer] = [:]
+
+        func finish(_ transfer: Transfer, _ result: Result<HTTPResponse, HTTPError>) {
+            curl_multi_remove_handle(multi.pointer, transfer.handle)
+            running[transfer.handle] = nil
+            transfer.completion?(result)
+            transfer.completion = nil
+        }
+
+        while true {
+            let (added, cancelled, stopping) = shared.inbox.withLock { inbox in
+                defer {
+                    inbox.added.removeAll(keepingCapacity: true)
+                    inbox.cancelled.removeAll(keepingCapacity: true)
+                }
+                return (inbox.added, inbox.cancelled, inbox.stopping)
+            }
+            for transfer in added {
+                if transfer.cancelled.load(ordering: .acquiring) {
+                    transfer.completion?(.failure(HTTPError(.cancelled, "\(transfer.description): cancelled")))
+                    continue
+                }
+                let code = curl_multi_add_handle(multi.pointer, transfer.handle)
+                guard code == CURLM_OK else {
+                    transfer.completion?(
+                        .failure(HTTPError(.engineUnavailable, "\(transfer.description): libcurl: \(String(cString: curl_multi_strerror(code)))")))
+                    continue
+                }
+                running[transfer.handle] = transfer
+            }
+            for transfer in cancelled where running[transfer.handle] === transfer {
+                finish(transfer, .failure(HTTPError(.cancelled, "\(transfer.description): cancelled")))
+            }
+            if stopping {
+                for transfer in running.values {
+                    finish(transfer, .failure(HTTPError(.cancelled, "\(transfer.description): the session is shutting down")))
+                }
+                return
+            }
+
+            var active: Int32 = 0
+            _ = curl_multi_perform(multi.pointer, &active)
+            var queued: Int32 = 0
+            while let message = curl_multi_info_read(multi.pointer, &queued) {
+                guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
+                    let transfer = running[handle]
+                else { continue }
+                finish(transfer, transfer.outcome(message.pointee.data.result))
+            }
+            // Sleeps until a socket is ready, libcurl's next timeout, or a wake-up from submit/cancel.
+            _ = curl_multi_poll(multi.pointer, nil, 0, 1000, nil)
+        }
+    }
+}

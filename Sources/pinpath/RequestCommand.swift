@@ -1,0 +1,180 @@
+import ArgumentParser
+import FoundationEssentials
+import Glibc
+import PinpathAgent
+import PinpathHTTP
+import PinpathReachability
+import PinpathSecurity
+
+struct RequestCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "request",
+        abstract: "Make one HTTP(S) request through the gated core: reachability first, the pin check in the TLS handshake.",
+        discussion: """
+            The response body goes to standard output; --json prints a summary object instead (status, headers, \
+            timings, remote address, TLS version and the verified chain's pins).
+            Exit codes: 0 accepted response (2xx), 1 rejected by the pins, 2 TLS chain or host name invalid, \
+            3 connection error or timeout, 4 not reachable (nothing was sent), 5 status not acceptable, 64 usage.
+            """)
+
+    @Argument(help: "An absolute http or https URL.")
+    var url: String
+
+    @Option(name: .customShort("X"), help: "The method (default GET, or POST when a body is given).")
+    var method: String?
+
+    @Option(name: .customShort("H"), help: "A header, 'Name: value' (repeatable).")
+    var header: [String] = []
+
+    @Option(name: .customShort("d"), help: "A request body, sent as given (form-urlencoded unless -H sets Content-Type).")
+    var data: String?
+
+    @Option(name: .customLong("pin"), help: "A pin sha256/<base64> for the URL's host (repeatable); any certificate of the verified chain may match.")
+    var pins: [String] = []
+
+    @Option(help: "Trust only the certificates in this PEM file instead of the system store.")
+    var caFile: String?
+
+    @Option(help: "The total time allowed, in seconds.")
+    var timeout: Double = 30
+
+    @Option(help: "When the target is not reachable, wait up to this many seconds for the network instead of failing at once.")
+    var waitForConnectivity: Double?
+
+    @Flag(help: "Do not follow redirects.")
+    var noRedirects = false
+
+    @Flag(help: "Print a JSON summary instead of the body.")
+    var json = false
+
+    func validate() throws {
+        guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
+        if let waitForConnectivity, !(waitForConnectivity >= 0 && waitForConnectivity.isFinite) {
+            throw ValidationError("--wait-for-connectivity must be a number of seconds, 0 or more")
+        }
+    }
+
+    func run() async throws {
+        try await reportingFailures {
+            let request = try buildRequest()
+            let (configuration, options) = try sessionSetup(for: request.url)
+            let monitor = try? await ReachabilityMonitor.start()  // without netlink, requests go ungated
+            defer { monitor?.stop() }
+            let session: Session
+            do throws(HTTPError) {
+                session = try Session(configuration, monitor: monitor)
+            } catch {
+                throw CommandFailure.unavailable(error.message)
+            }
+            let response: HTTPResponse
+            do throws(HTTPError) {
+                response = try await session.send(request, options: options)
+            } catch {
+                throw CommandFailure.outcome(Self.exitCode(for: error.code), error.message)
+            }
+            try write(response)
+            guard (200..<300).contains(response.statusCode) else {
+                throw CommandFailure.outcome(5, "\(request.method) \(url): status \(response.statusCode) is not acceptable (200-299)")
+            }
+        }
+    }
+
+    private func buildRequest() throws -> HTTPRequest {
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme),
+            parsed.host(percentEncoded: false)?.isEmpty == false
+        else {
+            throw CommandFailure.usage("\"\(url)\" is not an absolute http or https URL")
+        }
+        var headers = HTTPHeaders()
+        for field in header {
+            guard let colon = field.firstIndex(of: ":") else {
+                throw CommandFailure.usage("-H \"\(field)\" is not 'Name: value'")
+            }
+            headers.add(name: String(field[..<colon]), value: String(field[field.index(after: colon)...]).trimmingPrefix(" ").description)
+        }
+        do throws(HTTPError) { try headers.validate() } catch { throw CommandFailure.usage("-H: \(error.message)") }
+        var request = HTTPRequest(method: HTTPMethod(rawValue: method ?? (data == nil ? "GET" : "POST")), url: parsed, headers: headers)
+        if let data {
+            request.body = .bytes(Array(data.utf8))
+            if request.headers["Content-Type"] == nil {
+                request.headers["Content-Type"] = "application/x-www-form-urlencoded"
+            }
+        }
+        return request
+    }
+
+    private func sessionSetup(for url: URL) throws -> (Session.Configuration, RequestOptions) {
+        var configuration = Session.Configuration()
+        if let caFile {
+            do { configuration.trustStore = try TrustStore(caFile: caFile) } catch { throw CommandFailure.usage("--ca-file \(error)") }
+        }
+        var options = RequestOptions()
+        options.timeout = .milliseconds(Int(timeout * 1000))
+        options.connectTimeout = min(options.connectTimeout, options.timeout)
+        options.followRedirects = !noRedirects
+        if let waitForConnectivity { options.reachability = .waitForConnectivity(.milliseconds(Int(waitForConnectivity * 1000))) }
+        if !pins.isEmpty {
+            let parsed: [SPKIPin]
+            do { parsed = try pins.map { try SPKIPin(parsing: $0) } } catch { throw CommandFailure.usage("--pin \(error)") }
+            do {
+                // One pin is enough for a one-off request: the backup-pin rule protects long-lived configurations.
+                let policy = try SecurityPolicy(mode: .publicKey, pins: parsed, requiresBackupPin: false)
+                let host = url.host(percentEncoded: false).map { $0.hasPrefix("[") ? String($0.dropFirst().dropLast()) : $0 } ?? ""
+                configuration.policies = HostPolicySet([HostPolicy(patterns: [try HostPattern(parsing: host)], policy: policy)])
+            } catch {
+                throw CommandFailure.usage("--pin: \(error)")
+            }
+        }
+        return (configuration, options)
+    }
+
+    private func write(_ response: HTTPResponse) throws {
+        let output = LineOutput()
+        do throws(EventWriterError) {
+            if json {
+                try output.write(Self.summary(response).encoded() + "\n")
+            } else {
+                try output.write(bytes: response.body)
+            }
+        } catch {
+            throw CommandFailure.output(error.description)
+        }
+    }
+
+    static func summary(_ response: HTTPResponse) -> JSONValue {
+        let timings = response.timings
+        func ms(_ seconds: Double) -> JSONValue { .double((seconds * 1_000_000).rounded() / 1000) }
+        return .object([
+            ("url", .string(response.url.absoluteString)),
+            ("status", .int(response.statusCode)),
+            ("http_version", .string(response.httpVersion)),
+            ("remote_address", .string(response.remoteAddress)),
+            ("redirects", .int(response.redirectCount)),
+            ("headers", .object(response.headers.fields.map { ($0.name.lowercased(), .string($0.value)) })),
+            ("body_bytes", .int(response.body.count)),
+            ("phases_ms", .object([
+                ("resolve", ms(timings.resolve)), ("connect", ms(timings.connect)), ("tls", ms(timings.tls)),
+                ("processing", ms(timings.processing)), ("transfer", ms(timings.transfer)),
+            ])),
+            ("total_ms", ms(timings.total)),
+            ("tls", response.tls.map { tls in
+                .object([
+                    ("version", .string(tls.version)), ("cipher", .string(tls.cipher)),
+                    ("verified_chain_pins", .array(tls.verifiedChainPins.map { .string($0) })),
+                ])
+            } ?? .null),
+        ])
+    }
+
+    /// The documented exit code of each failure.
+    static func exitCode(for code: HTTPError.Code) -> Int32 {
+        switch code {
+        case .policyRejected: return 1
+        case .tlsInvalid: return 2
+        case .notReachable: return 4
+        case .unacceptableStatus, .unacceptableContentType: return 5
+        case .invalidURL, .invalidHeader, .invalidBody, .unreadableFile: return 64
+        default: return 3
+        }
+    }
+}
