@@ -4,19 +4,30 @@ import Foundation
 public final class TLSServer {
     public let port: UInt16
     private let process: Process
+    /// Held open: without -www, s_server ends a connection when its standard input reaches end of file.
+    private let input = Pipe()
 
-    public init(certificate: String, key: String, chain: [String], in directory: String) throws {
+    /// - Parameters:
+    ///   - www: answer HTTP requests with a status page (`-www`); otherwise echo what clients send into `transcript`.
+    ///   - transcript: a file that receives s_server's standard output (what clients sent, when not `www`).
+    public init(certificate: String, key: String, chain: [String], in directory: String, www: Bool = true, transcript: String? = nil) throws {
         let chainFile = "\(directory)/served-chain-\(UUID().uuidString).pem"
         let text = try chain.map { try String(contentsOfFile: $0, encoding: .utf8) }.joined()
         try text.write(toFile: chainFile, atomically: true, encoding: .utf8)
         port = try Self.freePort()
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        var arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-quiet", "-www"]
+        var arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-quiet"] + (www ? ["-www"] : [])
         if !chain.isEmpty { arguments += ["-cert_chain", chainFile] }
         process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
+        if let transcript {
+            _ = FileManager.default.createFile(atPath: transcript, contents: nil)
+            process.standardOutput = FileHandle(forWritingAtPath: transcript)
+        } else {
+            process.standardOutput = FileHandle.nullDevice
+        }
         process.standardError = FileHandle.nullDevice
+        process.standardInput = input
         try process.run()
         // Wait for the listener; s_server takes a few milliseconds to load its keys.
         for _ in 0..<200 {

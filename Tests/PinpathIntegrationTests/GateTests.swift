@@ -1,0 +1,105 @@
+import Foundation
+import PinpathHTTP
+import PinpathReachability
+import PinpathTestSupport
+import Testing
+
+/// The request core's reachability gate on the kernel: a namespace whose default route is removed and
+/// restored, with an HTTP server beyond the gateway at 198.51.100.7.
+@Suite("Request gating on the kernel", .serialized, .enabled(if: Capability.namespaces, Capability.reason))
+struct GateTests {
+    static let server = "198.51.100.7", port = 8080
+
+    /// A network whose gateway namespace serves HTTP on 198.51.100.7:8080 (routed via the default route).
+    func network() throws -> TestNetwork {
+        let network = try TestNetwork()
+        try network.ip(network.gateway, "addr add \(Self.server)/32 dev lo")
+        try network.spawn(in: network.gateway, ["python3", "-m", "http.server", "--bind", Self.server, "\(Self.port)"])
+        try waitForServer(network)
+        return network
+    }
+
+    private func waitForServer(_ network: TestNetwork) throws {
+        for _ in 0..<300 {
+            let probe = try Shell.run(["ip", "netns", "exec", network.gateway, "python3", "-c",
+                "import socket; socket.create_connection(('\(Self.server)', \(Self.port)), 1)"])
+            if probe.status == 0 { return }
+            usleep(20_000)
+        }
+        throw ShellError(description: "the HTTP server in \(network.gateway) did not start")
+    }
+
+    @Test("With the default route removed, a request fails as not reachable at once, before any DNS query or connection")
+    func failFast() async throws {
+        let network = try TestNetwork()
+        defer { network.remove() }
+        try network.ip(network.host, "route del default")
+        let monitor = try await ReachabilityMonitor.start(.init(networkNamespace: network.host))
+        defer { monitor.stop() }
+        let session = try Session(monitor: monitor)
+        // A numeric host is looked up in the kernel; a host name is refused from the path alone, so no
+        // resolver is asked (an unreachable resolver would take seconds, far beyond the times printed).
+        for url in ["http://\(Self.server):\(Self.port)/", "https://gated.invalid/"] {
+            var elapsed: [Duration] = []
+            for _ in 0..<5 {
+                let started = ContinuousClock.now
+                await #expect {
+                    _ = try await session.send(HTTPRequest(method: .get, url: URL(string: url)!))
+                } throws: { error in
+                    guard let error = error as? HTTPError else { return false }
+                    return error.code == .notReachable && error.reachability?.reason == .noRoute
+                }
+                elapsed.append(ContinuousClock.now - started)
+            }
+            let median = elapsed.sorted()[2]
+            print("not-reachable failure for \(url): median \(median), all \(elapsed)")
+            #expect(median < .milliseconds(10))
+        }
+    }
+
+    @Test("pinpath request exits 4 without connecting, waits for connectivity when asked, and skips addresses with no route")
+    func cli() async throws {
+        let network = try network()
+        defer { network.remove() }
+        let hostsDirectory = "/etc/netns/\(network.host)"
+        try FileManager.default.createDirectory(atPath: hostsDirectory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: hostsDirectory) }
+        // `ip netns exec` mounts this over /etc/hosts: one name, two blackholed addresses.
+        try "198.51.100.9 blackholed.test\n198.51.100.10 blackholed.test\n".write(
+            toFile: "\(hostsDirectory)/hosts", atomically: true, encoding: .utf8)
+        func request(_ arguments: [String]) throws -> Shell.Result {
+            try Shell.run(["ip", "netns", "exec", network.host, Shell.pinpath, "request"] + arguments)
+        }
+
+        let reachable = try request(["http://\(Self.server):\(Self.port)/"])
+        #expect(reachable.status == 0, "\(reachable.stderr)")
+        #expect(reachable.stdout.contains("Directory listing"))
+
+        // Both addresses of the name are blackholed: each is skipped before connect(), so the request is
+        // "not reachable" (4), not a connection error (3, what connect() itself would give).
+        try network.batch(network.host, "route add blackhole 198.51.100.9/32\nroute add blackhole 198.51.100.10/32")
+        let skipped = try request(["http://blackholed.test:\(Self.port)/"])
+        #expect(skipped.status == 4, "\(skipped.stderr)")
+        #expect(skipped.stderr.contains("blackhole_route"))
+
+        try network.ip(network.host, "route del default")
+        let refused = try request(["http://\(Self.server):\(Self.port)/", "--json"])
+        #expect(refused.status == 4)
+        #expect(refused.stderr.contains("no_route"), "\(refused.stderr)")
+        #expect(refused.stdout.isEmpty)
+
+        // Waiting: the request is started without a route and completes once it is restored.
+        let output = "\(NSTemporaryDirectory())pinpath-wait-\(getpid()).out"
+        let descriptor = open(output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        defer { unlink(output) }
+        let waiting = try Shell.spawn(
+            ["ip", "netns", "exec", network.host, Shell.pinpath, "request", "http://\(Self.server):\(Self.port)/", "--wait-for-connectivity", "15"],
+            stdout: descriptor)
+        close(descriptor)
+        try await Task.sleep(for: .milliseconds(500))
+        try network.ip(network.host, "route add default via \(TestNetwork.gatewayAddress)")
+        let status = try await Shell.stop(waiting, signal: 0, timeout: .seconds(15))
+        #expect(status == 0)
+        #expect(try String(contentsOfFile: output, encoding: .utf8).contains("Directory listing"))
+    }
+}
