@@ -40,6 +40,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
+        // Drives the request core for benchmarks/request-core.sh; measures and prints, never asserts.
+        .executableTarget(
+            name: "pinpath-bench", dependencies: ["PinpathHTTP", "PinpathReachability", "PinpathSecurity"],
+            path: "benchmarks/PinpathBench"),
+
         .testTarget(name: "PinpathReachabilityTests", dependencies: ["PinpathReachability"]),
         // Runs programs (ip, openssl, pinpath) for the test targets; the test PKI and `openssl s_server`.
         .target(name: "PinpathTestSupport", dependencies: ["PinpathSecurity"], path: "Tests/PinpathTestSupport"),

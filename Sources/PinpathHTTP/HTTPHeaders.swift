@@ -11,16 +11,16 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     /// The first value of `name`, or `nil`.
     public subscript(name: String) -> String? {
-        get { fields.first { $0.name.lowercased() == name.lowercased() }?.value }
+        get { fields.first { Self.sameName($0.name, name) }?.value }
         set {
-            fields.removeAll { $0.name.lowercased() == name.lowercased() }
+            fields.removeAll { Self.sameName($0.name, name) }
             if let newValue { fields.append((name, newValue)) }
         }
     }
 
     /// Every value of `name`, in order.
     public func values(for name: String) -> [String] {
-        fields.filter { $0.name.lowercased() == name.lowercased() }.map(\.value)
+        fields.filter { Self.sameName($0.name, name) }.map(\.value)
     }
 
     /// Appends a field, keeping any existing ones of the same name (`Set-Cookie`).
@@ -44,6 +44,12 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
         lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
+    }
+
+    /// ASCII case-insensitive equality without allocating (field names are tokens: ASCII only).
+    private static func sameName(_ lhs: String, _ rhs: String) -> Bool {
+        let lower: (UInt8) -> UInt8 = { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
+        return lhs.utf8.count == rhs.utf8.count && zip(lhs.utf8, rhs.utf8).allSatisfy { lower($0) == lower($1) }
     }
 
     private static func isTokenCharacter(_ byte: UInt8) -> Bool {

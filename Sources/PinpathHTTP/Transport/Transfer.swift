@@ -182,18 +182,24 @@ final class Transfer: @unchecked Sendable {
     }
 
     private func receiveHeader(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
-        let line = String(decoding: UnsafeRawBufferPointer(start: data, count: count), as: UTF8.self)
-        if line.hasPrefix("HTTP/") {
+        // Parsed from the bytes: this runs for every header line of every response.
+        let line = UnsafeRawBufferPointer(start: data, count: count).bindMemory(to: UInt8.self)
+        if line.starts(with: Self.statusLinePrefix) {
             // A new response (100 Continue, or the final one): only the last one's fields count.
             responseHeaders = HTTPHeaders()
             if tlsSession == nil { tlsSession = currentTLSSession() }
-        } else if let colon = line.firstIndex(of: ":") {
-            let name = String(line[..<colon])
-            let value = line[line.index(after: colon)...].trimmingHTTPWhitespace
-            responseHeaders.add(name: name, value: value)
+        } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+            let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
+            var start = colon + 1, end = line.count
+            while start < end && isSpace(line[start]) { start += 1 }
+            while end > start && isSpace(line[end - 1]) { end -= 1 }
+            responseHeaders.add(
+                name: String(decoding: line[..<colon], as: UTF8.self), value: String(decoding: line[start..<end], as: UTF8.self))
         }
         return count
     }
+
+    private static let statusLinePrefix = Array("HTTP/".utf8)
 
     private func sendBody(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
         guard let bodyReader else { return 0 }
@@ -418,14 +424,5 @@ public struct ClientCertificate: Sendable {
         self.certificatePath = certificatePath
         self.keyPath = keyPath
         self.password = password
-    }
-}
-
-extension StringProtocol {
-    /// Without leading and trailing spaces, tabs, CR and LF (RFC 9110 OWS plus the line end).
-    var trimmingHTTPWhitespace: String {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }
-        guard let start = firstIndex(where: { !isSpace($0) }), let end = lastIndex(where: { !isSpace($0) }) else { return "" }
-        return String(self[start...end])
     }
 }

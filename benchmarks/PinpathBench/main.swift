@@ -1,0 +1,93 @@
+// Drives the request core for benchmarks/request-core.sh: prints one line of figures, asserts nothing.
+//
+//   pinpath-bench get URL COUNT CONCURRENCY [fresh] [pin=sha256/…] [ca=FILE] [gate]
+//   pinpath-bench inflight URL COUNT
+import FoundationEssentials
+import Glibc
+import PinpathHTTP
+import PinpathReachability
+import PinpathSecurity
+
+@main
+struct PinpathBench {
+    static func main() async throws {
+        let arguments = CommandLine.arguments
+        guard arguments.count >= 4, let count = Int(arguments[3]), let url = URL(string: arguments[2]) else {
+            fatalError("usage: pinpath-bench get|inflight URL COUNT [CONCURRENCY] [fresh] [pin=…] [ca=…] [gate]")
+        }
+        let flags = arguments.dropFirst(4)
+        var configuration = Session.Configuration()
+        var options = RequestOptions()
+        options.freshConnection = flags.contains("fresh")
+        options.timeout = .seconds(60)
+        options.connectTimeout = .seconds(30)
+        for flag in flags {
+            if flag.hasPrefix("ca=") { configuration.trustStore = try TrustStore(caFile: String(flag.dropFirst(3))) }
+            if flag.hasPrefix("pin=") {
+                let pins = try flag.dropFirst(4).split(separator: ",").map { try SPKIPin(parsing: String($0)) }
+                let policy = try SecurityPolicy(mode: .publicKey, pins: pins, requiresBackupPin: false)
+                configuration.policies = HostPolicySet([HostPolicy(patterns: [try HostPattern(parsing: url.host()!)], policy: policy)])
+            }
+        }
+        let monitor = flags.contains("gate") ? try await ReachabilityMonitor.start() : nil
+        let session = try Session(configuration, monitor: monitor)
+        let request = HTTPRequest(method: .get, url: url)
+        let sending = options
+
+        switch arguments[1] {
+        case "get":
+            let concurrency = Int(flags.first ?? "1") ?? 1
+            _ = try await session.send(request, options: sending)  // warm-up: trust store, first connection
+            let cpuBefore = cpuSeconds(), started = ContinuousClock.now
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<concurrency {
+                    group.addTask {
+                        for _ in stride(from: worker, to: count, by: concurrency) {
+                            let response = try await session.send(request, options: sending)
+                            precondition(response.statusCode == 200, "status \(response.statusCode)")
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let wall = (ContinuousClock.now - started).seconds, cpu = cpuSeconds() - cpuBefore
+            print("requests=\(count) wall_s=\(format(wall)) rps=\(format(Double(count) / wall)) cpu_us_per_request=\(format(cpu / Double(count) * 1e6)) rss_mib=\(format(rssMiB()))")
+        case "inflight":
+            var peak = 0.0
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<count {
+                    group.addTask { _ = try await session.send(request, options: sending) }
+                }
+                // Sample while the slow server holds every request.
+                for _ in 0..<40 {
+                    try await Task.sleep(for: .milliseconds(50))
+                    peak = max(peak, rssMiB())
+                }
+                try await group.waitForAll()
+            }
+            print("in_flight=\(count) peak_rss_mib=\(format(peak))")
+        default:
+            fatalError("unknown mode \(arguments[1])")
+        }
+        monitor?.stop()
+    }
+
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
+    static func rssMiB() -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+        else { return 0 }
+        return Double(line.split(separator: " ")[1]).map { $0 / 1024 } ?? 0
+    }
+
+    static func format(_ value: Double) -> String { String(Double(Int(value * 100)) / 100) }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

@@ -1,0 +1,93 @@
+/* The floor of the request core: the same requests with libcurl used directly, no gates, no Swift.
+ * Built and run by benchmarks/request-core.sh:
+ *   curl-floor URL COUNT CONCURRENCY [fresh] [ca=FILE]
+ * Prints one line in pinpath-bench's format. */
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+static size_t discard(char *data, size_t size, size_t count, void *context) {
+    (void)data; (void)context;
+    return size * count;
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static double cpu(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+static CURL *make(const char *url, int fresh, const char *ca) {
+    CURL *h = curl_easy_init();
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+    if (ca) curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+    if (fresh) {
+        curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+    }
+    return h;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) { fprintf(stderr, "usage: curl-floor URL COUNT CONCURRENCY [fresh] [ca=FILE]\n"); return 64; }
+    const char *url = argv[1];
+    int count = atoi(argv[2]), concurrency = atoi(argv[3]), fresh = 0;
+    const char *ca = NULL;
+    for (int i = 4; i < argc; i++) {
+        if (!strcmp(argv[i], "fresh")) fresh = 1;
+        if (!strncmp(argv[i], "ca=", 3)) ca = argv[i] + 3;
+    }
+    curl_global_init(CURL_GLOBAL_ALL);
+    CURLM *multi = curl_multi_init();
+    curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    /* warm-up, as pinpath-bench does */
+    CURL *warm = make(url, fresh, ca);
+    curl_easy_perform(warm);
+    curl_easy_cleanup(warm);
+
+    double cpu0 = cpu(), t0 = now();
+    int started = 0, done = 0, running = 0;
+    for (; started < concurrency && started < count; started++) curl_multi_add_handle(multi, make(url, fresh, ca));
+    while (done < count) {
+        curl_multi_perform(multi, &running);
+        CURLMsg *message;
+        int queued;
+        while ((message = curl_multi_info_read(multi, &queued))) {
+            if (message->msg != CURLMSG_DONE) continue;
+            long status = 0;
+            curl_easy_getinfo(message->easy_handle, CURLINFO_RESPONSE_CODE, &status);
+            if (message->data.result != CURLE_OK || status != 200) {
+                fprintf(stderr, "curl-floor: request failed: %s, status %ld\n", curl_easy_strerror(message->data.result), status);
+                return 1;
+            }
+            CURL *finished = message->easy_handle;
+            curl_multi_remove_handle(multi, finished);
+            curl_easy_cleanup(finished);  /* a new easy handle per request, as pinpath does */
+            done++;
+            if (started < count) { curl_multi_add_handle(multi, make(url, fresh, ca)); started++; }
+        }
+        if (done < count) curl_multi_poll(multi, NULL, 0, 1000, NULL);
+    }
+    double wall = now() - t0, used = cpu() - cpu0;
+    FILE *status = fopen("/proc/self/status", "r");
+    char line[256];
+    double rss = 0;
+    while (status && fgets(line, sizeof line, status))
+        if (!strncmp(line, "VmRSS:", 6)) rss = atof(line + 6) / 1024;
+    if (status) fclose(status);
+    printf("requests=%d wall_s=%.2f rps=%.2f cpu_us_per_request=%.2f rss_mib=%.2f\n", count, wall, count / wall, used / count * 1e6, rss);
+    curl_multi_cleanup(multi);
+    return 0;
+}

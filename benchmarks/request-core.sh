@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The request core against libcurl used directly (benchmarks/curl-floor.c), on loopback, in one run:
+#   1. keep-alive GET requests per second, one at a time and 16 at once (goal: ratio >= 0.9);
+#   2. full-handshake HTTPS requests per second: pinpath with a pin check against curl without one;
+#   3. the per-request cost of the reachability gate (a numeric host: one kernel route look-up);
+#   4. resident memory with 1,000 requests in flight.
+# Servers: nginx (Debian's package) for 1-3, a Python asyncio server that answers after 2 s for 4.
+# It measures and prints; it asserts nothing.
+#
+#   swift build -c release --product pinpath-bench --static-swift-stdlib
+#   BENCH=$PWD/.build/release/pinpath-bench benchmarks/request-core.sh
+set -euo pipefail
+BENCH=${BENCH:?set BENCH to the pinpath-bench binary (see the header)}
+COUNT=${COUNT:-5000}
+HANDSHAKES=${HANDSHAKES:-500}
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d /tmp/pinpath-request-bench.XXXXXX)
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+command -v nginx >/dev/null || { echo "request-core.sh: needs nginx (apt-get install nginx-light)" >&2; exit 69; }
+
+cc -O2 -o "$work/curl-floor" "$here/curl-floor.c" $(pkg-config --cflags --libs libcurl)
+
+# A root and a leaf for 127.0.0.1.
+cd "$work"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout root.key -out root.pem -subj /CN=bench-root -days 2 \
+  -addext basicConstraints=critical,CA:true 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout leaf.key -out leaf.csr -subj /CN=127.0.0.1 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:false\nextendedKeyUsage=serverAuth\n' > leaf.ext
+openssl x509 -req -in leaf.csr -CA root.pem -CAkey root.key -CAcreateserial -days 2 -extfile leaf.ext -out leaf.pem 2>/dev/null
+pin=$(openssl x509 -in leaf.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64)
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+http_port=$(port); https_port=$(port); slow_port=$(port)
+cat > nginx.conf <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx.err;
+daemon off;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  client_body_temp_path $work; proxy_temp_path $work; fastcgi_temp_path $work; uwsgi_temp_path $work; scgi_temp_path $work;
+  server {
+    listen 127.0.0.1:$http_port;
+    listen 127.0.0.1:$https_port ssl;
+    ssl_certificate $work/leaf.pem;
+    ssl_certificate_key $work/leaf.key;
+    ssl_session_tickets off;
+    ssl_session_cache off;
+    location / { return 200 "ok\n"; }
+  }
+}
+CONF
+nginx -c "$work/nginx.conf" -p "$work" & pids+=($!)
+cat > slow.py <<'PY'
+import asyncio, sys
+async def handle(reader, writer):
+    await reader.readuntil(b"\r\n\r\n")
+    await asyncio.sleep(2)
+    writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n")
+    await writer.drain(); writer.close()
+async def main():
+    server = await asyncio.start_server(handle, "127.0.0.1", int(sys.argv[1]), backlog=2048)
+    async with server: await server.serve_forever()
+asyncio.run(main())
+PY
+python3 slow.py "$slow_port" & pids+=($!)
+for p in $http_port $https_port $slow_port; do
+  for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && break; sleep 0.05; done
+done
+
+field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
+ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
+run() { echo "  $*" >&2; "$@"; }
+echo "runs:" >&2
+floor1=$(run "$work/curl-floor" "http://127.0.0.1:$http_port/" "$COUNT" 1)
+ours1=$(run "$BENCH" get "http://127.0.0.1:$http_port/" "$COUNT" 1)
+floor16=$(run "$work/curl-floor" "http://127.0.0.1:$http_port/" $((COUNT * 4)) 16)
+ours16=$(run "$BENCH" get "http://127.0.0.1:$http_port/" $((COUNT * 4)) 16)
+floor_tls=$(run "$work/curl-floor" "https://127.0.0.1:$https_port/" "$HANDSHAKES" 1 fresh "ca=$work/root.pem")
+ours_tls=$(run "$BENCH" get "https://127.0.0.1:$https_port/" "$HANDSHAKES" 1 fresh "ca=$work/root.pem" "pin=sha256/$pin")
+gated=$(run "$BENCH" get "http://127.0.0.1:$http_port/" "$COUNT" 1 gate)
+ungated=$(run "$BENCH" get "http://127.0.0.1:$http_port/" "$COUNT" 1)
+inflight=$(run "$BENCH" inflight "http://127.0.0.1:$slow_port/" 1000)
+
+echo
+printf '%-52s %12s %12s %8s\n' "" "pinpath" "libcurl" "ratio"
+printf '%-52s %12s %12s %8s\n' "keep-alive GET, 1 at a time (req/s)" "$(field rps <<<"$ours1")" "$(field rps <<<"$floor1")" "$(ratio "$(field rps <<<"$ours1")" "$(field rps <<<"$floor1")")"
+printf '%-52s %12s %12s %8s\n' "keep-alive GET, 16 at once (req/s)" "$(field rps <<<"$ours16")" "$(field rps <<<"$floor16")" "$(ratio "$(field rps <<<"$ours16")" "$(field rps <<<"$floor16")")"
+printf '%-52s %12s %12s %8s\n' "  CPU per request, 16 at once (us)" "$(field cpu_us_per_request <<<"$ours16")" "$(field cpu_us_per_request <<<"$floor16")" "$(ratio "$(field cpu_us_per_request <<<"$ours16")" "$(field cpu_us_per_request <<<"$floor16")")"
+printf '%-52s %12s %12s %8s\n' "full-handshake HTTPS, pinned vs not (req/s)" "$(field rps <<<"$ours_tls")" "$(field rps <<<"$floor_tls")" "$(ratio "$(field rps <<<"$ours_tls")" "$(field rps <<<"$floor_tls")")"
+printf '%-52s %12s %12s %8s\n' "  CPU per handshake request (us)" "$(field cpu_us_per_request <<<"$ours_tls")" "$(field cpu_us_per_request <<<"$floor_tls")" "$(ratio "$(field cpu_us_per_request <<<"$ours_tls")" "$(field cpu_us_per_request <<<"$floor_tls")")"
+gate_us=$(python3 -c "print(f'{1e6/$(field rps <<<"$gated") - 1e6/$(field rps <<<"$ungated"):.1f}')")
+gate_cpu=$(python3 -c "print(f'{$(field cpu_us_per_request <<<"$gated") - $(field cpu_us_per_request <<<"$ungated"):.1f}')")
+printf '%-52s %12s\n' "reachability gate: added wall time per request (us)" "$gate_us"
+printf '%-52s %12s\n' "reachability gate: added CPU per request (us)" "$gate_cpu"
+printf '%-52s %12s\n' "RSS with 1,000 requests in flight (MiB)" "$(field peak_rss_mib <<<"$inflight")"
