@@ -10,6 +10,6 @@ struct Pinpath: AsyncParsableCommand {
             needed service) unavailable, 74 output error.
             """,
         version: "0.1.0",
-        subcommands: [StatusCommand.self, WatchCommand.self, PinsCommand.self]
+        subcommands: [StatusCommand.self, WatchCommand.self, PinsCommand.self, CheckConfigCommand.self]
     )
 }
