@@ -217,6 +217,7 @@ struct ConfigurationTests {
         (endpoint + "reachability: { targets: [\"a b\"] }", #"test.yaml:4:27: reachability.targets[0]: "a b" is not an IP address or host name: it contains " ""#),
         (endpoint + "policies:\n  p:\n    mode: public_key\n    pins: [\"sha256/AAAA\"]", #"test.yaml:7:12: policies.p.pins[0]: pin "sha256/AAAA" decodes to 3 bytes, a SHA-256 pin has 32"#),
         (endpoint + "policies:\n  p:\n    mode: certificate\n    certificates: [missing.pem]", "test.yaml:7:20: policies.p.certificates[0]: /nonexistent/missing.pem: cannot open: No such file or directory"),
+        (endpoint + "policies:\n  p:\n    mode: certificate\n    certificates: [/]", "test.yaml:7:20: policies.p.certificates[0]: /: cannot read: Is a directory"),
         (endpoint + "policies:\n  p:\n    mode: none\n    ca_file: ca.pem", "test.yaml:7:14: policies.p.ca_file: /nonexistent/ca.pem: cannot open: No such file or directory"),
         (endpoint + "policies:\n  p:\n    mode: public_key\n    pins: [\"\(pinA)\"]", "test.yaml:5:3: policies.p: an enforcing public_key policy needs a backup pin (2 or more, it has 1); add one or waive it explicitly with require_backup_pin: false"),
         (endpoint + "policies:\n  p:\n    pins: [\"\(pinA)\", \"\(pinB)\"]", "test.yaml:5:3: policies.p: mode is missing (none, public_key or certificate); pinning is never implied"),
@@ -225,6 +226,8 @@ struct ConfigurationTests {
         (endpoint + "policies:\n  p:\n    mode: none\n    hosts: [\"api.*.com\"]", #"test.yaml:7:13: policies.p.hosts[0]: host pattern "api.*.com" has a wildcard that is not the whole first label (use *.domain or **.domain)"#),
         ("endpoints: [\n", "test.yaml:2:1: invalid YAML: did not find expected node content (while parsing a flow node, line 2 column 1)"),
         ("endpoints:\n\t- name: x\n", "test.yaml:2:1: invalid YAML: found character that cannot start any token (while scanning for the next token, line 2 column 1)"),
+        ("a: 1\n---\nb: 2\n", "test.yaml:2:1: a second YAML document starts here; the configuration is one document (remove the ---)"),
+        (endpoint + "    <<: { interval: 5s }", "test.yaml:4:5: endpoints[0].<<: merge keys (<<) are not supported; repeat the keys, or use an alias (*name) for a whole value"),
         ("- just a list", "test.yaml:1:1: expected a mapping (key: value lines), found a list"),
     ])
     func problem(yaml: String, expected: String) {

@@ -105,6 +105,11 @@ public struct AgentConfiguration: Sendable {
         switch error as? YamlError {
         case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
             .composer(let context, let problem, let mark, _):
+            if case .composer = error as? YamlError, problem == "but found another document" {
+                return ConfigurationProblem(
+                    file: file, line: mark.line, column: mark.column, keyPath: "", code: .syntax,
+                    message: "a second YAML document starts here; the configuration is one document (remove the ---)")
+            }
             let detail = context.map { " (\($0.text), line \($0.mark.line) column \($0.mark.column))" } ?? ""
             return ConfigurationProblem(
                 file: file, line: mark.line, column: mark.column, keyPath: "", code: .syntax,

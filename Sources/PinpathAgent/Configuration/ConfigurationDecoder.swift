@@ -42,6 +42,11 @@ final class ConfigurationDecoder {
         }
         var fields = Fields(keyPath: keyPath, node: node)
         for (key, value) in entries(of: mapping, keyPath) {
+            if key.text == "<<" {
+                // Yams composes nodes without applying YAML 1.1 merge keys, so `<<` would be silently wrong.
+                report(.unknownKey, at: key.node, fields.path(key.text), "merge keys (<<) are not supported; repeat the keys, or use an alias (*name) for a whole value")
+                continue
+            }
             guard known.contains(key.text) else {
                 // A likely typo gets the one suggestion; otherwise the whole list, which is short.
                 let hint = closest(to: key.text, among: known).map { "did you mean \"\($0)\"?" }
