@@ -209,6 +209,7 @@ struct ConfigurationTests {
         ("endpoints:\n  - name: api\n", "test.yaml:2:5: endpoints[0]: url is missing (an http or https URL)"),
         ("endpoints:\n  - { name: api, url: \"ftp://x/\" }", #"test.yaml:2:23: endpoints[0].url: "ftp://x/" is not an http or https URL (such as https://api.example.com/health)"#),
         ("endpoints:\n  - { name: api, url: \"https://u:p@x.test/\" }", "test.yaml:2:23: endpoints[0].url: the URL holds a user name or password, which would appear in events; use an Authorization header with ${ENV} instead"),
+        ("endpoints:\n  - { name: api, url: \"http://x.test/\", policy: p }\npolicies:\n  p: { mode: none }", #"test.yaml:2:49: endpoints[0].policy: policy "p" checks TLS, but the URL is plain http; use https or remove the policy"#),
         ("endpoints: { name: api }", "test.yaml:1:12: endpoints: expected a list of endpoints (mappings with name and url), found a mapping"),
         (endpoint + "metrix: {}", #"test.yaml:4:1: metrix: unknown key "metrix"; did you mean "metrics"?"#),
         (endpoint + "metrics: { textfile: pinpath.txt }", #"test.yaml:4:22: metrics.textfile: "pinpath.txt" does not end in .prom; node_exporter's textfile collector reads only *.prom files"#),

@@ -113,7 +113,7 @@ extension EndpointConfiguration {
             policyName = reference
             if let policy = context.policies.first(where: { $0.name == reference }) {
                 if url?.scheme?.lowercased() == "http" {
-                    decoder.report(.invalidValue, at: node, fields.path("policy"), "policy \(reference) checks TLS, but the URL is plain http; use https or remove the policy")
+                    decoder.report(.invalidValue, at: node, fields.path("policy"), "policy \"\(reference)\" checks TLS, but the URL is plain http; use https or remove the policy")
                 }
                 security = AppliedPolicy(policy)
             } else if !context.declaredPolicies.contains(reference) {
