@@ -35,12 +35,12 @@ final class ConfigurationDecoder {
 
     /// A mapping whose keys are all in `known`; unknown keys (with the closest known one suggested) and
     /// duplicates are reported, and the mapping is still read so that its other problems surface too.
-    func mapping(_ node: Node, _ keyPath: String, known: [String]) -> Fields? {
+    func mapping(_ node: Node, _ keyPath: String, known: [String]) -> ConfigurationMapping? {
         guard case .mapping(let mapping) = node else {
             report(.wrongType, at: node, keyPath, "expected a mapping (key: value lines), found \(kind(of: node))")
             return nil
         }
-        var fields = Fields(keyPath: keyPath, node: node)
+        var fields = ConfigurationMapping(keyPath: keyPath, node: node)
         for (key, value) in entries(of: mapping, keyPath) {
             if key.text == "<<" {
                 // Yams composes nodes without applying YAML 1.1 merge keys, so `<<` would be silently wrong.
@@ -49,7 +49,7 @@ final class ConfigurationDecoder {
             }
             guard known.contains(key.text) else {
                 // A likely typo gets the one suggestion; otherwise the whole list, which is short.
-                let hint = closest(to: key.text, among: known).map { "did you mean \"\($0)\"?" }
+                let hint = Self.closest(to: key.text, among: known).map { "did you mean \"\($0)\"?" }
                     ?? "known keys: \(known.joined(separator: ", "))"
                 report(.unknownKey, at: key.node, fields.path(key.text), "unknown key \"\(key.text)\"; \(hint)")
                 continue
@@ -79,7 +79,7 @@ final class ConfigurationDecoder {
             }
             if let first = seen[scalar.string] {
                 let line = first.mark.map { " (first on line \($0.line))" } ?? ""
-                report(.duplicate, at: key, join(keyPath, scalar.string), "the key \"\(scalar.string)\" is given twice\(line)")
+                report(.duplicate, at: key, Self.keyPath(keyPath, scalar.string), "the key \"\(scalar.string)\" is given twice\(line)")
                 continue
             }
             seen[scalar.string] = key
@@ -161,7 +161,7 @@ final class ConfigurationDecoder {
         guard let text = string(node, keyPath, "one of \(names.joined(separator: ", "))") else { return nil }
         guard let value = T(rawValue: text) else {
             var message = "\"\(text)\" is not one of \(names.joined(separator: ", "))"
-            if let close = closest(to: text, among: names) { message += "; did you mean \"\(close)\"?" }
+            if let close = Self.closest(to: text, among: names) { message += "; did you mean \"\(close)\"?" }
             report(.invalidValue, at: node, keyPath, message)
             return nil
         }
@@ -179,7 +179,7 @@ final class ConfigurationDecoder {
 }
 
 /// The known keys of one mapping, read so far; absent and null values read the same (the default applies).
-struct Fields {
+struct ConfigurationMapping {
     let keyPath: String
     /// The mapping itself, whose position is reported for a missing key.
     let node: Node
@@ -195,29 +195,31 @@ struct Fields {
     }
 
     /// `endpoints[0].interval` for `interval`.
-    func path(_ key: String) -> String { join(keyPath, key) }
+    func path(_ key: String) -> String { ConfigurationDecoder.keyPath(keyPath, key) }
 }
 
-/// A key path extended by one key.
-func join(_ keyPath: String, _ key: String) -> String { keyPath.isEmpty ? key : "\(keyPath).\(key)" }
+extension ConfigurationDecoder {
+    /// A key path extended by one key: `endpoints[0]` and `interval` make `endpoints[0].interval`.
+    static func keyPath(_ base: String, _ key: String) -> String { base.isEmpty ? key : "\(base).\(key)" }
 
-/// The candidate nearest to `text` by edit distance, when it is near enough to be a typo.
-func closest(to text: String, among candidates: [String]) -> String? {
-    let scored = candidates.map { ($0, editDistance(text.lowercased(), $0.lowercased())) }
-    guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }
-    return best.1 <= max(1, min(2, text.count / 3)) ? best.0 : nil
-}
-
-/// Levenshtein distance, over characters.
-private func editDistance(_ a: String, _ b: String) -> Int {
-    let a = Array(a), b = Array(b)
-    var previous = Array(0...b.count)
-    for (i, x) in a.enumerated() {
-        var current = [i + 1]
-        for (j, y) in b.enumerated() {
-            current.append(Swift.min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1)))
-        }
-        previous = current
+    /// The candidate nearest to `text` by edit distance, when it is near enough to be a typo.
+    static func closest(to text: String, among candidates: [String]) -> String? {
+        let scored = candidates.map { ($0, editDistance(text.lowercased(), $0.lowercased())) }
+        guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }
+        return best.1 <= max(1, min(2, text.count / 3)) ? best.0 : nil
     }
-    return previous[b.count]
+
+    /// Levenshtein distance, over characters.
+    private static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        var previous = Array(0...b.count)
+        for (i, x) in a.enumerated() {
+            var current = [i + 1]
+            for (j, y) in b.enumerated() {
+                current.append(Swift.min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1)))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
 }

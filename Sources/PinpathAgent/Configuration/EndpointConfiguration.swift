@@ -120,7 +120,7 @@ extension EndpointConfiguration {
                 var message = "policy \"\(reference)\" is not defined"
                 if context.declaredPolicies.isEmpty {
                     message += " (there is no policies: section)"
-                } else if let close = closest(to: reference, among: context.declaredPolicies) {
+                } else if let close = ConfigurationDecoder.closest(to: reference, among: context.declaredPolicies) {
                     message += "; did you mean \"\(close)\"?"
                 } else {
                     message += " (defined: \(context.declaredPolicies.joined(separator: ", ")))"
@@ -141,7 +141,7 @@ extension EndpointConfiguration {
 
 extension ConfigurationDecoder {
     /// The value of a key that must be there, reporting it at the mapping when it is not.
-    func required(_ fields: Fields, _ key: String, _ what: String) -> Node? {
+    func required(_ fields: ConfigurationMapping, _ key: String, _ what: String) -> Node? {
         if let value = fields[key] { return value }
         report(.missingKey, at: fields.node, fields.keyPath, "\(key) is missing (\(what))")
         return nil
@@ -204,7 +204,7 @@ extension ConfigurationDecoder {
         var seen: Set<String> = []
         var headers: [EndpointConfiguration.Header] = []
         for (name, key, value) in entries {
-            let path = join(keyPath, name)
+            let path = Self.keyPath(keyPath, name)
             do throws(HTTPError) {
                 try HTTPHeaders(dictionaryLiteral: (name, "")).validate()
             } catch {

@@ -29,7 +29,7 @@ public struct PolicyConfiguration: Sendable {
 
     /// Reads one policy; `nil` after reporting its problems.
     static func decode(name: String, key: Node, value: Node, _ decoder: ConfigurationDecoder) -> PolicyConfiguration? {
-        let keyPath = join("policies", name)
+        let keyPath = ConfigurationDecoder.keyPath("policies", name)
         guard let fields = decoder.mapping(value, keyPath, known: keys) else { return nil }
         let before = decoder.problems.count
 
@@ -84,7 +84,7 @@ public struct PolicyConfiguration: Sendable {
 
 extension ConfigurationDecoder {
     /// The elements of the list under `key` (absent: none), each read by `read`; failed ones are left out.
-    func elements<T>(_ fields: Fields, _ key: String, of what: String, _ read: (Node, String) -> T?) -> [T] {
+    func elements<T>(_ fields: ConfigurationMapping, _ key: String, of what: String, _ read: (Node, String) -> T?) -> [T] {
         guard let node = fields[key], let items = list(node, fields.path(key), of: what) else { return [] }
         return items.enumerated().compactMap { index, item in read(item, "\(fields.path(key))[\(index)]") }
     }
