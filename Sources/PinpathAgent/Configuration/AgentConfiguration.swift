@@ -1,0 +1,156 @@
+import Glibc
+import FoundationEssentials
+import PinpathReachability
+import PinpathSecurity
+import Yams
+
+/// The agent's validated configuration (`etc/pinpath.yaml` is the commented example): every default
+/// applied, every reference resolved, every file it names already read.
+///
+/// Load it with ``load(path:environment:)``. A configuration that loaded is complete: the agent never finds
+/// a problem in it later, and a reload (SIGHUP) either yields a new one or a ``ConfigurationError`` listing
+/// all the problems, while the old configuration keeps running.
+public struct AgentConfiguration: Sendable {
+    /// The file it was read from, as given.
+    public let file: String
+    /// Where events go and which probe results become events.
+    public let events: EventsConfiguration
+    /// The named security policies, in file order (the order matters when several match a host).
+    public let policies: [PolicyConfiguration]
+    /// The endpoints to probe, in file order.
+    public let endpoints: [EndpointConfiguration]
+    /// Extra reachability targets to watch (`reachability.targets`), besides the endpoints' hosts.
+    public let reachabilityTargets: [ReachabilityTarget]
+    /// The node_exporter textfile to write metrics to (`metrics.textfile`), resolved; `nil` for none.
+    public let metricsTextfile: String?
+
+    /// The policy named `name`.
+    public func policy(named name: String) -> PolicyConfiguration? { policies.first { $0.name == name } }
+
+    static let keys = ["events", "policies", "endpoints", "reachability", "metrics"]
+
+    /// Reads and validates the configuration file at `path`.
+    ///
+    /// Relative paths inside the file (certificates, `ca_file`, the events output, the metrics textfile) are
+    /// resolved against the file's directory. Certificate and CA files are read now, with the caller's
+    /// privileges: run `pinpath check-config` as the agent's user for a faithful answer.
+    /// - Parameters:
+    ///   - path: the YAML file; relative to the working directory when relative.
+    ///   - environment: where `${NAME}` in header values is looked up; the process environment by default.
+    /// - Throws: ``ConfigurationError`` with every problem found, each with file, line, column and key path.
+    public static func load(
+        path: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ConfigurationError) -> AgentConfiguration {
+        let text: String
+        do {
+            let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            guard let decoded = String(data: data, encoding: .utf8) else {
+                throw ConfigurationError(problems: [wholeFile(path, .unreadableFile, "the file is not UTF-8 text")])
+            }
+            text = decoded
+        } catch let error as ConfigurationError {
+            throw error
+        } catch {
+            throw ConfigurationError(problems: [wholeFile(path, .unreadableFile, "cannot read the file: \(reason(error))")])
+        }
+        let directory = path.lastIndex(of: "/").map { String(path[...$0]) } ?? "."
+        return try parse(yaml: text, file: path, baseDirectory: directory, environment: environment)
+    }
+
+    /// Validates YAML text; `file` names it in problems, `baseDirectory` anchors relative paths.
+    static func parse(
+        yaml: String, file: String, baseDirectory: String, environment: [String: String]
+    ) throws(ConfigurationError) -> AgentConfiguration {
+        let root: Node?
+        do {
+            root = try Parser(yaml: yaml).singleRoot()
+        } catch {
+            throw ConfigurationError(problems: [syntaxProblem(error, file: file, yaml: yaml)])
+        }
+        let decoder = ConfigurationDecoder(file: file, baseDirectory: baseDirectory, environment: environment)
+        // An empty file is an empty configuration: the machine's own reachability is still reported.
+        let fields = root.flatMap { decoder.mapping($0, "", known: keys) }
+
+        let events = EventsConfiguration.decode(fields?["events"], decoder)
+        let declared = fields?["policies"].flatMap { decoder.namedEntries($0, "policies") } ?? []
+        let policies = declared.compactMap { PolicyConfiguration.decode(name: $0.name, key: $0.key, value: $0.value, decoder) }
+        var context = EndpointConfiguration.Context(policies: policies, declaredPolicies: declared.map(\.name))
+        let endpointNodes = fields?["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") } ?? []
+        let endpoints = endpointNodes.enumerated().compactMap { index, node in
+            EndpointConfiguration.decode(node, "endpoints[\(index)]", &context, decoder)
+        }
+        let targets = fields?["reachability"].map { decoder.reachabilityTargets($0) } ?? []
+        let textfile = fields?["metrics"].flatMap { decoder.metricsTextfile($0) }
+
+        guard decoder.problems.isEmpty else { throw ConfigurationError(problems: decoder.problems) }
+        return AgentConfiguration(
+            file: file, events: events, policies: policies, endpoints: endpoints, reachabilityTargets: targets,
+            metricsTextfile: textfile)
+    }
+
+    private static func wholeFile(_ path: String, _ code: ConfigurationProblem.Code, _ message: String) -> ConfigurationProblem {
+        ConfigurationProblem(file: path, line: nil, column: nil, keyPath: "", code: code, message: message)
+    }
+
+    /// strerror's words for a failed read, rather than Foundation's sentence about a "file couldn't be opened".
+    private static func reason(_ error: any Error) -> String {
+        if let posix = (error as? CocoaError)?.underlying as? POSIXError {
+            return String(cString: strerror(posix.code.rawValue))
+        }
+        return "\(error)"
+    }
+
+    /// A Yams parse error as a problem at libyaml's position, in libyaml's words.
+    private static func syntaxProblem(_ error: any Error, file: String, yaml: String) -> ConfigurationProblem {
+        switch error as? YamlError {
+        case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
+            .composer(let context, let problem, let mark, _):
+            if case .composer = error as? YamlError, problem == "but found another document" {
+                return ConfigurationProblem(
+                    file: file, line: mark.line, column: mark.column, keyPath: "", code: .syntax,
+                    message: "a second YAML document starts here; the configuration is one document (remove the ---)")
+            }
+            let detail = context.map { " (\($0.text), line \($0.mark.line) column \($0.mark.column))" } ?? ""
+            return ConfigurationProblem(
+                file: file, line: mark.line, column: mark.column, keyPath: "", code: .syntax,
+                message: "invalid YAML: \(problem)\(detail)")
+        case .reader(let problem, let offset, _, _):
+            let before = offset.map { yaml.prefix($0) } ?? ""
+            let line = before.count { $0 == "\n" } + 1
+            let column = before.split(separator: "\n", omittingEmptySubsequences: false).last.map { $0.unicodeScalars.count + 1 } ?? 1
+            return ConfigurationProblem(
+                file: file, line: offset == nil ? nil : line, column: offset == nil ? nil : column, keyPath: "",
+                code: .syntax, message: "invalid YAML: \(problem)")
+        default:
+            return ConfigurationProblem(file: file, line: nil, column: nil, keyPath: "", code: .syntax, message: "invalid YAML: \(error)")
+        }
+    }
+}
+
+extension ConfigurationDecoder {
+    /// `reachability: { targets: [...] }`: addresses or host names, each once.
+    func reachabilityTargets(_ node: Node) -> [ReachabilityTarget] {
+        guard let fields = mapping(node, "reachability", known: ["targets"]) else { return [] }
+        var seen: Set<ReachabilityTarget> = []
+        return elements(fields, "targets", of: "addresses or host names") { node, path in
+            guard let target = parse(node, path, "an address or host name", { try ReachabilityTarget(parsing: $0) }) else { return nil }
+            guard seen.insert(target).inserted else {
+                report(.duplicate, at: node, path, "\(target) is already a target")
+                return nil
+            }
+            return target
+        }
+    }
+
+    /// `metrics: { textfile: … }`: a `.prom` file, the only name node_exporter's textfile collector reads.
+    func metricsTextfile(_ node: Node) -> String? {
+        guard let fields = mapping(node, "metrics", known: ["textfile"]), let value = fields["textfile"],
+            let text = string(value, fields.path("textfile"), "a file path")
+        else { return nil }
+        guard text.hasSuffix(".prom"), !text.hasSuffix("/.prom") else {
+            report(.invalidValue, at: value, fields.path("textfile"), "\"\(text)\" does not end in .prom; node_exporter's textfile collector reads only *.prom files")
+            return nil
+        }
+        return resolve(path: text)
+    }
+}

@@ -1,0 +1,225 @@
+import Yams
+
+/// Walks the YAML nodes of one configuration file, turning them into values and collecting every problem
+/// with its position instead of stopping at the first: a rejected reload must report them all.
+///
+/// Each reader returns `nil` after recording a problem, so callers just skip what could not be read.
+final class ConfigurationDecoder {
+    let file: String
+    /// The configuration file's directory: relative paths in the file are relative to it, not to the
+    /// agent's working directory (systemd starts it in `/`).
+    let baseDirectory: String
+    let environment: [String: String]
+    private(set) var problems: [ConfigurationProblem] = []
+
+    init(file: String, baseDirectory: String, environment: [String: String]) {
+        self.file = file
+        self.baseDirectory = baseDirectory
+        self.environment = environment
+    }
+
+    /// Records a problem at `node`'s position (the document start when it has none).
+    func report(_ code: ConfigurationProblem.Code, at node: Node?, _ keyPath: String, _ message: String) {
+        let mark = node?.mark
+        problems.append(ConfigurationProblem(
+            file: file, line: mark?.line ?? 1, column: mark?.column ?? 1, keyPath: keyPath, code: code, message: message))
+    }
+
+    /// `path` as given when absolute, otherwise under the configuration file's directory.
+    func resolve(path: String) -> String {
+        if path.hasPrefix("/") || baseDirectory == "." { return path }
+        return baseDirectory.hasSuffix("/") ? baseDirectory + path : "\(baseDirectory)/\(path)"
+    }
+
+    // MARK: Typed readers
+
+    /// A mapping whose keys are all in `known`; unknown keys (with the closest known one suggested) and
+    /// duplicates are reported, and the mapping is still read so that its other problems surface too.
+    func mapping(_ node: Node, _ keyPath: String, known: [String]) -> ConfigurationMapping? {
+        guard case .mapping(let mapping) = node else {
+            report(.wrongType, at: node, keyPath, "expected a mapping (key: value lines), found \(kind(of: node))")
+            return nil
+        }
+        var fields = ConfigurationMapping(keyPath: keyPath, node: node)
+        for (key, value) in entries(of: mapping, keyPath) {
+            if key.text == "<<" {
+                // Yams composes nodes without applying YAML 1.1 merge keys, so `<<` would be silently wrong.
+                report(.unknownKey, at: key.node, fields.path(key.text), "merge keys (<<) are not supported; repeat the keys, or use an alias (*name) for a whole value")
+                continue
+            }
+            guard known.contains(key.text) else {
+                // A likely typo gets the one suggestion; otherwise the whole list, which is short.
+                let hint = Self.closest(to: key.text, among: known).map { "did you mean \"\($0)\"?" }
+                    ?? "known keys: \(known.joined(separator: ", "))"
+                report(.unknownKey, at: key.node, fields.path(key.text), "unknown key \"\(key.text)\"; \(hint)")
+                continue
+            }
+            fields.values[key.text] = (key.node, value)
+        }
+        return fields
+    }
+
+    /// A mapping whose keys are names chosen by the user (policies, headers): each key once, in order.
+    func namedEntries(_ node: Node, _ keyPath: String) -> [(name: String, key: Node, value: Node)]? {
+        guard case .mapping(let mapping) = node else {
+            report(.wrongType, at: node, keyPath, "expected a mapping (name: value lines), found \(kind(of: node))")
+            return nil
+        }
+        return entries(of: mapping, keyPath).map { ($0.key.text, $0.key.node, $0.value) }
+    }
+
+    /// The pairs of a mapping with scalar keys, reporting other keys and repeated ones.
+    private func entries(of mapping: Node.Mapping, _ keyPath: String) -> [(key: (text: String, node: Node), value: Node)] {
+        var seen: [String: Node] = [:]
+        var result: [(key: (text: String, node: Node), value: Node)] = []
+        for (key, value) in mapping {
+            guard case .scalar(let scalar) = key else {
+                report(.wrongType, at: key, keyPath, "a key must be a plain name, found \(kind(of: key))")
+                continue
+            }
+            if let first = seen[scalar.string] {
+                let line = first.mark.map { " (first on line \($0.line))" } ?? ""
+                report(.duplicate, at: key, Self.keyPath(keyPath, scalar.string), "the key \"\(scalar.string)\" is given twice\(line)")
+                continue
+            }
+            seen[scalar.string] = key
+            result.append(((scalar.string, key), value))
+        }
+        return result
+    }
+
+    /// A list; a single value stands for a list of one when `single` allows it (`status: 200`).
+    func list(_ node: Node, _ keyPath: String, of what: String, allowingSingle single: Bool = false) -> [Node]? {
+        switch node {
+        case .sequence(let sequence): return Array(sequence)
+        case .scalar where single: return [node]
+        default:
+            report(.wrongType, at: node, keyPath, "expected a list of \(what), found \(kind(of: node))")
+            return nil
+        }
+    }
+
+    /// Text: any scalar (a number is read as its digits).
+    func string(_ node: Node, _ keyPath: String, _ what: String) -> String? {
+        guard case .scalar(let scalar) = node else {
+            report(.wrongType, at: node, keyPath, "expected \(what), found \(kind(of: node))")
+            return nil
+        }
+        return scalar.string
+    }
+
+    /// `true` or `false`. YAML 1.1's `yes`, `no`, `on` and `off` are refused: YAML 1.2 reads them as text,
+    /// and a file should mean the same to every reader.
+    func bool(_ node: Node, _ keyPath: String) -> Bool? {
+        guard let text = string(node, keyPath, "true or false") else { return nil }
+        switch text {
+        case "true", "True", "TRUE": return true
+        case "false", "False", "FALSE": return false
+        default:
+            report(.wrongType, at: node, keyPath, "expected true or false, found \(kind(of: node))")
+            return nil
+        }
+    }
+
+    /// A whole number in `range`.
+    func integer(_ node: Node, _ keyPath: String, in range: ClosedRange<Int>) -> Int? {
+        let what = range.upperBound == .max ? "a whole number, \(range.lowerBound) or more" : "a whole number from \(range.lowerBound) to \(range.upperBound)"
+        guard let text = string(node, keyPath, what) else { return nil }
+        guard let value = Int(text) else {
+            report(.wrongType, at: node, keyPath, "expected \(what), found \(kind(of: node))")
+            return nil
+        }
+        guard range.contains(value) else {
+            report(.invalidValue, at: node, keyPath, "\(value) is out of range (expected \(what))")
+            return nil
+        }
+        return value
+    }
+
+    /// A duration (``DurationSyntax``), at least `minimum`.
+    func duration(_ node: Node, _ keyPath: String, atLeast minimum: Duration = .zero) -> Duration? {
+        guard let text = string(node, keyPath, "a duration (like 30s)") else { return nil }
+        let duration: Duration
+        do {
+            duration = try DurationSyntax.parse(text)
+        } catch {
+            report(.invalidValue, at: node, keyPath, error.message)
+            return nil
+        }
+        guard duration >= minimum else {
+            let bound = minimum == .milliseconds(1) ? "more than 0" : "at least \(DurationSyntax.format(minimum))"
+            report(.invalidValue, at: node, keyPath, "\(text) is too short (it must be \(bound))")
+            return nil
+        }
+        return duration
+    }
+
+    /// One of `choices` (enum raw values), naming them all when the text is none of them.
+    func choice<T: RawRepresentable & CaseIterable>(_ node: Node, _ keyPath: String, _ type: T.Type) -> T?
+    where T.RawValue == String {
+        let names = T.allCases.map(\.rawValue)
+        guard let text = string(node, keyPath, "one of \(names.joined(separator: ", "))") else { return nil }
+        guard let value = T(rawValue: text) else {
+            var message = "\"\(text)\" is not one of \(names.joined(separator: ", "))"
+            if let close = Self.closest(to: text, among: names) { message += "; did you mean \"\(close)\"?" }
+            report(.invalidValue, at: node, keyPath, message)
+            return nil
+        }
+        return value
+    }
+
+    /// How a node reads in a message: `a list`, `a mapping`, or the scalar itself in quotes.
+    func kind(of node: Node) -> String {
+        switch node {
+        case .mapping: return "a mapping"
+        case .sequence: return "a list"
+        case .scalar(let scalar): return scalar.string.isEmpty ? "nothing" : "\"\(scalar.string)\""
+        }
+    }
+}
+
+/// The known keys of one mapping, read so far; absent and null values read the same (the default applies).
+struct ConfigurationMapping {
+    let keyPath: String
+    /// The mapping itself, whose position is reported for a missing key.
+    let node: Node
+    var values: [String: (key: Node, value: Node)] = [:]
+
+    /// The value of `key`, or `nil` when it is absent or written as null (`key:`, `key: ~`, `key: null`).
+    subscript(key: String) -> Node? {
+        guard let value = values[key]?.value else { return nil }
+        if case .scalar(let scalar) = value, scalar.style == .plain, ["", "~", "null", "Null", "NULL"].contains(scalar.string) {
+            return nil
+        }
+        return value
+    }
+
+    /// `endpoints[0].interval` for `interval`.
+    func path(_ key: String) -> String { ConfigurationDecoder.keyPath(keyPath, key) }
+}
+
+extension ConfigurationDecoder {
+    /// A key path extended by one key: `endpoints[0]` and `interval` make `endpoints[0].interval`.
+    static func keyPath(_ base: String, _ key: String) -> String { base.isEmpty ? key : "\(base).\(key)" }
+
+    /// The candidate nearest to `text` by edit distance, when it is near enough to be a typo.
+    static func closest(to text: String, among candidates: [String]) -> String? {
+        let scored = candidates.map { ($0, editDistance(text.lowercased(), $0.lowercased())) }
+        guard let best = scored.min(by: { $0.1 < $1.1 }) else { return nil }
+        return best.1 <= max(1, min(2, text.count / 3)) ? best.0 : nil
+    }
+
+    /// Levenshtein distance, over characters.
+    private static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        var previous = Array(0...b.count)
+        for (i, x) in a.enumerated() {
+            var current = [i + 1]
+            for (j, y) in b.enumerated() {
+                current.append(Swift.min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1)))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+}

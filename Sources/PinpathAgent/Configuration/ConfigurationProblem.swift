@@ -1,0 +1,93 @@
+/// One thing wrong with a configuration file: where it is, which key, and what to do about it.
+///
+/// The agent puts these into its `config.rejected` event (``jsonValue``) and `pinpath check-config` prints
+/// their ``description``, which reads
+/// `etc/pinpath.yaml:14:9: endpoints[2].interval: "5 minutes" is not a duration (use 300s or 5m)`.
+public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible {
+    /// What kind of problem, as an extensible set of codes (for machines; people read ``message``).
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        let name: String
+        /// The name, as written in JSON.
+        public var description: String { name }
+        /// The file cannot be read, or is not UTF-8 text.
+        public static let unreadableFile = Code(name: "unreadable_file")
+        /// Not valid YAML (the parser's own message).
+        public static let syntax = Code(name: "syntax")
+        /// A key that pinpath does not know (a typo, usually; the message suggests the closest known key).
+        public static let unknownKey = Code(name: "unknown_key")
+        /// The same key twice in one mapping, or two endpoints, targets or headers with the same name.
+        public static let duplicate = Code(name: "duplicate")
+        /// A required key is missing.
+        public static let missingKey = Code(name: "missing_key")
+        /// A list where a value was expected, text where a number was expected, and so on.
+        public static let wrongType = Code(name: "wrong_type")
+        /// The right type but an unusable value (a bad duration, URL, pin, regex or status range).
+        public static let invalidValue = Code(name: "invalid_value")
+        /// A reference to a policy that is not defined.
+        public static let undefinedReference = Code(name: "undefined_reference")
+        /// `${NAME}` in a header names an environment variable that is not set.
+        public static let missingEnvironmentVariable = Code(name: "missing_environment_variable")
+        /// A file the configuration names (a certificate, a CA file) cannot be read or holds nothing usable.
+        public static let unusableFile = Code(name: "unusable_file")
+        /// A security policy that PinpathSecurity refuses (no pins, no backup pin, accepts anything).
+        public static let refusedPolicy = Code(name: "refused_policy")
+    }
+
+    /// The configuration file, as it was given (relative paths stay relative).
+    public let file: String
+    /// The line, from 1; `nil` when the problem is the whole file (it cannot be read).
+    public let line: Int?
+    /// The column, from 1, counted in Unicode scalars as libyaml counts them; `nil` with ``line``.
+    public let column: Int?
+    /// Where in the document: `endpoints[2].interval`, `policies.api-pins.pins[0]`; empty for the document.
+    public let keyPath: String
+    /// What kind of problem.
+    public let code: Code
+    /// A sentence for a person: names the value and says what to write instead. Never holds the value of
+    /// an environment variable.
+    public let message: String
+
+    /// Creates a problem; the loader makes these, tests and other front ends may too.
+    public init(file: String, line: Int?, column: Int?, keyPath: String, code: Code, message: String) {
+        self.file = file
+        self.line = line
+        self.column = column
+        self.keyPath = keyPath
+        self.code = code
+        self.message = message
+    }
+
+    /// `file:line:column: key.path: message`, the form compilers use, so editors can jump to it.
+    public var description: String {
+        var text = file
+        if let line { text += ":\(line)" }
+        if let column { text += ":\(column)" }
+        text += ": "
+        if !keyPath.isEmpty { text += "\(keyPath): " }
+        return text + message
+    }
+
+    /// The problem as an event field: `{"file":…,"line":…,"column":…,"key":…,"code":…,"message":…}`.
+    public var jsonValue: JSONValue {
+        .object([
+            ("file", .string(file)), ("line", line.map(JSONValue.int) ?? .null),
+            ("column", column.map(JSONValue.int) ?? .null), ("key", .string(keyPath)),
+            ("code", .string(code.description)), ("message", .string(message)),
+        ])
+    }
+}
+
+/// A configuration that cannot be used: every problem found, in document order, not just the first, so one
+/// edit can fix them all and a rejected reload can report them all.
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    /// The problems, sorted by line and column (whole-file problems first). Never empty.
+    public let problems: [ConfigurationProblem]
+
+    /// Creates an error from problems found; they are sorted by position.
+    public init(problems: [ConfigurationProblem]) {
+        self.problems = problems.sorted { ($0.line ?? 0, $0.column ?? 0) < ($1.line ?? 0, $1.column ?? 0) }
+    }
+
+    /// One problem per line.
+    public var description: String { problems.map(\.description).joined(separator: "\n") }
+}

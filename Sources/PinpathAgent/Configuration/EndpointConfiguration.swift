@@ -1,0 +1,265 @@
+import FoundationEssentials
+import PinpathHTTP
+import Yams
+
+/// One HTTP(S) endpoint the agent probes (an item of `endpoints:`), with every default applied.
+public struct EndpointConfiguration: Sendable {
+    /// Which address families a probe may connect over.
+    public enum IPFamily: String, Sendable, CaseIterable {
+        /// Whatever the resolver and the routes allow. The default.
+        case any
+        /// IPv4 only.
+        case ipv4
+        /// IPv6 only.
+        case ipv6
+    }
+
+    /// One configured request header; its value renders redacted when secret.
+    public struct Header: Sendable, Hashable {
+        /// The field name as written.
+        public let name: String
+        /// The value, `${NAME}` already replaced from the environment.
+        public let value: RedactableValue
+    }
+
+    /// Unique among the endpoints; names the endpoint in events and metrics.
+    public let name: String
+    /// The http or https URL (no user name or password in it: put credentials in a header).
+    public let url: URL
+    /// The method. Default `GET`.
+    public let method: HTTPMethod
+    /// Extra request headers, in file order.
+    public let headers: [Header]
+    /// What the response must look like. Default: a 2xx status.
+    public let expect: ResponseExpectation
+    /// Time between the starts of two probes. Default 60s; at least 1s.
+    public let interval: Duration
+    /// How long one probe may take. Default 10s, or the interval if that is shorter; never longer than the
+    /// interval, so probes of one endpoint never overlap.
+    public let timeout: Duration
+    /// The `policy:` the endpoint names, if it names one.
+    public let policyName: String?
+    /// The security policy its handshakes are held to: the named one, or the policies whose `hosts` match
+    /// the URL's host; `nil` for http URLs and unpinned hosts (chain and host name are still verified).
+    public let security: AppliedPolicy?
+    /// The address families to use. Default `any`.
+    public let ipFamily: IPFamily
+    /// Consecutive failures before the endpoint is reported down. Default 2.
+    public let failureThreshold: Int
+    /// Consecutive successes before it is reported up again. Default 1.
+    public let successThreshold: Int
+    /// Warn when a certificate of the verified chain expires within this long. Default 14d; 0s turns it off.
+    public let certExpiryWarning: Duration
+    /// Whether redirects are followed (the final response is judged). Default `true`.
+    public let followRedirects: Bool
+
+    /// The headers to send, with the real values. Never print or log the result: unlike ``headers``, it
+    /// does not redact.
+    public var requestHeaders: HTTPHeaders {
+        var fields = HTTPHeaders()
+        for header in headers { fields.add(name: header.name, value: header.value.unredacted) }
+        return fields
+    }
+
+    static let defaultInterval = Duration.seconds(60)
+    static let defaultTimeout = Duration.seconds(10)
+    static let defaultCertExpiryWarning = Duration.seconds(14 * 86_400)
+
+    static let keys = [
+        "name", "url", "method", "headers", "expect", "interval", "timeout", "policy", "ip_family",
+        "failure_threshold", "success_threshold", "cert_expiry_warning", "follow_redirects",
+    ]
+}
+
+extension EndpointConfiguration {
+    /// What the endpoints are checked against while they are read.
+    struct Context {
+        /// Valid policies, in file order.
+        let policies: [PolicyConfiguration]
+        /// Every policy name in the file, valid or not: a reference to one that had problems of its own is
+        /// not reported again as undefined.
+        let declaredPolicies: [String]
+        /// Endpoint names seen so far, with where.
+        var names: [String: Node] = [:]
+    }
+
+    /// Reads one endpoint; `nil` after reporting its problems.
+    static func decode(_ node: Node, _ keyPath: String, _ context: inout Context, _ decoder: ConfigurationDecoder) -> EndpointConfiguration? {
+        guard let fields = decoder.mapping(node, keyPath, known: keys) else { return nil }
+        let before = decoder.problems.count
+
+        let name = decoder.required(fields, "name", "a name").flatMap { value in decoder.endpointName(value, fields.path("name"), &context) }
+        let url = decoder.required(fields, "url", "an http or https URL").flatMap { decoder.url($0, fields.path("url")) }
+        let method = fields["method"].flatMap { decoder.method($0, fields.path("method")) } ?? .get
+        let headers = fields["headers"].flatMap { decoder.headers($0, fields.path("headers")) } ?? []
+        let expect = ResponseExpectation.decode(fields["expect"], fields.path("expect"), decoder)
+        let interval = fields["interval"].flatMap { decoder.duration($0, fields.path("interval"), atLeast: .seconds(1)) } ?? defaultInterval
+        var timeout = min(defaultTimeout, interval)
+        if let node = fields["timeout"], let value = decoder.duration(node, fields.path("timeout"), atLeast: .milliseconds(1)) {
+            timeout = value
+            if value > interval {
+                decoder.report(.invalidValue, at: node, fields.path("timeout"), "\(DurationSyntax.format(value)) is longer than the interval (\(DurationSyntax.format(interval))); a probe must end before the next one starts")
+            }
+        }
+        let ipFamily = fields["ip_family"].flatMap { decoder.choice($0, fields.path("ip_family"), IPFamily.self) } ?? .any
+        let failureThreshold = fields["failure_threshold"].flatMap { decoder.integer($0, fields.path("failure_threshold"), in: 1...Int.max) } ?? 2
+        let successThreshold = fields["success_threshold"].flatMap { decoder.integer($0, fields.path("success_threshold"), in: 1...Int.max) } ?? 1
+        let warning = fields["cert_expiry_warning"].flatMap { decoder.duration($0, fields.path("cert_expiry_warning")) } ?? defaultCertExpiryWarning
+        let followRedirects = fields["follow_redirects"].flatMap { decoder.bool($0, fields.path("follow_redirects")) } ?? true
+
+        var policyName: String?
+        var security: AppliedPolicy?
+        if let node = fields["policy"], let reference = decoder.string(node, fields.path("policy"), "a policy name") {
+            policyName = reference
+            if let policy = context.policies.first(where: { $0.name == reference }) {
+                if url?.scheme?.lowercased() == "http" {
+                    decoder.report(.invalidValue, at: node, fields.path("policy"), "policy \"\(reference)\" checks TLS, but the URL is plain http; use https or remove the policy")
+                }
+                security = AppliedPolicy(policy)
+            } else if !context.declaredPolicies.contains(reference) {
+                var message = "policy \"\(reference)\" is not defined"
+                if context.declaredPolicies.isEmpty {
+                    message += " (there is no policies: section)"
+                } else if let close = ConfigurationDecoder.closest(to: reference, among: context.declaredPolicies) {
+                    message += "; did you mean \"\(close)\"?"
+                } else {
+                    message += " (defined: \(context.declaredPolicies.joined(separator: ", ")))"
+                }
+                decoder.report(.undefinedReference, at: node, fields.path("policy"), message)
+            }
+        } else if let url, url.scheme?.lowercased() == "https", let host = url.host {
+            security = AppliedPolicy(matching: host, among: context.policies)
+        }
+
+        guard decoder.problems.count == before, let name, let url else { return nil }
+        return EndpointConfiguration(
+            name: name, url: url, method: method, headers: headers, expect: expect, interval: interval, timeout: timeout,
+            policyName: policyName, security: security, ipFamily: ipFamily, failureThreshold: failureThreshold,
+            successThreshold: successThreshold, certExpiryWarning: warning, followRedirects: followRedirects)
+    }
+}
+
+extension ConfigurationDecoder {
+    /// The value of a key that must be there, reporting it at the mapping when it is not.
+    func required(_ fields: ConfigurationMapping, _ key: String, _ what: String) -> Node? {
+        if let value = fields[key] { return value }
+        report(.missingKey, at: fields.node, fields.keyPath, "\(key) is missing (\(what))")
+        return nil
+    }
+
+    /// A non-empty name without control characters, not used by an earlier endpoint.
+    func endpointName(_ node: Node, _ keyPath: String, _ context: inout EndpointConfiguration.Context) -> String? {
+        guard let name = string(node, keyPath, "a name") else { return nil }
+        guard !name.isEmpty, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            report(.invalidValue, at: node, keyPath, "the name must be non-empty text on one line")
+            return nil
+        }
+        if let first = context.names[name] {
+            report(.duplicate, at: node, keyPath, "another endpoint is already named \"\(name)\" (line \(first.mark?.line ?? 0)); names must be unique")
+            return nil
+        }
+        context.names[name] = node
+        return name
+    }
+
+    /// An absolute http or https URL with a host and no credentials.
+    func url(_ node: Node, _ keyPath: String) -> URL? {
+        guard let text = string(node, keyPath, "an http or https URL") else { return nil }
+        let problem: String?
+        let url = URL(string: text)
+        if text.contains("${") {
+            problem = "\"\(text)\" uses ${…}, which only header values may; put a token in a header instead"
+        } else if let url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" {
+            if url.host?.isEmpty ?? true {
+                problem = "\"\(text)\" has no host"
+            } else if url.user != nil || url.password != nil {
+                problem = "the URL holds a user name or password, which would appear in events; use an Authorization header with ${ENV} instead"
+            } else {
+                problem = nil
+            }
+        } else {
+            problem = "\"\(text)\" is not an http or https URL (such as https://api.example.com/health)"
+        }
+        if let problem {
+            report(.invalidValue, at: node, keyPath, problem)
+            return nil
+        }
+        return url
+    }
+
+    /// An HTTP method token, upper-cased (`get` is `GET`).
+    func method(_ node: Node, _ keyPath: String) -> HTTPMethod? {
+        guard let text = string(node, keyPath, "an HTTP method") else { return nil }
+        guard !text.isEmpty, text.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || $0 == "-" || $0 == "_") }) else {
+            report(.invalidValue, at: node, keyPath, "\"\(text)\" is not an HTTP method (GET, HEAD, POST, …)")
+            return nil
+        }
+        return HTTPMethod(rawValue: text)
+    }
+
+    /// `name: value` lines; `${NAME}` in values is read from the environment now, and the value is secret
+    /// from then on. Names are checked as HTTP tokens and may not repeat in any case.
+    func headers(_ node: Node, _ keyPath: String) -> [EndpointConfiguration.Header]? {
+        guard let entries = namedEntries(node, keyPath) else { return nil }
+        var seen: Set<String> = []
+        var headers: [EndpointConfiguration.Header] = []
+        for (name, key, value) in entries {
+            let path = Self.keyPath(keyPath, name)
+            do throws(HTTPError) {
+                try HTTPHeaders(dictionaryLiteral: (name, "")).validate()
+            } catch {
+                report(.invalidValue, at: key, path, error.message)
+                continue
+            }
+            guard seen.insert(name.lowercased()).inserted else {
+                report(.duplicate, at: key, path, "the header \(name) is given twice (names are compared without regard to case)")
+                continue
+            }
+            guard let template = string(value, path, "a header value") else { continue }
+            guard let (text, variables) = expand(template, value, path) else { continue }
+            guard !text.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
+                let origin = variables.isEmpty ? "" : " after ${\(variables.joined(separator: "}, ${"))} was read"
+                report(.invalidValue, at: value, path, "the value contains CR, LF or NUL\(origin); a header value is one line")
+                continue
+            }
+            let secret = !variables.isEmpty || RedactableValue.credentialHeaders.contains(name.lowercased())
+            headers.append(.init(name: name, value: RedactableValue(text, isSecret: secret, variables: variables)))
+        }
+        return headers
+    }
+
+    /// Replaces each `${NAME}` with the environment's value, reporting unset variables by name (never a
+    /// value) and malformed references. `$` not followed by `{` is kept as it is.
+    func expand(_ template: String, _ node: Node, _ keyPath: String) -> (String, [String])? {
+        var result = ""
+        var variables: [String] = []
+        var rest = Substring(template)
+        var failed = false
+        while let start = rest.firstRange(of: "${") {
+            result += rest[..<start.lowerBound]
+            rest = rest[start.upperBound...]
+            guard let end = rest.firstIndex(of: "}") else {
+                report(.invalidValue, at: node, keyPath, "\"${\" has no closing \"}\" (write ${NAME})")
+                return nil
+            }
+            let name = String(rest[..<end])
+            rest = rest[rest.index(after: end)...]
+            guard let first = name.unicodeScalars.first, first == "_" || (first.isASCII && first.properties.isAlphabetic),
+                name.unicodeScalars.allSatisfy({ $0 == "_" || ($0.isASCII && $0.properties.isAlphabetic) || ("0"..."9").contains($0) })
+            else {
+                report(.invalidValue, at: node, keyPath, "\"${\(name)}\" is not an environment variable reference (letters, digits and _, not starting with a digit)")
+                failed = true
+                continue
+            }
+            variables.append(name)
+            if let value = environment[name] {
+                result += value
+            } else {
+                report(.missingEnvironmentVariable, at: node, keyPath, "the environment variable \(name) is not set (give it to pinpath, for example with systemd's Environment= or EnvironmentFile=)")
+                failed = true
+            }
+        }
+        result += rest
+        return failed ? nil : (result, variables)
+    }
+}

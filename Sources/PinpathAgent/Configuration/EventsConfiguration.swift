@@ -1,0 +1,92 @@
+import Yams
+
+/// Where the agent writes its events and which probe results become events (`events:`).
+public struct EventsConfiguration: Sendable, Equatable {
+    /// Where event lines go.
+    public enum Output: Sendable, Equatable, CustomStringConvertible {
+        /// Standard output (the journal, under systemd). The default.
+        case stdout
+        /// A file, appended to and rotated by size; the path is resolved against the configuration's directory.
+        case file(String)
+
+        /// `stdout` or the path.
+        public var description: String {
+            switch self {
+            case .stdout: return "stdout"
+            case .file(let path): return path
+            }
+        }
+    }
+
+    /// Which probe results are written as events.
+    public enum Probes: String, Sendable, CaseIterable {
+        /// Only results that change an endpoint's state (after the thresholds). The default.
+        case changes
+        /// Every probe result as well (`probe.result`), for shipping to a log store.
+        case all
+    }
+
+    /// Where events go. Default `stdout`.
+    public let output: Output
+    /// A file output is rotated when it would grow past this many bytes. Default 10 MiB.
+    public let maxSize: Int
+    /// How many rotated files are kept (`events.jsonl.1` … `.N`); 0 keeps none. Default 5.
+    public let keep: Int
+    /// Which probe results become events. Default `changes`.
+    public let probes: Probes
+
+    /// 10 MiB.
+    public static let defaultMaxSize = 10 * 1024 * 1024
+    /// 5 files.
+    public static let defaultKeep = 5
+
+    /// Creates the settings; every parameter has the documented default.
+    public init(output: Output = .stdout, maxSize: Int = defaultMaxSize, keep: Int = defaultKeep, probes: Probes = .changes) {
+        self.output = output
+        self.maxSize = maxSize
+        self.keep = keep
+        self.probes = probes
+    }
+
+    static let keys = ["output", "max_size", "keep", "probes"]
+
+    /// Reads `events:`; `nil` node means all defaults.
+    static func decode(_ node: Node?, _ decoder: ConfigurationDecoder) -> EventsConfiguration {
+        guard let node, let fields = decoder.mapping(node, "events", known: keys) else { return EventsConfiguration() }
+        var output = Output.stdout
+        if let value = fields["output"], let text = decoder.string(value, fields.path("output"), "stdout or a file path") {
+            if text.isEmpty || text.hasSuffix("/") {
+                decoder.report(.invalidValue, at: value, fields.path("output"), "\"\(text)\" is not a file path (use stdout or a file such as /var/log/pinpath/events.jsonl)")
+            } else if text != "stdout" {
+                output = .file(decoder.resolve(path: text))
+            }
+        }
+        let maxSize = fields["max_size"].flatMap { decoder.byteSize($0, fields.path("max_size")) } ?? defaultMaxSize
+        let keep = fields["keep"].flatMap { decoder.integer($0, fields.path("keep"), in: 0...1000) } ?? defaultKeep
+        let probes = fields["probes"].flatMap { decoder.choice($0, fields.path("probes"), Probes.self) } ?? .changes
+        return EventsConfiguration(output: output, maxSize: maxSize, keep: keep, probes: probes)
+    }
+}
+
+extension ConfigurationDecoder {
+    /// A size in bytes: a plain number, or with `KiB`, `MiB`, `GiB` (or `KB`, `MB`, `GB`, powers of 1000),
+    /// at least 1 KiB, which is room for a few event lines.
+    func byteSize(_ node: Node, _ keyPath: String) -> Int? {
+        guard let text = string(node, keyPath, "a size (like 10MiB)") else { return nil }
+        let units: [(String, Int)] = [
+            ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("KB", 1000), ("MB", 1_000_000), ("GB", 1_000_000_000), ("B", 1),
+        ]
+        let unit = units.first { text.hasSuffix($0.0) }
+        let digits = unit.map { String(text.dropLast($0.0.count)) } ?? text
+        guard let number = Int(digits), number >= 0 else {
+            report(.invalidValue, at: node, keyPath, "\"\(text)\" is not a size (use a whole number of bytes, or KiB, MiB, GiB: 10MiB)")
+            return nil
+        }
+        let (bytes, overflow) = number.multipliedReportingOverflow(by: unit?.1 ?? 1)
+        guard !overflow, bytes >= 1024 else {
+            report(.invalidValue, at: node, keyPath, "\(text) is \(overflow ? "too large" : "too small (at least 1KiB)")")
+            return nil
+        }
+        return bytes
+    }
+}

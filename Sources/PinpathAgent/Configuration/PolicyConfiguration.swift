@@ -1,0 +1,146 @@
+import FoundationEssentials
+import PinpathSecurity
+import Yams
+
+/// One named entry of `policies:`: a validated ``SecurityPolicy`` and what it applies to.
+public struct PolicyConfiguration: Sendable {
+    /// The name endpoints refer to (`policy: api-pins`).
+    public let name: String
+    /// The policy, already accepted by ``SecurityPolicy``'s refusals (pins present, a backup pin, …).
+    public let policy: SecurityPolicy
+    /// Hosts this policy applies to when an endpoint names no policy (OkHttp / TrustKit patterns).
+    public let hosts: [HostPattern]
+    /// Whether exact host patterns also cover subdomains. Default `false`.
+    public let includeSubdomains: Bool
+    /// The CA file to verify chains against, resolved against the configuration's directory; `nil` means
+    /// the system store.
+    public let caFile: String?
+    /// The store read from ``caFile`` at load time (so an unreadable file is a configuration error, not a
+    /// probe failure); `nil` means the system store.
+    public let trustStore: TrustStore?
+
+    /// The entry as PinpathSecurity matches hosts (``HostPolicySet``).
+    public var hostPolicy: HostPolicy { HostPolicy(patterns: hosts, includeSubdomains: includeSubdomains, policy: policy) }
+
+    static let keys = [
+        "mode", "pins", "certificates", "ca_file", "hosts", "include_subdomains", "enforce", "expires",
+        "allow_invalid_certificates", "validates_domain_name", "require_backup_pin",
+    ]
+
+    /// Reads one policy; `nil` after reporting its problems.
+    static func decode(name: String, key: Node, value: Node, _ decoder: ConfigurationDecoder) -> PolicyConfiguration? {
+        let keyPath = ConfigurationDecoder.keyPath("policies", name)
+        guard let fields = decoder.mapping(value, keyPath, known: keys) else { return nil }
+        let before = decoder.problems.count
+
+        let mode: PinningMode?
+        if let node = fields["mode"] {
+            mode = decoder.choice(node, fields.path("mode"), PinningMode.self)
+        } else {
+            mode = nil
+            decoder.report(.missingKey, at: key, keyPath, "mode is missing (none, public_key or certificate); pinning is never implied")
+        }
+        let pins = decoder.elements(fields, "pins", of: "pins (sha256/…)") { node, path in
+            decoder.parse(node, path, "a pin (sha256/…)") { try SPKIPin(parsing: $0) }
+        }
+        let certificates = decoder.elements(fields, "certificates", of: "certificate files") { node, path in
+            decoder.readFile(node, path) { try Certificate.certificates(contentsOf: $0) }
+        }.flatMap { $0 }
+        let hosts = decoder.elements(fields, "hosts", of: "host patterns") { node, path in
+            decoder.parse(node, path, "a host pattern") { try HostPattern(parsing: $0) }
+        }
+        let caFile = fields["ca_file"].flatMap { node in
+            decoder.readFile(node, fields.path("ca_file")) { path in (path, try TrustStore(caFile: path)) }
+        }
+        let includeSubdomains = fields["include_subdomains"].flatMap { decoder.bool($0, fields.path("include_subdomains")) } ?? false
+        let enforce = fields["enforce"].flatMap { decoder.bool($0, fields.path("enforce")) } ?? true
+        let allowInvalid = fields["allow_invalid_certificates"].flatMap { decoder.bool($0, fields.path("allow_invalid_certificates")) } ?? false
+        let validatesName = fields["validates_domain_name"].flatMap { decoder.bool($0, fields.path("validates_domain_name")) } ?? true
+        let backupPin = fields["require_backup_pin"].flatMap { decoder.bool($0, fields.path("require_backup_pin")) } ?? true
+        let expires = fields["expires"].flatMap { decoder.date($0, fields.path("expires")) }
+
+        if mode == PinningMode.none, let node = fields["pins"] ?? fields["certificates"] {
+            decoder.report(.invalidValue, at: node, keyPath, "pins and certificates are not checked in mode none; use mode public_key or certificate")
+        }
+        // A policy with problems of its own is not built: its refusals would only repeat them ("no pins"
+        // after every pin was reported as invalid).
+        guard let mode, decoder.problems.count == before else { return nil }
+        let policy: SecurityPolicy
+        do {
+            policy = try SecurityPolicy(
+                mode: mode, pins: pins, pinnedCertificates: certificates, allowInvalidCertificates: allowInvalid,
+                validatesDomainName: validatesName, enforce: enforce, expires: expires, requiresBackupPin: backupPin)
+        } catch {
+            var message = "\(error)"
+            if message.hasSuffix("waive it explicitly") { message += " with require_backup_pin: false" }
+            decoder.report(.refusedPolicy, at: key, keyPath, message)
+            return nil
+        }
+        return PolicyConfiguration(
+            name: name, policy: policy, hosts: hosts, includeSubdomains: includeSubdomains, caFile: caFile?.0,
+            trustStore: caFile?.1)
+    }
+}
+
+extension ConfigurationDecoder {
+    /// The elements of the list under `key` (absent: none), each read by `read`; failed ones are left out.
+    func elements<T>(_ fields: ConfigurationMapping, _ key: String, of what: String, _ read: (Node, String) -> T?) -> [T] {
+        guard let node = fields[key], let items = list(node, fields.path(key), of: what) else { return [] }
+        return items.enumerated().compactMap { index, item in read(item, "\(fields.path(key))[\(index)]") }
+    }
+
+    /// Text parsed by a PinpathSecurity or PinpathReachability initializer, whose message becomes the problem.
+    func parse<T>(_ node: Node, _ keyPath: String, _ what: String, _ make: (String) throws -> T) -> T? {
+        guard let text = string(node, keyPath, what) else { return nil }
+        do {
+            return try make(text)
+        } catch {
+            report(.invalidValue, at: node, keyPath, "\(error)")
+            return nil
+        }
+    }
+
+    /// A file named at `node`, resolved against the configuration's directory and read by `load`; an
+    /// unreadable or unusable file is a problem naming it. Read now, as the agent's own user, because the
+    /// agent runs unprivileged: a file only root can read would otherwise fail every probe later.
+    func readFile<T>(_ node: Node, _ keyPath: String, _ load: (String) throws -> T) -> T? {
+        guard let text = string(node, keyPath, "a file path") else { return nil }
+        let path = resolve(path: text)
+        do {
+            return try load(path)
+        } catch {
+            report(.unusableFile, at: node, keyPath, "\(error)")
+            return nil
+        }
+    }
+
+    /// `YYYY-MM-DD`, as midnight UTC at the start of that day: TrustKit's `expirationDate`, after which the
+    /// pins no longer apply.
+    func date(_ node: Node, _ keyPath: String) -> Date? {
+        guard let text = string(node, keyPath, "a date (YYYY-MM-DD)") else { return nil }
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts.map(\.count) == [4, 2, 2],
+            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+            (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day)
+        else {
+            report(.invalidValue, at: node, keyPath, "\"\(text)\" is not a date (use YYYY-MM-DD, such as 2027-06-30)")
+            return nil
+        }
+        return Date(timeIntervalSince1970: Double(daysSinceEpoch(year: year, month: month, day: day)) * 86_400)
+    }
+
+    private func daysIn(month: Int, year: Int) -> Int {
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        return [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
+    }
+
+    /// Days from 1970-01-01 in the proleptic Gregorian calendar (Howard Hinnant's `days_from_civil`).
+    private func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+}

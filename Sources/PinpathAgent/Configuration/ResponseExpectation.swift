@@ -1,0 +1,110 @@
+import Yams
+
+/// What a response must look like for a probe to succeed (`expect:`).
+public struct ResponseExpectation: Sendable {
+    /// Accepted status codes, as inclusive ranges (`204` is `204...204`). Default `200-299`.
+    public let statuses: [ClosedRange<Int>]
+    /// Text the body must contain, if set (`body_contains`).
+    public let bodyContains: String?
+    /// A regular expression the body must match somewhere, if set (`body_matches`).
+    public let bodyMatches: BodyPattern?
+
+    /// Creates an expectation; by default any 2xx status and no body check.
+    public init(statuses: [ClosedRange<Int>] = [200...299], bodyContains: String? = nil, bodyMatches: BodyPattern? = nil) {
+        self.statuses = statuses
+        self.bodyContains = bodyContains
+        self.bodyMatches = bodyMatches
+    }
+
+    /// Whether `status` is one of ``statuses``.
+    public func accepts(status: Int) -> Bool { statuses.contains { $0.contains(status) } }
+
+    /// Whether `body` passes both body checks (true when there are none).
+    public func accepts(body: String) -> Bool {
+        (bodyContains.map(body.contains) ?? true) && (bodyMatches?.matches(body) ?? true)
+    }
+
+    /// Whether the body is needed at all: without body checks a probe can skip reading it.
+    public var checksBody: Bool { bodyContains != nil || bodyMatches != nil }
+
+    /// The statuses as written back: `200-299, 304`.
+    public var statusDescription: String {
+        statuses.map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ", ")
+    }
+
+    static let keys = ["status", "body_contains", "body_matches"]
+
+    /// Reads `expect:`; `nil` node means the defaults.
+    static func decode(_ node: Node?, _ keyPath: String, _ decoder: ConfigurationDecoder) -> ResponseExpectation {
+        guard let node, let fields = decoder.mapping(node, keyPath, known: keys) else { return ResponseExpectation() }
+        var statuses: [ClosedRange<Int>] = [200...299]
+        if let node = fields["status"], let items = decoder.list(node, fields.path("status"), of: "status codes or ranges", allowingSingle: true) {
+            statuses = items.enumerated().compactMap { index, item in
+                decoder.statusRange(item, "\(fields.path("status"))[\(index)]")
+            }
+            if items.isEmpty {
+                decoder.report(.invalidValue, at: node, fields.path("status"), "the list is empty; give at least one status (200) or range (\"200-299\")")
+            }
+        }
+        let contains = fields["body_contains"].flatMap { decoder.string($0, fields.path("body_contains"), "text") }
+        let matches = fields["body_matches"].flatMap { node in
+            decoder.parse(node, fields.path("body_matches"), "a regular expression") { try BodyPattern($0) }
+        }
+        return ResponseExpectation(statuses: statuses, bodyContains: contains, bodyMatches: matches)
+    }
+}
+
+/// A compiled regular expression for response bodies (Swift `Regex` syntax, which reads PCRE's and ICU's
+/// common forms), compiled once at load time so that a typo is a configuration error.
+public struct BodyPattern: @unchecked Sendable, CustomStringConvertible {
+    // @unchecked: `Regex<AnyRegexOutput>` is not declared Sendable, but it is an immutable value whose lazily
+    // compiled program is published atomically by the regex engine, so probes on several tasks may share it.
+    private let regex: Regex<AnyRegexOutput>
+    /// The expression as written.
+    public let source: String
+
+    /// Compiles `source`.
+    /// - Throws: the compiler's error, which names the position of the mistake.
+    public init(_ source: String) throws {
+        do {
+            regex = try Regex(source)
+        } catch {
+            throw PatternError(message: "\"\(source)\" is not a valid regular expression: \(error)")
+        }
+        self.source = source
+    }
+
+    /// Whether the expression matches somewhere in `body`.
+    public func matches(_ body: String) -> Bool { body.contains(regex) }
+
+    /// The expression as written.
+    public var description: String { source }
+
+    private struct PatternError: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
+    }
+}
+
+extension ConfigurationDecoder {
+    /// `204`, `"200-299"` or `"2xx"`, within 100…599.
+    func statusRange(_ node: Node, _ keyPath: String) -> ClosedRange<Int>? {
+        guard let text = string(node, keyPath, "a status code or range") else { return nil }
+        let bounds: (Int, Int)?
+        let pieces = text.split(separator: "-", omittingEmptySubsequences: false)
+        if pieces.count == 1, pieces[0].count == 3, pieces[0].hasSuffix("xx"), let first = Int(pieces[0].prefix(1)) {
+            bounds = (first * 100, first * 100 + 99)
+        } else if pieces.count == 1, let code = Int(pieces[0]) {
+            bounds = (code, code)
+        } else if pieces.count == 2, let low = Int(pieces[0]), let high = Int(pieces[1]) {
+            bounds = (low, high)
+        } else {
+            bounds = nil
+        }
+        guard let (low, high) = bounds, (100...599).contains(low), (100...599).contains(high), low <= high else {
+            report(.invalidValue, at: node, keyPath, "\"\(text)\" is not a status code or range (use 200, \"200-299\" or \"2xx\", within 100-599, low to high)")
+            return nil
+        }
+        return low...high
+    }
+}

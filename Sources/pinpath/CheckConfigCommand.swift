@@ -1,0 +1,99 @@
+import ArgumentParser
+import Glibc
+import PinpathAgent
+
+struct CheckConfigCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-config",
+        abstract: "Validate the agent's configuration file and summarize it.",
+        discussion: """
+            Reads the file as the agent would: certificate and CA files are loaded and ${NAME} in headers is \
+            read from the environment, so run it as the agent's user with the agent's environment. Prints a \
+            summary and exits 0 when the file is valid; otherwise prints every problem as \
+            `pinpath: error: FILE:LINE:COLUMN: KEY: message` on stderr and exits 78 (EX_CONFIG), which is \
+            also the answer for a file that cannot be read. With --json, one object on stdout either way: \
+            {"valid":true,…} or {"valid":false,"problems":[…]}.
+            """)
+
+    /// Where an installed agent's configuration lives; the repository's example is `etc/pinpath.yaml`.
+    static let defaultPath = "/etc/pinpath/pinpath.yaml"
+
+    @Option(name: .long, help: "The configuration file.")
+    var config: String = Self.defaultPath
+
+    @Flag(help: "Print one JSON object instead of text.")
+    var json = false
+
+    func run() async throws {
+        try await reportingFailures {
+            let result = Result { () throws(ConfigurationError) in try AgentConfiguration.load(path: config) }
+            let text: String
+            switch (result, json) {
+            case (.success(let configuration), false): text = Self.summary(configuration)
+            case (.success(let configuration), true): text = Self.json(configuration).encoded() + "\n"
+            case (.failure(let error), false):
+                // Problems go to stderr, one per line, each in the CLI's error form.
+                let lines = error.problems.map { "pinpath: error: \($0)\n" }.joined()
+                try? LineOutput(descriptor: STDERR_FILENO).write(lines)
+                throw ExitCode(78)
+            case (.failure(let error), true):
+                text = JSONValue.object([("valid", false), ("problems", .array(error.problems.map(\.jsonValue)))]).encoded() + "\n"
+            }
+            do throws(EventWriterError) {
+                try LineOutput().write(text)
+            } catch {
+                throw CommandFailure.output(error.description)
+            }
+            if case .failure = result { throw ExitCode(78) }
+        }
+    }
+
+    /// A few lines a person can check at a glance: what will be probed, how, and under which policy.
+    static func summary(_ configuration: AgentConfiguration) -> String {
+        var lines = ["\(configuration.file): valid"]
+        lines.append("events:    \(configuration.events.output), probe results: \(configuration.events.probes.rawValue)")
+        lines.append("policies:  \(configuration.policies.count)")
+        for entry in configuration.policies {
+            let hosts = entry.hosts.isEmpty ? "" : ", hosts \(entry.hosts.map(\.description).joined(separator: " "))"
+            let pins = entry.policy.pins.isEmpty ? "" : ", \(entry.policy.pins.count) pins"
+            let enforce = entry.policy.enforce ? "" : ", report-only"
+            lines.append("  \(entry.name): \(entry.policy.mode.rawValue)\(pins)\(hosts)\(enforce)")
+        }
+        lines.append("endpoints: \(configuration.endpoints.count)")
+        for endpoint in configuration.endpoints {
+            let policy = endpoint.security.map { ", policy \($0.names.joined(separator: "+"))" } ?? ""
+            lines.append("  \(endpoint.name): \(endpoint.method) \(endpoint.url.absoluteString) every \(DurationSyntax.format(endpoint.interval)), timeout \(DurationSyntax.format(endpoint.timeout)), expect \(endpoint.expect.statusDescription)\(policy)")
+        }
+        let targets = configuration.reachabilityTargets.map(\.description).joined(separator: " ")
+        lines.append("targets:   \(configuration.reachabilityTargets.count)\(targets.isEmpty ? "" : " (\(targets))")")
+        lines.append("metrics:   \(configuration.metricsTextfile ?? "none")")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The summary for machines; header values are not included at all.
+    static func json(_ configuration: AgentConfiguration) -> JSONValue {
+        .object([
+            ("valid", true), ("file", .string(configuration.file)),
+            ("events", .object([
+                ("output", .string(configuration.events.output.description)), ("probes", .string(configuration.events.probes.rawValue)),
+            ])),
+            ("policies", .array(configuration.policies.map { entry in
+                .object([
+                    ("name", .string(entry.name)), ("mode", .string(entry.policy.mode.rawValue)),
+                    ("pins", .int(entry.policy.pins.count)), ("hosts", .array(entry.hosts.map { .string($0.description) })),
+                    ("enforce", .bool(entry.policy.enforce)),
+                ])
+            })),
+            ("endpoints", .array(configuration.endpoints.map { endpoint in
+                .object([
+                    ("name", .string(endpoint.name)), ("url", .string(endpoint.url.absoluteString)),
+                    ("interval", .string(DurationSyntax.format(endpoint.interval))),
+                    ("timeout", .string(DurationSyntax.format(endpoint.timeout))),
+                    ("policies", .array((endpoint.security?.names ?? []).map(JSONValue.string))),
+                ])
+            })),
+            ("targets", .array(configuration.reachabilityTargets.map { .string($0.description) })),
+            ("metrics_textfile", .string(configuration.metricsTextfile)),
+        ])
+    }
+}

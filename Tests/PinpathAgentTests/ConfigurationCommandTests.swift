@@ -1,0 +1,65 @@
+import Foundation
+import PinpathTestSupport
+import Testing
+
+/// `pinpath check-config`, run as a user would: the binary SwiftPM built next to this test bundle.
+@Suite("pinpath check-config")
+struct ConfigurationCommandTests {
+    @Test("The example is valid: a summary on stdout, exit 0")
+    func valid() throws {
+        let result = try Shell.run([Shell.pinpath, "check-config", "--config", exampleConfiguration])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.isEmpty)
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.first == "\(exampleConfiguration): valid")
+        #expect(lines.contains("endpoints: 2"))
+        #expect(lines.contains("targets:   2 (1.1.1.1 2606:4700:4700::1111)"))
+    }
+
+    @Test("An invalid file: every problem as a pinpath: error line on stderr, exit 78")
+    func invalid() throws {
+        let file = try Self.write("""
+            endpoints:
+              - name: api
+                url: https://api.example.com/
+                interval: 5 minutes
+                policy: missing
+            """)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let result = try Shell.run([Shell.pinpath, "check-config", "--config", file])
+        #expect(result.status == 78)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr == """
+            pinpath: error: \(file):4:15: endpoints[0].interval: "5 minutes" is not a duration (use 300s or 5m)
+            pinpath: error: \(file):5:13: endpoints[0].policy: policy "missing" is not defined (there is no policies: section)
+
+            """)
+    }
+
+    @Test("--json: one object either way, exit 0 or 78")
+    func json() throws {
+        let file = try Self.write("endpoints: [{ name: api, url: \"https://a.test/\", intervall: 1s }]\n")
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let bad = try Shell.run([Shell.pinpath, "check-config", "--json", "--config", file])
+        #expect(bad.status == 78)
+        #expect(bad.stdout == #"{"valid":false,"problems":[{"file":"\#(file)","line":1,"column":50,"key":"endpoints[0].intervall","code":"unknown_key","message":"unknown key \"intervall\"; did you mean \"interval\"?"}]}"# + "\n")
+        let good = try Shell.run([Shell.pinpath, "check-config", "--json", "--config", exampleConfiguration])
+        #expect(good.status == 0)
+        #expect(good.stdout.hasPrefix(#"{"valid":true,"file":"\#(exampleConfiguration)","#))
+    }
+
+    @Test("A missing file is a configuration error too (78), and the default path is /etc/pinpath/pinpath.yaml")
+    func missing() throws {
+        let result = try Shell.run([Shell.pinpath, "check-config", "--config", "/nonexistent/pinpath.yaml"])
+        #expect(result.status == 78)
+        #expect(result.stderr == "pinpath: error: /nonexistent/pinpath.yaml: cannot read the file: No such file or directory\n")
+        let help = try Shell.run([Shell.pinpath, "check-config", "--help"])
+        #expect(help.stdout.contains("/etc/pinpath/pinpath.yaml"))
+    }
+
+    static func write(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("pinpath-check-\(UUID()).yaml").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+}
