@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PinpathSecurity
 
 /// What the server answered, with where and how: the address connected to, TLS details and phase timings.
 public struct HTTPResponse: Sendable {
@@ -50,20 +51,18 @@ public struct TLSDetails: Sendable {
     public var version: String
     /// `TLS_AES_256_GCM_SHA384`.
     public var cipher: String
-    /// The SPKI pins of the chain OpenSSL verified (leaf first), when the security policy ran.
-    public var verifiedChainPins: [String]
-    /// The earliest `notAfter` of every certificate the server sent.
-    public var earliestExpiry: Date?
-    /// The earliest `notAfter` of the verified chain.
-    public var verifiedChainExpiry: Date?
+    /// The security policy's evaluation of this connection's handshake: the served and verified chains, and
+    /// a report-only pin failure that let the connection through. `nil` on a reused connection.
+    public var evaluation: TrustEvaluation?
 
-    public init(version: String, cipher: String, verifiedChainPins: [String] = [], earliestExpiry: Date? = nil, verifiedChainExpiry: Date? = nil) {
+    public init(version: String, cipher: String, evaluation: TrustEvaluation? = nil) {
         self.version = version
         self.cipher = cipher
-        self.verifiedChainPins = verifiedChainPins
-        self.earliestExpiry = earliestExpiry
-        self.verifiedChainExpiry = verifiedChainExpiry
+        self.evaluation = evaluation
     }
+
+    /// The SPKI pins of the chain OpenSSL verified, leaf first.
+    public var verifiedChainPins: [String] { evaluation?.verifiedChain.map(\.spkiPin.description) ?? [] }
 }
 
 /// Time spent in each phase of one request, as blackbox_exporter splits it: resolve, connect (TCP), tls

@@ -43,7 +43,9 @@ struct ReachabilityGate: Sendable {
         let path = monitor.currentPath
         // A target the monitor watches (the agent registers its endpoints' hosts) has its own verdict, with
         // its resolved addresses' routes.
-        if let watched = path.target(host) {
+        // A name the monitor failed to resolve is left to libcurl's own resolver: that is the service's
+        // problem (or DNS's), not the path's, and the request reports it as a resolve failure.
+        if let watched = path.target(host), watched.reason != .dnsFailed {
             return watched.status == .reachable ? nil : watched
         }
         if let address = IPAddress(host) {

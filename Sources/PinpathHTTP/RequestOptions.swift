@@ -32,9 +32,10 @@ public struct RequestOptions: Sendable {
     public var reachability: ReachabilityRequirement = .failFast
     /// Connect over this family only.
     public var addressFamily: AddressFamily = .any
-    /// A policy for this request, instead of the session's per-host policies (the agent's explicit `policy`).
+    /// A policy for this request's host, instead of the session's per-host policies (the agent's explicit
+    /// `policy`). Redirects to other hosts get the session's policy for them.
     public var securityPolicy: SecurityPolicy?
-    /// The trust store for this request, instead of the session's.
+    /// The trust store for this request's host, instead of the session's.
     public var trustStore: TrustStore?
     /// Open a new connection and close it afterwards, so that every request performs a full TLS handshake
     /// and so a full policy check (the agent's probes). Off by default: connections are reused.

@@ -76,10 +76,17 @@ public final class Session: Sendable {
         let options = options ?? configuration.defaultOptions
         let deadline = ContinuousClock.now + options.timeout
         var request = withDefaultHeaders(request)
+        let origin = request.url.host
         var redirects = 0
         while true {
             var hop = options
             hop.timeout = deadline - ContinuousClock.now
+            // A request's own policy and trust store are for the host it names; a redirect elsewhere gets
+            // that host's policy from the session, as TrustKit scopes pins to domains.
+            if request.url.host != origin {
+                hop.securityPolicy = nil
+                hop.trustStore = nil
+            }
             guard hop.timeout > .zero else {
                 throw HTTPError(.timedOut, "\(request.method) \(request.url.absoluteString): timed out after \(options.timeout)")
             }

@@ -257,11 +257,8 @@ final class Transfer: @unchecked Sendable {
             url: request.url, statusCode: infoLong(CURLINFO_RESPONSE_CODE), headers: responseHeaders, body: body,
             httpVersion: httpVersion, remoteAddress: remoteAddress, timings: timings)
         if let tlsSession {
-            let evaluation = try? verifier?.lastResult?.get()
             response.tls = TLSDetails(
-                version: tlsSession.version, cipher: tlsSession.cipher,
-                verifiedChainPins: evaluation?.verifiedChain.map(\.spkiPin.description) ?? [],
-                earliestExpiry: nil, verifiedChainExpiry: nil)
+                version: tlsSession.version, cipher: tlsSession.cipher, evaluation: try? verifier?.lastResult?.get())
         }
         return .success(response)
     }

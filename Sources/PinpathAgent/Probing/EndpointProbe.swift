@@ -1,0 +1,72 @@
+import FoundationEssentials
+import PinpathHTTP
+import PinpathSecurity
+
+/// Probes endpoints through the gated request core: a fresh connection and a full TLS handshake every time,
+/// so every probe checks the chain and the pins (blackbox_exporter's rule, with pinning added).
+struct EndpointProbe: Sendable {
+    let session: Session
+
+    /// Response bodies are read up to this size; an endpoint that sends more fails with `protocol_error`.
+    static let maximumBodySize = 4 << 20
+
+    /// Probes once. Never throws: every way a probe can end is a result.
+    func probe(_ endpoint: EndpointConfiguration) async -> ProbeResult {
+        var result = ProbeResult(endpoint: endpoint.name, outcome: .failure, started: Date())
+        let request = HTTPRequest(method: endpoint.method, url: endpoint.url, headers: endpoint.requestHeaders)
+        do throws(HTTPError) {
+            let response = try await session.send(request, options: Self.options(for: endpoint))
+            result.statusCode = response.statusCode
+            result.timings = response.timings
+            result.remoteAddress = response.remoteAddress
+            result.tlsVersion = response.tls?.version
+            result.evaluation = response.tls?.evaluation
+            judge(response, against: endpoint, into: &result)
+        } catch {
+            result.errorCategory = error.code.description
+            result.message = error.message
+            result.evaluation = error.evaluation
+            result.statusCode = error.response?.statusCode
+            result.timings = error.response?.timings
+            if error.code == .notReachable {
+                result.outcome = .unreachable
+                result.reachability = error.reachability
+            }
+        }
+        return result
+    }
+
+    private func judge(_ response: HTTPResponse, against endpoint: EndpointConfiguration, into result: inout ProbeResult) {
+        let expect = endpoint.expect
+        guard expect.accepts(status: response.statusCode) else {
+            result.errorCategory = "unexpected_status"
+            result.message = "status \(response.statusCode), expected \(expect.statusDescription)"
+            return
+        }
+        if expect.checksBody && !expect.accepts(body: String(decoding: response.body, as: UTF8.self)) {
+            result.errorCategory = "unexpected_body"
+            result.message = expect.bodyContains.map { "the body does not contain \"\($0)\"" }
+                ?? "the body does not match \(expect.bodyMatches?.description ?? "the pattern")"
+            return
+        }
+        result.outcome = .success
+    }
+
+    static func options(for endpoint: EndpointConfiguration) -> RequestOptions {
+        var options = RequestOptions()
+        options.timeout = endpoint.timeout
+        options.connectTimeout = min(endpoint.timeout, .seconds(10))
+        options.followRedirects = endpoint.followRedirects
+        options.freshConnection = true
+        options.reachability = .failFast
+        options.maximumBodySize = maximumBodySize
+        options.addressFamily = switch endpoint.ipFamily {
+        case .any: .any
+        case .ipv4: .ipv4
+        case .ipv6: .ipv6
+        }
+        options.securityPolicy = endpoint.security?.policy
+        options.trustStore = endpoint.security?.trustStore
+        return options
+    }
+}

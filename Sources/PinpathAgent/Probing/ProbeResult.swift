@@ -1,0 +1,44 @@
+import FoundationEssentials
+import PinpathHTTP
+import PinpathReachability
+import PinpathSecurity
+
+/// What one probe of an endpoint found.
+public struct ProbeResult: Sendable {
+    /// How the probe ended, for the endpoint's state.
+    public enum Outcome: String, Sendable {
+        /// The response was acceptable (status, body, and the security policy, or report-only pins).
+        case success
+        /// The service failed: no connection, a TLS or pin rejection, a timeout, an unexpected answer.
+        case failure
+        /// The probe was not attempted: the monitor says the endpoint cannot be reached from here.
+        case unreachable
+    }
+
+    public var endpoint: String
+    public var outcome: Outcome
+    /// When the probe started.
+    public var started: Date
+    /// The status code, when a response arrived.
+    public var statusCode: Int?
+    /// Phase timings, when a response arrived.
+    public var timings: PhaseTimings?
+    /// The address connected to.
+    public var remoteAddress: String?
+    /// The negotiated TLS version.
+    public var tlsVersion: String?
+    /// Why it failed: an ``HTTPError`` code name, `unexpected_status` or `unexpected_body`.
+    public var errorCategory: String?
+    /// A sentence for a person (never carrying header values or the query string).
+    public var message: String?
+    /// The security policy's evaluation of the handshake, when one ran: pins, chains, report-only failures.
+    public var evaluation: TrustEvaluation?
+    /// The monitor's verdict, when the endpoint was not reachable.
+    public var reachability: TargetReachability?
+
+    /// A pin failure to report: a rejected evaluation that is about pins (enforced or report-only).
+    public var pinFailure: TrustEvaluation? {
+        guard let evaluation, let reason = evaluation.failure?.reason, reason == .pinMismatch else { return nil }
+        return evaluation
+    }
+}
