@@ -1,10 +1,12 @@
 # Sourced by scripts/run and scripts/test: installs the Debian packages pinpath needs, only those missing.
 # C libraries (with pkg-config to find them); iproute2, python3 and the openssl CLI for the tests and benchmarks.
 PINPATH_PACKAGES=(pkg-config libnl-3-dev libnl-route-3-dev libssl-dev libcurl4-openssl-dev iproute2 python3 openssl)
+# The tests' servers: python3-venv for httpbin (PyPI), nginx for the agent's many-endpoint runs.
+PINPATH_TEST_PACKAGES=(python3-venv nginx-light)
 
 install_missing_packages() {
     local missing=() package
-    for package in "${PINPATH_PACKAGES[@]}"; do
+    for package in "$@"; do
         dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
@@ -16,4 +18,16 @@ install_missing_packages() {
     echo "pinpath: installing ${missing[*]}" >&2
     $sudo apt-get update -qq >&2 &&
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+# httpbin and gunicorn from PyPI, in a virtual environment of the build directory (Debian's Python refuses
+# system-wide pip installs). Exports PINPATH_TEST_PYTHON for the tests.
+install_test_python() {
+    local venv=.build/test-python
+    if ! "$venv/bin/python3" -c 'import httpbin, gunicorn' 2>/dev/null; then
+        echo "pinpath: installing httpbin and gunicorn into $venv" >&2
+        python3 -m venv "$venv" >&2 && "$venv/bin/python3" -m pip install -q --disable-pip-version-check httpbin gunicorn >&2
+    fi
+    PINPATH_TEST_PYTHON=$PWD/$venv/bin/python3
+    export PINPATH_TEST_PYTHON
 }
