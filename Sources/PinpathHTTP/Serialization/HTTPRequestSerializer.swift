@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// AFNetworking's `AFHTTPRequestSerializer`: parameters as a query string, in the URL for GET, HEAD and
-/// DELETE and as an `application/x-www-form-urlencoded` body otherwise.
+/// DELETE and as an `application/x-www-form-urlencoded` body otherwise; and multipart/form-data uploads.
 public struct HTTPRequestSerializer: RequestSerializer {
     /// Creates a serializer.
     public init() {}
@@ -23,4 +23,26 @@ public struct HTTPRequestSerializer: RequestSerializer {
         return request
     }
 
+    /// Builds a `multipart/form-data` request: `parameters` become text fields (flattened as in a query
+    /// string, before the form's own parts), then the parts of `form`, files streamed from disk.
+    ///
+    /// The `Content-Type` is always the form's, whatever `headers` says, because it carries the boundary.
+    /// A form with no parts sends no body, as AFNetworking.
+    /// - Throws: ``HTTPError`` `invalidURL`, `invalidHeader`, or `invalidBody` for GET, HEAD and DELETE.
+    public func multipartRequest(
+        _ method: HTTPMethod = .post, _ url: String, relativeTo baseURL: URL? = nil, parameters: Parameters? = nil,
+        form: MultipartFormData, headers: HTTPHeaders = HTTPHeaders()
+    ) throws(HTTPError) -> HTTPRequest {
+        var request = try HTTPRequest(method, resolving: url, relativeTo: baseURL, headers: headers)
+        guard !method.encodesParametersInURL else {
+            throw HTTPError(.invalidBody, "\(request.summary): a multipart form needs a method with a body (POST, PUT, PATCH)")
+        }
+        var fields = MultipartFormData(boundary: form.boundary)
+        for (name, value) in QueryString.pairs(parameters ?? [:]) { fields.append(name: name, value: value ?? "") }
+        let body = fields.appending(contentsOf: form).makeBodySource()
+        guard body.count > 0 else { return request }
+        request.headers["Content-Type"] = nil
+        request.setBody(.stream(body), contentType: form.contentType)
+        return request
+    }
 }
