@@ -67,6 +67,18 @@ struct RequestSerializerTests {
         #expect(json.headers["content-type"] == "application/x-custom")
     }
 
+    @Test("A raw body is sent as given with its content type, unless the caller chose one")
+    func rawBody() throws {
+        let serializer = HTTPRequestSerializer()
+        let form = try serializer.request(.post, "http://h/p", body: Array("a=1&b".utf8))
+        #expect(Self.bodyText(form) == "a=1&b")
+        #expect(form.headers["Content-Type"] == "application/x-www-form-urlencoded")
+        #expect(form.headers["Content-Length"] == "5")
+        let text = try serializer.request(.put, "http://h/p", body: [0xFF], contentType: "application/octet-stream", headers: ["content-type": "image/png"])
+        #expect(text.headers["Content-Type"] == "image/png")
+        #expect(throws: HTTPError.self) { try serializer.request(.post, "http://h/p", body: [], contentType: "text/plain\nX: 1") }
+    }
+
     @Test("The base URL is used for relative paths")
     func baseURL() throws {
         let request = try JSONRequestSerializer().request(.get, "get", relativeTo: URL(string: "http://127.0.0.1:8080/api"), parameters: ["a": 1])

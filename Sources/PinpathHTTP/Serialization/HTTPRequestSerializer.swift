@@ -23,6 +23,19 @@ public struct HTTPRequestSerializer: RequestSerializer {
         return request
     }
 
+    /// Builds a request whose body is `body` as given (curl's `-d`), whatever the method.
+    /// - Parameter contentType: Sent unless `headers` has a `Content-Type`; a form, as curl, by default.
+    /// - Throws: ``HTTPError`` `invalidURL` or `invalidHeader`.
+    public func request(
+        _ method: HTTPMethod, _ url: String, relativeTo baseURL: URL? = nil, body: [UInt8],
+        contentType: String = "application/x-www-form-urlencoded", headers: HTTPHeaders = HTTPHeaders()
+    ) throws(HTTPError) -> HTTPRequest {
+        var request = try HTTPRequest(method, resolving: url, relativeTo: baseURL, headers: headers)
+        try HTTPHeaders(dictionaryLiteral: ("Content-Type", contentType)).validate()
+        request.setBody(.bytes(body), contentType: contentType)
+        return request
+    }
+
     /// Builds a `multipart/form-data` request: `parameters` become text fields (flattened as in a query
     /// string, before the form's own parts), then the parts of `form`, files streamed from disk.
     ///
