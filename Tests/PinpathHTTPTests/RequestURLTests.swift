@@ -35,7 +35,7 @@ struct RequestURLTests {
         arguments: [
             ("", nil), ("get", nil), ("/get", nil), ("ftp://h/x", nil), ("mailto:a@b", nil), ("http://", nil), ("http:///x", nil),
             ("http://h/a b", nil), ("http://h/a\r\nX-Injected: 1", nil), ("http://exa mple.com/", nil), ("http://[::1/", nil),
-            ("http://h:99999/", nil), ("get", "h/api"), ("get", "file:///tmp/"), ("a b", "http://h/"),
+            ("http://h:99999/", nil), ("http://h/é", nil), ("get", "h/api"), ("get", "file:///tmp/"), ("a b", "http://h/"),
         ] as [(String, String?)])
     func invalid(url: String, base: String?) {
         let error = #expect(throws: HTTPError.self) { try RequestURL.resolve(url, relativeTo: base.map { URL(string: $0)! }) }

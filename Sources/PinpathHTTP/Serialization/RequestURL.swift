@@ -18,7 +18,7 @@ public enum RequestURL {
             // Parsed alone first and without encoding invalid characters: a URL with a space or a newline in
             // it is a mistake to report, not something to repair silently (`relativeTo:` would encode it).
             guard let url = URL(string: string, encodingInvalidCharacters: false) else {
-                throw HTTPError(.invalidURL, "\(input) is not a valid URL (percent-encode spaces and control characters)")
+                throw HTTPError(.invalidURL, "\(input) is not a valid URL (percent-encode spaces, control and non-ASCII characters)")
             }
             resolved = baseURL.flatMap { URL(string: string, relativeTo: directory($0))?.absoluteURL } ?? url
         }
