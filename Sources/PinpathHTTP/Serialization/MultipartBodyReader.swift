@@ -38,7 +38,14 @@ final class MultipartBodyReader: BodyReader {
 
     /// Reads the next bytes of `file`; at its expected end, checks that nothing follows and moves on.
     private func readFile(_ file: UploadFile, into room: UnsafeMutableRawBufferPointer) throws(HTTPError) -> Int {
-        if fd < 0 { fd = try UploadFile.open(file.path).fd }
+        if fd < 0 {
+            let opened = try UploadFile.open(file.path)
+            fd = opened.fd
+            // Checked before sending any of it, when possible: the Content-Length counts on the old size.
+            guard opened.size == file.size else {
+                throw HTTPError(.unreadableFile, "form file \(file.path) changed size since it was added (\(file.size) → \(opened.size) bytes)")
+            }
+        }
         let n = try readSome(file, into: UnsafeMutableRawBufferPointer(rebasing: room[..<min(room.count, file.size - offset)]))
         if n == 0 && offset < file.size {
             throw HTTPError(.unreadableFile, "form file \(file.path) shrank while being sent (\(offset) of \(file.size) bytes)")

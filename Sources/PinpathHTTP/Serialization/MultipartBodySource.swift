@@ -1,7 +1,7 @@
 /// A multipart body to stream: bytes in memory between parts, file contents read while sending.
 struct MultipartBodySource: BodySource {
     /// One stretch of the body.
-    enum Segment: Sendable, Hashable {
+    enum Segment: Sendable {
         case bytes([UInt8])
         case file(UploadFile)
 

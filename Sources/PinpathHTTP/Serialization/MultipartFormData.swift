@@ -4,14 +4,14 @@
 /// Build it with ``append(name:value:)`` and ``appendFile(name:path:filename:contentType:)``, then give it to
 /// ``HTTPRequestSerializer/multipartRequest(_:_:relativeTo:parameters:form:headers:)``.
 public struct MultipartFormData: Sendable {
-    enum Part: Sendable, Hashable {
+    enum Part: Sendable {
         case field(name: String, value: String)
         case file(name: String, filename: String, contentType: String, file: UploadFile)
     }
 
     /// The boundary between parts: `Boundary+` and 16 random hexadecimal digits, as AFNetworking.
     public let boundary: String
-    private(set) var parts: [Part] = []
+    private var parts: [Part] = []
 
     /// An empty form with a random boundary.
     public init() {

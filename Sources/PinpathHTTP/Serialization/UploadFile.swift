@@ -1,7 +1,7 @@
 import Glibc
 
 /// A regular file to upload: checked and measured when it is added to a form, opened again when sent.
-struct UploadFile: Sendable, Hashable {
+struct UploadFile: Sendable {
     /// The path as the user gave it, for messages.
     var path: String
     /// The size when it was added: the form's `Content-Length` counts on it.
