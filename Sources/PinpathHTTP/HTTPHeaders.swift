@@ -53,12 +53,15 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 
     private static func isTokenCharacter(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return "!#$%&'*+-.^_`|~".utf8.contains(byte)
-        }
+        byte.isASCIIAlphanumeric || "!#$%&'*+-.^_`|~".utf8.contains(byte)
+    }
+}
+
+extension UInt8 {
+    /// An ASCII letter or digit: the core of header tokens and of unreserved URL characters.
+    var isASCIIAlphanumeric: Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
+            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
     }
 }
 

@@ -61,8 +61,19 @@ public enum Shell {
         if let stderr { posix_spawn_file_actions_adddup2(&actions, stderr, 2) }
         var argv = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
+        // The child starts with no signal blocked and every handler at its default, as from a shell: it
+        // would otherwise inherit the test thread's mask, where SIGINT and SIGTERM are blocked, and ignore them.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        posix_spawnattr_setsigmask(&attributes, &signals)
+        sigfillset(&signals)
+        posix_spawnattr_setsigdefault(&attributes, &signals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, nil, &argv, environ)
+        let result = posix_spawn(&pid, executable, &actions, &attributes, &argv, environ)
         guard result == 0 else { throw ShellError(description: "cannot start \(executable): \(String(cString: strerror(result)))") }
         return pid
     }
