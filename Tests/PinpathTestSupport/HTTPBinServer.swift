@@ -3,7 +3,7 @@ import Foundation
 /// httpbin (PyPI `httpbin` 0.10.4) under gunicorn on 127.0.0.1, for tests against a real HTTP server;
 /// stopped by its PID.
 ///
-/// CI installs it with `pip install httpbin==0.10.4 gunicorn`. Tests that need it use
+/// scripts/test installs it (`install_test_python` in scripts/packages.sh). Tests that need it use
 /// `.enabled(if: HTTPBinServer.isAvailable, Comment(rawValue: HTTPBinServer.unavailableReason))`.
 public final class HTTPBinServer: Sendable {
     /// `http://127.0.0.1:PORT/`.
@@ -13,10 +13,11 @@ public final class HTTPBinServer: Sendable {
     /// The gunicorn master's PID.
     public let pid: pid_t
 
-    /// The Python interpreter (from `PATH`, so a pyenv or virtualenv install is found) that can import
-    /// httpbin and gunicorn, or `nil`.
+    /// The Python interpreter that can import httpbin and gunicorn, or `nil`: `PINPATH_TEST_PYTHON` (the
+    /// virtual environment scripts/test installs them into), else `python3` from `PATH`.
     public static let python: String? = {
-        guard let result = try? Shell.run(["/usr/bin/env", "python3", "-c", "import sys, httpbin, gunicorn; print(sys.executable)"]),
+        let candidate = ProcessInfo.processInfo.environment["PINPATH_TEST_PYTHON"] ?? "python3"
+        guard let result = try? Shell.run(["/usr/bin/env", candidate, "-c", "import sys, httpbin, gunicorn; print(sys.executable)"]),
             result.status == 0
         else { return nil }
         let path = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
