@@ -14,8 +14,12 @@ public final class Session: Sendable {
     /// What every request of the session shares.
     public struct Configuration: Sendable {
         /// Relative URLs resolve against this; a base path gets a trailing slash (AFNetworking's rule), so
-        /// `v1` + `users` is `v1/users`.
+        /// `v1` + `users` is `v1/users` (``RequestURL/resolve(_:relativeTo:)``).
         public var baseURL: URL?
+        /// Builds requests from parameters: form-urlencoded by default, or ``JSONRequestSerializer``.
+        public var requestSerializer: any RequestSerializer
+        /// Checks the responses of the method-named calls (`get`, `post`…): status 200–299 by default.
+        public var responseValidator: ResponseValidator
         /// Sent with every request unless the request sets the same field: `User-Agent` and
         /// `Accept-Language` by default.
         public var defaultHeaders: HTTPHeaders
@@ -29,10 +33,14 @@ public final class Session: Sendable {
         public var defaultOptions: RequestOptions
 
         public init(
-            baseURL: URL? = nil, defaultHeaders: HTTPHeaders = Session.standardHeaders, policies: HostPolicySet = HostPolicySet([]),
+            baseURL: URL? = nil, requestSerializer: any RequestSerializer = HTTPRequestSerializer(),
+            responseValidator: ResponseValidator = ResponseValidator(), defaultHeaders: HTTPHeaders = Session.standardHeaders,
+            policies: HostPolicySet = HostPolicySet([]),
             trustStore: TrustStore? = nil, clientCertificate: ClientCertificate? = nil, defaultOptions: RequestOptions = RequestOptions()
         ) {
-            self.baseURL = baseURL.map(Session.directoryURL)
+            self.baseURL = baseURL
+            self.requestSerializer = requestSerializer
+            self.responseValidator = responseValidator
             self.defaultHeaders = defaultHeaders
             self.policies = policies
             self.trustStore = trustStore
@@ -188,12 +196,6 @@ public final class Session: Sendable {
         return tags.prefix(6).enumerated().map { index, tag in
             index == 0 ? tag : "\(tag);q=0.\(10 - index)"
         }.joined(separator: ", ")
-    }
-
-    /// AFNetworking's base URL rule: a path without a trailing slash gets one, so relative URLs resolve under it.
-    static func directoryURL(_ url: URL) -> URL {
-        guard !url.path.isEmpty, !url.absoluteString.hasSuffix("/") else { return url }
-        return URL(string: url.absoluteString + "/") ?? url
     }
 }
 

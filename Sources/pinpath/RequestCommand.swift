@@ -29,6 +29,15 @@ struct RequestCommand: AsyncParsableCommand {
     @Option(name: .customShort("d"), help: "A request body, sent as given (form-urlencoded unless -H sets Content-Type).")
     var data: String?
 
+    @Option(help: "A JSON request body (checked first; sent as application/json).")
+    var jsonBody: String?
+
+    @Option(help: "A form field k=v, or a file part k=@path (repeatable); a file makes the body multipart/form-data.")
+    var form: [String] = []
+
+    @Option(help: "A parameter k=v (repeatable): in the query string for GET, HEAD and DELETE, form-encoded in the body otherwise.")
+    var param: [String] = []
+
     @Option(name: .customLong("pin"), help: "A pin sha256/<base64> for the URL's host (repeatable); any certificate of the verified chain may match.")
     var pins: [String] = []
 
@@ -48,6 +57,9 @@ struct RequestCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
+        guard [data != nil, jsonBody != nil, !form.isEmpty].filter({ $0 }).count <= 1 else {
+            throw ValidationError("give one body: -d, --json-body or --form")
+        }
         guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
         if let waitForConnectivity, !(waitForConnectivity >= 0 && waitForConnectivity.isFinite) {
             throw ValidationError("--wait-for-connectivity must be a number of seconds, 0 or more")
@@ -80,27 +92,71 @@ struct RequestCommand: AsyncParsableCommand {
     }
 
     private func buildRequest() throws -> HTTPRequest {
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme),
-            parsed.host(percentEncoded: false)?.isEmpty == false
-        else {
-            throw CommandFailure.usage("\"\(url)\" is not an absolute http or https URL")
-        }
         var headers = HTTPHeaders()
         for field in header {
             guard let colon = field.firstIndex(of: ":") else {
                 throw CommandFailure.usage("-H \"\(field)\" is not 'Name: value'")
             }
-            headers.add(name: String(field[..<colon]), value: String(field[field.index(after: colon)...]).trimmingPrefix(" ").description)
+            headers.add(name: String(field[..<colon]), value: String(field[field.index(after: colon)...].drop { $0 == " " }))
         }
-        do throws(HTTPError) { try headers.validate() } catch { throw CommandFailure.usage("-H: \(error.message)") }
-        var request = HTTPRequest(method: HTTPMethod(rawValue: method ?? (data == nil ? "GET" : "POST")), url: parsed, headers: headers)
-        if let data {
-            request.body = .bytes(Array(data.utf8))
-            if request.headers["Content-Type"] == nil {
-                request.headers["Content-Type"] = "application/x-www-form-urlencoded"
+        let hasBody = data != nil || jsonBody != nil || !form.isEmpty
+        let method = HTTPMethod(rawValue: self.method ?? (hasBody ? "POST" : "GET"))
+        let parameters = try Self.pairs(param, option: "--param")
+        do throws(HTTPError) {
+            if let data {
+                guard parameters.isEmpty || method.encodesParametersInURL else {
+                    throw HTTPError(.invalidBody, "--param cannot go into the body together with -d; put them in the URL or the data")
+                }
+                let target = try HTTPRequestSerializer().request(method, url, parameters: parameters, headers: headers)
+                return try HTTPRequestSerializer().request(method, target.url.absoluteString, body: Array(data.utf8), headers: headers)
             }
+            if let jsonBody {
+                guard parameters.isEmpty || method.encodesParametersInURL else {
+                    throw HTTPError(.invalidBody, "--param cannot go into the body together with --json-body")
+                }
+                let target = try HTTPRequestSerializer().request(method, url, parameters: parameters, headers: headers)
+                return try JSONRequestSerializer().request(method, target.url.absoluteString, jsonText: jsonBody, headers: headers)
+            }
+            if !form.isEmpty {
+                var fields = parameters
+                var multipart = MultipartFormData()
+                var hasFile = false
+                for field in form {  // in the order given: multipart parts keep it
+                    guard let equals = field.firstIndex(of: "="), equals != field.startIndex else {
+                        throw HTTPError(.invalidBody, "--form \"\(field)\" is not k=v or k=@file")
+                    }
+                    let name = String(field[..<equals]), text = String(field[field.index(after: equals)...])
+                    if text.hasPrefix("@") {
+                        hasFile = true
+                        try multipart.appendFile(name: name, path: String(text.dropFirst()))
+                    } else {
+                        fields[name] = .string(text)
+                        multipart.append(name: name, value: text)
+                    }
+                }
+                guard !method.encodesParametersInURL else {
+                    throw HTTPError(.invalidBody, "--form needs a method with a body (POST, PUT, PATCH), not \(method)")
+                }
+                if hasFile {
+                    return try HTTPRequestSerializer().multipartRequest(method, url, parameters: parameters, form: multipart, headers: headers)
+                }
+                return try HTTPRequestSerializer().request(method, url, parameters: fields, headers: headers)
+            }
+            return try HTTPRequestSerializer().request(method, url, parameters: parameters.isEmpty ? nil : parameters, headers: headers)
+        } catch {
+            throw CommandFailure.usage(error.message)
         }
-        return request
+    }
+
+    /// `k=v` options as parameters; `k` alone is a bare key (AFNetworking's null value).
+    private static func pairs(_ options: [String], option: String) throws -> Parameters {
+        var parameters = Parameters()
+        for text in options {
+            let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = parts.first, !name.isEmpty else { throw CommandFailure.usage("\(option) \"\(text)\" is not k=v") }
+            parameters[String(name)] = parts.count == 2 ? .string(String(parts[1])) : .null
+        }
+        return parameters
     }
 
     private func sessionSetup(for url: URL) throws -> (Session.Configuration, RequestOptions) {
