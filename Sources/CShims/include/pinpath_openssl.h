@@ -37,6 +37,9 @@ static inline int pinpath_sk_GENERAL_NAME_num(const STACK_OF(GENERAL_NAME) *stac
 // sk_GENERAL_NAME_value is a function-like macro over OPENSSL_sk_value.
 static inline GENERAL_NAME *pinpath_sk_GENERAL_NAME_value(const STACK_OF(GENERAL_NAME) *stack, int index) { return sk_GENERAL_NAME_value(stack, index); }
 
+// SSL_set_tlsext_host_name is a function-like macro over SSL_ctrl (sets the SNI name a client sends).
+static inline int pinpath_SSL_set_tlsext_host_name(SSL *ssl, const char *name) { return SSL_set_tlsext_host_name(ssl, name); }
+
 // XN_FLAG_RFC2253 is a macro built from other macros, which Swift does not import.
 static inline unsigned long pinpath_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }
 
