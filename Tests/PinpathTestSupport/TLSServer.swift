@@ -5,7 +5,10 @@ public final class TLSServer {
     public let port: UInt16
     private let process: Process
 
-    public init(certificate: String, key: String, chain: [String], in directory: String) throws {
+    /// Starts `openssl s_server -www` with `certificate`, `key` and the `chain` files (sent after the leaf).
+    /// - Parameter extraArguments: more s_server options, such as `-cipher DEFAULT:@SECLEVEL=0`, which
+    ///   lets it serve an RSA-1024 or SHA-1-signed chain that Debian's default level refuses to load.
+    public init(certificate: String, key: String, chain: [String], in directory: String, extraArguments: [String] = []) throws {
         let chainFile = "\(directory)/served-chain-\(UUID().uuidString).pem"
         let text = try chain.map { try String(contentsOfFile: $0, encoding: .utf8) }.joined()
         try text.write(toFile: chainFile, atomically: true, encoding: .utf8)
@@ -14,6 +17,7 @@ public final class TLSServer {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         var arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-quiet", "-www"]
         if !chain.isEmpty { arguments += ["-cert_chain", chainFile] }
+        arguments += extraArguments
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
