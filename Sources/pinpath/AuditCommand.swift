@@ -75,7 +75,7 @@ struct AuditCommand: AsyncParsableCommand {
             let endpoints = try parsedEndpoints()
             let options = TLSAudit.Options(
                 policy: try policy(), trustStore: try trustStore(), serverName: try parsedServerName(),
-                connectTo: nil, verificationTime: try verificationTime(), timeout: .milliseconds(Int64(timeout * 1000)))
+                connectTo: nil, verificationTime: try verificationTime(), timeout: .seconds(timeout))
             worst = try await audit(endpoints, options: options)
         }
         if worst != 0 { throw ExitCode(Int32(worst)) }

@@ -246,28 +246,18 @@ struct AuditCommandTests {
 
 /// A TCP listener on 127.0.0.1 that is not TLS: it answers each connection with `reply` and closes it, or,
 /// with `nil`, accepts nothing and says nothing (the kernel completes the TCP handshake from its backlog).
-final class PlainListener: @unchecked Sendable {
+final class PlainListener {
     let port: UInt16
     private let fd: Int32
 
     init(reply: String?) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ShellError(description: "socket: \(errno)") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let listening = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0 && listen(fd, 16) == 0
-            }
-        }
-        guard listening else {
+        let (fd, port) = try TLSServer.bindLoopback()
+        guard listen(fd, 16) == 0 else {
             close(fd)
-            throw ShellError(description: "cannot listen on 127.0.0.1: \(errno)")
+            throw ShellError(description: "listen: \(errno)")
         }
         self.fd = fd
-        port = UInt16(bigEndian: address.sin_port)
+        self.port = port
         guard let reply else { return }
         Thread.detachNewThread { [fd] in
             // Ends when stop() shuts the listening socket down and accept fails.

@@ -43,9 +43,15 @@ public final class TLSServer {
 
     /// A port the kernel just handed out; s_server binds it a moment later (a race that is harmless here).
     public static func freePort() throws -> UInt16 {
+        let (fd, port) = try bindLoopback()
+        close(fd)
+        return port
+    }
+
+    /// A TCP socket bound to 127.0.0.1 on a port the kernel picks, and that port; the caller closes it.
+    public static func bindLoopback() throws -> (Int32, UInt16) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ShellError(description: "socket: \(errno)") }
-        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -55,8 +61,11 @@ public final class TLSServer {
                 bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
             }
         }
-        guard bound else { throw ShellError(description: "bind: \(errno)") }
-        return UInt16(bigEndian: address.sin_port)
+        guard bound else {
+            close(fd)
+            throw ShellError(description: "bind: \(errno)")
+        }
+        return (fd, UInt16(bigEndian: address.sin_port))
     }
 
     public static func connectLoopback(port: UInt16) throws -> Int32 {
