@@ -16,6 +16,9 @@ public struct TLSEndpoint: Hashable, Sendable, CustomStringConvertible {
     /// - Throws: ``SecurityError`` with code `invalidInput`, naming the text, for an empty host, a host with
     ///   spaces or slashes (a URL), or a port that is not 1–65535.
     public init(parsing text: String, defaultPort: Int = 443) throws {
+        guard !text.contains(where: { $0.isWhitespace || $0 == "/" || $0 == "@" }) else {
+            throw SecurityError(.invalidInput, "\"\(text)\" is not HOST[:PORT] (give a host name or address, not a URL)")
+        }
         var host = Substring(text)
         var portText: Substring?
         if host.hasPrefix("[") {
@@ -36,9 +39,6 @@ public struct TLSEndpoint: Hashable, Sendable, CustomStringConvertible {
         }  // two or more colons without brackets: an IPv6 address with no port
         guard !host.isEmpty else {
             throw SecurityError(.invalidInput, "\"\(text)\" has no host (use HOST[:PORT])")
-        }
-        guard !host.contains(where: { $0.isWhitespace || $0 == "/" || $0 == "@" }) else {
-            throw SecurityError(.invalidInput, "\"\(text)\" is not HOST[:PORT] (give a host name or address, not a URL)")
         }
         var port = defaultPort
         if let portText {
