@@ -26,12 +26,15 @@ enum AuditText {
         if let evaluation = audit.evaluation {
             lines.append("  verified chain:")
             if evaluation.verifiedChain.isEmpty { lines.append("    (none)") }
+            // Certificates the server did not send came from the anchors: pinned ones in certificate mode.
+            let anchors = evaluation.policy.mode == .certificate ? "pinned certificates" : "trust store"
             for (depth, certificate) in evaluation.verifiedChain.enumerated() {
-                let fromStore = audit.servedChain.contains(certificate) ? "" : " (from the trust store)"
+                let fromStore = audit.servedChain.contains(certificate) ? "" : " (from the \(anchors))"
                 lines.append("    \(depth) \(certificate.spkiPin) \(certificate.subject)\(fromStore)")
             }
         }
-        lines.append(field("chain", verdictText(audit.chainVerdict)))
+        let pinnedAnchors = audit.evaluation?.policy.mode == .certificate
+        lines.append(field("chain", verdictText(audit.chainVerdict, passed: pinnedAnchors ? "valid (to a pinned certificate)" : "valid")))
         lines.append(field("host", verdictText(audit.hostVerdict, passed: "valid for \(audit.serverName)")))
         lines += pinLines(audit)
         if let error = audit.evaluationError { lines.append(field("error", error.message)) }

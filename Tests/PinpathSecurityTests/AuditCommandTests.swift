@@ -115,6 +115,20 @@ struct AuditCommandTests {
         #expect((pins["matched"] as? [[String: Any]])?.compactMap { $0["depth"] as? Int } == [1])
     }
 
+    @Test("Certificate mode: a pinned self-signed leaf is the anchor, so the chain is valid to it and the audit passes")
+    func pinnedSelfSigned() throws {
+        let pki = TestPKI.shared
+        let server = try Self.serve(["selfsigned"])
+        defer { server.stop() }
+        let base = ["valid.test:\(server.port)", "--connect", "127.0.0.1:\(server.port)", "--ca-file", pki.path("store")]
+        let unpinned = try Self.audit(base)
+        #expect(unpinned.status == 2)
+        let pinned = try Self.audit(base + ["--mode", "certificate", "--pin-file", pki.path("selfsigned")])
+        #expect(pinned.status == 0, "\(pinned.stdout)\(pinned.stderr)")
+        #expect(pinned.stdout.contains("  chain      valid (to a pinned certificate)\n"), "\(pinned.stdout)")
+        #expect(pinned.stdout.contains("matched at depth 0 (CN=valid.test)"))
+    }
+
     @Test("Nothing listening: exit 3, and no pin anywhere (not even the hash of empty input)")
     func nothingListening() throws {
         let port = try TLSServer.freePort()

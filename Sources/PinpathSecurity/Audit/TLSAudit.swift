@@ -83,7 +83,8 @@ public struct TLSAudit: Sendable {
     public let cipher: String?
     /// What the server sent, leaf first; empty when there was no handshake.
     public let servedChain: [Certificate]
-    /// The chain alone against the trust store (no host, no pins): `nil` when there was no certificate.
+    /// The chain alone (no host, no pins) against the anchors the policy uses: the trust store, or in
+    /// `certificate` mode the pinned certificates. `nil` when there was no certificate.
     public let chainVerdict: TrustEvaluation.Verdict?
     /// The host alone (chain errors ignored): `nil` when there was no certificate.
     public let hostVerdict: TrustEvaluation.Verdict?
@@ -165,13 +166,16 @@ public struct TLSAudit: Sendable {
             if !served.isEmpty {
                 // The policy stops at the first failure, and OpenSSL checks the host before dates and
                 // signatures: separate runs say whether each of chain and host is good on its own.
+                // In certificate mode the pinned certificates are the only anchors, as in the policy.
+                let pinnedAnchors = options.policy.mode == .certificate
+                let anchors = pinnedAnchors ? try TrustStore(certificates: options.policy.pinnedCertificates) : options.trustStore
                 let chain = try ChainVerification(
-                    served: served, store: options.trustStore.store, host: nil, time: options.verificationTime,
-                    partialChain: false, ignoringChainErrors: false)
+                    served: served, store: anchors.store, host: nil, time: options.verificationTime,
+                    partialChain: pinnedAnchors, ignoringChainErrors: false)
                 chainVerdict = chain.failure(host: serverName, expectedPins: []).map { .rejected($0) } ?? .trusted
                 let host = try ChainVerification(
-                    served: served, store: options.trustStore.store, host: serverName, time: options.verificationTime,
-                    partialChain: false, ignoringChainErrors: true)
+                    served: served, store: anchors.store, host: serverName, time: options.verificationTime,
+                    partialChain: pinnedAnchors, ignoringChainErrors: true)
                 hostVerdict = host.failure(host: serverName, expectedPins: []).map { .rejected($0) } ?? .trusted
             }
             evaluation = try options.policy.evaluate(

@@ -165,7 +165,8 @@ final class TLSConnection {
             let remaining = ContinuousClock.now.duration(to: deadline)
             guard remaining > .zero else { return .timedOut }
             // Rounded up, so a wait never ends just before the deadline and spins.
-            let milliseconds = Int32(clamping: remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1)
+            let (seconds, attoseconds) = remaining.components
+            let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
             var entry = pollfd(fd: fd, events: Int16(events), revents: 0)
             let ready = poll(&entry, 1, milliseconds)
             if ready > 0 { return .ready }
