@@ -49,6 +49,8 @@ let package = Package(
         // Runs programs (ip, openssl, pinpath) for the test targets; the test PKI and `openssl s_server`.
         .target(name: "PinpathTestSupport", dependencies: ["PinpathSecurity"], path: "Tests/PinpathTestSupport"),
         .testTarget(name: "PinpathSecurityTests", dependencies: ["PinpathSecurity", "PinpathTestSupport"]),
+        // The in-process timings of benchmarks/audit.sh (pin computation, chain evaluation): not shipped.
+        .executableTarget(name: "pinpath-measure", dependencies: ["PinpathSecurity"], path: "Tests/PinpathMeasure"),
         .testTarget(name: "PinpathHTTPTests", dependencies: ["PinpathHTTP", "PinpathTestSupport"]),
         .testTarget(name: "PinpathAgentTests", dependencies: ["PinpathAgent", "PinpathTestSupport"]),
         // Real kernel: network namespaces, veth pairs and the built `pinpath` binary. Needs CAP_NET_ADMIN.

@@ -89,6 +89,19 @@ struct ChainVerification {
     /// OpenSSL's text for the error (`certificate has expired`).
     var errorMessage: String { String(cString: X509_verify_cert_error_string(Int(error))) }
 
+    /// The failure to report for `host`, or `nil` when the verification passed (with chain errors ignored if
+    /// that was asked for): a host mismatch or an invalid chain, with the pins of the chain built.
+    func failure(host: String, expectedPins: [SPKIPin]) -> TrustFailure? {
+        guard !verified else { return nil }
+        let hostError = Self.isHostError(error)
+        let message = hostError
+            ? "\(host): the certificate is not for this host (\(errorMessage))"
+            : "\(host): certificate verify failed at depth \(depth): \(errorMessage) (X509_V_ERR \(error))"
+        return TrustFailure(
+            reason: hostError ? .hostMismatch : .chainInvalid, verifyError: error, depth: depth, message: message,
+            expectedPins: expectedPins, seenPins: chain.map(\.spkiPin))
+    }
+
     static func isHostError(_ error: Int32) -> Bool {
         error == X509_V_ERR_HOSTNAME_MISMATCH || error == X509_V_ERR_IP_ADDRESS_MISMATCH
             || error == X509_V_ERR_EMAIL_MISMATCH
@@ -120,7 +133,8 @@ struct ChainVerification {
         }
     }
 
-    private static func isIPAddress(_ text: String) -> Bool {
+    /// Whether `text` is an IPv4 or IPv6 address (no brackets). Wraps `inet_pton`.
+    static func isIPAddress(_ text: String) -> Bool {
         var buffer = [UInt8](repeating: 0, count: 16)
         return inet_pton(AF_INET, text, &buffer) == 1 || inet_pton(AF_INET6, text, &buffer) == 1
     }

@@ -32,7 +32,7 @@ public struct KeyMaterial: Sendable {
     /// - Throws: ``SecurityError`` naming `path`: `unreadableFile`, or `invalidInput` for a damaged block,
     ///   an encrypted private key, or a file with nothing usable.
     public static func load(contentsOf path: String) throws -> [KeyMaterial] {
-        try load(bytes: readFile(path), source: path)
+        try load(bytes: readWholeFile(path), source: path)
     }
 
     /// Loads from bytes already in memory; `source` names them in errors.
@@ -157,25 +157,5 @@ public struct KeyMaterial: Sendable {
 
     private static func keyMaterial(_ kind: Kind, _ key: PublicKey, suffix: String) -> KeyMaterial {
         KeyMaterial(kind: kind, certificate: nil, spkiPin: key.spkiPin, label: "\(key) \(suffix)")
-    }
-
-    /// Reads a whole file, retrying EINTR; errors name the path and errno's text.
-    private static func readFile(_ path: String) throws -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw SecurityError(.unreadableFile, "\(path): cannot open: \(String(cString: strerror(errno)))")
-        }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count == 0 { return bytes }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw SecurityError(.unreadableFile, "\(path): cannot read: \(String(cString: strerror(errno)))")
-            }
-            bytes.append(contentsOf: chunk[0..<count])
-        }
     }
 }

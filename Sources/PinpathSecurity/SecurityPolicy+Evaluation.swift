@@ -112,14 +112,7 @@ private struct Evaluator {
 
     /// The failure a verification reports, or `nil` when it passed (with chain errors ignored if allowed).
     private func chainFailure(_ verification: ChainVerification) -> TrustFailure? {
-        guard !verification.verified else { return nil }
-        let host = ChainVerification.isHostError(verification.error)
-        let message = host
-            ? "\(self.host): the certificate is not for this host (\(verification.errorMessage))"
-            : "\(self.host): certificate verify failed at depth \(verification.depth): \(verification.errorMessage) (X509_V_ERR \(verification.error))"
-        return TrustFailure(
-            reason: host ? .hostMismatch : .chainInvalid, verifyError: verification.error, depth: verification.depth,
-            message: message, expectedPins: policy.sortedPins, seenPins: verifiedChain.map(\.spkiPin))
+        verification.failure(host: host, expectedPins: policy.sortedPins)
     }
 
     /// A pin failure in OkHttp's shape: each verified certificate's pin and subject, then the pins expected.

@@ -7,10 +7,16 @@ public final class TLSServer {
     /// Held open: without -www, s_server ends a connection when its standard input reaches end of file.
     private let input = Pipe()
 
+    /// Starts `openssl s_server` with `certificate`, `key` and the `chain` files (sent after the leaf).
     /// - Parameters:
     ///   - www: answer HTTP requests with a status page (`-www`); otherwise echo what clients send into `transcript`.
     ///   - transcript: a file that receives s_server's standard output (what clients sent, when not `www`).
-    public init(certificate: String, key: String, chain: [String], in directory: String, www: Bool = true, transcript: String? = nil) throws {
+    ///   - extraArguments: more s_server options, such as `-cipher DEFAULT:@SECLEVEL=0`, which lets it serve
+    ///     an RSA-1024 or SHA-1-signed chain that Debian's default level refuses to load.
+    public init(
+        certificate: String, key: String, chain: [String], in directory: String, www: Bool = true, transcript: String? = nil,
+        extraArguments: [String] = []
+    ) throws {
         let chainFile = "\(directory)/served-chain-\(UUID().uuidString).pem"
         let text = try chain.map { try String(contentsOfFile: $0, encoding: .utf8) }.joined()
         try text.write(toFile: chainFile, atomically: true, encoding: .utf8)
@@ -19,6 +25,7 @@ public final class TLSServer {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         var arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-quiet"] + (www ? ["-www"] : [])
         if !chain.isEmpty { arguments += ["-cert_chain", chainFile] }
+        arguments += extraArguments
         process.arguments = arguments
         if let transcript {
             _ = FileManager.default.createFile(atPath: transcript, contents: nil)
@@ -50,9 +57,15 @@ public final class TLSServer {
 
     /// A port the kernel just handed out; s_server binds it a moment later (a race that is harmless here).
     public static func freePort() throws -> UInt16 {
+        let (fd, port) = try bindLoopback()
+        close(fd)
+        return port
+    }
+
+    /// A TCP socket bound to 127.0.0.1 on a port the kernel picks, and that port; the caller closes it.
+    public static func bindLoopback() throws -> (Int32, UInt16) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ShellError(description: "socket: \(errno)") }
-        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -62,8 +75,11 @@ public final class TLSServer {
                 bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
             }
         }
-        guard bound else { throw ShellError(description: "bind: \(errno)") }
-        return UInt16(bigEndian: address.sin_port)
+        guard bound else {
+            close(fd)
+            throw ShellError(description: "bind: \(errno)")
+        }
+        return (fd, UInt16(bigEndian: address.sin_port))
     }
 
     public static func connectLoopback(port: UInt16) throws -> Int32 {

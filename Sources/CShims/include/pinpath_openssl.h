@@ -6,7 +6,9 @@
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
 #include <openssl/safestack.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 // sk_X509_num is a function-like macro over OPENSSL_sk_num.
 static inline int pinpath_sk_X509_num(const STACK_OF(X509) *stack) { return sk_X509_num(stack); }
@@ -28,6 +30,15 @@ static inline void pinpath_OPENSSL_free(void *pointer) { OPENSSL_free(pointer); 
 
 // BIO_get_mem_data is a function-like macro over BIO_ctrl.
 static inline long pinpath_BIO_get_mem_data(BIO *bio, char **data) { return BIO_get_mem_data(bio, data); }
+
+// sk_GENERAL_NAME_num is a function-like macro over OPENSSL_sk_num.
+static inline int pinpath_sk_GENERAL_NAME_num(const STACK_OF(GENERAL_NAME) *stack) { return sk_GENERAL_NAME_num(stack); }
+
+// sk_GENERAL_NAME_value is a function-like macro over OPENSSL_sk_value.
+static inline GENERAL_NAME *pinpath_sk_GENERAL_NAME_value(const STACK_OF(GENERAL_NAME) *stack, int index) { return sk_GENERAL_NAME_value(stack, index); }
+
+// SSL_set_tlsext_host_name is a function-like macro over SSL_ctrl (sets the SNI name a client sends).
+static inline int pinpath_SSL_set_tlsext_host_name(SSL *ssl, const char *name) { return SSL_set_tlsext_host_name(ssl, name); }
 
 // XN_FLAG_RFC2253 is a macro built from other macros, which Swift does not import.
 static inline unsigned long pinpath_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }

@@ -1,0 +1,214 @@
+import Dispatch
+import FoundationEssentials
+
+/// What one TLS endpoint shows: the handshake, the served chain with each certificate's details, and how a
+/// ``SecurityPolicy`` judges it, or why there was no handshake. A value: the CLI renders it as text or JSON.
+///
+/// Certificates are kept even when verification fails. When there was no handshake, there are none, so no pin
+/// can be shown for a connection that yielded no certificate.
+public struct TLSAudit: Sendable {
+    /// How to audit: the policy, the anchors, where to connect and the time limit.
+    public struct Options: Sendable {
+        /// The policy the chain is judged by; its verdict gives ``outcome``.
+        public var policy: SecurityPolicy
+        /// The anchors (the system store, or a CA file).
+        public var trustStore: TrustStore
+        /// The name sent as SNI and checked against the certificate; the endpoint's host when `nil`.
+        public var serverName: String?
+        /// Connect here instead of resolving the endpoint's host (as `curl --connect-to`).
+        public var connectTo: TLSEndpoint?
+        /// Verify as of this time instead of now (to audit a chain as it was, or will be).
+        public var verificationTime: Date?
+        /// The limit for the TCP connection and the TLS handshake together. Name resolution is the system
+        /// resolver's and is not bounded by it.
+        public var timeout: Duration
+
+        /// Creates options.
+        public init(
+            policy: SecurityPolicy, trustStore: TrustStore, serverName: String? = nil, connectTo: TLSEndpoint? = nil,
+            verificationTime: Date? = nil, timeout: Duration = .seconds(10)
+        ) {
+            self.policy = policy
+            self.trustStore = trustStore
+            self.serverName = serverName
+            self.connectTo = connectTo
+            self.verificationTime = verificationTime
+            self.timeout = timeout
+        }
+    }
+
+    /// The audit's conclusion, ranked by ``severity``; an extensible set of values.
+    public struct Outcome: Hashable, Sendable, CustomStringConvertible {
+        let name: String
+        /// 0 trusted (and pinned), 1 pin mismatch, 2 chain or host invalid, 3 no TLS handshake: the exit codes of
+        /// `pinpath audit`, so that the worst of several audits is the largest.
+        public let severity: Int
+        /// The name, as written in JSON.
+        public var description: String { name }
+        /// The chain, the host and the pins (if any) are good.
+        public static let trusted = Outcome(name: "trusted", severity: 0)
+        /// The chain and host are good but no certificate of the verified chain matches a pin.
+        public static let pinMismatch = Outcome(name: "pin_mismatch", severity: 1)
+        /// The chain does not validate.
+        public static let chainInvalid = Outcome(name: "chain_invalid", severity: 2)
+        /// The certificate is not for the server name.
+        public static let hostMismatch = Outcome(name: "host_mismatch", severity: 2)
+        /// OpenSSL could not evaluate the chain (see ``evaluationError``).
+        public static let evaluationFailed = Outcome(name: "evaluation_failed", severity: 2)
+        /// No TLS handshake: see ``connectionError``.
+        public static let noHandshake = Outcome(name: "no_handshake", severity: 3)
+    }
+
+    /// A pin that matched: which certificate of the verified chain, and its pin.
+    public struct PinMatch: Sendable, Equatable {
+        /// The depth in the verified chain (0 is the leaf).
+        public let depth: Int
+        /// The pin of that certificate.
+        public let pin: SPKIPin
+        /// Its subject.
+        public let subject: String
+    }
+
+    /// The endpoint as given.
+    public let endpoint: TLSEndpoint
+    /// The name sent as SNI (unless an IP address) and checked against the certificate.
+    public let serverName: String
+    /// The time the chain was verified as of: ``Options/verificationTime``, or when the audit ran.
+    public let verifiedAt: Date
+    /// The address connected to, when the connection was made.
+    public let address: String?
+    /// The negotiated protocol (`TLSv1.3`), when there was a handshake.
+    public let protocolVersion: String?
+    /// The negotiated cipher suite (`TLS_AES_256_GCM_SHA384`), when there was a handshake.
+    public let cipher: String?
+    /// What the server sent, leaf first; empty when there was no handshake.
+    public let servedChain: [Certificate]
+    /// The chain alone (no host, no pins) against the anchors the policy uses: the trust store, or in
+    /// `certificate` mode the pinned certificates. `nil` when there was no certificate.
+    public let chainVerdict: TrustEvaluation.Verdict?
+    /// The host alone (chain errors ignored): `nil` when there was no certificate.
+    public let hostVerdict: TrustEvaluation.Verdict?
+    /// The policy's evaluation: the verified chain and the overall verdict. `nil` without a handshake.
+    public let evaluation: TrustEvaluation?
+    /// Why there was no handshake.
+    public let connectionError: TLSConnectionError?
+    /// Why OpenSSL could not evaluate the chain that was served.
+    public let evaluationError: SecurityError?
+
+    /// The conclusion. The policy's verdict decides it; the separate chain and host verdicts only add detail.
+    public var outcome: Outcome {
+        if connectionError != nil { return .noHandshake }
+        guard let evaluation else { return .evaluationFailed }
+        switch evaluation.failure?.reason {
+        case .none: return .trusted
+        case .some(.pinMismatch): return .pinMismatch
+        case .some(.hostMismatch): return .hostMismatch
+        default: return .chainInvalid
+        }
+    }
+
+    /// The certificates of the verified chain that satisfy the pins: by public key in `public_key` mode, by
+    /// the whole certificate in `certificate` mode. Empty without pins, or when the chain did not verify.
+    public var pinMatches: [PinMatch] {
+        guard let evaluation, evaluation.policy.mode != .none else { return [] }
+        let policy = evaluation.policy
+        return evaluation.verifiedChain.enumerated().compactMap { depth, certificate in
+            let matches = policy.mode == .certificate
+                ? policy.pinnedCertificates.contains(certificate) : policy.pins.contains(certificate.spkiPin)
+            return matches ? PinMatch(depth: depth, pin: certificate.spkiPin, subject: certificate.subject) : nil
+        }
+    }
+
+    /// Connects, handshakes and evaluates. Never throws: every failure is part of the result.
+    ///
+    /// The blocking work (name resolution, `poll`) runs on a thread of its own, not on Swift's cooperative pool,
+    /// so many audits can wait on the network at once. It ends within ``Options/timeout`` after resolution;
+    /// cancelling the task does not cut it shorter.
+    public static func run(_ endpoint: TLSEndpoint, options: Options) async -> TLSAudit {
+        await withCheckedContinuation { continuation in
+            // A queue of its own targets the overcommitting pool: a new thread when the others are blocked.
+            DispatchQueue(label: "pinpath.audit").async {
+                continuation.resume(returning: TLSAudit(endpoint, options: options))
+            }
+        }
+    }
+
+    /// The same as ``run(_:options:)``, blocking the calling thread.
+    public init(_ endpoint: TLSEndpoint, options: Options) {
+        let serverName = options.serverName ?? endpoint.host
+        let deadline = ContinuousClock.now + options.timeout
+        var address: String?
+        do {
+            let connection = try TLSConnection(
+                connectingTo: options.connectTo ?? endpoint, label: endpoint.description, deadline: deadline)
+            address = connection.address
+            let handshake = try connection.handshake(serverName: serverName, deadline: deadline)
+            self.init(endpoint, serverName: serverName, address: connection.address, handshake: handshake, options: options)
+        } catch {
+            self.init(
+                endpoint: endpoint, serverName: serverName, verifiedAt: options.verificationTime ?? Date(), address: address,
+                protocolVersion: nil, cipher: nil,
+                servedChain: [], chainVerdict: nil, hostVerdict: nil, evaluation: nil, connectionError: error,
+                evaluationError: nil)
+        }
+    }
+
+    /// Judges a completed handshake: the chain alone and the host alone (for the report), then the policy.
+    private init(
+        _ endpoint: TLSEndpoint, serverName: String, address: String, handshake: TLSConnection.Handshake, options: Options
+    ) {
+        let served = handshake.servedChain
+        var chainVerdict: TrustEvaluation.Verdict?
+        var hostVerdict: TrustEvaluation.Verdict?
+        var evaluation: TrustEvaluation?
+        var evaluationError: SecurityError?
+        do {
+            if !served.isEmpty {
+                // The policy stops at the first failure, and OpenSSL checks the host before dates and
+                // signatures: separate runs say whether each of chain and host is good on its own.
+                // In certificate mode the pinned certificates are the only anchors, as in the policy.
+                let pinnedAnchors = options.policy.mode == .certificate
+                let anchors = pinnedAnchors ? try TrustStore(certificates: options.policy.pinnedCertificates) : options.trustStore
+                let chain = try ChainVerification(
+                    served: served, store: anchors.store, host: nil, time: options.verificationTime,
+                    partialChain: pinnedAnchors, ignoringChainErrors: false)
+                chainVerdict = chain.failure(host: serverName, expectedPins: []).map { .rejected($0) } ?? .trusted
+                let host = try ChainVerification(
+                    served: served, store: anchors.store, host: serverName, time: options.verificationTime,
+                    partialChain: pinnedAnchors, ignoringChainErrors: true)
+                hostVerdict = host.failure(host: serverName, expectedPins: []).map { .rejected($0) } ?? .trusted
+            }
+            evaluation = try options.policy.evaluate(
+                servedChain: served, host: serverName, port: endpoint.port, trustStore: options.trustStore,
+                verificationTime: options.verificationTime)
+        } catch let error as SecurityError {
+            evaluationError = error
+        } catch {
+            evaluationError = SecurityError(.openSSLFailure, "\(endpoint): \(error)")
+        }
+        self.init(
+            endpoint: endpoint, serverName: serverName, verifiedAt: options.verificationTime ?? evaluation?.date ?? Date(), address: address,
+            protocolVersion: handshake.protocolVersion,
+            cipher: handshake.cipher, servedChain: served, chainVerdict: chainVerdict, hostVerdict: hostVerdict,
+            evaluation: evaluation, connectionError: nil, evaluationError: evaluationError)
+    }
+
+    private init(
+        endpoint: TLSEndpoint, serverName: String, verifiedAt: Date, address: String?, protocolVersion: String?, cipher: String?,
+        servedChain: [Certificate], chainVerdict: TrustEvaluation.Verdict?, hostVerdict: TrustEvaluation.Verdict?,
+        evaluation: TrustEvaluation?, connectionError: TLSConnectionError?, evaluationError: SecurityError?
+    ) {
+        self.endpoint = endpoint
+        self.serverName = serverName
+        self.verifiedAt = verifiedAt
+        self.address = address
+        self.protocolVersion = protocolVersion
+        self.cipher = cipher
+        self.servedChain = servedChain
+        self.chainVerdict = chainVerdict
+        self.hostVerdict = hostVerdict
+        self.evaluation = evaluation
+        self.connectionError = connectionError
+        self.evaluationError = evaluationError
+    }
+}

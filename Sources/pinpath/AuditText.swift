@@ -1,0 +1,171 @@
+import FoundationEssentials
+import PinpathAgent
+import PinpathSecurity
+
+/// Renderings of a ``TLSAudit``: a block of text per host for people, one JSON object per line for machines.
+enum AuditText {
+    /// The text block; hosts after the first are preceded by a blank line.
+    static func text(_ audit: TLSAudit, first: Bool) -> String {
+        var lines = first ? [] : [""]
+        let via = audit.address.map { $0 == audit.endpoint.description ? "" : " via \($0)" } ?? ""
+        let name = audit.serverName == audit.endpoint.host ? "" : " (server name \(audit.serverName))"
+        lines.append("\(audit.endpoint)\(via)\(name)")
+        if let error = audit.connectionError {
+            // No certificate, so nothing that looks like a pin: the trap of the openssl pipeline.
+            lines.append(field("error", error.message))
+            lines.append(field("result", "\(audit.outcome) (exit \(audit.outcome.severity))"))
+            return lines.joined(separator: "\n") + "\n"
+        }
+        lines.append(field("protocol", "\(audit.protocolVersion ?? "?"), cipher \(audit.cipher ?? "?")"))
+        let count = audit.servedChain.count
+        lines.append("  served chain (\(count) certificate\(count == 1 ? "" : "s")):")
+        for (depth, certificate) in audit.servedChain.enumerated() {
+            lines.append("    depth \(depth)")
+            lines += certificateLines(certificate, at: audit.verifiedAt).map { "    " + $0 }
+        }
+        if let evaluation = audit.evaluation {
+            lines.append("  verified chain:")
+            if evaluation.verifiedChain.isEmpty { lines.append("    (none)") }
+            // Certificates the server did not send came from the anchors: pinned ones in certificate mode.
+            let anchors = evaluation.policy.mode == .certificate ? "pinned certificates" : "trust store"
+            for (depth, certificate) in evaluation.verifiedChain.enumerated() {
+                let fromStore = audit.servedChain.contains(certificate) ? "" : " (from the \(anchors))"
+                lines.append("    \(depth) \(certificate.spkiPin) \(certificate.subject)\(fromStore)")
+            }
+        }
+        let pinnedAnchors = audit.evaluation?.policy.mode == .certificate
+        lines.append(field("chain", verdictText(audit.chainVerdict, passed: pinnedAnchors ? "valid (to a pinned certificate)" : "valid")))
+        lines.append(field("host", verdictText(audit.hostVerdict, passed: "valid for \(audit.serverName)")))
+        lines += pinLines(audit)
+        if let error = audit.evaluationError { lines.append(field("error", error.message)) }
+        lines.append(field("result", "\(audit.outcome) (exit \(audit.outcome.severity))"))
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// One JSON object on one line.
+    static func json(_ audit: TLSAudit, first: Bool) -> String {
+        let evaluation = audit.evaluation
+        var pins = JSONValue.null
+        if let policy = evaluation?.policy, policy.mode != .none {
+            let expected = (policy.mode == .certificate ? policy.pinnedCertificates.map(\.spkiPin) : Array(policy.pins))
+                .map(\.description).sorted()
+            pins = .object([
+                ("mode", .string(policy.mode.rawValue)),
+                ("expected", .array(expected.map(JSONValue.string))),
+                ("matched", .array(audit.pinMatches.map { match in
+                    .object([("depth", .int(match.depth)), ("pin", .string(match.pin.description)), ("subject", .string(match.subject))])
+                })),
+            ])
+        }
+        let object: JSONValue = .object([
+            ("host", .string(audit.endpoint.host)),
+            ("port", .int(audit.endpoint.port)),
+            ("server_name", .string(audit.serverName)),
+            ("address", .string(audit.address)),
+            ("result", .string(audit.outcome.description)),
+            ("exit_code", .int(audit.outcome.severity)),
+            ("error", audit.connectionError.map { .object([("code", .string($0.code.description)), ("message", .string($0.message))]) }
+                ?? audit.evaluationError.map { .object([("code", .string($0.code.description)), ("message", .string($0.message))]) }
+                ?? .null),
+            ("verified_at", .string(rfc3339(audit.verifiedAt))),
+            ("protocol", .string(audit.protocolVersion)),
+            ("cipher", .string(audit.cipher)),
+            ("served_chain", .array(audit.servedChain.enumerated().map { depth, certificate in
+                certificateJSON(certificate, depth: depth, at: audit.verifiedAt)
+            })),
+            ("verified_chain", .array((evaluation?.verifiedChain ?? []).enumerated().map { depth, certificate in
+                .object([
+                    ("depth", .int(depth)), ("subject", .string(certificate.subject)),
+                    ("pin", .string(certificate.spkiPin.description)),
+                    ("from_trust_store", .bool(!audit.servedChain.contains(certificate))),
+                ])
+            })),
+            ("chain", verdictJSON(audit.chainVerdict)),
+            ("host_check", verdictJSON(audit.hostVerdict)),
+            ("pins", pins),
+            ("failure", evaluation?.failure.map { .object([("reason", .string($0.reason.description)), ("message", .string($0.message))]) } ?? .null),
+        ])
+        return object.encoded() + "\n"
+    }
+
+    // MARK: - Pieces
+
+    private static func certificateLines(_ certificate: Certificate, at time: Date) -> [String] {
+        let sans = certificate.subjectAlternativeNames
+        return [
+            field("subject", certificate.subject),
+            field("issuer", certificate.issuer),
+            field("SANs", sans.isEmpty ? "none" : sans.joined(separator: ", ")),
+            field("validity", "\(rfc3339(certificate.notBefore)) to \(rfc3339(certificate.notAfter)) (\(validityNote(certificate, at: time)))"),
+            field("key", certificate.keyType),
+            field("signature", certificate.signatureAlgorithm),
+            field("pin", certificate.spkiPin.description),
+            field("SHA-256", certificate.sha256Fingerprint),
+        ]
+    }
+
+    private static func certificateJSON(_ certificate: Certificate, depth: Int, at time: Date) -> JSONValue {
+        .object([
+            ("depth", .int(depth)),
+            ("subject", .string(certificate.subject)),
+            ("issuer", .string(certificate.issuer)),
+            ("sans", .array(certificate.subjectAlternativeNames.map(JSONValue.string))),
+            ("not_before", .string(rfc3339(certificate.notBefore))),
+            ("not_after", .string(rfc3339(certificate.notAfter))),
+            ("days_left", .int(certificate.daysUntilExpiry(from: time))),
+            ("key", .string(certificate.keyType)),
+            ("signature_algorithm", .string(certificate.signatureAlgorithm)),
+            ("pin", .string(certificate.spkiPin.description)),
+            ("sha256_fingerprint", .string(certificate.sha256Fingerprint)),
+        ])
+    }
+
+    private static func validityNote(_ certificate: Certificate, at time: Date) -> String {
+        if certificate.notBefore > time { return "not valid yet" }
+        let days = certificate.daysUntilExpiry(from: time)
+        if days < 0 { return "expired \(-days) day\(-days == 1 ? "" : "s") ago" }
+        return "\(days) day\(days == 1 ? "" : "s") left"
+    }
+
+    /// `pins` lines: which pin matched at which depth, or OkHttp's failure message, or why pins were not checked.
+    private static func pinLines(_ audit: TLSAudit) -> [String] {
+        guard let evaluation = audit.evaluation, evaluation.policy.mode != .none else { return [] }
+        switch evaluation.failure?.reason {
+        case .none:
+            return audit.pinMatches.enumerated().map { index, match in
+                field(index == 0 ? "pins" : "", "\(match.pin) matched at depth \(match.depth) (\(match.subject))")
+            }
+        case .some(.pinMismatch):
+            let message = evaluation.failure?.message.split(separator: "\n").map(String.init) ?? []
+            return [field("pins", message.first ?? "")] + message.dropFirst().map { "  " + $0 }
+        default:
+            return [field("pins", "not checked: the chain or the host failed first")]
+        }
+    }
+
+    private static func verdictText(_ verdict: TrustEvaluation.Verdict?, passed: String = "valid") -> String {
+        switch verdict {
+        case .none: return "not checked"
+        case .some(.trusted): return passed
+        case .some(.rejected(let failure)): return "INVALID: \(failure.message)"
+        }
+    }
+
+    private static func verdictJSON(_ verdict: TrustEvaluation.Verdict?) -> JSONValue {
+        switch verdict {
+        case .none: return .null
+        case .some(.trusted): return .object([("valid", true), ("verify_error", .null), ("depth", .null), ("message", .null)])
+        case .some(.rejected(let failure)):
+            return .object([
+                ("valid", false), ("verify_error", failure.verifyError.map { .int(Int($0)) } ?? .null),
+                ("depth", failure.depth.map(JSONValue.int) ?? .null), ("message", .string(failure.message)),
+            ])
+        }
+    }
+
+    private static func field(_ name: String, _ value: String) -> String {
+        "  " + name + String(repeating: " ", count: max(1, 11 - name.count)) + value
+    }
+
+    private static func rfc3339(_ date: Date) -> String { date.formatted(.iso8601) }
+}
