@@ -5,40 +5,93 @@ import Synchronization
 /// `{"schema":"pinpath/1","time":"<RFC 3339 UTC, µs>","seq":N,"event":"<type>",…fields}`.
 ///
 /// Each line goes out in one `write(2)`, so a reader never sees half a line from this writer, and `seq`
-/// counts up from 1 with no gaps, so a consumer can tell when lines were lost downstream.
+/// counts up from 1 with no gaps, so a consumer can tell when lines were lost downstream. Writes happen on
+/// the caller's thread and block while the output blocks: what `pinpath watch` wants. The agent uses
+/// ``AsyncEventWriter``, which never blocks its caller.
 public final class EventWriter: Sendable {
+    /// The envelope's `schema` value.
     public static let schema = "pinpath/1"
 
     private let output: LineOutput
-    private let sequence = Mutex(0)
+    /// The last `seq` written, with the buffer a line is assembled in (kept to avoid an allocation per line).
+    private let state = Mutex((seq: 0, buffer: [UInt8]()))
 
+    /// - Parameter output: where lines go; standard output by default.
     public init(output: LineOutput = LineOutput()) {
         self.output = output
     }
 
-    /// Writes one event line.
-    /// - Throws: `EventWriterError` when the output is gone (a closed pipe) or full.
+    /// Writes one event line. Thread-safe; concurrent callers are serialized, so `seq` follows line order.
+    /// - Throws: `EventWriterError` when the output is gone (a closed pipe) or full. The line is then not
+    ///   written and uses no `seq`.
     public func write(event: String, fields: [(String, JSONValue)]) throws(EventWriterError) {
-        try sequence.withLock { seq throws(EventWriterError) in
-            let line = Self.line(seq: seq + 1, time: EventTime.now(), event: event, fields: fields)
-            try output.write(line)
-            seq += 1
+        let body = EventLine.body(event: event, fields: fields)
+        try state.withLock { state throws(EventWriterError) in
+            // The time is read under the lock so that times, like seq, never go backwards between lines.
+            EventLine.assemble(seq: state.seq + 1, time: EventTime.now(), body: body, into: &state.buffer)
+            try output.write(state.buffer)
+            state.seq += 1
         }
     }
+}
 
+/// The envelope's encoding, shared by ``EventWriter`` and ``AsyncEventWriter``.
+///
+/// A line is split in two so `seq` can be given when the line is written rather than when it is produced:
+/// the *body* (`{"event":…,…fields}`) is encoded by the producer, and ``assemble(seq:time:body:into:)``
+/// puts the envelope's head in front of it.
+enum EventLine {
+    /// `{"event":"<type>",…fields}`: the part of a line that does not depend on `seq`.
+    static func body(event: String, fields: [(String, JSONValue)]) -> String {
+        var body = ""
+        body.reserveCapacity(256)
+        JSONValue.object([("event", .string(event))] + fields).encode(into: &body)
+        return body
+    }
+
+    /// Replaces `buffer` with the whole line, newline included:
+    /// `{"schema":"pinpath/1","time":"…","seq":N,` followed by `body` without its opening brace.
+    static func assemble(seq: Int, time: String, body: String, into buffer: inout [UInt8]) {
+        buffer.removeAll(keepingCapacity: true)
+        buffer.append(contentsOf: #"{"schema":""#.utf8)
+        buffer.append(contentsOf: EventWriter.schema.utf8)
+        buffer.append(contentsOf: #"","time":""#.utf8)
+        buffer.append(contentsOf: time.utf8)
+        buffer.append(contentsOf: #"","seq":"#.utf8)
+        appendDecimal(seq, to: &buffer)
+        buffer.append(UInt8(ascii: ","))
+        buffer.append(contentsOf: body.utf8.dropFirst())
+        buffer.append(UInt8(ascii: "\n"))
+    }
+
+    /// The whole line as a string, for tests and callers that want one.
     static func line(seq: Int, time: String, event: String, fields: [(String, JSONValue)]) -> String {
-        var line = JSONValue.object(
-            [("schema", .string(schema)), ("time", .string(time)), ("seq", .int(seq)), ("event", .string(event))]
-                + fields
-        ).encoded()
-        line += "\n"
-        return line
+        var buffer: [UInt8] = []
+        assemble(seq: seq, time: time, body: body(event: event, fields: fields), into: &buffer)
+        return String(decoding: buffer, as: UTF8.self)
+    }
+
+    /// Writes the digits straight into the buffer: `String(seq)` would allocate once per line.
+    private static func appendDecimal(_ value: Int, to buffer: inout [UInt8]) {
+        if value < 0 {
+            buffer.append(UInt8(ascii: "-"))
+            appendDecimal(-value, to: &buffer)
+            return
+        }
+        let start = buffer.count
+        var value = value
+        repeat {
+            buffer.append(UInt8(ascii: "0") + UInt8(value % 10))
+            value /= 10
+        } while value > 0
+        buffer[start...].reverse()
     }
 }
 
 /// A file descriptor that takes whole lines: each goes out in one `write(2)` (retried on EINTR and short
 /// writes), unbuffered, so a line is visible to a reader as soon as it is written.
 public struct LineOutput: Sendable {
+    /// The descriptor written to.
     public let descriptor: Int32
 
     /// - Parameter descriptor: standard output by default. Not closed here.
@@ -47,35 +100,70 @@ public struct LineOutput: Sendable {
     }
 
     /// Writes `line`, which should end with a newline.
+    /// - Throws: `EventWriterError` with the errno of the failed `write(2)`.
     public func write(_ line: String) throws(EventWriterError) {
         var line = line
-        let failure = line.withUTF8 { write($0) }
-        if let failure { throw EventWriterError(errno: failure) }
+        // withUTF8 rethrows untyped errors: carry the typed one out as a value.
+        let failure = line.withUTF8 { bytes in Result { () throws(EventWriterError) in try write(UnsafeRawBufferPointer(bytes)) } }
+        try failure.get()
     }
 
-    /// Writes raw bytes (a response body) in as few `write(2)` calls as the descriptor allows.
-    public func write(bytes: [UInt8]) throws(EventWriterError) {
-        let failure = bytes.withUnsafeBufferPointer { write($0) }
-        if let failure { throw EventWriterError(errno: failure) }
+    /// Writes `bytes` whole; see ``write(_:)-(UnsafeRawBufferPointer)``.
+    public func write(_ bytes: [UInt8]) throws(EventWriterError) {
+        let failure = bytes.withUnsafeBytes { bytes in Result { () throws(EventWriterError) in try write(bytes) } }
+        try failure.get()
     }
 
-    /// Writes everything, retrying EINTR and short writes; returns errno on failure.
-    private func write(_ bytes: UnsafeBufferPointer<UInt8>) -> Int32? {
+    /// Writes `bytes` whole, unless `write(2)` fails: then the error says why and part of them may have been
+    /// written (``FileSink`` takes such a part back out of its file).
+    /// - Throws: `EventWriterError` with the errno of the failed `write(2)` and how many bytes did go out.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(EventWriterError) {
         var offset = 0
         while offset < bytes.count {
             let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
             if written < 0 {
                 if errno == EINTR { continue }
-                return errno
+                throw EventWriterError(errno: errno, bytesWritten: offset)
             }
             offset += written
         }
-        return nil
     }
 }
 
 /// The event output failed: `errno` says how (EPIPE for a closed pipe, ENOSPC for a full disk).
 public struct EventWriterError: Error, Sendable, CustomStringConvertible {
+    /// The errno of the failed call.
     public let errno: Int32
+    /// How many bytes of the line went out before the failure (a short write); 0 when none did.
+    public let bytesWritten: Int
+
+    /// - Parameters:
+    ///   - errno: why the output failed.
+    ///   - bytesWritten: how much of the line was written before it failed.
+    public init(errno: Int32, bytesWritten: Int = 0) {
+        self.errno = errno
+        self.bytesWritten = bytesWritten
+    }
+
+    /// The errno's symbolic name (`EPIPE`, `ENOSPC`, …) for event fields, or `errno N` for a rare one.
+    public var errnoName: String {
+        switch errno {
+        case EPIPE: "EPIPE"
+        case ENOSPC: "ENOSPC"
+        case EDQUOT: "EDQUOT"
+        case EFBIG: "EFBIG"
+        case EIO: "EIO"
+        case EAGAIN: "EAGAIN"
+        case EBADF: "EBADF"
+        case EACCES: "EACCES"
+        case ENOENT: "ENOENT"
+        case EROFS: "EROFS"
+        case EMFILE: "EMFILE"
+        case ENFILE: "ENFILE"
+        default: "errno \(errno)"
+        }
+    }
+
+    /// `cannot write an event: <strerror>`.
     public var description: String { "cannot write an event: \(String(cString: strerror(errno)))" }
 }

@@ -1,0 +1,267 @@
+// Foundation for Thread and NSCondition: the agent links it already (through Yams), and a condition
+// variable needs the stable address that NSCondition gives and Swift's Mutex does not.
+import Foundation
+
+/// The agent's event writer: the envelope of ``EventWriter``, written on a thread of its own so that a
+/// slow or failing output never blocks a probe or the network monitor.
+///
+/// - ``emit(event:fields:)`` encodes the line on the caller's thread and queues it. It never blocks on
+///   the output: when `capacity` lines are already waiting, the line is dropped and counted.
+/// - One thread, started by `init`, drains the queue into the ``EventSink``; it sleeps on a condition
+///   variable while there is nothing to do. A line the sink refuses (EPIPE, ENOSPC) is dropped and counted.
+/// - `time` is when the event was emitted. `seq` is given as each line is written, so the lines that reach
+///   the output count 1, 2, 3… with no gaps: a gap a consumer sees was made downstream. What pinpath itself
+///   dropped is reported by an `events.dropped` line (`count`, `reason`: `queue_full` or `write_failed`,
+///   `error`: `ENOSPC`, …), written before the next line once the output takes lines again.
+/// - ``reopen()`` (SIGUSR1), ``flush(timeout:)`` and ``close(timeout:)`` (shutdown).
+///
+/// Every method may be called from any thread.
+public final class AsyncEventWriter: Sendable {
+    /// The event type of the drop report.
+    public static let droppedEvent = "events.dropped"
+
+    /// Counters since start, for metrics (`pinpath_events_dropped_total`).
+    public struct Statistics: Sendable, Equatable {
+        /// Lines queued by ``AsyncEventWriter/emit(event:fields:)``.
+        public var accepted = 0
+        /// Lines the sink took, `events.dropped` lines included.
+        public var written = 0
+        /// Lines refused because the queue was full.
+        public var droppedQueueFull = 0
+        /// Lines the sink failed to write.
+        public var droppedWriteFailed = 0
+        /// All lines lost.
+        public var dropped: Int { droppedQueueFull + droppedWriteFailed }
+    }
+
+    private let shared: Shared
+
+    /// Starts the writer thread.
+    /// - Parameters:
+    ///   - sink: where lines go. It moves to the writer's thread (hence `sending`): keep no other use of it.
+    ///   - capacity: how many lines may wait, those being written included, before new ones are dropped.
+    public init(sink: sending any EventSink, capacity: Int = 10_000) {
+        precondition(capacity > 0, "capacity must be positive")
+        shared = Shared(capacity: capacity)
+        let drain = Drain(sink: sink, shared: shared)
+        let thread = Thread { drain.run() }
+        thread.name = "pinpath-events"
+        thread.start()
+    }
+
+    deinit {
+        // Lets the thread write what is queued and end, rather than wait forever for lines.
+        shared.lockedWaking { ($0.closing = true, wake: true) }
+    }
+
+    /// Queues one event line; returns at once.
+    /// - Returns: `false` when the line was dropped: the queue is full (counted, reported later by an
+    ///   `events.dropped` line) or the writer is closed (not counted).
+    @discardableResult
+    public func emit(event: String, fields: [(String, JSONValue)]) -> Bool {
+        let line = Shared.Line(time: EventTime.now(), body: EventLine.body(event: event, fields: fields))
+        return shared.lockedWaking { state in
+            guard !state.closing else { return (false, wake: false) }
+            guard state.outstanding < shared.capacity else {
+                state.unreportedQueueFull += 1
+                state.statistics.droppedQueueFull += 1
+                return (false, wake: false)
+            }
+            state.queue.append(line)
+            state.outstanding += 1
+            state.statistics.accepted += 1
+            // The thread sleeps only on an empty queue, so only the first line of a batch needs to wake it.
+            return (true, wake: state.queue.count == 1)
+        }
+    }
+
+    /// Asks the writer thread to reopen the sink (SIGUSR1 after logrotate) before its next line. Returns at
+    /// once. Call it from a `DispatchSourceSignal` handler, not from a signal handler: it takes a lock.
+    public func reopen() {
+        shared.lockedWaking { ($0.reopenRequested = true, wake: true) }
+    }
+
+    /// Waits until every line emitted so far has been written or dropped, for at most `timeout`.
+    /// - Returns: `false` if lines were still waiting at the deadline (the output blocks: a reader that
+    ///   stopped reading).
+    @discardableResult
+    public func flush(timeout: Duration) -> Bool {
+        shared.wait(timeout: timeout) { ($0.outstanding == 0 && $0.unreportedQueueFull == 0) || $0.finished }
+    }
+
+    /// Stops taking lines, writes what is queued and ends the thread, waiting at most `timeout`.
+    /// - Returns: `false` if the thread had not finished at the deadline; it is then left to finish (or block
+    ///   in `write`) on its own, and the process may exit.
+    @discardableResult
+    public func close(timeout: Duration) -> Bool {
+        shared.lockedWaking { ($0.closing = true, wake: true) }
+        return shared.wait(timeout: timeout) { $0.finished }
+    }
+
+    /// The counters so far.
+    public var statistics: Statistics { shared.locked { $0.statistics } }
+}
+
+/// The state the callers and the writer thread share, behind one condition variable.
+private final class Shared: @unchecked Sendable {
+    // @unchecked: `state` is read and written only between condition.lock() and unlock(), in `locked` and
+    // `wait`; `capacity` is immutable.
+    struct Line {
+        var time: String
+        var body: String
+    }
+
+    struct State {
+        var queue: [Line] = []
+        /// Lines queued or in the writer's hands: what the capacity bounds.
+        var outstanding = 0
+        var unreportedQueueFull = 0
+        var reopenRequested = false
+        var closing = false
+        var finished = false
+        var statistics = AsyncEventWriter.Statistics()
+
+        var hasWork: Bool { !queue.isEmpty || unreportedQueueFull > 0 || reopenRequested || closing }
+    }
+
+    let capacity: Int
+    private let condition = NSCondition()
+    private var state = State()
+
+    init(capacity: Int) {
+        self.capacity = capacity
+    }
+
+    func locked<Value>(_ body: (inout State) -> Value) -> Value {
+        condition.lock()
+        defer { condition.unlock() }
+        return body(&state)
+    }
+
+    /// Runs `body` under the lock and wakes every waiter if it says so.
+    func lockedWaking<Value>(_ body: (inout State) -> (value: Value, wake: Bool)) -> Value {
+        condition.lock()
+        defer { condition.unlock() }
+        let (value, wake) = body(&state)
+        if wake { condition.broadcast() }
+        return value
+    }
+
+    /// Waits until `done` holds or `timeout` passes; returns whether it holds.
+    func wait(timeout: Duration, until done: (State) -> Bool) -> Bool {
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        condition.lock()
+        defer { condition.unlock() }
+        while !done(state) {
+            if !condition.wait(until: deadline) { return done(state) }
+        }
+        return true
+    }
+
+    /// Sleeps until there is work, then takes it: the queued lines (swapped into `batch`, whose storage is
+    /// reused), the unreported queue drops, and the flags.
+    func take(into batch: inout [Line]) -> (queueDrops: Int, reopen: Bool, closing: Bool) {
+        condition.lock()
+        defer { condition.unlock() }
+        while !state.hasWork { condition.wait() }
+        swap(&batch, &state.queue)
+        defer { (state.unreportedQueueFull, state.reopenRequested) = (0, false) }
+        return (state.unreportedQueueFull, state.reopenRequested, state.closing)
+    }
+}
+
+/// The writer thread's side: the sink and everything only that thread touches.
+private final class Drain: @unchecked Sendable {
+    // @unchecked: after init, only the writer thread (`run`) uses this object; the sink came in `sending`.
+    private let sink: any EventSink
+    private let shared: Shared
+    private var seq = 0
+    private var buffer: [UInt8] = []
+    private var batch: [Shared.Line] = []
+    /// Drops not yet reported by an `events.dropped` line.
+    private var unreportedQueueFull = 0
+    private var unreportedWriteFailed = 0
+    private var lastError = EventWriterError(errno: 0)
+    /// Counted here and published once per batch, to take the lock once per batch, not per line.
+    private var written = 0
+    private var writeFailed = 0
+
+    init(sink: sending any EventSink, shared: Shared) {
+        self.sink = sink
+        self.shared = shared
+        buffer.reserveCapacity(1024)
+    }
+
+    func run() {
+        while true {
+            let work = shared.take(into: &batch)
+            if work.reopen {
+                // A failure leaves the sink closed; its next write tries to open again and counts a drop.
+                do { try sink.reopen() } catch { lastError = error }
+            }
+            for line in batch { write(line) }
+            unreportedQueueFull += work.queueDrops
+            // Queue drops happened after every line of this batch was queued: report them now, after it.
+            if work.reopen || work.queueDrops > 0 { _ = writeNotices() }
+            let count = batch.count
+            batch.removeAll(keepingCapacity: true)
+            let finished = shared.lockedWaking { state in
+                state.outstanding -= count
+                state.statistics.written += written
+                state.statistics.droppedWriteFailed += writeFailed
+                state.finished = work.closing && state.queue.isEmpty
+                // Wakes flush and close, which wait for this.
+                return (state.finished, wake: true)
+            }
+            (written, writeFailed) = (0, 0)
+            if finished { return }
+        }
+    }
+
+    private func write(_ line: Shared.Line) {
+        guard writeNotices() else {
+            // The output still fails (the report itself could not go out): do not try the line.
+            writeFailed += 1
+            unreportedWriteFailed += 1
+            return
+        }
+        if !put(time: line.time, body: line.body) {
+            writeFailed += 1
+            unreportedWriteFailed += 1
+        }
+    }
+
+    /// Writes the pending `events.dropped` lines; `false` if the sink still fails.
+    private func writeNotices() -> Bool {
+        if unreportedQueueFull > 0 {
+            guard put(notice: unreportedQueueFull, reason: "queue_full", error: nil) else { return false }
+            unreportedQueueFull = 0
+        }
+        if unreportedWriteFailed > 0 {
+            guard put(notice: unreportedWriteFailed, reason: "write_failed", error: lastError.errnoName) else { return false }
+            unreportedWriteFailed = 0
+        }
+        return true
+    }
+
+    private func put(notice count: Int, reason: String, error: String?) -> Bool {
+        let fields: [(String, JSONValue)] = [("count", .int(count)), ("reason", .string(reason)), ("error", .string(error))]
+        return put(time: EventTime.now(), body: EventLine.body(event: AsyncEventWriter.droppedEvent, fields: fields))
+    }
+
+    /// Writes one line with the next `seq`; `seq` moves only when the sink took the line.
+    private func put(time: String, body: String) -> Bool {
+        EventLine.assemble(seq: seq + 1, time: time, body: body, into: &buffer)
+        let outcome = buffer.withUnsafeBytes { bytes in Result { () throws(EventWriterError) in try sink.write(bytes) } }
+        do {
+            try outcome.get()
+            seq += 1
+            written += 1
+            return true
+        } catch {
+            lastError = error
+            return false
+        }
+    }
+}

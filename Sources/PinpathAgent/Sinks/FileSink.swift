@@ -1,0 +1,93 @@
+import Glibc
+
+/// An event file, appended to, rotated by size and reopened on request (SIGUSR1 from logrotate).
+///
+/// Rotation keeps `keptFiles` old files: `pinpath.log` becomes `pinpath.log.1`, `.1` becomes `.2`, …, and
+/// the oldest beyond `.N` is deleted. A file is rotated before a line that would take it past `maxBytes`, so
+/// files never exceed it unless one line alone does. Only whole lines stay in the file: when a write stops
+/// part-way (ENOSPC), the file is truncated back to where the line started.
+///
+/// Used from one thread at a time (the ``AsyncEventWriter``'s).
+public final class FileSink: EventSink {
+    /// The file written to.
+    public let path: String
+    /// The size past which the file is rotated; `nil` never rotates (logrotate does it).
+    public let maxBytes: Int?
+    /// How many rotated files are kept.
+    public let keptFiles: Int
+
+    /// The open file, or -1 after an open failed (the next write tries again).
+    private var descriptor: Int32 = -1
+    /// The file's size as of our last write; checked with fstat before it makes us rotate, since another
+    /// program (logrotate's copytruncate) may have truncated the file.
+    private var size = 0
+
+    /// Opens (or creates, mode 0640) the file for appending.
+    /// - Parameters:
+    ///   - path: the event file.
+    ///   - maxBytes: rotate before a line would make the file larger than this; `nil` for never.
+    ///   - keptFiles: how many rotated files to keep (`path.1` … `path.N`); 0 deletes the full file.
+    /// - Throws: `SystemCallError` when the file cannot be opened, so a wrong path shows at start-up.
+    public init(path: String, maxBytes: Int? = nil, keptFiles: Int = 5) throws(SystemCallError) {
+        precondition((maxBytes.map { $0 > 0 } ?? true) && keptFiles >= 0, "maxBytes must be positive, keptFiles not negative")
+        self.path = path
+        self.maxBytes = maxBytes
+        self.keptFiles = keptFiles
+        if let errno = open() { throw SystemCallError("open", path, errno: errno) }
+    }
+
+    deinit {
+        if descriptor >= 0 { Glibc.close(descriptor) }
+    }
+
+    /// Appends the line, rotating first if it would make the file too large.
+    public func write(_ line: UnsafeRawBufferPointer) throws(EventWriterError) {
+        if descriptor < 0, let errno = open() { throw EventWriterError(errno: errno) }
+        if let maxBytes, size > 0, size + line.count > maxBytes, currentSize() + line.count > maxBytes {
+            try rotate()
+        }
+        try LineOutput(descriptor: descriptor).writeWholeLine(line)
+        size += line.count
+    }
+
+    /// Closes the file and opens `path` again, creating it if logrotate moved or deleted it.
+    public func reopen() throws(EventWriterError) {
+        close()
+        if let errno = open() { throw EventWriterError(errno: errno) }
+    }
+
+    /// Shifts `path.N-1` → `path.N` … `path` → `path.1`, then starts a new `path`. A rename that fails for
+    /// another reason than a missing file is ignored: writing on into a large file is better than losing
+    /// events because the directory refused a rename.
+    private func rotate() throws(EventWriterError) {
+        close()
+        if keptFiles == 0 {
+            unlink(path)
+        } else {
+            unlink("\(path).\(keptFiles)")
+            for index in stride(from: keptFiles - 1, through: 1, by: -1) {
+                rename("\(path).\(index)", "\(path).\(index + 1)")
+            }
+            rename(path, "\(path).1")
+        }
+        if let errno = open() { throw EventWriterError(errno: errno) }
+    }
+
+    /// Opens `path`; returns the errno on failure.
+    private func open() -> Int32? {
+        descriptor = Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o640)
+        guard descriptor >= 0 else { return errno }
+        size = currentSize()
+        return nil
+    }
+
+    private func close() {
+        if descriptor >= 0 { Glibc.close(descriptor) }
+        descriptor = -1
+    }
+
+    private func currentSize() -> Int {
+        var status = stat()
+        return fstat(descriptor, &status) == 0 ? Int(status.st_size) : size
+    }
+}

@@ -1,0 +1,120 @@
+/// One endpoint's `up` / `down` / `unreachable` state, decided from probe results and the path, with the
+/// thresholds that keep a single bad probe from raising an alert.
+///
+/// The rules, each covered by a row of the tests' table:
+/// - The state starts `unknown`. The first success makes it `up` at once; failures count toward
+///   `failureThreshold` and only then make it `down`. A success cannot be a false alarm, so there is
+///   nothing to wait for; a first failure may be a transient one, so it waits like any other.
+/// - `up` becomes `down` after `failureThreshold` consecutive failures; `down` becomes `up` after
+///   `successThreshold` consecutive successes. A result of the other kind resets the count.
+/// - `pathUnreachable` (the path, or the endpoint's target, is not reachable) makes any state `unreachable`
+///   at once, distinct from `down`: the endpoint was not tried. Results that arrive while the path is
+///   unreachable (probes that were in flight) are ignored: they say nothing about the endpoint.
+/// - `pathReachable` changes no state; probes resume, and the next results decide as they do from
+///   `unknown`: a success is `up` at once, failures count toward the threshold.
+/// - A probe that fails only the pin check in report-only mode is a success here: the caller passes
+///   `probeSucceeded` (the report is a separate event).
+///
+/// A value: the agent keeps one per endpoint, on one task.
+public struct EndpointState: Sendable, Equatable {
+    /// The state an event reports.
+    public enum Status: String, Sendable, CaseIterable {
+        /// No result yet (never reported as a state; it is `previous_state: null` in the first event).
+        case unknown
+        /// Probes pass.
+        case up
+        /// Probes fail.
+        case down
+        /// Probes are not attempted: the path or the target is not reachable.
+        case unreachable
+    }
+
+    /// What the state machine is told.
+    public enum Input: String, Sendable, CaseIterable {
+        /// A probe passed (report-only pin failures included).
+        case probeSucceeded = "probe_succeeded"
+        /// A probe failed.
+        case probeFailed = "probe_failed"
+        /// The path or the endpoint's target stopped being reachable.
+        case pathUnreachable = "path_unreachable"
+        /// It is reachable again.
+        case pathReachable = "path_reachable"
+    }
+
+    /// A change of state: what `endpoint.state_changed` reports.
+    public struct Transition: Sendable, Equatable {
+        /// The state before.
+        public let previous: Status
+        /// The state now.
+        public let current: Status
+        /// The input that decided it.
+        public let cause: Input
+        /// How many consecutive results of that kind decided it (1 for path inputs).
+        public let consecutive: Int
+    }
+
+    /// Consecutive failures that make `up` (or `unknown`) `down`; at least 1.
+    public let failureThreshold: Int
+    /// Consecutive successes that make `down` `up`; at least 1.
+    public let successThreshold: Int
+    /// The current state.
+    public private(set) var status = Status.unknown
+    /// Whether probes run: false between `pathUnreachable` and `pathReachable`.
+    public private(set) var pathIsReachable = true
+    private var failures = 0
+    private var successes = 0
+
+    /// - Parameters:
+    ///   - failureThreshold: the issue's `failure_threshold`, 2 by default.
+    ///   - successThreshold: the issue's `success_threshold`, 1 by default.
+    public init(failureThreshold: Int = 2, successThreshold: Int = 1) {
+        precondition(failureThreshold >= 1 && successThreshold >= 1, "thresholds must be at least 1")
+        self.failureThreshold = failureThreshold
+        self.successThreshold = successThreshold
+    }
+
+    /// Applies one input; returns the transition it caused, or nil when the state stays.
+    public mutating func apply(_ input: Input) -> Transition? {
+        switch input {
+        case .pathUnreachable:
+            pathIsReachable = false
+            (failures, successes) = (0, 0)
+            return move(to: .unreachable, cause: input, consecutive: 1)
+        case .pathReachable:
+            pathIsReachable = true
+            (failures, successes) = (0, 0)
+            return nil
+        case .probeSucceeded:
+            guard pathIsReachable else { return nil }
+            (failures, successes) = (0, successes + 1)
+            let decided = status != .down || successes >= successThreshold
+            return decided ? move(to: .up, cause: input, consecutive: successes) : nil
+        case .probeFailed:
+            guard pathIsReachable else { return nil }
+            (failures, successes) = (failures + 1, 0)
+            return failures >= failureThreshold ? move(to: .down, cause: input, consecutive: failures) : nil
+        }
+    }
+
+    private mutating func move(to next: Status, cause: Input, consecutive: Int) -> Transition? {
+        guard next != status else { return nil }
+        defer { status = next }
+        return Transition(previous: status, current: next, cause: cause, consecutive: consecutive)
+    }
+}
+
+extension EndpointState.Transition {
+    /// The event type a transition is reported as.
+    public static let eventName = "endpoint.state_changed"
+
+    /// The transition's event fields: `state`, `previous_state` (null from `unknown`), `cause` and
+    /// `consecutive`. The caller puts the endpoint's name and the deciding probe's details around them.
+    public var fields: [(String, JSONValue)] {
+        [
+            ("state", .string(current.rawValue)),
+            ("previous_state", previous == .unknown ? .null : .string(previous.rawValue)),
+            ("cause", .string(cause.rawValue)),
+            ("consecutive", .int(consecutive)),
+        ]
+    }
+}
