@@ -13,8 +13,8 @@ struct Pinpath: AsyncParsableCommand {
             """,
         version: PinpathVersion.current,
         subcommands: [
-            StatusCommand.self, WatchCommand.self, PinsCommand.self, AuditCommand.self, RequestCommand.self,
-            CheckConfigCommand.self,
+            RunCommand.self, CheckConfigCommand.self, StatusCommand.self, WatchCommand.self, RequestCommand.self,
+            AuditCommand.self, PinsCommand.self,
         ]
     )
 }

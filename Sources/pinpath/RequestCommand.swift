@@ -190,7 +190,7 @@ struct RequestCommand: AsyncParsableCommand {
             if json {
                 try output.write(Self.summary(response).encoded() + "\n")
             } else {
-                try output.write(bytes: response.body)
+                try output.write(response.body)
             }
         } catch {
             throw CommandFailure.output(error.description)

@@ -56,17 +56,29 @@ struct WatchCommand: AsyncParsableCommand {
     }
 }
 
-/// SIGINT and SIGTERM run `onStop` once instead of killing the process, so the command can end cleanly
-/// with exit 0. SIGPIPE is ignored so a closed output shows up as EPIPE from `write`.
+/// SIGINT and SIGTERM run `onStop` instead of killing the process, so the command can end cleanly with
+/// exit 0. SIGPIPE is ignored so a closed output shows up as EPIPE from `write`.
 final class StopSignals {
-    private let sources: [any DispatchSourceSignal]
+    private let handlers: SignalHandlers
 
     init(onStop: @escaping @Sendable () -> Void) {
+        handlers = SignalHandlers([SIGINT: onStop, SIGTERM: onStop])
+    }
+
+    func cancel() { handlers.cancel() }
+}
+
+/// Runs a handler for each signal (on a Dispatch queue, not in signal context, so handlers may take locks)
+/// instead of the signal's default action. SIGPIPE is ignored so a closed output shows up as EPIPE.
+final class SignalHandlers {
+    private let sources: [any DispatchSourceSignal]
+
+    init(_ handlers: [Int32: @Sendable () -> Void]) {
         signal(SIGPIPE, SIG_IGN)
-        sources = [SIGINT, SIGTERM].map { number in
+        sources = handlers.map { number, handler in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler(handler: onStop)
+            source.setEventHandler(handler: handler)
             source.resume()
             return source
         }

@@ -1,0 +1,223 @@
+import FoundationEssentials
+import Glibc
+import PinpathHTTP
+import PinpathReachability
+import Synchronization
+
+/// The monitoring agent: probes the configured endpoints through the gated request core and writes JSON-lines
+/// events on reachability changes, endpoint state changes, pin failures and certificate expiry.
+///
+/// ```swift
+/// let agent = try await Agent.start(configurationPath: "/etc/pinpath/pinpath.yaml")
+/// // wire SIGHUP to agent.reload(), SIGUSR1 to agent.reopenEvents(), SIGTERM to agent.stop(reason:)
+/// await agent.run()
+/// ```
+public final class Agent: Sendable {
+    /// Why the agent could not start.
+    public enum StartError: Error, Sendable {
+        /// The configuration is invalid: every problem found.
+        case configuration(ConfigurationError)
+        /// The events output cannot be opened.
+        case output(String)
+        /// Netlink or libcurl cannot be used.
+        case unavailable(String)
+    }
+
+    private let core: AgentCore
+    private let writer: AsyncEventWriter
+    private let monitor: ReachabilityMonitor
+    private let notifier: SystemdNotifier
+    private let configurationPath: String
+    private let environment: [String: String]
+    private let started = ContinuousClock.now
+    private let stopReason = Mutex<String?>(nil)
+    private let reloads = Mutex<Task<Void, Never>?>(nil)
+
+    private init(
+        core: AgentCore, writer: AsyncEventWriter, monitor: ReachabilityMonitor, notifier: SystemdNotifier, path: String,
+        environment: [String: String]
+    ) {
+        self.core = core
+        self.writer = writer
+        self.monitor = monitor
+        self.notifier = notifier
+        self.configurationPath = path
+        self.environment = environment
+    }
+
+    /// Loads the configuration, opens the events output, starts the reachability monitor (on the endpoints'
+    /// hosts and the configured targets) and the request core, and writes `agent.started`.
+    /// - Parameter once: probe every endpoint once with thresholds of one (`run --once`).
+    public static func start(
+        configurationPath: String, once: Bool = false, environment: [String: String] = ProcessInfo.processInfo.environment,
+        notifier: SystemdNotifier = SystemdNotifier()
+    ) async throws(StartError) -> Agent {
+        let configuration: AgentConfiguration
+        do {
+            configuration = try AgentConfiguration.load(path: configurationPath, environment: environment)
+        } catch {
+            throw .configuration(error)
+        }
+        let sink = try openSink(configuration.events)
+        DescriptorSink.ignoreBrokenPipeSignal()
+        let writer = AsyncEventWriter(sink: sink)
+        let monitor: ReachabilityMonitor
+        let session: Session
+        do {
+            monitor = try await ReachabilityMonitor.start(targets: watchedTargets(configuration))
+        } catch {
+            _ = writer.close(timeout: .seconds(1))
+            throw .unavailable("netlink is unavailable: \(error)")
+        }
+        do {
+            session = try Session(monitor: monitor)
+        } catch {
+            monitor.stop()
+            _ = writer.close(timeout: .seconds(1))
+            throw .unavailable(error.message)
+        }
+        let core = AgentCore(configuration: configuration, writer: writer, monitor: monitor, session: session, once: once)
+        let agent = Agent(core: core, writer: writer, monitor: monitor, notifier: notifier, path: configurationPath, environment: environment)
+        _ = writer.emit(event: AgentEvents.started, fields: [
+            ("version", .string(PinpathVersion.current)),
+            ("config", .string(configurationPath)),
+            ("endpoints", .int(configuration.endpoints.count)),
+            ("once", .bool(once)),
+            ("path", AgentEvents.path(monitor.currentPath)),
+        ])
+        // Reachability events are written on the monitor's thread, in the kernel's order; the endpoints'
+        // consequences follow on the agent's actor.
+        monitor.onChange { event in
+            let (name, fields) = ReachabilityJSON.event(event)
+            if case .path(let change) = event, change.reason == .initial { return }  // agent.started has it
+            if case .target(let change) = event, change.reason == .initial { return }
+            _ = writer.emit(event: name, fields: fields)
+            Task { await core.pathChanged() }
+        }
+        try? notifier.ready()
+        return agent
+    }
+
+    /// Probes until ``stop(reason:)``, then lets probes in flight finish (at most 2 s), writes
+    /// `agent.stopping`, flushes the events and returns. With `once`, returns after one probe of each endpoint.
+    /// - Returns: for `once`, whether every endpoint is up; otherwise `true`.
+    @discardableResult
+    public func run() async -> Bool {
+        let metrics = Task { await self.writeMetricsPeriodically() }
+        let allUp: Bool
+        if core.isOnce {
+            allUp = await core.runOnce()
+            stopReason.withLock { $0 = $0 ?? "once" }
+        } else {
+            await core.run()
+            allUp = true
+        }
+        try? notifier.stopping()
+        await core.waitForProbes(timeout: .seconds(2))
+        metrics.cancel()
+        await writeMetrics()
+        let counters = await core.counters
+        let statistics = writer.statistics
+        _ = writer.emit(event: AgentEvents.stopping, fields: [
+            ("reason", .string(stopReason.withLock { $0 } ?? "stopped")),
+            ("uptime_s", .double(((ContinuousClock.now - started) / .milliseconds(1)).rounded() / 1000)),
+            ("probes", .int(counters.probes)),
+            ("failures", .int(counters.failures)),
+            ("pin_failures", .int(counters.pinFailures)),
+            ("events_dropped", .int(statistics.dropped)),
+        ])
+        _ = writer.close(timeout: .seconds(2))
+        monitor.stop()
+        return allUp
+    }
+
+    /// Ends ``run()``: scheduling stops at once. Safe from any thread; the first reason is kept.
+    public func stop(reason: String) {
+        stopReason.withLock { $0 = $0 ?? reason }
+        Task { await core.stop() }
+    }
+
+    /// Reloads the configuration file (SIGHUP). An invalid file is rejected with `config.rejected` and the
+    /// running configuration stays. Reloads run one at a time, in order.
+    public func reload() {
+        reloads.withLock { previous in
+            let before = previous
+            previous = Task {
+                await before?.value
+                await self.performReload()
+            }
+        }
+    }
+
+    private func performReload() async {
+        try? notifier.reloading()
+        defer { try? notifier.ready() }
+        let configuration: AgentConfiguration
+        do {
+            configuration = try AgentConfiguration.load(path: configurationPath, environment: environment)
+        } catch {
+            _ = writer.emit(event: AgentEvents.rejected, fields: [
+                ("config", .string(configurationPath)),
+                ("errors", .array(error.problems.map(\.jsonValue))),
+            ])
+            return
+        }
+        let previous = await core.configuration
+        for target in Self.watchedTargets(previous) where !Self.watchedTargets(configuration).contains(target) {
+            monitor.removeTarget(target)
+        }
+        for target in Self.watchedTargets(configuration) where !Self.watchedTargets(previous).contains(target) {
+            _ = try? await monitor.addTarget(target)
+        }
+        let (added, removed, changed) = await core.replace(with: configuration)
+        var fields: [(String, JSONValue)] = [
+            ("config", .string(configurationPath)),
+            ("endpoints", .int(configuration.endpoints.count)),
+            ("added", .array(added.map(JSONValue.string))),
+            ("removed", .array(removed.map(JSONValue.string))),
+            ("changed", .array(changed.map(JSONValue.string))),
+        ]
+        if configuration.events != previous.events || configuration.metricsTextfile != previous.metricsTextfile {
+            fields.append(("restart_required", .array(["events", "metrics"].map(JSONValue.string))))
+        }
+        _ = writer.emit(event: AgentEvents.reloaded, fields: fields)
+    }
+
+    /// Reopens a file output by name (SIGUSR1, after logrotate moved it).
+    public func reopenEvents() { writer.reopen() }
+
+    // MARK: Helpers
+
+    private static func openSink(_ events: EventsConfiguration) throws(StartError) -> any EventSink {
+        switch events.output {
+        case .stdout:
+            return DescriptorSink()
+        case .file(let path):
+            do {
+                return try FileSink(path: path, maxBytes: events.maxSize, keptFiles: events.keep)
+            } catch {
+                throw .output("cannot open the events file: \(error)")
+            }
+        }
+    }
+
+    /// The monitor's targets: the configured ones, then each endpoint's host, once each.
+    static func watchedTargets(_ configuration: AgentConfiguration) -> [ReachabilityTarget] {
+        var seen = Set<ReachabilityTarget>()
+        let hosts = configuration.endpoints.compactMap(EndpointTracker.host(of:)).compactMap { try? ReachabilityTarget(parsing: $0) }
+        return (configuration.reachabilityTargets + hosts).filter { seen.insert($0).inserted }
+    }
+
+    private func writeMetricsPeriodically() async {
+        while !Task.isCancelled {
+            await writeMetrics()
+            try? await Task.sleep(for: .seconds(5))
+        }
+    }
+
+    private func writeMetrics() async {
+        guard let path = await core.configuration.metricsTextfile, let endpoints = await core.metricsIfChanged() else { return }
+        let text = TextfileMetrics.render(endpoints: endpoints, eventsDroppedTotal: writer.statistics.dropped)
+        try? TextfileMetrics(path: path).write(text)
+    }
+}

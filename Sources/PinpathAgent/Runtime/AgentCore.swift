@@ -1,0 +1,265 @@
+import FoundationEssentials
+import PinpathHTTP
+import PinpathReachability
+import PinpathSecurity
+
+/// The agent's mutable state and its scheduling loop, on one actor: the endpoints' trackers, the schedule,
+/// the pin-report suppression, the probes in flight. Probes run as their own tasks and report back here.
+actor AgentCore {
+    private let writer: AsyncEventWriter
+    private let monitor: ReachabilityMonitor
+    private let probe: EndpointProbe
+    nonisolated let isOnce: Bool
+    private(set) var configuration: AgentConfiguration
+    private var trackers: [String: EndpointTracker] = [:]
+    private var order: [String] = []
+    private var scheduler = ProbeScheduler(origin: ProbeScheduler.wallClockAlignedOrigin())
+    private var reports = PinReportDeduplicator()
+    private var inFlight: [String: Task<Void, Never>] = [:]
+    private var generation = 0
+    private var stopping = false
+    private var sleeper: CheckedContinuation<Void, Never>?
+    private var metricsDirty = false
+    private(set) var counters = Counters()
+
+    struct Counters: Sendable {
+        var probes = 0
+        var failures = 0
+        var pinFailures = 0
+    }
+
+    init(configuration: AgentConfiguration, writer: AsyncEventWriter, monitor: ReachabilityMonitor, session: Session, once: Bool) {
+        self.configuration = configuration
+        self.writer = writer
+        self.monitor = monitor
+        self.probe = EndpointProbe(session: session)
+        self.isOnce = once
+        let now = ContinuousClock.now
+        for endpoint in configuration.endpoints {
+            trackers[endpoint.name] = EndpointTracker(endpoint, generation: 0, thresholdsOfOne: once)
+            order.append(endpoint.name)
+            if !once { scheduler.add(endpoint.name, interval: endpoint.interval, now: now) }
+        }
+        // A first result for every endpoint soon after start, not up to an interval later; spread (about
+        // 1,000 a second, at least over one second) so that a restart with many endpoints does not burst.
+        let names = configuration.endpoints.map(\.name)
+        if !once && !names.isEmpty {
+            scheduler.probeSoon(names, now: now, window: .milliseconds(min(10_000, max(1_000, names.count))))
+        }
+    }
+
+    // MARK: The loop
+
+    /// Probes every endpoint on its schedule until ``stop()``.
+    func run() async {
+        while !stopping {
+            let now = ContinuousClock.now
+            while let due = scheduler.takeDue(now: now) { launch(due.endpoint) }
+            if stopping { break }
+            await sleep(until: scheduler.nextDue)
+        }
+    }
+
+    /// Probes every endpoint once, concurrently, and waits for all of them (`pinpath run --once`).
+    /// - Returns: whether every endpoint ended `up`.
+    func runOnce() async -> Bool {
+        for name in order { launch(name) }
+        await waitForProbes(timeout: nil)
+        return order.allSatisfy { trackers[$0]?.state.status == .up }
+    }
+
+    private func launch(_ name: String) {
+        guard inFlight[name] == nil, let tracker = trackers[name] else { return }  // still running: skip this slot
+        let endpoint = tracker.endpoint, generation = tracker.generation, probe = self.probe
+        inFlight[name] = Task {
+            let result = await probe.probe(endpoint)
+            self.handle(result, generation: generation)
+        }
+    }
+
+    private func sleep(until deadline: ContinuousClock.Instant?) async {
+        var timer: Task<Void, Never>?
+        await withCheckedContinuation { continuation in
+            sleeper = continuation
+            if let deadline {
+                timer = Task { [weak self] in
+                    try? await Task.sleep(until: deadline, tolerance: .milliseconds(1))
+                    await self?.wake()
+                }
+            }
+        }
+        timer?.cancel()
+    }
+
+    private func wake() {
+        sleeper?.resume()
+        sleeper = nil
+    }
+
+    // MARK: Results
+
+    private func handle(_ result: ProbeResult, generation: Int) {
+        inFlight[result.endpoint] = nil
+        guard var tracker = trackers[result.endpoint], tracker.generation == generation else { return }
+        defer { trackers[result.endpoint] = tracker }
+        let endpoint = tracker.endpoint
+        counters.probes += 1
+        if result.outcome == .failure { counters.failures += 1 }
+        tracker.lastResult = result
+        metricsDirty = true
+
+        if configuration.events.probes == .all || isOnce {
+            emit(AgentEvents.probeCompleted, [("endpoint", .string(endpoint.name))] + AgentEvents.probe(result))
+        }
+        if let evaluation = result.pinFailure {
+            tracker.pinFailures += 1
+            counters.pinFailures += 1
+            switch reports.decide(PinReportDeduplicator.Key(evaluation.report), now: .now) {
+            case .emit(let suppressed):
+                emit(AgentEvents.pinFailure, AgentEvents.pinFailure(endpoint, evaluation, suppressed: suppressed))
+            case .suppress:
+                break
+            }
+        }
+        if let evaluation = result.evaluation, !evaluation.verifiedChain.isEmpty {
+            checkExpiry(of: evaluation, tracker: &tracker)
+        }
+        let input: EndpointState.Input
+        switch result.outcome {
+        case .success: input = .probeSucceeded
+        case .failure: input = .probeFailed
+        case .unreachable:
+            // The gate and the monitor's events see the same snapshot; a verdict that is already stale (the
+            // path came back while the probe ran) says nothing about the endpoint.
+            guard !EndpointTracker.isReachable(endpoint, on: monitor.currentPath) else { return }
+            input = .pathUnreachable
+        }
+        if let transition = tracker.state.apply(input) {
+            emit(EndpointState.Transition.eventName, AgentEvents.stateChanged(endpoint, transition, probe: result))
+        }
+    }
+
+    private func checkExpiry(of evaluation: TrustEvaluation, tracker: inout EndpointTracker) {
+        let chain = evaluation.verifiedChain.map {
+            ExpiryCheck.Certificate(identity: $0.sha256Fingerprint, subject: $0.subject, notAfter: $0.notAfter)
+        }
+        let servedExpiry = evaluation.servedChain.map(\.notAfter).min()
+        let chainExpiry = evaluation.verifiedChain.map(\.notAfter).min()
+        for warning in tracker.expiry.check(chain: chain, now: Date()) {
+            emit(AgentEvents.certificateExpiring, [
+                ("endpoint", .string(tracker.endpoint.name)),
+                ("host", .string(evaluation.host)),
+                ("subject", .string(warning.certificate.subject)),
+                ("depth", .int(warning.depth)),
+                ("not_after", AgentEvents.rfc3339(warning.certificate.notAfter)),
+                ("days_left", .int(warning.daysLeft)),
+                ("earliest_served_expiry", AgentEvents.rfc3339(servedExpiry)),
+                ("verified_chain_expiry", AgentEvents.rfc3339(chainExpiry)),
+            ])
+        }
+    }
+
+    // MARK: The path
+
+    /// Re-reads the monitor's snapshot: endpoints whose path or target went away become `unreachable` and are
+    /// not probed; those that came back are probed at once, spread over a second.
+    func pathChanged() {
+        guard !isOnce else { return }
+        let path = monitor.currentPath
+        var returning: [String] = []
+        for name in order {
+            guard var tracker = trackers[name] else { continue }
+            let reachable = EndpointTracker.isReachable(tracker.endpoint, on: path)
+            if !reachable && tracker.state.pathIsReachable {
+                if let transition = tracker.state.apply(.pathUnreachable) {
+                    emit(EndpointState.Transition.eventName, AgentEvents.stateChanged(tracker.endpoint, transition, probe: nil))
+                }
+                scheduler.suspend(name)
+                metricsDirty = true
+            } else if reachable && !tracker.state.pathIsReachable {
+                _ = tracker.state.apply(.pathReachable)
+                returning.append(name)
+            }
+            trackers[name] = tracker
+        }
+        if !returning.isEmpty {
+            scheduler.probeSoon(returning, now: .now)
+            wake()
+        }
+    }
+
+    // MARK: Reload and stop
+
+    /// Replaces the configuration: new endpoints are scheduled, removed ones forgotten, changed ones start
+    /// afresh; unchanged ones keep their state. Returns what changed, for `config.reloaded`.
+    func replace(with new: AgentConfiguration) -> (added: [String], removed: [String], changed: [String]) {
+        generation += 1
+        let now = ContinuousClock.now
+        let names = Set(new.endpoints.map(\.name))
+        let removed = order.filter { !names.contains($0) }
+        var added: [String] = [], changed: [String] = []
+        for name in removed {
+            trackers[name] = nil
+            scheduler.remove(name)
+        }
+        for endpoint in new.endpoints {
+            if let old = trackers[endpoint.name] {
+                guard !Self.same(old.endpoint, endpoint) else { continue }
+                changed.append(endpoint.name)
+            } else {
+                added.append(endpoint.name)
+            }
+            trackers[endpoint.name] = EndpointTracker(endpoint, generation: generation)
+            scheduler.add(endpoint.name, interval: endpoint.interval, now: now)
+        }
+        order = new.endpoints.map(\.name)
+        configuration = new
+        metricsDirty = true
+        pathChanged()  // new endpoints may start out unreachable
+        wake()
+        return (added, removed, changed)
+    }
+
+    /// Whether a reload leaves an endpoint as it was (its state is kept then).
+    private static func same(_ lhs: EndpointConfiguration, _ rhs: EndpointConfiguration) -> Bool {
+        lhs.url == rhs.url && lhs.method == rhs.method && lhs.headers == rhs.headers && lhs.interval == rhs.interval
+            && lhs.timeout == rhs.timeout && lhs.policyName == rhs.policyName && lhs.ipFamily == rhs.ipFamily
+            && lhs.failureThreshold == rhs.failureThreshold && lhs.successThreshold == rhs.successThreshold
+            && lhs.certExpiryWarning == rhs.certExpiryWarning && lhs.followRedirects == rhs.followRedirects
+            && lhs.expect.statuses == rhs.expect.statuses && lhs.expect.bodyContains == rhs.expect.bodyContains
+            && lhs.expect.bodyMatches?.source == rhs.expect.bodyMatches?.source
+            && lhs.security?.names == rhs.security?.names
+    }
+
+    /// Stops scheduling; the loop returns.
+    func stop() {
+        stopping = true
+        wake()
+    }
+
+    /// Waits for the probes in flight, at most `timeout`; then cancels the rest (their transfers stop).
+    func waitForProbes(timeout: Duration?) async {
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        // Probes leave `inFlight` as they report; a short poll keeps this simple and is only used at the end.
+        while !inFlight.isEmpty {
+            if let deadline, ContinuousClock.now >= deadline {
+                for task in inFlight.values { task.cancel() }
+                return
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    // MARK: Metrics
+
+    /// The metrics of every endpoint if something changed since the last call, else `nil`.
+    func metricsIfChanged() -> [TextfileMetrics.Endpoint]? {
+        guard metricsDirty else { return nil }
+        metricsDirty = false
+        return order.compactMap { trackers[$0]?.metrics }
+    }
+
+    private func emit(_ event: String, _ fields: [(String, JSONValue)]) {
+        _ = writer.emit(event: event, fields: fields)
+    }
+}

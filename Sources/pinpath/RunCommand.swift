@@ -1,0 +1,54 @@
+import ArgumentParser
+import Dispatch
+import Glibc
+import PinpathAgent
+
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run the monitoring agent: probe the configured endpoints and write JSON-lines events.",
+        discussion: """
+            Signals: SIGHUP reloads the configuration (an invalid one is rejected with config.rejected and the \
+            running one stays), SIGUSR1 reopens a file output (logrotate), SIGTERM or SIGINT stop: probes in \
+            flight get 2 s, agent.stopping is written, exit 0. With NOTIFY_SOCKET set (systemd Type=notify), \
+            READY=1, RELOADING=1 and STOPPING=1 are sent.
+            --once probes every endpoint once (one result decides its state) and exits 0 if all are up, 1 \
+            otherwise, for cron and CI.
+            Exit codes: 0 stopped cleanly (or, with --once, all up), 1 some endpoint not up (--once), \
+            69 netlink or libcurl unavailable, 73 the events file cannot be opened, 78 invalid configuration.
+            """)
+
+    @Option(help: "The configuration file.")
+    var config = "/etc/pinpath/pinpath.yaml"
+
+    @Flag(help: "Probe every endpoint once, print the events and exit (0 all up, 1 otherwise).")
+    var once = false
+
+    func run() async throws {
+        try await reportingFailures {
+            let agent: Agent
+            do throws(Agent.StartError) {
+                agent = try await Agent.start(configurationPath: config, once: once)
+            } catch {
+                switch error {
+                case .configuration(let problems):
+                    for problem in problems.problems {
+                        try? LineOutput(descriptor: STDERR_FILENO).write("pinpath: error: \(problem)\n")
+                    }
+                    throw ExitCode(78)
+                case .output(let message): throw CommandFailure.outcome(73, message)
+                case .unavailable(let message): throw CommandFailure.unavailable(message)
+                }
+            }
+            let signals = SignalHandlers([
+                SIGTERM: { agent.stop(reason: "SIGTERM") },
+                SIGINT: { agent.stop(reason: "SIGINT") },
+                SIGHUP: { agent.reload() },
+                SIGUSR1: { agent.reopenEvents() },
+            ])
+            defer { signals.cancel() }
+            let allUp = await agent.run()
+            if once && !allUp { throw ExitCode(1) }
+        }
+    }
+}
