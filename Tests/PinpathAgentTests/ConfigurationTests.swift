@@ -38,7 +38,7 @@ struct ConfigurationTests {
     func example() throws {
         let configuration = try AgentConfiguration.load(path: exampleConfiguration, environment: [:])
         #expect(configuration.endpoints.map(\.name) == ["example", "google-204"])
-        #expect(configuration.events == EventsConfiguration())
+        #expect(configuration.events == EventsConfiguration(probes: .all))  // the example shows every result
         #expect(configuration.policies.map(\.name) == ["system-store"])
         #expect(configuration.reachabilityTargets.map(\.description) == ["1.1.1.1", "2606:4700:4700::1111"])
         #expect(configuration.metricsTextfile == nil)

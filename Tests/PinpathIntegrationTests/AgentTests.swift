@@ -1,0 +1,196 @@
+import Foundation
+import PinpathSecurity
+import PinpathTestSupport
+import Testing
+
+/// `pinpath run` in a network namespace against `openssl s_server` beyond its gateway, scripted through a
+/// server outage, a key that is not pinned, a link loss, a broken reload and SIGTERM.
+@Suite("The agent on the kernel", .serialized, .enabled(if: Capability.namespaces, Capability.reason))
+struct AgentTests {
+    static let serverAddress = "198.51.100.7", port = 4433
+    let pki = TestPKI.shared
+
+    /// The agent's events so far, parsed.
+    final class Events {
+        let file: String
+        init(file: String) { self.file = file }
+
+        var all: [[String: Any]] {
+            let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        }
+
+        func of(_ type: String) -> [[String: Any]] { all.filter { $0["event"] as? String == type } }
+
+        /// Waits until an event of `type` after the first `after` events satisfies `matching`.
+        @discardableResult
+        func wait(
+            for type: String, after: Int = 0, timeout: Duration = .seconds(15), _ matching: ([String: Any]) -> Bool = { _ in true }
+        ) async throws -> [String: Any] {
+            let deadline = ContinuousClock.now + timeout
+            while ContinuousClock.now < deadline {
+                if let event = all.dropFirst(after).first(where: { $0["event"] as? String == type && matching($0) }) { return event }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            throw ShellError(description: "no \(type) event within \(timeout); events: \(all.map { $0["event"] as? String ?? "?" })")
+        }
+
+        func state(_ state: String) -> ([String: Any]) -> Bool { { $0["state"] as? String == state } }
+    }
+
+    /// A TLS server for valid.test in the gateway namespace, at 198.51.100.7:4433.
+    func startServer(_ network: TestNetwork, leaf: String, chain: [String]) throws -> pid_t {
+        let chainFile = "\(pki.directory)/agent-chain-\(leaf).pem"
+        try chain.map { try String(contentsOfFile: pki.path($0), encoding: .utf8) }.joined().write(toFile: chainFile, atomically: true, encoding: .utf8)
+        let pid = try Shell.spawn([
+            "ip", "netns", "exec", network.gateway, "openssl", "s_server", "-accept", "\(Self.serverAddress):\(Self.port)",
+            "-cert", pki.path(leaf), "-key", pki.path(leaf, "key"), "-cert_chain", chainFile, "-www", "-quiet",
+        ])
+        for _ in 0..<200 {
+            let probe = try Shell.run(["ip", "netns", "exec", network.gateway, "python3", "-c",
+                "import socket; socket.create_connection(('\(Self.serverAddress)', \(Self.port)), 1)"])
+            if probe.status == 0 { return pid }
+            usleep(20_000)
+        }
+        throw ShellError(description: "s_server did not start")
+    }
+
+    func configuration(metrics: String) throws -> String {
+        let pins = try pki.chain(["inter", "root"]).map { "\"\($0.spkiPin)\"" }.joined(separator: ", ")
+        return """
+            events: { output: stdout, probes: all }
+            policies:
+              test-pins:
+                mode: public_key
+                pins: [\(pins)]
+                ca_file: \(pki.path("store"))
+            endpoints:
+              - name: api
+                url: https://valid.test:\(Self.port)/
+                policy: test-pins
+                interval: 1s
+                timeout: 900ms
+                failure_threshold: 2
+            metrics: { textfile: \(metrics) }
+            """
+    }
+
+    @Test("Up, down after the threshold, pin failure (suppressed), unreachable on link loss and back, a rejected reload, SIGTERM")
+    func scenario() async throws {
+        let network = try TestNetwork()
+        defer { network.remove() }
+        try network.ip(network.gateway, "addr add \(Self.serverAddress)/32 dev lo")
+        let netnsDirectory = "/etc/netns/\(network.host)"
+        try FileManager.default.createDirectory(atPath: netnsDirectory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: netnsDirectory) }
+        try "\(Self.serverAddress) valid.test\n".write(toFile: "\(netnsDirectory)/hosts", atomically: true, encoding: .utf8)
+
+        let directory = "\(pki.directory)/agent-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let config = "\(directory)/pinpath.yaml", metrics = "\(directory)/pinpath.prom"
+        try configuration(metrics: metrics).write(toFile: config, atomically: true, encoding: .utf8)
+        var server = try startServer(network, leaf: "valid", chain: ["inter"])
+        defer { Shell.kill(server) }
+
+        let events = Events(file: "\(directory)/events.jsonl")
+        let output = open(events.file, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        let agent = try Shell.spawn(["ip", "netns", "exec", network.host, Shell.pinpath, "run", "--config", config], stdout: output)
+        close(output)
+        defer { Shell.kill(agent) }
+
+        let started = try await events.wait(for: "agent.started")
+        #expect((started["path"] as? [String: Any])?["interface"] as? String == "pa0")
+        try await events.wait(for: "endpoint.state_changed", events.state("up"))
+
+        // The server goes away: two failed probes, then down.
+        Shell.kill(server)
+        let down = try await events.wait(for: "endpoint.state_changed", events.state("down"))
+        #expect(down["consecutive"] as? Int == 2)
+        #expect((down["probe"] as? [String: Any])?["error_category"] as? String == "connect_failed")
+
+        // It comes back with a key that is not pinned (a valid chain for valid.test from another CA).
+        server = try startServer(network, leaf: "rogue", chain: ["otherinter"])
+        let failure = try await events.wait(for: "pin.failure")
+        #expect(failure["hostname"] as? String == "valid.test")
+        #expect(failure["validation-result"] as? Int == 1)
+        #expect((failure["known-pins"] as? [String])?.count == 2)
+        #expect((failure["served-certificate-chain"] as? [String])?.first?.hasPrefix("-----BEGIN CERTIFICATE-----") == true)
+        let probesBefore = events.of("probe.completed").count
+        _ = try await events.wait(for: "probe.completed", after: events.all.count) { _ in events.of("probe.completed").count >= probesBefore + 3 }
+        #expect(events.of("pin.failure").count == 1, "identical reports are suppressed")
+        Shell.kill(server)
+        server = try startServer(network, leaf: "valid", chain: ["inter"])
+        try await events.wait(for: "endpoint.state_changed", after: events.all.count, events.state("up"))
+
+        // The host's link goes down: reachability.changed, and the endpoint is unreachable, not down.
+        var mark = events.all.count
+        try network.ip(network.host, "link set pa0 down")
+        try await events.wait(for: "reachability.changed", after: mark) { $0["status"] as? String == "not_reachable" }
+        let unreachable = try await events.wait(for: "endpoint.state_changed", after: mark, events.state("unreachable"))
+        #expect(unreachable["previous_state"] as? String == "up")
+        #expect(events.all.dropFirst(mark).filter { $0["event"] as? String == "endpoint.state_changed" && $0["state"] as? String == "down" }.isEmpty)
+        mark = events.all.count
+        let restored = ContinuousClock.now
+        try network.ip(network.host, "link set pa0 up")
+        try network.ip(network.host, "route replace default via \(TestNetwork.gatewayAddress)")
+        try await events.wait(for: "endpoint.state_changed", after: mark, timeout: .seconds(10), events.state("up"))
+        print("up again \(ContinuousClock.now - restored) after the link and route were restored")
+
+        // A broken configuration is rejected with its position; probing goes on.
+        try "endpoints:\n  - name: api\n    intervall: 1s\n".write(toFile: config, atomically: true, encoding: .utf8)
+        mark = events.all.count
+        _ = kill(try agentPID(in: network.host), SIGHUP)
+        let rejected = try await events.wait(for: "config.rejected", after: mark)
+        #expect("\(rejected["errors"] ?? "")".contains("intervall"))
+        try await events.wait(for: "probe.completed", after: events.all.count)
+
+        let metricsText = try String(contentsOfFile: metrics, encoding: .utf8)
+        #expect(metricsText.contains("pinpath_pin_failures_total{endpoint=\"api\"}"))
+
+        // SIGTERM: agent.stopping, exit 0.
+        let status = try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(6))
+        #expect(status == 0)
+        let stopping = try await events.wait(for: "agent.stopping")
+        #expect(stopping["reason"] as? String == "SIGTERM")
+        let sequence = events.all.compactMap { $0["seq"] as? Int }
+        #expect(sequence == Array(1...sequence.count), "seq counts up by one with no gap")
+    }
+
+    @Test("Standard output closed early: no crash, the drops are counted (in the metrics)")
+    func closedOutput() async throws {
+        let network = try TestNetwork()
+        defer { network.remove() }
+        let directory = "\(pki.directory)/agent-closed-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let config = "\(directory)/pinpath.yaml", metrics = "\(directory)/pinpath.prom"
+        try """
+            events: { probes: all }
+            endpoints:
+              - { name: nothing-there, url: "http://\(TestNetwork.gatewayAddress):9/", interval: 1s, timeout: 500ms }
+            metrics: { textfile: \(metrics) }
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        var pipe: [Int32] = [0, 0]
+        #expect(Glibc.pipe(&pipe) == 0)
+        close(pipe[0])  // the reader is gone before the agent writes a line
+        let agent = try Shell.spawn(["ip", "netns", "exec", network.host, Shell.pinpath, "run", "--config", config], stdout: pipe[1])
+        close(pipe[1])
+        try await Task.sleep(for: .seconds(3))
+        #expect(kill(agent, 0) == 0, "still running")
+        let status = try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(6))
+        #expect(status == 0)
+        let text = try String(contentsOfFile: metrics, encoding: .utf8)
+        let dropped = text.split(separator: "\n").first { $0.hasPrefix("pinpath_events_dropped_total") }
+        #expect(dropped.flatMap { Double($0.split(separator: " ").last ?? "") }.map { $0 > 0 } == true, "\(text)")
+    }
+
+    /// The agent's own PID: `ip netns exec` execs it, so it is the spawned process itself.
+    private func agentPID(in namespace: String) throws -> pid_t {
+        let output = try Shell.check(["ip", "netns", "pids", namespace])
+        for line in output.split(separator: "\n") {
+            guard let pid = pid_t(line) else { continue }
+            let command = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? ""
+            if command.contains("pinpath") && command.contains("run") { return pid }
+        }
+        throw ShellError(description: "no pinpath run in \(namespace)")
+    }
+}
