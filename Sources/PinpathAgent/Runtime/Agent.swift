@@ -125,6 +125,7 @@ public final class Agent: Sendable {
             ("failures", .int(counters.failures)),
             ("pin_failures", .int(counters.pinFailures)),
             ("events_dropped", .int(statistics.dropped)),
+            ("schedule_lateness_ms", counters.lateness.json),
         ])
         _ = writer.close(timeout: .seconds(2))
         monitor.stop()

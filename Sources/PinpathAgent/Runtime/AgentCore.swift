@@ -26,6 +26,8 @@ actor AgentCore {
         var probes = 0
         var failures = 0
         var pinFailures = 0
+        /// How late probes started against their schedule: the most recent samples, in microseconds.
+        var lateness = LatenessSamples()
     }
 
     init(configuration: AgentConfiguration, writer: AsyncEventWriter, monitor: ReachabilityMonitor, session: Session, once: Bool) {
@@ -54,7 +56,10 @@ actor AgentCore {
     func run() async {
         while !stopping {
             let now = ContinuousClock.now
-            while let due = scheduler.takeDue(now: now) { launch(due.endpoint) }
+            while let due = scheduler.takeDue(now: now) {
+                counters.lateness.record(due.lateness)
+                launch(due.endpoint)
+            }
             if stopping { break }
             await sleep(until: scheduler.nextDue)
         }
