@@ -62,6 +62,7 @@ struct ReachabilityGate: Sendable {
             ?? TargetReachability(target: host, status: .notReachable, interfaceName: nil, address: nil, reason: .noRoute)
         guard verdict.status == .notReachable else { return nil }
         verdict.target = host
+        verdict.address = nil  // the well-known address asked about is not the host's
         return verdict
     }
 
@@ -84,7 +85,7 @@ struct ReachabilityGate: Sendable {
 
     private static func error(_ verdict: TargetReachability, request: String, waited: Duration? = nil) -> HTTPError {
         let reason = verdict.reason?.rawValue ?? "not_reachable"
-        let via = verdict.address.map { " (\($0))" } ?? ""
+        let via = verdict.address.map { "\($0)" }.flatMap { $0 == verdict.target ? nil : " (\($0))" } ?? ""
         let wait = waited.map { " after waiting \($0)" } ?? ""
         return HTTPError(.notReachable, "\(request): \(verdict.target)\(via) is not reachable\(wait): \(reason)", reachability: verdict)
     }
