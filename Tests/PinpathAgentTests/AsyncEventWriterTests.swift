@@ -189,15 +189,38 @@ struct AsyncEventWriterTests {
         var fds: [Int32] = [0, 0]
         #expect(pipe(&fds) == 0)
         let reader = FileHandle(fileDescriptor: fds[0], closeOnDealloc: true)
-        let received = Task.detached { reader.readDataToEndOfFile() }
+        // A thread of its own: `close(timeout:)` below blocks this task's thread, and the concurrency pool
+        // (two threads on a two-core machine, shared with other tests) may have no other one free.
+        let received = ReceivedData()
+        Thread { received.set(reader.readDataToEndOfFile()) }.start()
         let writer = AsyncEventWriter(sink: DescriptorSink(descriptor: fds[1]))
         let padding = String(repeating: "p", count: 100)
         for index in 0..<2000 { writer.emit(event: "test.pipe", fields: [("n", .int(index)), ("p", .string(padding))]) }
         #expect(writer.close(timeout: .seconds(30)))
         close(fds[1])
-        let lines = String(decoding: await received.value, as: UTF8.self).split(separator: "\n").map { ParsedLine($0 + "\n") }
+        let lines = String(decoding: received.wait(), as: UTF8.self).split(separator: "\n").map { ParsedLine($0 + "\n") }
         #expect(lines.map(\.seq) == Array(1...2000))
         #expect(lines.map(\.rest) == (0..<2000).map { #","n":\#($0),"p":"\#(padding)"}"# + "\n" })
         #expect(writer.statistics.written == 2000)
+    }
+}
+
+/// Bytes handed from a reader thread to the test.
+private final class ReceivedData: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var data: Data?
+
+    func set(_ value: Data) {
+        condition.lock()
+        data = value
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func wait() -> Data {
+        condition.lock()
+        defer { condition.unlock() }
+        while data == nil { condition.wait() }
+        return data!
     }
 }

@@ -28,8 +28,11 @@ struct AgentTests {
             for type: String, after: Int = 0, timeout: Duration = .seconds(15), _ matching: ([String: Any]) -> Bool = { _ in true }
         ) async throws -> [String: Any] {
             let deadline = ContinuousClock.now + timeout
-            while ContinuousClock.now < deadline {
+            while true {
+                // Checked once more after the deadline: a test task the busy pool resumed late still sees
+                // what arrived in time.
                 if let event = all.dropFirst(after).first(where: { $0["event"] as? String == type && matching($0) }) { return event }
+                if ContinuousClock.now >= deadline { break }
                 try await Task.sleep(for: .milliseconds(50))
             }
             throw ShellError(description: "no \(type) event within \(timeout); events: \(all.map { $0["event"] as? String ?? "?" })")
