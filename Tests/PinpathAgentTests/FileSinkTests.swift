@@ -47,6 +47,21 @@ struct FileSinkTests {
         #expect(directory.read("pinpath.log.1") == nil)
     }
 
+    @Test("A file truncated by another program (logrotate's copytruncate) is not rotated early")
+    func copyTruncate() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("pinpath.log")
+        let sink = try FileSink(path: path, maxBytes: 100, keptFiles: 1)
+        let line = String(repeating: "z", count: 79) + "\n"
+        try Self.write(sink, line)
+        #expect(truncate(path, 0) == 0)
+        try Self.write(sink, line)
+        #expect(directory.read("pinpath.log.1") == nil)
+        #expect(directory.read("pinpath.log") == line)
+        try Self.write(sink, line)
+        #expect(directory.read("pinpath.log.1") == line)
+    }
+
     @Test("After logrotate renames the file, reopen starts a new one; a deleted file is recreated")
     func reopen() throws {
         let directory = try TemporaryDirectory()

@@ -115,6 +115,7 @@ private final class Shared: @unchecked Sendable {
         var queue: [Line] = []
         /// Lines queued or in the writer's hands: what the capacity bounds.
         var outstanding = 0
+        /// Lines refused since the writer thread last took its work; it reports them.
         var unreportedQueueFull = 0
         var reopenRequested = false
         var closing = false

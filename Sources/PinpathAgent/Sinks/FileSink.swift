@@ -18,7 +18,7 @@ public final class FileSink: EventSink {
 
     /// The open file, or -1 after an open failed (the next write tries again).
     private var descriptor: Int32 = -1
-    /// The file's size as of our last write; checked with fstat before it makes us rotate, since another
+    /// The file's size as of our last write; read again with fstat before it makes us rotate, since another
     /// program (logrotate's copytruncate) may have truncated the file.
     private var size = 0
 
@@ -43,8 +43,9 @@ public final class FileSink: EventSink {
     /// Appends the line, rotating first if it would make the file too large.
     public func write(_ line: UnsafeRawBufferPointer) throws(EventWriterError) {
         if descriptor < 0, let errno = open() { throw EventWriterError(errno: errno) }
-        if let maxBytes, size > 0, size + line.count > maxBytes, currentSize() + line.count > maxBytes {
-            try rotate()
+        if let maxBytes, size + line.count > maxBytes {
+            size = currentSize()
+            if size > 0 && size + line.count > maxBytes { try rotate() }
         }
         try LineOutput(descriptor: descriptor).writeWholeLine(line)
         size += line.count
