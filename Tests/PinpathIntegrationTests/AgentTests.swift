@@ -49,13 +49,13 @@ struct AgentTests {
             "ip", "netns", "exec", network.gateway, "openssl", "s_server", "-accept", "\(Self.serverAddress):\(Self.port)",
             "-cert", pki.path(leaf), "-key", pki.path(leaf, "key"), "-cert_chain", chainFile, "-www", "-quiet",
         ])
-        for _ in 0..<200 {
-            let probe = try Shell.run(["ip", "netns", "exec", network.gateway, "python3", "-c",
-                "import socket; socket.create_connection(('\(Self.serverAddress)', \(Self.port)), 1)"])
-            if probe.status == 0 { return pid }
-            usleep(20_000)
+        do {
+            try network.waitForListener(in: network.gateway, Self.serverAddress, Self.port)
+        } catch {
+            Shell.kill(pid)
+            throw error
         }
-        throw ShellError(description: "s_server did not start")
+        return pid
     }
 
     func configuration(metrics: String) throws -> String {
@@ -83,10 +83,7 @@ struct AgentTests {
         let network = try TestNetwork()
         defer { network.remove() }
         try network.ip(network.gateway, "addr add \(Self.serverAddress)/32 dev lo")
-        let netnsDirectory = "/etc/netns/\(network.host)"
-        try FileManager.default.createDirectory(atPath: netnsDirectory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: netnsDirectory) }
-        try "\(Self.serverAddress) valid.test\n".write(toFile: "\(netnsDirectory)/hosts", atomically: true, encoding: .utf8)
+        try network.hosts("\(Self.serverAddress) valid.test\n")
 
         let directory = "\(pki.directory)/agent-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

@@ -15,18 +15,8 @@ struct GateTests {
         let network = try TestNetwork()
         try network.ip(network.gateway, "addr add \(Self.server)/32 dev lo")
         try network.spawn(in: network.gateway, ["python3", "-m", "http.server", "--bind", Self.server, "\(Self.port)"])
-        try waitForServer(network)
+        try network.waitForListener(in: network.gateway, Self.server, Self.port)
         return network
-    }
-
-    private func waitForServer(_ network: TestNetwork) throws {
-        for _ in 0..<300 {
-            let probe = try Shell.run(["ip", "netns", "exec", network.gateway, "python3", "-c",
-                "import socket; socket.create_connection(('\(Self.server)', \(Self.port)), 1)"])
-            if probe.status == 0 { return }
-            usleep(20_000)
-        }
-        throw ShellError(description: "the HTTP server in \(network.gateway) did not start")
     }
 
     @Test("With the default route removed, a request fails as not reachable at once, before any DNS query or connection")
@@ -61,12 +51,7 @@ struct GateTests {
     func cli() async throws {
         let network = try network()
         defer { network.remove() }
-        let hostsDirectory = "/etc/netns/\(network.host)"
-        try FileManager.default.createDirectory(atPath: hostsDirectory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: hostsDirectory) }
-        // `ip netns exec` mounts this over /etc/hosts: one name, two blackholed addresses.
-        try "198.51.100.9 blackholed.test\n198.51.100.10 blackholed.test\n".write(
-            toFile: "\(hostsDirectory)/hosts", atomically: true, encoding: .utf8)
+        try network.hosts("198.51.100.9 blackholed.test\n198.51.100.10 blackholed.test\n")  // both to be blackholed
         func request(_ arguments: [String]) throws -> Shell.Result {
             try Shell.run(["ip", "netns", "exec", network.host, Shell.pinpath, "request"] + arguments)
         }

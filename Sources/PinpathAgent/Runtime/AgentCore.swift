@@ -42,11 +42,13 @@ actor AgentCore {
             order.append(endpoint.name)
             if !once { scheduler.add(endpoint.name, interval: endpoint.interval, now: now) }
         }
-        // A first result for every endpoint soon after start, not up to an interval later; spread (about
-        // 1,000 a second, at least over one second) so that a restart with many endpoints does not burst.
+        // A first result for every endpoint soon after start rather than up to an interval later, spread at
+        // about 200 a second (at least over one second, at most over the interval) so that a restart with
+        // many endpoints is not a burst: 10,000 endpoints at 60 s are 167 probes a second anyway.
         let names = configuration.endpoints.map(\.name)
-        if !once && !names.isEmpty {
-            scheduler.probeSoon(names, now: now, window: .milliseconds(min(10_000, max(1_000, names.count))))
+        if !once, let shortest = configuration.endpoints.map(\.interval).min() {
+            let window = min(shortest, max(.seconds(1), .milliseconds(5 * names.count)))
+            scheduler.probeSoon(names, now: now, window: window)
         }
     }
 

@@ -50,10 +50,12 @@ final class TestNetwork {
 
     deinit { remove() }
 
-    /// Deletes both namespaces (and so every interface in them) and stops helper processes.
+    /// Deletes both namespaces (and so every interface in them), stops helper processes and removes the host
+    /// namespace's /etc/netns files.
     func remove() {
         for helper in helpers { Shell.kill(helper) }
         helpers = []
+        try? FileManager.default.removeItem(atPath: "/etc/netns/\(host)")
         _ = try? Shell.run(["ip", "netns", "del", host])
         _ = try? Shell.run(["ip", "netns", "del", gateway])
     }
@@ -77,6 +79,25 @@ final class TestNetwork {
     /// Starts a long-running helper inside `namespace`; it is stopped by `remove()`.
     func spawn(in namespace: String, _ arguments: [String]) throws {
         helpers.append(try Shell.spawn(["ip", "netns", "exec", namespace] + arguments))
+    }
+
+    /// Gives the host namespace its own /etc/hosts (`ip netns exec` mounts /etc/netns/NAME/hosts over it).
+    func hosts(_ lines: String) throws {
+        let directory = "/etc/netns/\(host)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try lines.write(toFile: "\(directory)/hosts", atomically: true, encoding: .utf8)
+    }
+
+    /// Waits until something accepts TCP connections on `address`:`port` inside `namespace`.
+    func waitForListener(in namespace: String, _ address: String, _ port: Int) throws {
+        for _ in 0..<300 {
+            let probe = try Shell.run([
+                "ip", "netns", "exec", namespace, "python3", "-c", "import socket; socket.create_connection(('\(address)', \(port)), 1)",
+            ])
+            if probe.status == 0 { return }
+            usleep(20_000)
+        }
+        throw ShellError(description: "nothing listens on \(address):\(port) in \(namespace)")
     }
 
     /// veth carrier comes up asynchronously after both ends are up.
