@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Glibc
 import PinpathAgent
+import Synchronization
 
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -26,6 +27,23 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingFailures {
+            // Handlers first: a signal that arrives while the agent starts must not kill it (SIGHUP's default
+            // action) or be lost (a stop is remembered and applied once the agent exists).
+            let running = Mutex<(agent: Agent?, stop: String?)>((nil, nil))
+            let stop: @Sendable (String) -> Void = { reason in
+                let agent = running.withLock { state -> Agent? in
+                    if state.agent == nil { state.stop = state.stop ?? reason }
+                    return state.agent
+                }
+                agent?.stop(reason: reason)
+            }
+            let signals = SignalHandlers([
+                SIGTERM: { stop("SIGTERM") },
+                SIGINT: { stop("SIGINT") },
+                SIGHUP: { running.withLock { $0.agent }?.reload() },
+                SIGUSR1: { running.withLock { $0.agent }?.reopenEvents() },
+            ])
+            defer { signals.cancel() }
             let agent: Agent
             do throws(Agent.StartError) {
                 agent = try await Agent.start(configurationPath: config, once: once)
@@ -40,13 +58,12 @@ struct RunCommand: AsyncParsableCommand {
                 case .unavailable(let message): throw CommandFailure.unavailable(message)
                 }
             }
-            let signals = SignalHandlers([
-                SIGTERM: { agent.stop(reason: "SIGTERM") },
-                SIGINT: { agent.stop(reason: "SIGINT") },
-                SIGHUP: { agent.reload() },
-                SIGUSR1: { agent.reopenEvents() },
-            ])
-            defer { signals.cancel() }
+            if let reason = running.withLock({ state -> String? in
+                state.agent = agent
+                return state.stop
+            }) {
+                agent.stop(reason: reason)
+            }
             let allUp = await agent.run()
             if once && !allUp { throw ExitCode(1) }
         }

@@ -183,6 +183,56 @@ struct AgentTests {
         #expect(dropped.flatMap { Double($0.split(separator: " ").last ?? "") }.map { $0 > 0 } == true, "\(text)")
     }
 
+    @Test("systemd: READY=1 after start, RELOADING=1 then READY=1 around SIGHUP, STOPPING=1 on SIGTERM")
+    func notifications() async throws {
+        let directory = "\(pki.directory)/agent-notify-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let config = "\(directory)/pinpath.yaml", socketPath = "\(directory)/notify.sock"
+        try "endpoints:\n  - { name: closed, url: \"http://127.0.0.1:9/\", interval: 1s, timeout: 500ms }\n".write(
+            toFile: config, atomically: true, encoding: .utf8)
+        let listener = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        #expect(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in socketPath.utf8.enumerated() { buffer[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0)
+        var messages: [String] = []
+        func receive(until expected: String) async throws {
+            let deadline = ContinuousClock.now + .seconds(10)
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while ContinuousClock.now < deadline {
+                let count = recv(listener, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+                if count > 0 {
+                    messages.append(String(decoding: buffer[..<count], as: UTF8.self))
+                    if messages.last!.contains(expected) { return }
+                    continue
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            throw ShellError(description: "no \(expected) from the agent; got \(messages)")
+        }
+        setenv("NOTIFY_SOCKET", socketPath, 1)
+        let devNull = open("/dev/null", O_WRONLY)
+        let agent = try Shell.spawn([Shell.pinpath, "run", "--config", config], stdout: devNull)
+        close(devNull)
+        unsetenv("NOTIFY_SOCKET")
+        defer { Shell.kill(agent) }
+        try await receive(until: "READY=1")
+        kill(agent, SIGHUP)
+        try await receive(until: "RELOADING=1")
+        #expect(messages.last!.contains("MONOTONIC_USEC="))
+        try await receive(until: "READY=1")
+        let status = try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(6))
+        try await receive(until: "STOPPING=1")
+        #expect(status == 0)
+    }
+
     /// The agent's own PID: `ip netns exec` execs it, so it is the spawned process itself.
     private func agentPID(in namespace: String) throws -> pid_t {
         let output = try Shell.check(["ip", "netns", "pids", namespace])

@@ -94,15 +94,16 @@ public final class Agent: Sendable {
             _ = writer.emit(event: name, fields: fields)
             Task { await core.pathChanged() }
         }
-        try? notifier.ready()
         return agent
     }
 
-    /// Probes until ``stop(reason:)``, then lets probes in flight finish (at most 2 s), writes
-    /// `agent.stopping`, flushes the events and returns. With `once`, returns after one probe of each endpoint.
+    /// Tells systemd the agent is ready (READY=1), probes until ``stop(reason:)``, then lets probes in flight
+    /// finish (at most 2 s), writes `agent.stopping`, flushes the events and returns. With `once`, returns
+    /// after one probe of each endpoint. Install signal handlers before calling it: READY=1 invites reloads.
     /// - Returns: for `once`, whether every endpoint is up; otherwise `true`.
     @discardableResult
     public func run() async -> Bool {
+        try? notifier.ready()
         let metrics = Task { await self.writeMetricsPeriodically() }
         let allUp: Bool
         if core.isOnce {
