@@ -60,6 +60,17 @@ final class HTTPBinTests {
         #expect(headers["Content-Type"] == "application/x-www-form-urlencoded")
     }
 
+    @Test("A body keeps its method: a GET or DELETE with a body is not sent as POST")
+    func bodyKeepsMethod() async throws {
+        for method in [HTTPMethod.get, .delete] {
+            let request = try HTTPRequestSerializer().request(
+                method, server.baseURL.appendingPathComponent("anything").absoluteString, body: Array("a=1".utf8))
+            let echoed = try echo(try await session.send(request))
+            #expect(echoed["method"] == .string(method.rawValue))
+            #expect(echoed["form"] == ["a": "1"])
+        }
+    }
+
     @Test("DELETE and HEAD keep parameters in the URL")
     func urlMethods() async throws {
         let deleted = try await session.delete("delete", parameters: ["id": 7])

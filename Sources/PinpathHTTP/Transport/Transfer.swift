@@ -107,11 +107,12 @@ final class Transfer: @unchecked Sendable {
 
     private func configureMethodAndBody() throws(HTTPError) {
         let method = request.method
-        if method == .head {
-            try set(CURLOPT_NOBODY, 1)
-        } else if method != .get || bodySource != nil {
-            // POST with a read callback and an exact size; any other method name is sent as given.
-            if method != .post { try set(CURLOPT_CUSTOMREQUEST, method.rawValue) }
+        switch method {
+        case .head: try set(CURLOPT_NOBODY, 1)
+        case .post: break
+        case .get where bodySource == nil: break
+        // A body is sent as libcurl sends a POST's (read callback, exact size) under the method's own name.
+        default: try set(CURLOPT_CUSTOMREQUEST, method.rawValue)
         }
         guard let bodySource else {
             if method == .post { try set(CURLOPT_POSTFIELDSIZE_LARGE, 0, offset: true); try set(CURLOPT_POST, 1) }
