@@ -33,6 +33,8 @@ final class Transfer: @unchecked Sendable {
     private var skippedAddresses: [TargetReachability] = []
     private var socketsOpened = 0
     private var tlsSession: (version: String, cipher: String)?
+    /// The blank line ending the last response's header section has arrived.
+    private var headersComplete = false
 
     /// Set from any thread to stop the transfer; the engine removes it at its next wake-up.
     let cancelled = Atomic<Bool>(false)
@@ -187,7 +189,10 @@ final class Transfer: @unchecked Sendable {
         if line.starts(with: Self.statusLinePrefix) {
             // A new response (100 Continue, or the final one): only the last one's fields count.
             responseHeaders = HTTPHeaders()
+            headersComplete = false
             if tlsSession == nil { tlsSession = currentTLSSession() }
+        } else if line.count <= 2 && line.allSatisfy({ $0 == 0x0D || $0 == 0x0A }) {
+            headersComplete = true  // the blank line after a response's header section
         } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
             let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
             var start = colon + 1, end = line.count
@@ -285,6 +290,21 @@ final class Transfer: @unchecked Sendable {
                 reachability: first)
         }
         let detail = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+        // Once connected, libcurl 7.88 reports two broken responses with codes that name something else: a
+        // status line it cannot parse, or none at all (HTTP/0.9), as CURLE_UNSUPPORTED_PROTOCOL (else
+        // `invalid_url`), and a header line over CURL_MAX_HTTP_HEADER (100 KiB; its header buffer is full) as
+        // CURLE_OUT_OF_MEMORY with no message (else `transfer_failed`, "Out of memory"). The URL was checked
+        // before sending, so both are the server breaking HTTP.
+        if remoteAddress != nil && !headersComplete {
+            if code == CURLE_UNSUPPORTED_PROTOCOL {
+                return HTTPError(.protocolError, "\(description): the server's status line is not HTTP: \(detail)", curlCode: Int(code.rawValue))
+            }
+            if code == CURLE_OUT_OF_MEMORY {
+                return HTTPError(
+                    .protocolError, "\(description): a response header line is longer than libcurl's limit of 100 KiB (libcurl: \(detail))",
+                    curlCode: Int(code.rawValue))
+            }
+        }
         return HTTPError(HTTPError.Code(curlCode: code), "\(description): \(detail)", curlCode: Int(code.rawValue))
     }
 
