@@ -26,8 +26,9 @@ public final class HostileServer {
         case slowloris
         /// Sends a status line, then header lines as fast as the client reads them, forever.
         case headerFlood
-        /// Announces and sends a 1 GiB body as fast as the client reads it.
-        case hugeBody
+        /// Sends a 1 GiB body as fast as the client reads it, announced with `Content-Length` or, when not
+        /// `announced`, in 64 KiB chunks (`Transfer-Encoding: chunked`), so that only counting can stop it.
+        case hugeBody(announced: Bool)
         /// Answers with this first line instead of a status line (then an empty header section), such as
         /// `HTTP/1.1 two hundred OK` (no status code) or `SSH-2.0-OpenSSH_9.2` (not HTTP at all).
         case malformedStatusLine(String)
@@ -157,14 +158,16 @@ public final class HostileServer {
             guard connection.send("HTTP/1.1 200 OK\r\n") else { return }
             let lines = Array((0..<1000).map { "X-Flood-\($0): \(String(repeating: "f", count: 40))\r\n" }.joined().utf8)
             while connection.send(lines) {}
-        case .hugeBody:
+        case .hugeBody(let announced):
             connection.readRequest()
-            guard connection.send("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: \(1 << 30)\r\n\r\n")
-            else { return }
-            let chunk = [UInt8](repeating: 0x61, count: 64 << 10)
-            for _ in 0..<((1 << 30) / chunk.count) {
+            let framing = announced ? "Content-Length: \(1 << 30)" : "Transfer-Encoding: chunked"
+            guard connection.send("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\(framing)\r\n\r\n") else { return }
+            let bytes = [UInt8](repeating: 0x61, count: 64 << 10)
+            let chunk = announced ? bytes : Array("10000\r\n".utf8) + bytes + Array("\r\n".utf8)
+            for _ in 0..<((1 << 30) / bytes.count) {
                 guard connection.send(chunk) else { return }
             }
+            if !announced { _ = connection.send("0\r\n\r\n") }
             connection.drain()
         case .malformedStatusLine(let line):
             connection.readRequest()

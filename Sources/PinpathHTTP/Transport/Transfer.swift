@@ -77,6 +77,10 @@ final class Transfer: @unchecked Sendable {
         try set(CURLOPT_ACCEPT_ENCODING, "")  // every encoding this libcurl decodes
         try set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
         try set(CURLOPT_PROTOCOLS_STR, "http,https")
+        // A body announced (Content-Length) larger than the limit is refused before any of it is read;
+        // receiveBody still counts, for chunked bodies and servers that announce less than they send. Not for
+        // HEAD: libcurl would apply it to the length of the body a HEAD response only describes.
+        if request.method != .head { try set(CURLOPT_MAXFILESIZE_LARGE, options.maximumBodySize, offset: true) }
         switch options.addressFamily {
         case .any: break
         case .ipv4: try set(CURLOPT_IPRESOLVE, Int(CURL_IPRESOLVE_V4))
@@ -290,6 +294,11 @@ final class Transfer: @unchecked Sendable {
                 reachability: first)
         }
         let detail = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+        if code == CURLE_FILESIZE_EXCEEDED {
+            return HTTPError(
+                .protocolError, "\(description): the response body is larger than \(options.maximumBodySize) bytes (libcurl: \(detail))",
+                curlCode: Int(code.rawValue))
+        }
         // Once connected, libcurl 7.88 reports two broken responses with codes that name something else: a
         // status line it cannot parse, or none at all (HTTP/0.9), as CURLE_UNSUPPORTED_PROTOCOL (else
         // `invalid_url`), and a header line over CURL_MAX_HTTP_HEADER (100 KiB; its header buffer is full) as
