@@ -181,6 +181,35 @@ struct HostileServerTests {
         #expect(third == nil, "the third connection gets the pinned chain again: \(third?.message ?? "")")
     }
 
+    @Test("stop() ends connections that are still open, joins every thread and closes every socket")
+    func stopIsClean() throws {
+        func count(_ directory: String) -> Int { (try? FileManager.default.contentsOfDirectory(atPath: directory).count) ?? -1 }
+        let behaviours: [HostileServer.Behaviour] = [.silent, .slowloris, .headerFlood, .hugeBody(announced: true), .tlsAlert]
+        func round() throws {
+            for behaviour in behaviours {
+                let server = try HostileServer(behaviour, directory: pki.directory)
+                // Two clients that never read nor close: their server threads are blocked waiting on them.
+                let clients = try (0..<2).map { _ in try TLSServer.connectLoopback(port: server.port) }
+                var request = Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+                for client in clients { _ = send(client, &request, request.count, Int32(MSG_NOSIGNAL)) }
+                while server.connections < 2 { usleep(1000) }
+                usleep(50_000)
+                let started = ContinuousClock.now
+                server.stop()
+                #expect(ContinuousClock.now - started < .seconds(1), "stop() took \(ContinuousClock.now - started)")
+                clients.forEach { close($0) }
+            }
+        }
+        // The first round also generates the PKI (openssl through Foundation, which opens pipes and a thread
+        // of its own); the second must leave nothing behind.
+        try round()
+        usleep(100_000)
+        let fdsBefore = count("/proc/self/fd"), threadsBefore = count("/proc/self/task")
+        try round()
+        #expect(count("/proc/self/fd") <= fdsBefore, "file descriptors left open")
+        #expect(count("/proc/self/task") <= threadsBefore, "threads left running")
+    }
+
     /// A leaf for IP 127.0.0.1 under the other trusted root (`otherinter`): valid, but with different pins.
     static func otherIPLeaf(_ pki: TestPKI) throws -> (certificate: String, key: String) {
         let certificate = pki.file("otherip.pem"), key = pki.file("otherip.key")
@@ -199,5 +228,162 @@ struct HostileServerTests {
             ])
         }
         return (certificate, key)
+    }
+}
+
+/// The built `pinpath` against every hostile server at once: `run --once` exits within a bound, with one
+/// `probe.completed` per endpoint carrying the expected `error_category`, and exit code 1; `run` keeps
+/// probing them all and stops cleanly on SIGTERM.
+@Suite("The agent against hostile servers", .serialized)
+struct HostileAgentTests {
+    let pki = TestPKI.shared
+    /// How long `run --once` may take: the probes run concurrently, each bounded by its 2 s timeout.
+    static let bound = Duration.seconds(10)
+
+    /// The hostile servers, a configuration naming them, and the category each endpoint's probe must end with.
+    final class Scene {
+        var servers: [HostileServer] = []
+        var expected: [String: String?] = [:]
+        var configurationPath = ""
+        var switchingEndpoints = ["switching-a", "switching-b"]
+        deinit { servers.forEach { $0.stop() } }
+    }
+
+    func scene(interval: String) throws -> Scene {
+        let scene = Scene()
+        let good = HostileServer.TLSIdentity(certificate: pki.path("ip"), key: pki.path("ip", "key"), chain: [pki.path("inter")])
+        let other = try HostileServerTests.otherIPLeaf(pki)
+        var bare = good
+        bare.chain = []
+        // name, server, scheme, policy, expected error_category
+        let table: [(String, HostileServer.Behaviour, String, String?, String)] = [
+            ("silent", .silent, "http", nil, "timeout"),
+            ("slowloris", .slowloris, "http", nil, "timeout"),
+            ("header-flood", .headerFlood, "http", nil, "protocol_error"),
+            ("huge-body", .hugeBody(announced: true), "http", nil, "protocol_error"),
+            ("huge-chunked-body", .hugeBody(announced: false), "http", nil, "protocol_error"),
+            ("malformed-status", .malformedStatusLine("HTTP/1.1 two hundred OK"), "http", nil, "protocol_error"),
+            ("not-http", .malformedStatusLine("SSH-2.0-OpenSSH_9.2"), "http", nil, "protocol_error"),
+            ("oversized-header", .oversizedHeader, "http", nil, "protocol_error"),
+            ("reset", .resetMidResponse, "http", nil, "protocol_error"),
+            ("tls-alert", .tlsAlert, "https", "test-ca", "tls_failed"),
+            ("fifty-certificates", .manyCertificates(bare, filler: try HostileServer.fillerCertificates(count: 49, in: pki.directory)),
+             "https", "test-ca", "tls_invalid"),
+            ("refused", .refuse, "http", nil, "connect_failed"),
+        ]
+        var endpoints = ""
+        func endpoint(_ name: String, _ url: String, policy: String?) {
+            endpoints += "  - name: \(name)\n    url: \(url)\n    timeout: 2s\n    interval: \(interval)\n"
+            if let policy { endpoints += "    policy: \(policy)\n" }
+        }
+        for (name, behaviour, scheme, policy, category) in table {
+            let server = try HostileServer(behaviour, directory: pki.directory)
+            scene.servers.append(server)
+            scene.expected[name] = category
+            endpoint(name, "\(scheme)://127.0.0.1:\(server.port)/", policy: policy)
+        }
+        // Two endpoints on one certificate-switching server, pinned to the first chain only: whichever
+        // connects first passes, the other is rejected, so the pins ran on both connections.
+        let switching = try HostileServer(
+            .switchingCertificates(good, HostileServer.TLSIdentity(certificate: other.certificate, key: other.key, chain: [pki.path("otherinter")])),
+            directory: pki.directory)
+        scene.servers.append(switching)
+        for name in scene.switchingEndpoints { endpoint(name, "https://127.0.0.1:\(switching.port)/", policy: "inter-pin") }
+        let configuration = """
+            events: { output: stdout, probes: all }
+            policies:
+              test-ca:
+                mode: none
+                ca_file: \(pki.path("store"))
+              inter-pin:
+                mode: public_key
+                pins: ["\(try pki.certificate("inter").spkiPin)"]
+                require_backup_pin: false
+                ca_file: \(pki.path("store"))
+            endpoints:
+
+            """ + endpoints
+        scene.configurationPath = pki.file("hostile-agent-\(UUID().uuidString).yaml")
+        try configuration.write(toFile: scene.configurationPath, atomically: true, encoding: .utf8)
+        return scene
+    }
+
+    static func events(_ path: String) -> [[String: Any]] {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    static func spawn(_ arguments: [String], output path: String) throws -> pid_t {
+        let output = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        defer { close(output) }
+        return try Shell.spawn([Shell.pinpath] + arguments, stdout: output, stderr: output)
+    }
+
+    @Test("pinpath run --once: one probe.completed per hostile endpoint, each with its category, exit 1, in bounded time")
+    func runOnce() async throws {
+        let scene = try scene(interval: "10s")
+        let outputPath = scene.configurationPath + ".out"
+        let started = ContinuousClock.now
+        let pid = try Self.spawn(["run", "--once", "--config", scene.configurationPath], output: outputPath)
+        var status: Int32 = 0
+        var exited = false
+        while ContinuousClock.now - started < Self.bound {
+            if waitpid(pid, &status, WNOHANG) == pid {
+                exited = true
+                break
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        if !exited { Shell.kill(pid) }
+        let elapsed = ContinuousClock.now - started
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        try #require(exited, "pinpath run --once did not exit within \(Self.bound): \(text)")
+        print("pinpath run --once against \(scene.expected.count + 2) hostile endpoints exited \((status >> 8) & 0xff) after \(elapsed)")
+        #expect(status & 0x7f == 0 && (status >> 8) & 0xff == 1, "exit status \(status): \(text)")
+
+        let probes = Self.events(outputPath).filter { $0["event"] as? String == "probe.completed" }
+        var categories: [String: String?] = [:]
+        for probe in probes {
+            guard let name = probe["endpoint"] as? String else { continue }
+            #expect(categories[name] == nil, "two probe.completed for \(name)")
+            categories[name] = probe["error_category"] as? String
+            print("  \(name): \(probe["error_category"] as? String ?? "success") in \(probe["total_ms"] ?? "-") ms")
+        }
+        for (name, expected) in scene.expected {
+            #expect(categories[name] == .some(expected), "\(name): \(String(describing: categories[name])), expected \(expected ?? "success")")
+        }
+        let switched = scene.switchingEndpoints.map { categories[$0] ?? "missing" }
+        #expect(switched.contains(nil) && switched.contains("policy_rejected"), "switching server: \(switched)")
+        #expect(probes.count == scene.expected.count + 2)
+    }
+
+    @Test("pinpath run keeps probing every hostile endpoint, stays small, and stops on SIGTERM")
+    func keepsRunning() async throws {
+        let scene = try scene(interval: "2s")
+        let outputPath = scene.configurationPath + ".out"
+        let pid = try Self.spawn(["run", "--config", scene.configurationPath], output: outputPath)
+        var stopped = false
+        defer { if !stopped { Shell.kill(pid) } }
+        // Three rounds of probes: every endpoint is probed every 2 s, each probe ends within its 2 s timeout.
+        try await Task.sleep(for: .seconds(7))
+        var status: Int32 = 0
+        #expect(waitpid(pid, &status, WNOHANG) == 0, "the agent exited: \(status)")
+        let rss = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8))?
+            .split(separator: "\n").first { $0.hasPrefix("VmRSS:") }.map(String.init) ?? "VmRSS: ?"
+        let exit = try await Shell.stop(pid, signal: SIGTERM, timeout: .seconds(5))
+        stopped = true
+        #expect(exit == 0, "SIGTERM: exit \(String(describing: exit))")
+        let probes = Self.events(outputPath).filter { $0["event"] as? String == "probe.completed" }
+        var counts: [String: Int] = [:]
+        for probe in probes {
+            if let name = probe["endpoint"] as? String { counts[name, default: 0] += 1 }
+            if let name = probe["endpoint"] as? String, let expected = scene.expected[name] {
+                #expect(probe["error_category"] as? String == expected, "\(name)")
+            }
+        }
+        print("pinpath run for 7 s: \(probes.count) probes (\(counts.values.min() ?? 0)–\(counts.values.max() ?? 0) per endpoint), \(rss)")
+        for name in Array(scene.expected.keys) + scene.switchingEndpoints {
+            #expect((counts[name] ?? 0) >= 2, "\(name) was probed \(counts[name] ?? 0) times")
+        }
     }
 }
