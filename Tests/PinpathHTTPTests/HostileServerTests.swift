@@ -132,6 +132,18 @@ struct HostileServerTests {
         #expect(response.headers["Content-Length"] == "\(1 << 30)")
     }
 
+    @Test("A TLS 1.3 alert after the client's side of the handshake (client certificate required) is tls_failed")
+    func alertAfterHandshake() async throws {
+        let server = try HostileServer(.tlsAlertAfterHandshake(goodIdentity), directory: pki.directory)
+        defer { server.stop() }
+        let session = try session()
+        let (error, _, elapsed) = await Self.attempt(session, "https://127.0.0.1:\(server.port)/")
+        print("hostile tlsAlertAfterHandshake: \(error?.code.description ?? "success") after \(elapsed): \(error?.message ?? "")")
+        #expect(error?.code == .tlsFailed, "\(error?.message ?? "no error")")
+        #expect(elapsed < Self.timeout + Self.margin)
+        try await expectStillWorks(session)
+    }
+
     @Test("A server sending 50 certificates: the chain is built from the ones that matter, or rejected as invalid")
     func fiftyCertificates() async throws {
         // 48 filler certificates after leaf and intermediate: the chain still builds to the test root.
@@ -267,6 +279,7 @@ struct HostileAgentTests {
             ("oversized-header", .oversizedHeader, "http", nil, "protocol_error"),
             ("reset", .resetMidResponse, "http", nil, "protocol_error"),
             ("tls-alert", .tlsAlert, "https", "test-ca", "tls_failed"),
+            ("tls-alert-after-handshake", .tlsAlertAfterHandshake(good), "https", "test-ca", "tls_failed"),
             ("fifty-certificates", .manyCertificates(bare, filler: try HostileServer.fillerCertificates(count: 49, in: pki.directory)),
              "https", "test-ca", "tls_invalid"),
             ("refused", .refuse, "http", nil, "connect_failed"),

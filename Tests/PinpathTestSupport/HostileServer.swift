@@ -38,6 +38,9 @@ public final class HostileServer {
         case resetMidResponse
         /// Reads the ClientHello and answers with a fatal `handshake_failure` alert record.
         case tlsAlert
+        /// A TLS 1.3 server that requires a client certificate: the client's handshake completes, then the
+        /// server's `certificate_required` alert arrives where the client expects the response.
+        case tlsAlertAfterHandshake(TLSIdentity)
         /// A TLS server whose `Certificate` message holds 50 certificates: the identity's, then filler.
         case manyCertificates(TLSIdentity, filler: [String])
         /// Connection 1 gets the first identity, connection 2 the second, and so on alternating.
@@ -81,6 +84,8 @@ public final class HostileServer {
             backends = [try TLSServer(identity, extraChain: filler, in: directory)]
         case .switchingCertificates(let first, let second):
             backends = [try TLSServer(first, in: directory), try TLSServer(second, in: directory)]
+        case .tlsAlertAfterHandshake(let identity):
+            backends = [try TLSServer(identity, in: directory, extraArguments: ["-Verify", "1", "-tls1_3"])]
         default:
             break
         }
@@ -190,7 +195,7 @@ public final class HostileServer {
             // TLS record: alert (21), TLS 1.2 record version, length 2, fatal (2), handshake_failure (40).
             _ = connection.send([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28])
             connection.drain()
-        case .manyCertificates, .switchingCertificates:
+        case .manyCertificates, .switchingCertificates, .tlsAlertAfterHandshake:
             connection.relay(to: backendPorts[(number - 1) % backendPorts.count])
         case .refuse:
             break
@@ -298,8 +303,12 @@ public final class HostileServer {
 
 extension TLSServer {
     /// `openssl s_server -www` for an identity, with more certificates appended to the chain it sends.
-    fileprivate convenience init(_ identity: HostileServer.TLSIdentity, extraChain: [String] = [], in directory: String) throws {
-        try self.init(certificate: identity.certificate, key: identity.key, chain: identity.chain + extraChain, in: directory)
+    fileprivate convenience init(
+        _ identity: HostileServer.TLSIdentity, extraChain: [String] = [], in directory: String, extraArguments: [String] = []
+    ) throws {
+        try self.init(
+            certificate: identity.certificate, key: identity.key, chain: identity.chain + extraChain, in: directory,
+            extraArguments: extraArguments)
     }
 }
 

@@ -304,6 +304,17 @@ final class Transfer: @unchecked Sendable {
         // `invalid_url`), and a header line over CURL_MAX_HTTP_HEADER (100 KiB; its header buffer is full) as
         // CURLE_OUT_OF_MEMORY with no message (else `transfer_failed`, "Out of memory"). The URL was checked
         // before sending, so both are the server breaking HTTP.
+        // A TLS 1.3 server that refuses the client (a client certificate required, or missing) sends its
+        // alert after the client's side of the handshake is done, so libcurl meets it in SSL_read and
+        // reports CURLE_RECV_ERROR (else `protocol_error`). curl's message then carries OpenSSL's reason,
+        // whose text for every received alert is "… alert …" ("tlsv13 alert certificate required"). A reset
+        // is reported with the socket's error text instead ("Connection reset by peer") and stays a protocol
+        // error.
+        if verifier != nil, code == CURLE_RECV_ERROR || code == CURLE_SEND_ERROR, detail.contains("SSL routines"),
+            detail.contains(" alert ")
+        {
+            return HTTPError(.tlsFailed, "\(description): the server ended TLS with an alert: \(detail)", curlCode: Int(code.rawValue))
+        }
         if remoteAddress != nil && !headersComplete {
             if code == CURLE_UNSUPPORTED_PROTOCOL {
                 return HTTPError(.protocolError, "\(description): the server's status line is not HTTP: \(detail)", curlCode: Int(code.rawValue))
