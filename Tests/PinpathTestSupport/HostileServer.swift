@@ -54,11 +54,17 @@ public final class HostileServer {
     public let behaviour: Behaviour
     /// Connections accepted so far.
     public var connections: Int { state.accepted.load(ordering: .relaxed) }
+    /// The kit's threads that have not returned yet (0 after ``stop()``).
+    public var runningThreads: Int { state.running.load(ordering: .relaxed) }
+    /// Accepted sockets and relay sockets to the backends not closed yet (0 after ``stop()``).
+    public var openSockets: Int { state.open.load(ordering: .relaxed) }
     /// Response bytes written so far (all connections): how far a large body got before the client quit.
     public var bytesSent: Int { state.sent.load(ordering: .relaxed) }
 
-    private final class State: Sendable {
+    fileprivate final class State: Sendable {
         let accepted = Atomic<Int>(0)
+        let running = Atomic<Int>(0)
+        let open = Atomic<Int>(0)
         let sent = Atomic<Int>(0)
         /// A pipe whose read end is readable once stop() is called: every blocking wait polls it too.
         let wake: Int32
@@ -107,7 +113,7 @@ public final class HostileServer {
             throw ShellError(description: "listen: \(errno)")
         }
         let state = self.state, backendPorts = backends.map(\.port)
-        let thread = try JoinableThread { Self.acceptLoop(listener: fd, behaviour: behaviour, backendPorts: backendPorts, state: state) }
+        let thread = try JoinableThread(state) { Self.acceptLoop(listener: fd, behaviour: behaviour, backendPorts: backendPorts, state: state) }
         state.threads.withLock { $0.append(thread) }
     }
 
@@ -135,14 +141,19 @@ public final class HostileServer {
             let connection = accept(listener, nil, nil)
             guard connection >= 0 else { continue }
             let number = state.accepted.add(1, ordering: .relaxed).newValue
+            state.open.add(1, ordering: .relaxed)
             do {
-                let thread = try JoinableThread {
-                    defer { close(connection) }
+                let thread = try JoinableThread(state) {
+                    defer {
+                        close(connection)
+                        state.open.subtract(1, ordering: .relaxed)
+                    }
                     serve(connection, number: number, behaviour: behaviour, backendPorts: backendPorts, state: state)
                 }
                 state.threads.withLock { $0.append(thread) }
             } catch {
                 close(connection)
+                state.open.subtract(1, ordering: .relaxed)
             }
         }
     }
@@ -261,7 +272,11 @@ public final class HostileServer {
         /// Copies bytes both ways between the client and a backend on 127.0.0.1 until either side closes.
         func relay(to port: UInt16) {
             guard let backend = try? TLSServer.connectLoopback(port: port) else { return }
-            defer { close(backend) }
+            state.open.add(1, ordering: .relaxed)
+            defer {
+                close(backend)
+                state.open.subtract(1, ordering: .relaxed)
+            }
             var buffer = [UInt8](repeating: 0, count: 64 << 10)
             var fds = [
                 pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: backend, events: Int16(POLLIN), revents: 0),
@@ -312,7 +327,8 @@ extension TLSServer {
     }
 }
 
-/// A pthread that runs a closure and is joined, for the kit's accept and connection threads.
+/// A pthread that runs a closure and is joined, for the kit's accept and connection threads; counted in
+/// `running` from before it starts until its closure returns.
 private struct JoinableThread: Sendable {
     private let thread: pthread_t
 
@@ -321,15 +337,20 @@ private struct JoinableThread: Sendable {
         init(_ run: @escaping () -> Void) { self.run = run }
     }
 
-    init(_ body: @escaping @Sendable () -> Void) throws {
+    fileprivate init(_ state: HostileServer.State, _ body: @escaping @Sendable () -> Void) throws {
         var thread = pthread_t()
-        let box = Unmanaged.passRetained(Body(body)).toOpaque()
+        state.running.add(1, ordering: .relaxed)
+        let box = Unmanaged.passRetained(Body {
+            body()
+            state.running.subtract(1, ordering: .relaxed)
+        }).toOpaque()
         let created = pthread_create(&thread, nil, { argument in
             Unmanaged<Body>.fromOpaque(argument!).takeRetainedValue().run()
             return nil
         }, box)
         guard created == 0 else {
             Unmanaged<Body>.fromOpaque(box).release()
+            state.running.subtract(1, ordering: .relaxed)
             throw ShellError(description: "pthread_create: \(created)")
         }
         self.thread = thread
