@@ -165,6 +165,7 @@ struct HostileServerTests {
             .manyCertificates(unrelated, filler: HostileServer.fillerCertificates(count: 49, in: pki.directory)), directory: pki.directory)
         defer { broken.stop() }
         let (brokenError, _, brokenElapsed) = await Self.attempt(session, "https://127.0.0.1:\(broken.port)/")
+        print("hostile manyCertificates: padded \(error?.code.description ?? "success") after \(elapsed); unrelated \(brokenError?.code.description ?? "success") after \(brokenElapsed): \(brokenError?.message ?? "")")
         #expect(brokenError?.code == .tlsInvalid, "\(brokenError?.message ?? "no error")")
         #expect(brokenError?.evaluation?.servedChain.count == 50)
         #expect(brokenElapsed < Self.timeout + Self.margin)
@@ -185,6 +186,7 @@ struct HostileServerTests {
         #expect(first == nil, "\(first?.message ?? "")")
         #expect(response?.statusCode == 200)
         let (second, _, elapsed) = await Self.attempt(session, url)
+        print("hostile switchingCertificates: first \(first?.code.description ?? "success"), second \(second?.code.description ?? "success") after \(elapsed)")
         #expect(second?.code == .policyRejected, "\(second?.message ?? "no error")")
         #expect(second?.evaluation?.failure?.reason == .pinMismatch)
         #expect(elapsed < Self.timeout + Self.margin)
