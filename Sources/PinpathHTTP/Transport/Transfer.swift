@@ -299,11 +299,6 @@ final class Transfer: @unchecked Sendable {
                 .protocolError, "\(description): the response body is larger than \(options.maximumBodySize) bytes (libcurl: \(detail))",
                 curlCode: Int(code.rawValue))
         }
-        // Once connected, libcurl 7.88 reports two broken responses with codes that name something else: a
-        // status line it cannot parse, or none at all (HTTP/0.9), as CURLE_UNSUPPORTED_PROTOCOL (else
-        // `invalid_url`), and a header line over CURL_MAX_HTTP_HEADER (100 KiB; its header buffer is full) as
-        // CURLE_OUT_OF_MEMORY with no message (else `transfer_failed`, "Out of memory"). The URL was checked
-        // before sending, so both are the server breaking HTTP.
         // A TLS 1.3 server that refuses the client (a client certificate required, or missing) sends its
         // alert after the client's side of the handshake is done, so libcurl meets it in SSL_read and
         // reports CURLE_RECV_ERROR (else `protocol_error`). curl's message then carries OpenSSL's reason,
@@ -315,6 +310,11 @@ final class Transfer: @unchecked Sendable {
         {
             return HTTPError(.tlsFailed, "\(description): the server ended TLS with an alert: \(detail)", curlCode: Int(code.rawValue))
         }
+        // Once connected, libcurl 7.88 reports two broken responses with codes that name something else: a
+        // status line it cannot parse, or none at all (HTTP/0.9), as CURLE_UNSUPPORTED_PROTOCOL (else
+        // `invalid_url`), and a header line over CURL_MAX_HTTP_HEADER (100 KiB; its header buffer is full) as
+        // CURLE_OUT_OF_MEMORY with no message (else `transfer_failed`, "Out of memory"). The URL was checked
+        // before sending, so both are the server breaking HTTP.
         if remoteAddress != nil && !headersComplete {
             if code == CURLE_UNSUPPORTED_PROTOCOL {
                 return HTTPError(.protocolError, "\(description): the server's status line is not HTTP: \(detail)", curlCode: Int(code.rawValue))
