@@ -33,6 +33,8 @@ final class Transfer: @unchecked Sendable {
     private var skippedAddresses: [TargetReachability] = []
     private var socketsOpened = 0
     private var tlsSession: (version: String, cipher: String)?
+    /// The blank line ending the last response's header section has arrived.
+    private var headersComplete = false
 
     /// Set from any thread to stop the transfer; the engine removes it at its next wake-up.
     let cancelled = Atomic<Bool>(false)
@@ -75,6 +77,10 @@ final class Transfer: @unchecked Sendable {
         try set(CURLOPT_ACCEPT_ENCODING, "")  // every encoding this libcurl decodes
         try set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
         try set(CURLOPT_PROTOCOLS_STR, "http,https")
+        // A body announced (Content-Length) larger than the limit is refused before any of it is read;
+        // receiveBody still counts, for chunked bodies and servers that announce less than they send. Not for
+        // HEAD: libcurl would apply it to the length of the body a HEAD response only describes.
+        if request.method != .head { try set(CURLOPT_MAXFILESIZE_LARGE, options.maximumBodySize, offset: true) }
         switch options.addressFamily {
         case .any: break
         case .ipv4: try set(CURLOPT_IPRESOLVE, Int(CURL_IPRESOLVE_V4))
@@ -188,7 +194,10 @@ final class Transfer: @unchecked Sendable {
         if line.starts(with: Self.statusLinePrefix) {
             // A new response (100 Continue, or the final one): only the last one's fields count.
             responseHeaders = HTTPHeaders()
+            headersComplete = false
             if tlsSession == nil { tlsSession = currentTLSSession() }
+        } else if line.count <= 2 && line.allSatisfy({ $0 == 0x0D || $0 == 0x0A }) {
+            headersComplete = true  // the blank line after a response's header section
         } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
             let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
             var start = colon + 1, end = line.count
@@ -286,6 +295,37 @@ final class Transfer: @unchecked Sendable {
                 reachability: first)
         }
         let detail = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+        if code == CURLE_FILESIZE_EXCEEDED {
+            return HTTPError(
+                .protocolError, "\(description): the response body is larger than \(options.maximumBodySize) bytes (libcurl: \(detail))",
+                curlCode: Int(code.rawValue))
+        }
+        // A TLS 1.3 server that refuses the client (a client certificate required, or missing) sends its
+        // alert after the client's side of the handshake is done, so libcurl meets it in SSL_read and
+        // reports CURLE_RECV_ERROR (else `protocol_error`). curl's message then carries OpenSSL's reason,
+        // whose text for every received alert is "… alert …" ("tlsv13 alert certificate required"). A reset
+        // is reported with the socket's error text instead ("Connection reset by peer") and stays a protocol
+        // error.
+        if verifier != nil, code == CURLE_RECV_ERROR || code == CURLE_SEND_ERROR, detail.contains("SSL routines"),
+            detail.contains(" alert ")
+        {
+            return HTTPError(.tlsFailed, "\(description): the server ended TLS with an alert: \(detail)", curlCode: Int(code.rawValue))
+        }
+        // Once connected, libcurl 7.88 reports two broken responses with codes that name something else: a
+        // status line it cannot parse, or none at all (HTTP/0.9), as CURLE_UNSUPPORTED_PROTOCOL (else
+        // `invalid_url`), and a header line over CURL_MAX_HTTP_HEADER (100 KiB; its header buffer is full) as
+        // CURLE_OUT_OF_MEMORY with no message (else `transfer_failed`, "Out of memory"). The URL was checked
+        // before sending, so both are the server breaking HTTP.
+        if remoteAddress != nil && !headersComplete {
+            if code == CURLE_UNSUPPORTED_PROTOCOL {
+                return HTTPError(.protocolError, "\(description): the server's status line is not HTTP: \(detail)", curlCode: Int(code.rawValue))
+            }
+            if code == CURLE_OUT_OF_MEMORY {
+                return HTTPError(
+                    .protocolError, "\(description): a response header line is longer than libcurl's limit of 100 KiB (libcurl: \(detail))",
+                    curlCode: Int(code.rawValue))
+            }
+        }
         return HTTPError(HTTPError.Code(curlCode: code), "\(description): \(detail)", curlCode: Int(code.rawValue))
     }
 

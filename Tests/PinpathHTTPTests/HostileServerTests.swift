@@ -1,0 +1,400 @@
+import Foundation
+import PinpathSecurity
+import PinpathTestSupport
+import Testing
+
+@testable import PinpathHTTP
+
+/// The request core against servers that misbehave on purpose (issue 6): each request ends within its
+/// timeout plus a margin, with its own error code, and the session keeps working afterwards.
+@Suite("Hostile servers", .serialized)
+struct HostileServerTests {
+    let pki = TestPKI.shared
+    static let timeout = Duration.seconds(2)
+    /// Scheduling slack on a shared two-core machine; a failure here is a hang, not jitter.
+    static let margin = Duration.seconds(1)
+
+    /// One hostile behaviour, the scheme to talk to it and the code the request must end with.
+    enum Case: String, CaseIterable, CustomTestStringConvertible {
+        case silent, slowloris, headerFlood, hugeBody, hugeChunkedBody, malformedStatusLine, notHTTP, oversizedHeader, resetMidResponse, tlsAlert, refuse
+
+        var testDescription: String { rawValue }
+
+        var behaviour: HostileServer.Behaviour {
+            switch self {
+            case .silent: .silent
+            case .slowloris: .slowloris
+            case .headerFlood: .headerFlood
+            case .hugeBody: .hugeBody(announced: true)
+            case .hugeChunkedBody: .hugeBody(announced: false)
+            case .malformedStatusLine: .malformedStatusLine("HTTP/1.1 two hundred OK")
+            case .notHTTP: .malformedStatusLine("SSH-2.0-OpenSSH_9.2")
+            case .oversizedHeader: .oversizedHeader
+            case .resetMidResponse: .resetMidResponse
+            case .tlsAlert: .tlsAlert
+            case .refuse: .refuse
+            }
+        }
+
+        var scheme: String { self == .tlsAlert ? "https" : "http" }
+
+        var expected: HTTPError.Code {
+            switch self {
+            case .silent, .slowloris: .timedOut
+            case .headerFlood, .hugeBody, .hugeChunkedBody, .malformedStatusLine, .notHTTP, .oversizedHeader, .resetMidResponse: .protocolError
+            case .tlsAlert: .tlsFailed
+            case .refuse: .connectFailed
+            }
+        }
+    }
+
+    func session(pins: [String] = []) throws -> Session {
+        var configuration = Session.Configuration(trustStore: try pki.trustStore())
+        if !pins.isEmpty {
+            let policy = try SecurityPolicy(mode: .publicKey, pins: try pki.chain(pins).map(\.spkiPin), requiresBackupPin: false)
+            configuration.policies = HostPolicySet([HostPolicy(patterns: [try HostPattern(parsing: "127.0.0.1")], policy: policy)])
+        }
+        return try Session(configuration)
+    }
+
+    static func options() -> RequestOptions {
+        var options = RequestOptions()
+        options.timeout = timeout
+        options.connectTimeout = timeout
+        options.freshConnection = true
+        return options
+    }
+
+    /// Sends one GET; returns the error (nil on success), the response, and how long it took.
+    static func attempt(_ session: Session, _ url: String) async -> (error: HTTPError?, response: HTTPResponse?, elapsed: Duration) {
+        let started = ContinuousClock.now
+        do throws(HTTPError) {
+            let response = try await session.send(HTTPRequest(method: .get, url: URL(string: url)!), options: options())
+            return (nil, response, ContinuousClock.now - started)
+        } catch {
+            return (error, nil, ContinuousClock.now - started)
+        }
+    }
+
+    /// The `ip` leaf (SAN IP:127.0.0.1) and the test intermediate: a well-behaved identity.
+    var goodIdentity: HostileServer.TLSIdentity {
+        HostileServer.TLSIdentity(certificate: pki.path("ip"), key: pki.path("ip", "key"), chain: [pki.path("inter")])
+    }
+
+    /// The same session still completes a normal request against a well-behaved server.
+    func expectStillWorks(_ session: Session) async throws {
+        let server = try TLSServer(certificate: pki.path("ip"), key: pki.path("ip", "key"), chain: [pki.path("inter")], in: pki.directory)
+        defer { server.stop() }
+        let (error, response, _) = await Self.attempt(session, "https://127.0.0.1:\(server.port)/")
+        #expect(error == nil, "after the hostile server, a normal request failed: \(error?.message ?? "")")
+        #expect(response?.statusCode == 200)
+    }
+
+    @Test("Each hostile behaviour ends within the timeout with its own code, and the session keeps working", arguments: Case.allCases)
+    func hostile(_ which: Case) async throws {
+        let server = try HostileServer(which.behaviour, directory: pki.directory)
+        defer { server.stop() }
+        let session = try session()
+        let (error, _, elapsed) = await Self.attempt(session, "\(which.scheme)://127.0.0.1:\(server.port)/")
+        print("hostile \(which.rawValue): \(error?.code.description ?? "success") after \(elapsed): \(error?.message ?? "")")
+        #expect(error?.code == which.expected, "\(error?.message ?? "no error")")
+        #expect(elapsed < Self.timeout + Self.margin)
+        try await expectStillWorks(session)
+    }
+
+    @Test("A 1 GiB body stops at maximumBodySize: at once when announced, after the limit when chunked")
+    func hugeBodyStopsEarly() async throws {
+        let session = try session()
+        let limit = RequestOptions().maximumBodySize
+        for announced in [true, false] {
+            let server = try HostileServer(.hugeBody(announced: announced), directory: pki.directory)
+            defer { server.stop() }
+            let (error, _, elapsed) = await Self.attempt(session, "http://127.0.0.1:\(server.port)/")
+            print("hostile hugeBody announced=\(announced): \(error?.code.description ?? "success") after \(elapsed), server sent \(server.bytesSent) bytes")
+            #expect(error?.code == .protocolError, "\(error?.message ?? "no error")")
+            #expect(elapsed < Self.timeout + Self.margin)
+            // What the server managed to send bounds what the client read (socket buffers are a few MiB).
+            if announced {
+                #expect(server.bytesSent < 8 << 20, "refused from Content-Length, yet the server sent \(server.bytesSent) bytes")
+            } else {
+                #expect(server.bytesSent < limit + (16 << 20), "sent \(server.bytesSent) bytes")
+            }
+        }
+    }
+
+    @Test("HEAD of a 1 GiB resource is fine: the announced length of a body that is not sent is not a body")
+    func headOfHugeBody() async throws {
+        let server = try HostileServer(.hugeBody(announced: true), directory: pki.directory)
+        defer { server.stop() }
+        let response = try await session().send(
+            HTTPRequest(method: .head, url: URL(string: "http://127.0.0.1:\(server.port)/")!), options: Self.options())
+        #expect(response.statusCode == 200)
+        #expect(response.headers["Content-Length"] == "\(1 << 30)")
+    }
+
+    @Test("A TLS 1.3 alert after the client's side of the handshake (client certificate required) is tls_failed")
+    func alertAfterHandshake() async throws {
+        let server = try HostileServer(.tlsAlertAfterHandshake(goodIdentity), directory: pki.directory)
+        defer { server.stop() }
+        let session = try session()
+        let (error, _, elapsed) = await Self.attempt(session, "https://127.0.0.1:\(server.port)/")
+        print("hostile tlsAlertAfterHandshake: \(error?.code.description ?? "success") after \(elapsed): \(error?.message ?? "")")
+        #expect(error?.code == .tlsFailed, "\(error?.message ?? "no error")")
+        #expect(elapsed < Self.timeout + Self.margin)
+        try await expectStillWorks(session)
+    }
+
+    @Test("A server sending 50 certificates: the chain is built from the ones that matter, or rejected as invalid")
+    func fiftyCertificates() async throws {
+        // 48 filler certificates after leaf and intermediate: the chain still builds to the test root.
+        let padded = try HostileServer(
+            .manyCertificates(goodIdentity, filler: HostileServer.fillerCertificates(count: 48, in: pki.directory)), directory: pki.directory)
+        defer { padded.stop() }
+        let session = try session()
+        let (error, response, elapsed) = await Self.attempt(session, "https://127.0.0.1:\(padded.port)/")
+        #expect(error == nil, "\(error?.message ?? "")")
+        #expect(elapsed < Self.timeout + Self.margin)
+        let evaluation = try #require(response?.tls?.evaluation)
+        #expect(evaluation.servedChain.count == 50)
+        #expect(evaluation.verifiedChain.count == 3)
+
+        // 49 filler certificates and no intermediate: 50 certificates, none leading to a trusted root.
+        var unrelated = goodIdentity
+        unrelated.chain = []
+        let broken = try HostileServer(
+            .manyCertificates(unrelated, filler: HostileServer.fillerCertificates(count: 49, in: pki.directory)), directory: pki.directory)
+        defer { broken.stop() }
+        let (brokenError, _, brokenElapsed) = await Self.attempt(session, "https://127.0.0.1:\(broken.port)/")
+        print("hostile manyCertificates: padded \(error?.code.description ?? "success") after \(elapsed); unrelated \(brokenError?.code.description ?? "success") after \(brokenElapsed): \(brokenError?.message ?? "")")
+        #expect(brokenError?.code == .tlsInvalid, "\(brokenError?.message ?? "no error")")
+        #expect(brokenError?.evaluation?.servedChain.count == 50)
+        #expect(brokenElapsed < Self.timeout + Self.margin)
+        try await expectStillWorks(session)
+    }
+
+    @Test("A server that switches certificates between connections is checked on every connection")
+    func switchingCertificates() async throws {
+        let other = try Self.otherIPLeaf(pki)
+        let server = try HostileServer(
+            .switchingCertificates(
+                goodIdentity, HostileServer.TLSIdentity(certificate: other.certificate, key: other.key, chain: [pki.path("otherinter")])),
+            directory: pki.directory)
+        defer { server.stop() }
+        let session = try session(pins: ["inter"])  // pins only the first chain's intermediate
+        let url = "https://127.0.0.1:\(server.port)/"
+        let (first, response, _) = await Self.attempt(session, url)
+        #expect(first == nil, "\(first?.message ?? "")")
+        #expect(response?.statusCode == 200)
+        let (second, _, elapsed) = await Self.attempt(session, url)
+        print("hostile switchingCertificates: first \(first?.code.description ?? "success"), second \(second?.code.description ?? "success") after \(elapsed)")
+        #expect(second?.code == .policyRejected, "\(second?.message ?? "no error")")
+        #expect(second?.evaluation?.failure?.reason == .pinMismatch)
+        #expect(elapsed < Self.timeout + Self.margin)
+        #expect(server.connections == 2)
+        let (third, _, _) = await Self.attempt(session, url)
+        #expect(third == nil, "the third connection gets the pinned chain again: \(third?.message ?? "")")
+    }
+
+    @Test("stop() ends connections that are still open, joins every thread and closes every socket")
+    func stopIsClean() throws {
+        // The kit's own counts: the process's /proc/self/fd and task counts move with the suites running
+        // in parallel.
+        let behaviours: [HostileServer.Behaviour] = [
+            .silent, .slowloris, .headerFlood, .hugeBody(announced: true), .tlsAlert, .manyCertificates(goodIdentity, filler: []),
+        ]
+        for (index, behaviour) in behaviours.enumerated() {
+            let server = try HostileServer(behaviour, directory: pki.directory)
+            // Two clients that never read nor close: their server threads are blocked waiting on them. The TLS
+            // ones get nothing, so that the server waits for a ClientHello instead of rejecting the request.
+            let clients = try (0..<2).map { _ in try TLSServer.connectLoopback(port: server.port) }
+            var request = Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+            if index < 4 { for client in clients { _ = send(client, &request, request.count, Int32(MSG_NOSIGNAL)) } }
+            while server.connections < 2 { usleep(1000) }
+            usleep(50_000)
+            #expect(server.runningThreads == 3 && server.openSockets >= 2, "\(behaviour): \(server.runningThreads) threads, \(server.openSockets) sockets")
+            let started = ContinuousClock.now
+            server.stop()
+            #expect(ContinuousClock.now - started < .seconds(1), "stop() took \(ContinuousClock.now - started)")
+            #expect(server.runningThreads == 0 && server.openSockets == 0, "\(behaviour): \(server.runningThreads) threads, \(server.openSockets) sockets")
+            clients.forEach { close($0) }
+        }
+    }
+
+    /// A leaf for IP 127.0.0.1 under the other trusted root (`otherinter`): valid, but with different pins.
+    static func otherIPLeaf(_ pki: TestPKI) throws -> (certificate: String, key: String) {
+        let certificate = pki.file("otherip.pem"), key = pki.file("otherip.key")
+        if !FileManager.default.fileExists(atPath: certificate) {
+            try Shell.check([
+                "/bin/bash", "-c",
+                """
+                set -e; cd "$1"
+                openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out otherip.key
+                openssl req -new -key otherip.key -subj /CN=OtherLoopback -out otherip.csr
+                printf 'basicConstraints=CA:false\\nkeyUsage=digitalSignature\\nextendedKeyUsage=serverAuth\\nsubjectAltName=IP:127.0.0.1\\n' > otherip.ext
+                openssl x509 -req -in otherip.csr -CA otherinter.pem -CAkey otherinter.key -CAcreateserial -days 365 -sha256 \
+                  -extfile otherip.ext -out otherip.pem 2>/dev/null
+                """,
+                "otherip", pki.directory,
+            ])
+        }
+        return (certificate, key)
+    }
+}
+
+/// The built `pinpath` against every hostile server at once: `run --once` exits within a bound, with one
+/// `probe.completed` per endpoint carrying the expected `error_category`, and exit code 1; `run` keeps
+/// probing them all and stops cleanly on SIGTERM.
+@Suite("The agent against hostile servers", .serialized)
+struct HostileAgentTests {
+    let pki = TestPKI.shared
+    /// How long `run --once` may take: the probes run concurrently, each bounded by its 2 s timeout.
+    static let bound = Duration.seconds(10)
+
+    /// The hostile servers, a configuration naming them, and the category each endpoint's probe must end with.
+    final class Scene {
+        var servers: [HostileServer] = []
+        var expected: [String: String?] = [:]
+        var configurationPath = ""
+        var switchingEndpoints = ["switching-a", "switching-b"]
+        deinit { servers.forEach { $0.stop() } }
+    }
+
+    func scene(interval: String) throws -> Scene {
+        let scene = Scene()
+        let good = HostileServer.TLSIdentity(certificate: pki.path("ip"), key: pki.path("ip", "key"), chain: [pki.path("inter")])
+        let other = try HostileServerTests.otherIPLeaf(pki)
+        var bare = good
+        bare.chain = []
+        // name, server, scheme, policy, expected error_category
+        let table: [(String, HostileServer.Behaviour, String, String?, String)] = [
+            ("silent", .silent, "http", nil, "timeout"),
+            ("slowloris", .slowloris, "http", nil, "timeout"),
+            ("header-flood", .headerFlood, "http", nil, "protocol_error"),
+            ("huge-body", .hugeBody(announced: true), "http", nil, "protocol_error"),
+            ("huge-chunked-body", .hugeBody(announced: false), "http", nil, "protocol_error"),
+            ("malformed-status", .malformedStatusLine("HTTP/1.1 two hundred OK"), "http", nil, "protocol_error"),
+            ("not-http", .malformedStatusLine("SSH-2.0-OpenSSH_9.2"), "http", nil, "protocol_error"),
+            ("oversized-header", .oversizedHeader, "http", nil, "protocol_error"),
+            ("reset", .resetMidResponse, "http", nil, "protocol_error"),
+            ("tls-alert", .tlsAlert, "https", "test-ca", "tls_failed"),
+            ("tls-alert-after-handshake", .tlsAlertAfterHandshake(good), "https", "test-ca", "tls_failed"),
+            ("fifty-certificates", .manyCertificates(bare, filler: try HostileServer.fillerCertificates(count: 49, in: pki.directory)),
+             "https", "test-ca", "tls_invalid"),
+            ("refused", .refuse, "http", nil, "connect_failed"),
+        ]
+        var endpoints = ""
+        func endpoint(_ name: String, _ url: String, policy: String?) {
+            endpoints += "  - name: \(name)\n    url: \(url)\n    timeout: 2s\n    interval: \(interval)\n"
+            if let policy { endpoints += "    policy: \(policy)\n" }
+        }
+        for (name, behaviour, scheme, policy, category) in table {
+            let server = try HostileServer(behaviour, directory: pki.directory)
+            scene.servers.append(server)
+            scene.expected[name] = category
+            endpoint(name, "\(scheme)://127.0.0.1:\(server.port)/", policy: policy)
+        }
+        // Two endpoints on one certificate-switching server, pinned to the first chain only: whichever
+        // connects first passes, the other is rejected, so the pins ran on both connections.
+        let switching = try HostileServer(
+            .switchingCertificates(good, HostileServer.TLSIdentity(certificate: other.certificate, key: other.key, chain: [pki.path("otherinter")])),
+            directory: pki.directory)
+        scene.servers.append(switching)
+        for name in scene.switchingEndpoints { endpoint(name, "https://127.0.0.1:\(switching.port)/", policy: "inter-pin") }
+        let configuration = """
+            events: { output: stdout, probes: all }
+            policies:
+              test-ca:
+                mode: none
+                ca_file: \(pki.path("store"))
+              inter-pin:
+                mode: public_key
+                pins: ["\(try pki.certificate("inter").spkiPin)"]
+                require_backup_pin: false
+                ca_file: \(pki.path("store"))
+            endpoints:
+
+            """ + endpoints
+        scene.configurationPath = pki.file("hostile-agent-\(UUID().uuidString).yaml")
+        try configuration.write(toFile: scene.configurationPath, atomically: true, encoding: .utf8)
+        return scene
+    }
+
+    static func events(_ path: String) -> [[String: Any]] {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    static func spawn(_ arguments: [String], output path: String) throws -> pid_t {
+        let output = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        defer { close(output) }
+        return try Shell.spawn([Shell.pinpath] + arguments, stdout: output, stderr: output)
+    }
+
+    @Test("pinpath run --once: one probe.completed per hostile endpoint, each with its category, exit 1, in bounded time")
+    func runOnce() async throws {
+        let scene = try scene(interval: "10s")
+        let outputPath = scene.configurationPath + ".out"
+        let started = ContinuousClock.now
+        let pid = try Self.spawn(["run", "--once", "--config", scene.configurationPath], output: outputPath)
+        var status: Int32 = 0
+        var exited = false
+        while ContinuousClock.now - started < Self.bound {
+            if waitpid(pid, &status, WNOHANG) == pid {
+                exited = true
+                break
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        if !exited { Shell.kill(pid) }
+        let elapsed = ContinuousClock.now - started
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        try #require(exited, "pinpath run --once did not exit within \(Self.bound): \(text)")
+        print("pinpath run --once against \(scene.expected.count + 2) hostile endpoints exited \((status >> 8) & 0xff) after \(elapsed)")
+        #expect(status & 0x7f == 0 && (status >> 8) & 0xff == 1, "exit status \(status): \(text)")
+
+        let probes = Self.events(outputPath).filter { $0["event"] as? String == "probe.completed" }
+        var categories: [String: String?] = [:]
+        for probe in probes {
+            guard let name = probe["endpoint"] as? String else { continue }
+            #expect(categories[name] == nil, "two probe.completed for \(name)")
+            categories[name] = probe["error_category"] as? String
+            print("  \(name): \(probe["error_category"] as? String ?? "success") in \(probe["total_ms"] ?? "-") ms")
+        }
+        for (name, expected) in scene.expected {
+            #expect(categories[name] == .some(expected), "\(name): \(String(describing: categories[name])), expected \(expected ?? "success")")
+        }
+        let switched = scene.switchingEndpoints.map { categories[$0] ?? "missing" }
+        #expect(switched.contains(nil) && switched.contains("policy_rejected"), "switching server: \(switched)")
+        #expect(probes.count == scene.expected.count + 2)
+    }
+
+    @Test("pinpath run keeps probing every hostile endpoint, stays small, and stops on SIGTERM")
+    func keepsRunning() async throws {
+        let scene = try scene(interval: "2s")
+        let outputPath = scene.configurationPath + ".out"
+        let pid = try Self.spawn(["run", "--config", scene.configurationPath], output: outputPath)
+        var stopped = false
+        defer { if !stopped { Shell.kill(pid) } }
+        // Three rounds of probes: every endpoint is probed every 2 s, each probe ends within its 2 s timeout.
+        try await Task.sleep(for: .seconds(7))
+        var status: Int32 = 0
+        #expect(waitpid(pid, &status, WNOHANG) == 0, "the agent exited: \(status)")
+        let rss = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8))?
+            .split(separator: "\n").first { $0.hasPrefix("VmRSS:") }.map(String.init) ?? "VmRSS: ?"
+        let exit = try await Shell.stop(pid, signal: SIGTERM, timeout: .seconds(5))
+        stopped = true
+        #expect(exit == 0, "SIGTERM: exit \(String(describing: exit))")
+        let probes = Self.events(outputPath).filter { $0["event"] as? String == "probe.completed" }
+        var counts: [String: Int] = [:]
+        for probe in probes {
+            if let name = probe["endpoint"] as? String { counts[name, default: 0] += 1 }
+            if let name = probe["endpoint"] as? String, let expected = scene.expected[name] {
+                #expect(probe["error_category"] as? String == expected, "\(name)")
+            }
+        }
+        print("pinpath run for 7 s: \(probes.count) probes (\(counts.values.min() ?? 0)–\(counts.values.max() ?? 0) per endpoint), \(rss)")
+        for name in Array(scene.expected.keys) + scene.switchingEndpoints {
+            #expect((counts[name] ?? 0) >= 2, "\(name) was probed \(counts[name] ?? 0) times")
+        }
+    }
+}
