@@ -112,7 +112,7 @@ actor AgentCore {
         let endpoint = tracker.endpoint
         counters.probes += 1
         if result.outcome == .failure { counters.failures += 1 }
-        tracker.lastResult = result
+        tracker.lastProbe = EndpointTracker.LastProbe(result)
         metricsDirty = true
 
         if configuration.events.probes == .all || isOnce {

@@ -2,13 +2,29 @@ import FoundationEssentials
 import PinpathHTTP
 import PinpathReachability
 
-/// What the agent keeps per endpoint: its configuration, its state machine, its expiry warnings and the
-/// last result (for metrics).
+/// What the agent keeps per endpoint: its configuration, its state machine, its expiry warnings and what
+/// the metrics need of the last probe.
 struct EndpointTracker: Sendable {
+    /// The last probe, reduced to what the metrics show. Not the `ProbeResult`: that holds the handshake's
+    /// certificates, and 10,000 endpoints' chains would cost hundreds of MiB.
+    struct LastProbe: Sendable {
+        var succeeded: Bool
+        var timings: PhaseTimings?
+        var earliestServedExpiry: Date?
+        var verifiedChainExpiry: Date?
+
+        init(_ result: ProbeResult) {
+            succeeded = result.outcome == .success
+            timings = result.timings
+            earliestServedExpiry = result.evaluation?.servedChain.map(\.notAfter).min()
+            verifiedChainExpiry = result.evaluation?.verifiedChain.map(\.notAfter).min()
+        }
+    }
+
     var endpoint: EndpointConfiguration
     var state: EndpointState
     var expiry: ExpiryCheck
-    var lastResult: ProbeResult?
+    var lastProbe: LastProbe?
     var pinFailures = 0
     /// Bumped by a reload that changed the endpoint: results of probes started before are dropped.
     var generation: Int
@@ -39,18 +55,17 @@ struct EndpointTracker: Sendable {
 
     /// The metrics of this endpoint.
     var metrics: TextfileMetrics.Endpoint {
-        let timings = lastResult?.timings
-        let evaluation = lastResult?.evaluation
+        let timings = lastProbe?.timings
         return TextfileMetrics.Endpoint(
             name: endpoint.name,
-            probeSucceeded: lastResult.map { $0.outcome == .success },
+            probeSucceeded: lastProbe?.succeeded,
             phaseDurations: timings.map { timings in
                 [("resolve", timings.resolve), ("connect", timings.connect), ("tls", timings.tls),
                  ("processing", timings.processing), ("transfer", timings.transfer)]
             } ?? [],
             state: state.status,
-            earliestCertificateExpiry: evaluation?.servedChain.map(\.notAfter).min()?.timeIntervalSince1970,
-            lastChainExpiry: evaluation?.verifiedChain.map(\.notAfter).min()?.timeIntervalSince1970,
+            earliestCertificateExpiry: lastProbe?.earliestServedExpiry?.timeIntervalSince1970,
+            lastChainExpiry: lastProbe?.verifiedChainExpiry?.timeIntervalSince1970,
             pinFailures: pinFailures)
     }
 }
