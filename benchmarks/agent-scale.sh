@@ -19,7 +19,8 @@
 #      Paced matters: unpaced, back to back, the same requests cost ~30% less CPU (warm caches).
 # The three run one after another, not at once, so that they do not take CPU from each other (2 cores).
 #
-# nginx: worker_processes 1, TLS with a generated root and a leaf for 127.0.0.1, no session cache and no
+# nginx: worker_processes 1, TLS with a generated root and a leaf for 127.0.0.1 (RSA 2048, valid 400 days, so
+# that no expiry warning is due), TLS 1.2 and 1.3 (nginx 1.22's default stops at 1.2), no session cache and no
 # tickets (every connection is a full handshake), `return 200`. Endpoints differ only by path
 # (https://127.0.0.1:PORT/e1 … /eN): one host and port, so the agent has one monitor target, as a fleet of
 # endpoints on one load balancer would.
@@ -86,11 +87,11 @@ cc -O2 -o "$work/curl-floor" "$here/curl-floor.c" $(pkg-config --cflags --libs l
 
 # A root and a leaf for 127.0.0.1; pins of both.
 cd "$work"
-openssl req -x509 -newkey rsa:2048 -nodes -keyout root.key -out root.pem -subj /CN=agent-scale-root -days 2 \
+openssl req -x509 -newkey rsa:2048 -nodes -keyout root.key -out root.pem -subj /CN=agent-scale-root -days 400 \
     -addext basicConstraints=critical,CA:true 2>/dev/null
 openssl req -newkey rsa:2048 -nodes -keyout leaf.key -out leaf.csr -subj /CN=127.0.0.1 2>/dev/null
 printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:false\nextendedKeyUsage=serverAuth\n' > leaf.ext
-openssl x509 -req -in leaf.csr -CA root.pem -CAkey root.key -CAcreateserial -days 2 -extfile leaf.ext -out leaf.pem 2>/dev/null
+openssl x509 -req -in leaf.csr -CA root.pem -CAkey root.key -CAcreateserial -days 400 -extfile leaf.ext -out leaf.pem 2>/dev/null
 pin() { openssl x509 -in "$1" -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64; }
 root_pin=$(pin root.pem); leaf_pin=$(pin leaf.pem)
 
@@ -110,6 +111,7 @@ http {
     listen 127.0.0.1:$https_port ssl backlog=4096;
     ssl_certificate $work/leaf.pem;
     ssl_certificate_key $work/leaf.key;
+    ssl_protocols TLSv1.2 TLSv1.3;
     ssl_session_cache off;
     ssl_session_tickets off;
     location / { return 200 "ok\n"; }
@@ -137,7 +139,7 @@ calc() { python3 -c "nan = float('nan'); print(f'{$1:.${2:-2}f}')"; }
 write_config() {
     local n=$1 mode=$2 file=$3
     {
-        echo "events: {output: $work/events-$n-$mode.jsonl, probes: changes}"
+        echo "events: {output: $work/events-$n-$mode.jsonl, probes: changes, max_size: 1GiB}"
         echo "policies:"
         echo "  bench:"
         if [[ $mode == pinned ]]; then
@@ -154,7 +156,7 @@ write_config() {
     } > "$file"
 }
 
-# Runs pinpath; prints "cpu_ms_per_probe cpu_pct rss_mib p99_ms probes failures startup_cpu_s".
+# Runs pinpath; prints "cpu_ms_per_probe cpu_pct rss_mib p99_ms probes failures startup_cpu_s steady_ms".
 run_pinpath() {
     local n=$1 mode=$2 config=$work/agent-$n-$mode.yaml events=$work/events-$n-$mode.jsonl rss=$work/rss-pinpath-$n-$mode
     write_config "$n" "$mode" "$config"
@@ -178,15 +180,15 @@ run_pinpath() {
     cpu1=$(cpu_seconds "$pid"); t1=$(date +%s.%N)
     kill -TERM "$pid"; wait "$pid" || true; forget "$pid"
     wait "$sampler" 2>/dev/null || true; forget "$sampler"
-    python3 - "$events" "$cpu0" "$cpu1" "$t0" "$t1" "$(peak_mib "$rss")" <<'PY'
+    python3 - "$events" "$cpu0" "$cpu1" "$t0" "$t1" "$(peak_mib "$rss")" "$n" "$INTERVAL" <<'PY'
 import json, sys
-events, cpu0, cpu1, t0, t1, rss = sys.argv[1], *map(float, sys.argv[2:6]), sys.argv[6]
+events, cpu0, cpu1, t0, t1, rss, n, interval = sys.argv[1], *map(float, sys.argv[2:6]), sys.argv[6], *map(float, sys.argv[7:9])
 stop = [e for e in map(json.loads, open(events)) if e["event"] == "agent.stopping"]
 if not stop: sys.exit("agent-scale: no agent.stopping event in " + events)
 s = stop[-1]
 late = s["schedule_lateness_ms"] or {}
 print(f"{cpu1 / s['probes'] * 1000:.3f} {(cpu1 - cpu0) / (t1 - t0) * 100:.1f} {rss} {late.get('p99', 'nan')} "
-      f"{s['probes']} {s['failures']} {cpu0:.2f}")
+      f"{s['probes']} {s['failures']} {cpu0:.2f} {(cpu1 - cpu0) / ((t1 - t0) * n / interval) * 1000:.3f}")
 PY
 }
 
@@ -292,14 +294,16 @@ for n in $NS; do
     done
 done
 echo
-echo "pp = pinpath (all its CPU at SIGTERM over its probes; CPU % from the end of its first pass to SIGTERM),"
+echo "pp = pinpath (all its CPU at SIGTERM over its probes, start-up and first pass included; CPU % from the end of its"
+echo "first pass to SIGTERM),"
 echo "bb = blackbox_exporter (its own CPU over the drive, the driver's not counted); curl = curl-floor.c paced at N/60/s,"
 echo "c+ca = the same with libcurl's CA cache (CURLOPT_CAPATH cleared); ms = CPU ms per probe or request, M = MiB;"
 echo "RSS = peak VmRSS sampled each second; p99 = agent.stopping's schedule_lateness_ms.p99 (ms)."
 for n in $NS; do
     read -r _ _ bb_probes bb_ok <<<"${table[$n,blackbox]:-nan nan 0 0}"
     for mode in $MODES; do
-        read -r _ _ _ _ _ _ pp_startup <<<"${table[$n,pinpath,$mode]}"
-        echo "N=$n $mode: pinpath CPU until its first pass was done ${pp_startup}s; blackbox probe_success 1 in $bb_ok of $bb_probes"
+        read -r _ _ _ _ _ _ pp_startup pp_steady <<<"${table[$n,pinpath,$mode]}"
+        echo "N=$n $mode: pinpath CPU until its first pass was done ${pp_startup}s; in steady state ${pp_steady} ms per probe"
+        echo "  (steady CPU over the scheduled N/$INTERVAL probes a second); blackbox probe_success 1 in $bb_ok of $bb_probes"
     done
 done
