@@ -110,7 +110,7 @@ actor AgentCore {
         let endpoint = tracker.endpoint
         counters.probes += 1
         if result.outcome == .failure { counters.failures += 1 }
-        tracker.lastResult = result
+        tracker.record(result)
         metricsDirty = true
 
         if configuration.events.probes == .all || isOnce {

@@ -8,7 +8,10 @@ struct EndpointTracker: Sendable {
     var endpoint: EndpointConfiguration
     var state: EndpointState
     var expiry: ExpiryCheck
-    var lastResult: ProbeResult?
+    /// The last result, without its certificate chains: see ``record(_:)``.
+    private(set) var lastResult: ProbeResult?
+    /// The earliest expiry among the certificates served, and among the verified chain, at the last probe.
+    private(set) var lastExpiry: (served: Date?, chain: Date?) = (nil, nil)
     var pinFailures = 0
     /// Bumped by a reload that changed the endpoint: results of probes started before are dropped.
     var generation: Int
@@ -20,6 +23,18 @@ struct EndpointTracker: Sendable {
             ? EndpointState(failureThreshold: 1, successThreshold: 1)
             : EndpointState(failureThreshold: endpoint.failureThreshold, successThreshold: endpoint.successThreshold)
         expiry = ExpiryCheck(window: endpoint.certExpiryWarning)
+    }
+
+    /// Keeps what the metrics need from a result: its outcome, its timings and its chains' expiry dates, not the
+    /// chains. A probe's served leaf is a freshly parsed certificate with its decoded key (kilobytes), and
+    /// holding one per endpoint between probes was most of the agent's memory at 10,000 endpoints.
+    mutating func record(_ result: ProbeResult) {
+        lastExpiry = (
+            result.evaluation?.servedChain.map(\.notAfter).min(), result.evaluation?.verifiedChain.map(\.notAfter).min()
+        )
+        var kept = result
+        kept.evaluation = nil
+        lastResult = kept
     }
 
     /// The host the endpoint connects to, as the monitor watches it (brackets removed from IPv6 literals).
@@ -40,7 +55,6 @@ struct EndpointTracker: Sendable {
     /// The metrics of this endpoint.
     var metrics: TextfileMetrics.Endpoint {
         let timings = lastResult?.timings
-        let evaluation = lastResult?.evaluation
         return TextfileMetrics.Endpoint(
             name: endpoint.name,
             probeSucceeded: lastResult.map { $0.outcome == .success },
@@ -49,8 +63,8 @@ struct EndpointTracker: Sendable {
                  ("processing", timings.processing), ("transfer", timings.transfer)]
             } ?? [],
             state: state.status,
-            earliestCertificateExpiry: evaluation?.servedChain.map(\.notAfter).min()?.timeIntervalSince1970,
-            lastChainExpiry: evaluation?.verifiedChain.map(\.notAfter).min()?.timeIntervalSince1970,
+            earliestCertificateExpiry: lastExpiry.served?.timeIntervalSince1970,
+            lastChainExpiry: lastExpiry.chain?.timeIntervalSince1970,
             pinFailures: pinFailures)
     }
 }
