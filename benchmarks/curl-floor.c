@@ -1,6 +1,11 @@
 /* The floor of the request core: the same requests with libcurl used directly, no gates, no Swift.
- * Built and run by benchmarks/request-core.sh:
- *   curl-floor URL COUNT CONCURRENCY [fresh] [ca=FILE]
+ * Built and run by benchmarks/request-core.sh and benchmarks/agent-scale.sh:
+ *   curl-floor URL COUNT CONCURRENCY [fresh] [ca=FILE] [cacache] [rate=PER_SECOND]
+ * cacache clears CURLOPT_CAPATH so that libcurl's CA cache (CURLOPT_CA_CACHE_TIMEOUT, 7.87+, kept in the multi
+ * handle) applies: Debian builds libcurl with a default CA path, and with a CA path set libcurl 7.88 loads the
+ * CA file into a new X509_STORE for every connection.
+ * rate= paces the starts evenly (at most CONCURRENCY in flight), as an agent's schedule does; without it
+ * requests start as soon as a slot is free.
  * Prints one line in pinpath-bench's format. */
 #include <curl/curl.h>
 #include <stdio.h>
@@ -26,6 +31,8 @@ static double cpu(void) {
     return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
+static int ca_cache;
+
 static CURL *make(const char *url, int fresh, const char *ca) {
     CURL *h = curl_easy_init();
     curl_easy_setopt(h, CURLOPT_URL, url);
@@ -33,6 +40,7 @@ static CURL *make(const char *url, int fresh, const char *ca) {
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
     if (ca) curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+    if (ca_cache) curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
     if (fresh) {
         curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
         curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
@@ -41,13 +49,16 @@ static CURL *make(const char *url, int fresh, const char *ca) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 4) { fprintf(stderr, "usage: curl-floor URL COUNT CONCURRENCY [fresh] [ca=FILE]\n"); return 64; }
+    if (argc < 4) { fprintf(stderr, "usage: curl-floor URL COUNT CONCURRENCY [fresh] [ca=FILE] [cacache] [rate=PER_SECOND]\n"); return 64; }
     const char *url = argv[1];
     int count = atoi(argv[2]), concurrency = atoi(argv[3]), fresh = 0;
     const char *ca = NULL;
+    double rate = 0;
     for (int i = 4; i < argc; i++) {
         if (!strcmp(argv[i], "fresh")) fresh = 1;
         if (!strncmp(argv[i], "ca=", 3)) ca = argv[i] + 3;
+        if (!strncmp(argv[i], "rate=", 5)) rate = atof(argv[i] + 5);
+        if (!strcmp(argv[i], "cacache")) ca_cache = 1;
     }
     curl_global_init(CURL_GLOBAL_ALL);
     CURLM *multi = curl_multi_init();
@@ -59,8 +70,12 @@ int main(int argc, char **argv) {
 
     double cpu0 = cpu(), t0 = now();
     int started = 0, done = 0, running = 0;
-    for (; started < concurrency && started < count; started++) curl_multi_add_handle(multi, make(url, fresh, ca));
     while (done < count) {
+        /* start what is due: everything a free slot allows, or, paced, what the schedule has reached */
+        while (started < count && started - done < concurrency && (rate <= 0 || now() >= t0 + started / rate)) {
+            curl_multi_add_handle(multi, make(url, fresh, ca));
+            started++;
+        }
         curl_multi_perform(multi, &running);
         CURLMsg *message;
         int queued;
@@ -76,9 +91,15 @@ int main(int argc, char **argv) {
             curl_multi_remove_handle(multi, finished);
             curl_easy_cleanup(finished);  /* a new easy handle per request, as pinpath does */
             done++;
-            if (started < count) { curl_multi_add_handle(multi, make(url, fresh, ca)); started++; }
         }
-        if (done < count) curl_multi_poll(multi, NULL, 0, 1000, NULL);
+        if (done >= count) break;
+        int wait_ms = 1000;
+        if (started < count && started - done < concurrency) {
+            double until_next = rate > 0 ? t0 + started / rate - now() : 0;
+            wait_ms = until_next <= 0 ? 0 : (int)(until_next * 1000) + 1;
+            if (wait_ms > 1000) wait_ms = 1000;
+        }
+        if (wait_ms > 0) curl_multi_poll(multi, NULL, 0, wait_ms, NULL);
     }
     double wall = now() - t0, used = cpu() - cpu0;
     FILE *status = fopen("/proc/self/status", "r");

@@ -1,0 +1,309 @@
+#!/usr/bin/env bash
+# agent-scale.sh: the agent at scale (issue 5), next to blackbox_exporter and libcurl used directly.
+#
+# For each N in $NS (default "1000 10000"), against one local nginx:
+#   1. pinpath run with N endpoints at a 60 s interval, for DURATION seconds: CPU ms per probe (all its CPU,
+#      start-up included, at SIGTERM, over agent.stopping's probes), CPU % in steady state (from the moment
+#      every endpoint has reported once to SIGTERM), peak RSS (VmRSS sampled every second), probes and
+#      failures, and the p99 lateness of probe starts against their schedule (agent.stopping). Once per policy in MODES: `pinned` (public_key, 2 pins: root and leaf) and/or `none`.
+#   2. Debian's prometheus-blackbox-exporter probing the same N URLs at the same rate (N/60 per second, evenly
+#      spread) for DURATION seconds, driven by a small Python asyncio client: the exporter's own CPU per probe
+#      and peak RSS. The driver's CPU is not counted (it runs in its own process; only the exporter's /proc
+#      figures are read). The exporter's CPU includes serving the /probe request and writing its metrics:
+#      that is how it is used (a Prometheus scrape per probe).
+#   3. benchmarks/curl-floor.c: N/2 full-handshake requests (fresh connection, CAINFO = the bench root, a new
+#      easy handle each, one multi handle) paced at the same rate (so 30 s): CPU per request. Twice: as is
+#      (`curl`: Debian's libcurl has a default CA path, and with one set libcurl 7.88 reads the CA file into a
+#      new X509_STORE for every connection), and with CURLOPT_CAPATH cleared so that its CA cache applies
+#      (`curl+cache`: one store for all connections, as pinpath shares its trust store): the true floor.
+#      Paced matters: unpaced, back to back, the same requests cost ~30% less CPU (warm caches).
+# The three run one after another, not at once, so that they do not take CPU from each other (2 cores).
+#
+# nginx: worker_processes 1, TLS with a generated root and a leaf for 127.0.0.1 (RSA 2048, valid 400 days, so
+# that no expiry warning is due), TLS 1.2 and 1.3 (nginx 1.22's default stops at 1.2), no session cache and no
+# tickets (every connection is a full handshake), `return 200`. Endpoints differ only by path
+# (https://127.0.0.1:PORT/e1 … /eN): one host and port, so the agent has one monitor target, as a fleet of
+# endpoints on one load balancer would.
+#
+# It measures and prints; it asserts nothing. The issue's goals, for reading the table: CPU per probe at most
+# 0.8× blackbox_exporter's and within 1.15× of the libcurl floor, RSS under 150 MiB at 10,000 endpoints, p99
+# lateness under 100 ms.
+#
+# Environment:
+#   PINPATH   the release binary (required):
+#             swift build -c release --product pinpath --static-swift-stdlib
+#             PINPATH=$PWD/.build/release/pinpath benchmarks/agent-scale.sh
+#   NS        endpoint counts (default "1000 10000")
+#   DURATION  seconds each of pinpath and blackbox_exporter runs (default 180: every endpoint is probed
+#             2-3 times; the agent's first pass is spread over the first N ms, at most 10 s)
+#   MODES     pinpath policies to run: "pinned", "none" or both (default "pinned")
+#   SKIP      any of "blackbox floor" to leave those out (default none)
+#   KEEP      1 to keep the work directory (events, configs, RSS samples); its path is printed
+#
+# Needs root only for apt-get (nginx-light and prometheus-blackbox-exporter are installed when missing), plus
+# openssl, python3, cc and libcurl's headers (libcurl4-openssl-dev). Loopback only.
+set -euo pipefail
+
+PINPATH=${PINPATH:?set PINPATH to a release pinpath binary (see the header)}
+NS=${NS:-1000 10000}
+DURATION=${DURATION:-180}
+MODES=${MODES:-pinned}
+SKIP=${SKIP:-}
+KEEP=${KEEP:-0}
+INTERVAL=60
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+die() { echo "agent-scale: $*" >&2; exit 1; }
+[[ -x $PINPATH ]] || die "no executable at PINPATH=$PINPATH"
+[[ $DURATION =~ ^[0-9]+$ && $DURATION -ge 30 ]] || die "DURATION must be a number of seconds, at least 30"
+for n in $NS; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "NS must list positive integers (got '$n')"; done
+
+missing=()
+command -v nginx >/dev/null || missing+=(nginx-light)
+command -v prometheus-blackbox-exporter >/dev/null || [[ $SKIP == *blackbox* ]] || missing+=(prometheus-blackbox-exporter)
+if ((${#missing[@]})); then
+    echo "agent-scale: installing ${missing[*]}" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2
+fi
+
+work=$(mktemp -d /tmp/agent-scale.XXXXXX)
+pids=()
+cleanup() {
+    local status=$?
+    trap - EXIT INT TERM
+    for pid in "${pids[@]}"; do
+        if kill -0 "$pid" 2>/dev/null; then kill -TERM "$pid" 2>/dev/null || true; fi
+    done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    if [[ $KEEP == 1 ]]; then echo "agent-scale: kept $work" >&2; else rm -rf "$work"; fi
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+# Forgets a PID that has been waited for, so that cleanup never signals a recycled one.
+forget() { local keep=() p; for p in "${pids[@]}"; do [[ $p == "$1" ]] || keep+=("$p"); done; pids=("${keep[@]}"); }
+
+cc -O2 -o "$work/curl-floor" "$here/curl-floor.c" $(pkg-config --cflags --libs libcurl)
+
+# A root and a leaf for 127.0.0.1; pins of both.
+cd "$work"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout root.key -out root.pem -subj /CN=agent-scale-root -days 400 \
+    -addext basicConstraints=critical,CA:true 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout leaf.key -out leaf.csr -subj /CN=127.0.0.1 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:false\nextendedKeyUsage=serverAuth\n' > leaf.ext
+openssl x509 -req -in leaf.csr -CA root.pem -CAkey root.key -CAcreateserial -days 400 -extfile leaf.ext -out leaf.pem 2>/dev/null
+pin() { openssl x509 -in "$1" -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64; }
+root_pin=$(pin root.pem); leaf_pin=$(pin leaf.pem)
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; die "nothing listens on port $1"; }
+https_port=$(port)
+cat > nginx.conf <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx.err;
+daemon off;
+events { worker_connections 8192; }
+http {
+  access_log off;
+  client_body_temp_path $work; proxy_temp_path $work; fastcgi_temp_path $work; uwsgi_temp_path $work; scgi_temp_path $work;
+  server {
+    listen 127.0.0.1:$https_port ssl backlog=4096;
+    ssl_certificate $work/leaf.pem;
+    ssl_certificate_key $work/leaf.key;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_session_cache off;
+    ssl_session_tickets off;
+    location / { return 200 "ok\n"; }
+  }
+}
+CONF
+nginx -c "$work/nginx.conf" -p "$work" & pids+=($!)
+wait_port "$https_port"
+base=https://127.0.0.1:$https_port
+
+ticks=$(getconf CLK_TCK)
+# CPU seconds of a process, all threads: utime + stime from /proc/PID/stat (after the command name).
+cpu_seconds() { awk -v t="$ticks" '{ sub(/^.*\) /, ""); print ($12 + $13) / t }' "/proc/$1/stat"; }
+# Samples VmRSS (KiB) every second into a file until the process ends.
+sample_rss() {
+    while [[ -r /proc/$1/status ]]; do
+        awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null >> "$2" || true
+        sleep 1
+    done
+}
+peak_mib() { sort -n "$1" | tail -1 | awk '{ printf "%.1f", $1 / 1024 }'; }
+calc() { python3 -c "nan = float('nan'); print(f'{$1:.${2:-2}f}')"; }
+
+# Writes a pinpath configuration with N endpoints and the given policy mode.
+write_config() {
+    local n=$1 mode=$2 file=$3
+    {
+        echo "events: {output: $work/events-$n-$mode.jsonl, probes: changes, max_size: 1GiB}"
+        echo "policies:"
+        echo "  bench:"
+        if [[ $mode == pinned ]]; then
+            echo "    mode: public_key"
+            echo "    pins: [\"sha256/$root_pin\", \"sha256/$leaf_pin\"]"
+        else
+            echo "    mode: none"
+        fi
+        echo "    ca_file: $work/root.pem"
+        echo "endpoints:"
+        for ((i = 1; i <= n; i++)); do
+            echo "  - {name: e$i, url: \"$base/e$i\", interval: ${INTERVAL}s, policy: bench}"
+        done
+    } > "$file"
+}
+
+# Runs pinpath; prints "cpu_ms_per_probe cpu_pct rss_mib p99_ms probes failures startup_cpu_s steady_ms".
+run_pinpath() {
+    local n=$1 mode=$2 config=$work/agent-$n-$mode.yaml events=$work/events-$n-$mode.jsonl rss=$work/rss-pinpath-$n-$mode
+    write_config "$n" "$mode" "$config"
+    "$PINPATH" check-config --config "$config" >/dev/null || die "pinpath rejects $config"
+    : > "$rss"
+    local started=$SECONDS
+    "$PINPATH" run --config "$config" 2> "$work/pinpath-$n-$mode.stderr" & local pid=$!; pids+=("$pid")
+    sample_rss "$pid" "$rss" & local sampler=$!; pids+=("$sampler")
+    # Steady state starts when every endpoint has reported once (its first endpoint.state_changed).
+    local first_pass_done=0
+    while ((SECONDS - started < DURATION)); do
+        kill -0 "$pid" 2>/dev/null || die "pinpath exited early (see $work/pinpath-$n-$mode.stderr)"
+        if ((!first_pass_done)) && [[ -f $events ]] && (($(grep -c '"endpoint.state_changed"' "$events") >= n)); then
+            first_pass_done=1
+            cpu0=$(cpu_seconds "$pid"); t0=$(date +%s.%N)
+        fi
+        sleep 0.5
+    done
+    ((first_pass_done)) || die "pinpath: not every endpoint reported within ${DURATION}s (see $events)"
+    local cpu1 t1
+    cpu1=$(cpu_seconds "$pid"); t1=$(date +%s.%N)
+    kill -TERM "$pid"; wait "$pid" || true; forget "$pid"
+    wait "$sampler" 2>/dev/null || true; forget "$sampler"
+    python3 - "$events" "$cpu0" "$cpu1" "$t0" "$t1" "$(peak_mib "$rss")" "$n" "$INTERVAL" <<'PY'
+import json, sys
+events, cpu0, cpu1, t0, t1, rss, n, interval = sys.argv[1], *map(float, sys.argv[2:6]), sys.argv[6], *map(float, sys.argv[7:9])
+stop = [e for e in map(json.loads, open(events)) if e["event"] == "agent.stopping"]
+if not stop: sys.exit("agent-scale: no agent.stopping event in " + events)
+s = stop[-1]
+late = s["schedule_lateness_ms"] or {}
+print(f"{cpu1 / s['probes'] * 1000:.3f} {(cpu1 - cpu0) / (t1 - t0) * 100:.1f} {rss} {late.get('p99', 'nan')} "
+      f"{s['probes']} {s['failures']} {cpu0:.2f} {(cpu1 - cpu0) / ((t1 - t0) * n / interval) * 1000:.3f}")
+PY
+}
+
+cat > driver.py <<'PY'
+# Asks blackbox_exporter for one probe per endpoint per interval, evenly spread, for a duration; prints
+# "probes successes". One plain-HTTP connection per request to the exporter (its CPU is what is measured;
+# this process's is not counted).
+import asyncio, sys, time
+exporter_port, base, n, interval, duration = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+done = ok = 0
+async def probe(i):
+    global done, ok
+    reader, writer = await asyncio.open_connection("127.0.0.1", exporter_port)
+    writer.write(f"GET /probe?module=https_2xx&target={base}/e{i} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+    body = await reader.read()
+    writer.close()
+    done += 1
+    ok += b"\nprobe_success 1" in body
+async def main():
+    start, tasks, k = time.monotonic(), set(), 0
+    while k * interval / n < duration:
+        delay = start + k * interval / n - time.monotonic()
+        if delay > 0: await asyncio.sleep(delay)
+        task = asyncio.create_task(probe(k % n + 1)); tasks.add(task); task.add_done_callback(tasks.discard)
+        k += 1
+    while tasks: await asyncio.sleep(0.05)
+    print(done, ok)
+asyncio.run(main())
+PY
+cat > blackbox.yml <<YML
+modules:
+  https_2xx:
+    prober: http
+    timeout: 10s
+    http:
+      preferred_ip_protocol: ip4
+      tls_config:
+        ca_file: $work/root.pem
+YML
+
+# Runs blackbox_exporter with the driver; prints "cpu_ms_per_probe rss_mib probes successes".
+run_blackbox() {
+    local n=$1 bport rss=$work/rss-blackbox-$n
+    bport=$(port); : > "$rss"
+    prometheus-blackbox-exporter --config.file="$work/blackbox.yml" --web.listen-address="127.0.0.1:$bport" \
+        2> "$work/blackbox-$n.stderr" & local pid=$!; pids+=("$pid")
+    wait_port "$bport"
+    sample_rss "$pid" "$rss" & local sampler=$!; pids+=("$sampler")
+    local cpu0 cpu1 result
+    cpu0=$(cpu_seconds "$pid")
+    result=$(python3 driver.py "$bport" "$base" "$n" "$INTERVAL" "$DURATION")
+    cpu1=$(cpu_seconds "$pid")
+    kill -TERM "$pid"; wait "$pid" || true; forget "$pid"
+    wait "$sampler" 2>/dev/null || true; forget "$sampler"
+    read -r probes successes <<<"$result"
+    echo "$(calc "($cpu1 - $cpu0) / $probes * 1000" 3) $(peak_mib "$rss") $probes $successes"
+}
+
+# The libcurl floor: N/2 requests paced at N/60 per second; prints "cpu_ms_per_request rss_mib requests".
+run_floor() {
+    local n=$1 out
+    out=$("$work/curl-floor" "$base/e1" "$(((n + 1) / 2))" 64 fresh "ca=$work/root.pem" ${2:+"$2"} "rate=$(calc "$n / $INTERVAL" 3)")
+    python3 - "$out" <<'PY'
+import sys
+f = dict(kv.split("=") for kv in sys.argv[1].split())
+print(f"{float(f['cpu_us_per_request']) / 1000:.3f} {f['rss_mib']} {f['requests']}")
+PY
+}
+
+echo "agent-scale: nproc=$(nproc), nginx on 127.0.0.1:$https_port, ${DURATION}s per run, N in ($NS), modes ($MODES)" >&2
+declare -A table
+for n in $NS; do
+    for mode in $MODES; do
+        echo "agent-scale: N=$n pinpath ($mode)…" >&2
+        table[$n,pinpath,$mode]=$(run_pinpath "$n" "$mode")
+        echo "  $n pinpath $mode: ${table[$n,pinpath,$mode]}" >&2
+    done
+    if [[ $SKIP != *blackbox* ]]; then
+        echo "agent-scale: N=$n blackbox_exporter…" >&2
+        table[$n,blackbox]=$(run_blackbox "$n")
+        echo "  $n blackbox: ${table[$n,blackbox]}" >&2
+    fi
+    if [[ $SKIP != *floor* ]]; then
+        echo "agent-scale: N=$n curl floor…" >&2
+        table[$n,floor]=$(run_floor "$n")
+        echo "  $n floor: ${table[$n,floor]}" >&2
+        table[$n,cached]=$(run_floor "$n" cacache)
+        echo "  $n floor with the CA cache: ${table[$n,cached]}" >&2
+    fi
+done
+
+echo
+row='%-6s %-6s %8s %8s %8s %8s %6s %6s %6s %8s %8s %6s %7s %6s %15s\n'
+printf "$row" N policy "pp ms" "bb ms" "curl ms" "c+ca ms" "pp/bb" "pp/c" "pp/c+ca" "pp RSS" "bb RSS" "pp CPU%" "p99 ms" "fail" "probes pp/bb"
+for n in $NS; do
+    read -r bb_ms bb_rss bb_probes bb_ok <<<"${table[$n,blackbox]:-nan nan 0 0}"
+    read -r c_ms _ _ <<<"${table[$n,floor]:-nan nan 0}"
+    read -r cc_ms _ _ <<<"${table[$n,cached]:-nan nan 0}"
+    for mode in $MODES; do
+        read -r pp_ms pp_pct pp_rss pp_p99 pp_probes pp_fail _ <<<"${table[$n,pinpath,$mode]}"
+        printf "$row" "$n" "$mode" "$pp_ms" "$bb_ms" "$c_ms" "$cc_ms" "$(calc "$pp_ms / $bb_ms")" "$(calc "$pp_ms / $c_ms")" \
+            "$(calc "$pp_ms / $cc_ms")" "${pp_rss}M" "${bb_rss}M" "$pp_pct" "$pp_p99" "$pp_fail" "$pp_probes/$bb_probes"
+    done
+done
+echo
+echo "pp = pinpath (all its CPU at SIGTERM over its probes, start-up and first pass included; CPU % from the end of its"
+echo "first pass to SIGTERM),"
+echo "bb = blackbox_exporter (its own CPU over the drive, the driver's not counted); curl = curl-floor.c paced at N/60/s,"
+echo "c+ca = the same with libcurl's CA cache (CURLOPT_CAPATH cleared); ms = CPU ms per probe or request, M = MiB;"
+echo "RSS = peak VmRSS sampled each second; p99 = agent.stopping's schedule_lateness_ms.p99 (ms)."
+for n in $NS; do
+    read -r _ _ bb_probes bb_ok <<<"${table[$n,blackbox]:-nan nan 0 0}"
+    for mode in $MODES; do
+        read -r _ _ _ _ _ _ pp_startup pp_steady <<<"${table[$n,pinpath,$mode]}"
+        echo "N=$n $mode: pinpath CPU until its first pass was done ${pp_startup}s; in steady state ${pp_steady} ms per probe"
+        echo "  (steady CPU over the scheduled N/$INTERVAL probes a second); blackbox probe_success 1 in $bb_ok of $bb_probes"
+    done
+done
