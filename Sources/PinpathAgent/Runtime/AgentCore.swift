@@ -16,6 +16,12 @@ actor AgentCore {
     private var scheduler = ProbeScheduler(origin: ProbeScheduler.wallClockAlignedOrigin())
     private var reports = PinReportDeduplicator()
     private var inFlight: [String: Task<Void, Never>] = [:]
+    /// Due probes waiting for room (see ``maximumProbesInFlight``), oldest first from `waitingHead`.
+    private var waiting: [(name: String, due: ContinuousClock.Instant)] = []
+    private var waitingHead = 0
+    private var waitingNames = Set<String>()
+    /// Full handshakes cost about 1.5 ms of CPU each here: 256 at once already keep two cores busy.
+    static let maximumProbesInFlight = 256
     private var generation = 0
     private var stopping = false
     private var sleeper: CheckedContinuation<Void, Never>?
@@ -58,10 +64,7 @@ actor AgentCore {
     func run() async {
         while !stopping {
             let now = ContinuousClock.now
-            while let due = scheduler.takeDue(now: now) {
-                counters.lateness.record(due.lateness)
-                launch(due.endpoint)
-            }
+            while let due = scheduler.takeDue(now: now) { launch(due.endpoint, due: due.due) }
             if stopping { break }
             await sleep(until: scheduler.nextDue)
         }
@@ -70,17 +73,45 @@ actor AgentCore {
     /// Probes every endpoint once, concurrently, and waits for all of them (`pinpath run --once`).
     /// - Returns: whether every endpoint ended `up`.
     func runOnce() async -> Bool {
-        for name in order { launch(name) }
+        let now = ContinuousClock.now
+        for name in order { launch(name, due: now) }
         await waitForProbes(timeout: nil)
         return order.allSatisfy { trackers[$0]?.state.status == .up }
     }
 
-    private func launch(_ name: String) {
-        guard inFlight[name] == nil, let tracker = trackers[name] else { return }  // still running: skip this slot
+    /// Starts a probe, or queues it while ``maximumProbesInFlight`` run: a burst (the first pass, the path
+    /// coming back for thousands of endpoints) then waits its turn instead of piling up transfers whose
+    /// timeouts run out in libcurl's queue. Lateness counts from `due` to the actual start.
+    private func launch(_ name: String, due: ContinuousClock.Instant) {
+        guard inFlight[name] == nil, trackers[name] != nil else { return }  // still running: skip this slot
+        guard inFlight.count < Self.maximumProbesInFlight else {
+            if waitingNames.insert(name).inserted { waiting.append((name, due)) }
+            return
+        }
+        start(name, due: due)
+    }
+
+    private func start(_ name: String, due: ContinuousClock.Instant) {
+        guard let tracker = trackers[name] else { return }
+        if !isOnce { counters.lateness.record(due.duration(to: .now)) }
         let endpoint = tracker.endpoint, generation = tracker.generation, probe = self.probe
         inFlight[name] = Task {
             let result = await probe.probe(endpoint)
             self.handle(result, generation: generation)
+        }
+    }
+
+    /// Starts queued probes while there is room.
+    private func startWaiting() {
+        while inFlight.count < Self.maximumProbesInFlight, waitingHead < waiting.count {
+            let (name, due) = waiting[waitingHead]
+            waitingHead += 1
+            waitingNames.remove(name)
+            if inFlight[name] == nil { start(name, due: due) }
+        }
+        if waitingHead == waiting.count {
+            waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
         }
     }
 
@@ -107,6 +138,7 @@ actor AgentCore {
 
     private func handle(_ result: ProbeResult, generation: Int) {
         inFlight[result.endpoint] = nil
+        startWaiting()
         guard var tracker = trackers[result.endpoint], tracker.generation == generation else { return }
         defer { trackers[result.endpoint] = tracker }
         let endpoint = tracker.endpoint
@@ -241,6 +273,9 @@ actor AgentCore {
     /// Stops scheduling; the loop returns.
     func stop() {
         stopping = true
+        waiting.removeAll()  // not started: nothing to wait for
+        waitingHead = 0
+        waitingNames.removeAll()
         wake()
     }
 
