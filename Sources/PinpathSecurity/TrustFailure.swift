@@ -31,6 +31,5 @@ public struct TrustFailure: Sendable, Equatable, CustomStringConvertible {
     public let seenPins: [SPKIPin]
 
     /// The message.
-    /// The message.
     public var description: String { message }
 }

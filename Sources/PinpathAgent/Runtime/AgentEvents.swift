@@ -14,15 +14,6 @@ enum AgentEvents {
     static let pinFailure = "pin.failure"
     static let certificateExpiring = "tls.certificate_expiring"
 
-    /// The URL as events show it: no query string and no credentials, which may carry secrets.
-    static func displayURL(_ url: URL) -> String {
-        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url.absoluteString }
-        components.query = nil
-        components.user = nil
-        components.password = nil
-        return components.url?.absoluteString ?? url.absoluteString
-    }
-
     static func path(_ path: NetworkPath) -> JSONValue {
         .object([
             ("status", .string(path.status.rawValue)),
@@ -59,7 +50,7 @@ enum AgentEvents {
     static func stateChanged(_ endpoint: EndpointConfiguration, _ transition: EndpointState.Transition, probe: ProbeResult?)
         -> [(String, JSONValue)]
     {
-        [("endpoint", .string(endpoint.name)), ("url", .string(displayURL(endpoint.url)))] + transition.fields
+        [("endpoint", .string(endpoint.name)), ("url", .string(HTTPRequest(method: endpoint.method, url: endpoint.url).displayURL))] + transition.fields
             + [("probe", probe.map { .object(Self.probe($0)) } ?? .null)]
     }
 

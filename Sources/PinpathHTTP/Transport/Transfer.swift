@@ -329,17 +329,8 @@ final class Transfer: @unchecked Sendable {
         return HTTPError(HTTPError.Code(curlCode: code), "\(description): \(detail)", curlCode: Int(code.rawValue))
     }
 
-    /// `GET https://example.com/path`, for messages. The query is left out: it may carry secrets.
-    var description: String {
-        var url = request.url
-        if var components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
-            components.query = nil
-            components.user = nil
-            components.password = nil
-            url = components.url ?? url
-        }
-        return "\(request.method) \(url.absoluteString)"
-    }
+    /// `GET https://example.com/path`, for messages (``HTTPRequest/displayURL``: no query, no credentials).
+    var description: String { "\(request.method) \(request.displayURL)" }
 
     private var httpVersion: String {
         switch infoLong(CURLINFO_HTTP_VERSION) {
