@@ -141,6 +141,31 @@ struct AsyncEventWriterTests {
         ])
     }
 
+    @Test("time never goes backwards: concurrent producers, and drop reports written after the lines they follow")
+    func monotonicTime() {
+        // Producers race: a time read before the queue's lock let a later line go out ahead of an earlier one
+        // (the network-fault storm saw 12 ms backwards under load).
+        let sink = ScriptedSink()
+        let writer = AsyncEventWriter(sink: sink)
+        DispatchQueue.concurrentPerform(iterations: 4) { producer in
+            for index in 0..<2000 { writer.emit(event: "p\(producer)", fields: [("n", .int(index))]) }
+        }
+        // A report of failed writes goes out before the next line: it must not be later than that line.
+        #expect(writer.flush(timeout: .seconds(10)))
+        sink.fail(with: ENOSPC)
+        writer.emit(event: "lost", fields: [])
+        #expect(writer.flush(timeout: .seconds(10)))
+        sink.fail(with: nil)
+        writer.emit(event: "after", fields: [])
+        #expect(writer.close(timeout: .seconds(10)))
+        let lines = sink.lines
+        #expect(lines.suffix(2).map { ParsedLine($0).event } == ["events.dropped", "after"])
+        // Fixed-width RFC 3339 with microseconds: text order is time order.
+        let times = lines.map { String($0.split(separator: #""time":""#)[1].prefix(27)) }
+        let backwards = zip(times, times.dropFirst()).enumerated().filter { $0.element.1 < $0.element.0 }
+        #expect(backwards.count == 0, "\(backwards.count) lines earlier than the one before, first: \(backwards.first.map { "\($0.offset + 2): \($0.element)" } ?? "")")
+    }
+
     @Test("reopen reopens the sink on the writer's thread, and a pending report goes out then")
     func reopen() {
         let sink = ScriptedSink()

@@ -9,8 +9,8 @@ import Foundation
 ///   the output: when `capacity` lines are already waiting, the line is dropped and counted.
 /// - One thread, started by `init`, drains the queue into the ``EventSink``; it sleeps on a condition
 ///   variable while there is nothing to do. A line the sink refuses (EPIPE, ENOSPC) is dropped and counted.
-/// - `time` is when the event was emitted. `seq` is given as each line is written, so the lines that reach
-///   the output count 1, 2, 3… with no gaps: a gap a consumer sees was made downstream. What pinpath itself
+/// - `time` is when the event was queued, so it never goes backwards from line to line. `seq` is given as
+///   each line is written, so the lines that reach the output count 1, 2, 3… with no gaps: a gap a consumer sees was made downstream. What pinpath itself
 ///   dropped is reported by an `events.dropped` line (`count`, `reason`: `queue_full` or `write_failed`,
 ///   `error`: `ENOSPC`, …), written before the next line once the output takes lines again.
 /// - ``reopen()`` (SIGUSR1), ``flush(timeout:)`` and ``close(timeout:)`` (shutdown).
@@ -59,7 +59,7 @@ public final class AsyncEventWriter: Sendable {
     ///   `events.dropped` line) or the writer is closed (not counted).
     @discardableResult
     public func emit(event: String, fields: [(String, JSONValue)]) -> Bool {
-        let line = Shared.Line(time: EventTime.now(), body: EventLine.body(event: event, fields: fields))
+        let body = EventLine.body(event: event, fields: fields)
         return shared.lockedWaking { state in
             guard !state.closing else { return (false, wake: false) }
             guard state.outstanding < shared.capacity else {
@@ -67,7 +67,9 @@ public final class AsyncEventWriter: Sendable {
                 state.statistics.droppedQueueFull += 1
                 return (false, wake: false)
             }
-            state.queue.append(line)
+            // The time is read under the lock, so that queue order is time order: read before it, a producer
+            // preempted on its way in went out after a later line (12 ms backwards under the fault storm).
+            state.queue.append(Shared.Line(time: EventTime.now(), body: body))
             state.outstanding += 1
             state.statistics.accepted += 1
             // The thread sleeps only on an empty queue, so only the first line of a batch needs to wake it.
@@ -162,13 +164,14 @@ private final class Shared: @unchecked Sendable {
 
     /// Sleeps until there is work, then takes it: the queued lines (swapped into `batch`, whose storage is
     /// reused), the unreported queue drops, and the flags.
-    func take(into batch: inout [Line]) -> (queueDrops: Int, reopen: Bool, closing: Bool) {
+    /// - Returns: also `time`, read under the lock: later than every line taken, earlier than any queued after.
+    func take(into batch: inout [Line]) -> (queueDrops: Int, reopen: Bool, closing: Bool, time: String) {
         condition.lock()
         defer { condition.unlock() }
         while !state.hasWork { condition.wait() }
         swap(&batch, &state.queue)
         defer { (state.unreportedQueueFull, state.reopenRequested) = (0, false) }
-        return (state.unreportedQueueFull, state.reopenRequested, state.closing)
+        return (state.unreportedQueueFull, state.reopenRequested, state.closing, EventTime.now())
     }
 }
 
@@ -204,7 +207,7 @@ private final class Drain: @unchecked Sendable {
             for line in batch { write(line) }
             unreportedQueueFull += work.queueDrops
             // Queue drops happened after every line of this batch was queued: report them now, after it.
-            if work.reopen || work.queueDrops > 0 { _ = writeNotices() }
+            if work.reopen || work.queueDrops > 0 { _ = writeNotices(time: work.time) }
             let count = batch.count
             batch.removeAll(keepingCapacity: true)
             let finished = shared.lockedWaking { state in
@@ -221,7 +224,7 @@ private final class Drain: @unchecked Sendable {
     }
 
     private func write(_ line: Shared.Line) {
-        guard writeNotices() else {
+        guard writeNotices(time: line.time) else {
             // The output still fails (the report itself could not go out): do not try the line.
             writeFailed += 1
             unreportedWriteFailed += 1
@@ -234,21 +237,25 @@ private final class Drain: @unchecked Sendable {
     }
 
     /// Writes the pending `events.dropped` lines; `false` if the sink still fails.
-    private func writeNotices() -> Bool {
+    /// - Parameter time: the reports' time: that of the line they go out before, or the batch's, so that
+    ///   `time` never goes backwards in the output (the time of writing is later than the next line's).
+    private func writeNotices(time: String) -> Bool {
         if unreportedQueueFull > 0 {
-            guard put(notice: unreportedQueueFull, reason: "queue_full", error: nil) else { return false }
+            guard put(notice: unreportedQueueFull, reason: "queue_full", error: nil, time: time) else { return false }
             unreportedQueueFull = 0
         }
         if unreportedWriteFailed > 0 {
-            guard put(notice: unreportedWriteFailed, reason: "write_failed", error: lastError.errnoName) else { return false }
+            guard put(notice: unreportedWriteFailed, reason: "write_failed", error: lastError.errnoName, time: time) else {
+                return false
+            }
             unreportedWriteFailed = 0
         }
         return true
     }
 
-    private func put(notice count: Int, reason: String, error: String?) -> Bool {
+    private func put(notice count: Int, reason: String, error: String?, time: String) -> Bool {
         let fields: [(String, JSONValue)] = [("count", .int(count)), ("reason", .string(reason)), ("error", .string(error))]
-        return put(time: EventTime.now(), body: EventLine.body(event: AsyncEventWriter.droppedEvent, fields: fields))
+        return put(time: time, body: EventLine.body(event: AsyncEventWriter.droppedEvent, fields: fields))
     }
 
     /// Writes one line with the next `seq`; `seq` moves only when the sink took the line.
