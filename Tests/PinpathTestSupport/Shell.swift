@@ -51,12 +51,16 @@ public enum Shell {
     }
 
     /// Starts a program in the background with posix_spawn (Foundation's `Process.waitUntilExit` can hang
-    /// off the main thread) and returns its PID, for `kill`.
-    public static func spawn(_ arguments: [String], stdout: Int32? = nil, stderr: Int32? = nil) throws -> pid_t {
+    /// off the main thread) and returns its PID, for `kill`. Descriptors given become the child's standard
+    /// input, output and error.
+    public static func spawn(
+        _ arguments: [String], stdin: Int32? = nil, stdout: Int32? = nil, stderr: Int32? = nil
+    ) throws -> pid_t {
         let executable = try path(of: arguments[0])
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        if let stdin { posix_spawn_file_actions_adddup2(&actions, stdin, 0) }
         if let stdout { posix_spawn_file_actions_adddup2(&actions, stdout, 1) }
         if let stderr { posix_spawn_file_actions_adddup2(&actions, stderr, 2) }
         var argv = arguments.map { strdup($0) } + [nil]

@@ -1,0 +1,48 @@
+import Foundation
+
+/// A process's open file descriptors, threads and resident memory, read from /proc.
+struct ProcessVitals: CustomStringConvertible {
+    var descriptors: Int
+    var threads: Int
+    var residentKiB: Int
+
+    /// `nil` once the process is gone.
+    init?(pid: pid_t) {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
+        else { return nil }
+        func field(_ name: String) -> Int {
+            let line = status.split(separator: "\n").first { $0.hasPrefix("\(name):") } ?? ""
+            return Int(line.split(whereSeparator: \.isWhitespace).dropFirst().first ?? "") ?? 0
+        }
+        self.descriptors = descriptors.count
+        threads = field("Threads")
+        residentKiB = field("VmRSS")
+    }
+
+    var description: String {
+        "\(descriptors) fds, \(threads) threads, RSS \(String(format: "%.1f", Double(residentKiB) / 1024)) MiB"
+    }
+
+    /// Reads a process's vitals every `interval` until cancelled or the process is gone.
+    static func sample(pid: pid_t, every interval: Duration) async -> [ProcessVitals] {
+        var samples: [ProcessVitals] = []
+        while !Task.isCancelled, let vitals = ProcessVitals(pid: pid) {
+            samples.append(vitals)
+            try? await Task.sleep(for: interval)
+        }
+        return samples
+    }
+
+    /// The fewest descriptors over `samples` readings `interval` apart: a probe's socket that is open at one
+    /// reading is closed at another, so the minimum is the count of what the process holds for good.
+    static func settledDescriptors(pid: pid_t, samples: Int = 10, interval: Duration = .milliseconds(100)) async throws -> Int? {
+        var fewest: Int?
+        for _ in 0..<samples {
+            guard let vitals = ProcessVitals(pid: pid) else { return nil }
+            fewest = min(fewest ?? .max, vitals.descriptors)
+            try await Task.sleep(for: interval)
+        }
+        return fewest
+    }
+}
