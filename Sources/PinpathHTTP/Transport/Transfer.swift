@@ -294,7 +294,14 @@ final class Transfer: @unchecked Sendable {
                 .notReachable, "\(description): no resolved address is reachable (\(first.address.map { "\($0)" } ?? "?"): \(reason))",
                 reachability: first)
         }
-        let detail = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+        var detail = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+        // libcurl 7.88 says "Couldn't connect to server" whether the server refused (RST), a router answered
+        // that the host is unreachable (ICMP), or the route was missing: the socket's own error tells them apart.
+        let socketError = Int32(clamping: infoLong(CURLINFO_OS_ERRNO))
+        if code == CURLE_COULDNT_CONNECT, socketError != 0 {
+            let text = String(cString: strerror(socketError))
+            if !detail.contains(text) { detail += " (\(text))" }
+        }
         if code == CURLE_FILESIZE_EXCEEDED {
             return HTTPError(
                 .protocolError, "\(description): the response body is larger than \(options.maximumBodySize) bytes (libcurl: \(detail))",
