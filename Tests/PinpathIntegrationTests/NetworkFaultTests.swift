@@ -30,7 +30,7 @@ struct NetworkFaultTests {
 
         let monitors = [
             RecordedMonitor("8 MiB buffer", try await startMonitor(network, receiveBufferSize: 8 << 20)),
-            // The kernel doubles it and then keeps it at its minimum (about 4.5 KiB): a few dozen messages.
+            // The kernel doubles it: 8 KiB, a few dozen messages, which the storm overruns many times a second.
             RecordedMonitor("4 KiB buffer", try await startMonitor(network, receiveBufferSize: 4096)),
         ]
         for recorded in monitors {

@@ -6,8 +6,10 @@ import Testing
 /// 198.51.100.7 in the gateway namespace, the set-up of `AgentTests`) through the flapping link, and
 /// watching two extra targets, one of whose routes the storm churns.
 final class FaultAgent {
-    /// The descriptors a settled agent may hold beyond its count before the storm: one TCP connection that
-    /// a probe has just opened or that libcurl is closing at each of the ten readings (one endpoint).
+    /// How far the settled descriptor count may move: the count is the fewest over ten readings in a second,
+    /// which leaves out a probe's socket unless one was open at every reading, and with one endpoint probed
+    /// once a second for a few milliseconds that is at most one. A leak of one descriptor per probe or per
+    /// flap would be dozens.
     static let descriptorTolerance = 1
     /// Threads beyond the count before the storm, at any time: libdispatch may start a few workers while
     /// probes, monitor events and the writer are all busy; a thread per probe or per event would be hundreds.
