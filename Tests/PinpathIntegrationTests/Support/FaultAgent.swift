@@ -117,7 +117,8 @@ final class FaultAgent {
             "agent: agreed with the kernel \(agreedAfter.map { "\($0)" } ?? "never") after the storm, a successful probe \(recoveredAfter) after the "
                 + "network came back; fds settled \(before.descriptors) → \(after.descriptors); threads \(before.vitals.threads) "
                 + "before, at most \(most?.threads ?? 0) during, \(after.vitals.threads) after; RSS start, mid, end "
-                + "\(mebibytes([before.vitals] + middle + [after.vitals])) MiB (every 10 s: \(mebibytes(everyTen)))")
+                + "\(mebibytes([before.vitals] + middle + [after.vitals])) MiB (every 10 s: \(mebibytes(everyTen))); CPU during the "
+                + "storm \(String(format: "%.1f", (samples.last?.cpuSeconds ?? 0) - before.vitals.cpuSeconds)) s")
         #expect(abs(after.descriptors - before.descriptors) <= Self.descriptorTolerance, "descriptors before \(before.descriptors), after \(after.descriptors)")
         #expect((most?.threads ?? 0) <= before.vitals.threads + Self.threadAllowance)
         #expect(after.vitals.threads <= before.vitals.threads + Self.threadAllowance)

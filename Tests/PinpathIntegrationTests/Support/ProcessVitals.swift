@@ -5,12 +5,19 @@ struct ProcessVitals: CustomStringConvertible {
     var descriptors: Int
     var threads: Int
     var residentKiB: Int
+    /// User and system CPU time since it started, all threads.
+    var cpuSeconds: Double
 
     /// `nil` once the process is gone.
     init?(pid: pid_t) {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
         else { return nil }
+        // Fields 14 and 15 (utime, stime, in clock ticks), counted after the command name's closing parenthesis.
+        let fields = stat[(stat.lastIndex(of: ")") ?? stat.startIndex)...].split(separator: " ")
+        let ticks = [12, 13].compactMap { fields.count > $0 ? Double(fields[$0]) : nil }.reduce(0, +)
+        cpuSeconds = ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
         func field(_ name: String) -> Int {
             let line = status.split(separator: "\n").first { $0.hasPrefix("\(name):") } ?? ""
             return Int(line.split(whereSeparator: \.isWhitespace).dropFirst().first ?? "") ?? 0
