@@ -1,0 +1,290 @@
+import Foundation
+import PinpathTestSupport
+import Testing
+
+/// The built `pinpath run` writing many events while its output fails under it (issue 6): a reader that goes
+/// away or stops reading, a file system that fills up and frees again, the events file renamed (logrotate) or
+/// deleted, and SIGUSR1 sent hundreds of times. Every line that reaches the output is whole JSON, `seq`
+/// counts on with no gap except where an `events.dropped` line accounts for it, and the agent exits 0.
+@Suite("Sink faults", .serialized)
+struct SinkFaultTests {
+    /// A directory for one test, removed after it.
+    final class Scene {
+        let directory: String
+        let refused: HostileServer
+        init() throws {
+            directory = "\(TestPKI.shared.directory)/sink-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            refused = try HostileServer(.refuse, directory: directory)
+        }
+        deinit {
+            refused.stop()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+
+        /// A configuration of `endpoints` endpoints probed every second, each probe refused at once and each
+        /// written as a `probe.completed` line of about 450 bytes.
+        func configuration(endpoints: Int, events: String) throws -> String {
+            let path = "\(directory)/pinpath.yaml"
+            let list = (0..<endpoints).map { "  - { name: e\($0), url: \"http://127.0.0.1:\(refused.port)/\($0)\", interval: 1s, timeout: 1s }\n" }
+            try "events: \(events)\nmetrics: { textfile: \(directory)/pinpath.prom }\nendpoints:\n\(list.joined())"
+                .write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+
+        func spawnAgent(config: String, stdout: Int32) throws -> pid_t {
+            let stderr = open("\(directory)/agent.stderr", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            defer { close(stderr) }
+            return try Shell.spawn([Shell.pinpath, "run", "--config", config], stdout: stdout, stderr: stderr)
+        }
+
+        var agentStderr: String { (try? String(contentsOfFile: "\(directory)/agent.stderr", encoding: .utf8)) ?? "" }
+
+        /// `pinpath_events_dropped_total` from the metrics textfile (written every 5 s after probes).
+        var droppedInMetrics: Int? {
+            let text = (try? String(contentsOfFile: "\(directory)/pinpath.prom", encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").first { $0.hasPrefix("pinpath_events_dropped_total") }
+                .flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) }
+        }
+    }
+
+    /// The lines of an event output, each parsed; `invalid` holds any line that is not a JSON object with a
+    /// `seq` (a partial line would be one), and a last line without its newline.
+    struct Lines {
+        var events: [[String: Any]] = []
+        var invalid: [String] = []
+        var seqs: [Int] { events.map { $0["seq"] as! Int } }
+
+        init(_ data: Data) {
+            let text = String(decoding: data, as: UTF8.self)
+            var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+            if let last = lines.last, last.isEmpty { lines.removeLast() } else if let last = lines.popLast() { invalid.append("no newline: \(last)") }
+            for line in lines {
+                if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], object["seq"] is Int {
+                    events.append(object)
+                } else {
+                    invalid.append(String(line.prefix(200)))
+                }
+            }
+        }
+
+        init(file: String) { self.init(FileManager.default.contents(atPath: file) ?? Data()) }
+
+        func of(_ type: String) -> [[String: Any]] { events.filter { $0["event"] as? String == type } }
+    }
+
+    /// Waits until `condition` holds, checking every 50 ms (and once more after the deadline).
+    static func wait(_ what: String, timeout: Duration = .seconds(20), _ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !condition() {
+            guard ContinuousClock.now < deadline else {
+                if condition() { return }
+                throw ShellError(description: "waited \(timeout) for \(what)")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    static func descriptorCount(_ pid: pid_t) -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1 }
+
+    @Test("Standard output's reader goes away mid-run: the agent keeps probing, counts the drops, exits 0")
+    func readerGoesAway() async throws {
+        let scene = try Scene()
+        let config = try scene.configuration(endpoints: 20, events: "{ output: stdout, probes: all }")
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)  // the agent must not hold the reader's end itself
+        let agent = try scene.spawnAgent(config: config, stdout: ends[1])
+        close(ends[1])
+        var stopped = false
+        defer { if !stopped { Shell.kill(agent) } }
+        // Read the first 20 lines or so, then go away as `pinpath run | head` would.
+        _ = fcntl(ends[0], F_SETFL, O_NONBLOCK)
+        var received = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        try await Self.wait("20 lines on standard output") {
+            let count = read(ends[0], &buffer, buffer.count)
+            if count > 0 { received.append(contentsOf: buffer[..<count]) }
+            return received.filter { $0 == UInt8(ascii: "\n") }.count >= 20
+        }
+        close(ends[0])
+        let complete = received.prefix(through: received.lastIndex(of: UInt8(ascii: "\n"))!)
+        let lines = Lines(Data(complete))
+        #expect(lines.invalid.isEmpty, "\(lines.invalid)")
+        #expect(lines.seqs == Array(1...lines.seqs.count))
+
+        try await Self.wait("the drops in the metrics", timeout: .seconds(15)) { (scene.droppedInMetrics ?? 0) > 0 }
+        #expect(kill(agent, 0) == 0, "still running")
+        let status = try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(8))
+        stopped = true
+        #expect(status == 0, "exit \(String(describing: status)): \(scene.agentStderr)")
+        #expect(scene.agentStderr.isEmpty)
+    }
+
+    @Test("Standard output's reader stops reading (a full pipe): SIGTERM still ends the agent with exit 0, lines whole")
+    func readerStopsReading() async throws {
+        let scene = try Scene()
+        let config = try scene.configuration(endpoints: 100, events: "{ output: stdout, probes: all }")
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)  // the agent must not hold the reader's end itself
+        defer { close(ends[0]) }
+        let agent = try scene.spawnAgent(config: config, stdout: ends[1])
+        close(ends[1])
+        var stopped = false
+        defer { if !stopped { Shell.kill(agent) } }
+        // 100 lines a second of 450 bytes fill the pipe's 64 KiB in about 1.5 s; the writer thread then blocks.
+        try await Task.sleep(for: .seconds(4))
+        #expect(kill(agent, 0) == 0, "still running")
+        let started = ContinuousClock.now
+        // Probes in flight get 2 s, the writer 2 s more to drain; it is left blocked and the process exits.
+        let status = try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(10))
+        stopped = true
+        print("with a reader that stopped reading, the agent exited \(String(describing: status)) \(ContinuousClock.now - started) after SIGTERM")
+        #expect(status == 0, "exit \(String(describing: status)): \(scene.agentStderr)")
+        _ = fcntl(ends[0], F_SETFL, O_NONBLOCK)
+        var received = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while case let count = read(ends[0], &buffer, buffer.count), count > 0 { received.append(contentsOf: buffer[..<count]) }
+        // Lines shorter than PIPE_BUF go into a pipe whole: no line is cut, even at the point the pipe filled.
+        let lines = Lines(received)
+        #expect(received.count > 60_000)
+        #expect(lines.invalid.isEmpty, "\(lines.invalid.prefix(3))")
+        #expect(lines.seqs == Array(1...lines.seqs.count))
+    }
+
+    @Test(
+        "A file system that fills up: no partial line, drops counted and reported once space returns, writing resumes",
+        .enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+    func fullFileSystem() async throws {
+        let scene = try Scene()
+        let mountPoint = "\(scene.directory)/tmpfs"
+        #expect(mkdir(mountPoint, 0o755) == 0)
+        _ = try Shell.check(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mountPoint])
+        // Lazy: the agent's descriptor, if it outlives a failed expectation, cannot keep it mounted.
+        defer { _ = try? Shell.run(["umount", "-l", mountPoint]) }
+        // 48 KiB left for events: a few seconds of 30 lines a second.
+        let filler = "\(mountPoint)/filler"
+        #expect(FileManager.default.createFile(atPath: filler, contents: Data(count: 208 << 10)))
+        let events = "\(mountPoint)/events.jsonl"
+        let config = try scene.configuration(endpoints: 30, events: "{ output: \(events), probes: all }")
+        let devNull = open("/dev/null", O_WRONLY)
+        let agent = try scene.spawnAgent(config: config, stdout: devNull)
+        close(devNull)
+        var stopped = false
+        defer { if !stopped { Shell.kill(agent) } }
+
+        try await Self.wait("lines dropped for a full disk") { (scene.droppedInMetrics ?? 0) >= 30 }
+        let full = Lines(file: events)
+        #expect(full.invalid.isEmpty, "a partial line in the full file: \(full.invalid.prefix(3))")
+        #expect(full.seqs == Array(1...full.seqs.count))
+        #expect(kill(agent, 0) == 0, "still running")
+
+        // Space returns: an events.dropped line counts what was lost, then lines flow again.
+        #expect(unlink(filler) == 0)
+        try await Self.wait("events.dropped, then more lines") {
+            let lines = Lines(file: events)
+            guard let report = lines.events.lastIndex(where: { $0["event"] as? String == "events.dropped" }) else { return false }
+            return lines.events.count - report > 30
+        }
+        let status = try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(8))
+        stopped = true
+        #expect(status == 0, "exit \(String(describing: status)): \(scene.agentStderr)")
+
+        let lines = Lines(file: events)
+        #expect(lines.invalid.isEmpty, "\(lines.invalid.prefix(3))")
+        #expect(lines.seqs == Array(1...lines.seqs.count), "seq counts on with no gap: the drops are counted, not skipped")
+        let reports = lines.of("events.dropped")
+        #expect(reports.allSatisfy { $0["reason"] as? String == "write_failed" && $0["error"] as? String == "ENOSPC" }, "\(reports)")
+        let reported = reports.compactMap { $0["count"] as? Int }.reduce(0, +)
+        let stopping = try #require(lines.of("agent.stopping").first, "agent.stopping was written")
+        print("full file system: \(lines.events.count) lines kept, \(reported) dropped in \(reports.count) events.dropped lines")
+        #expect(reported > 0 && stopping["events_dropped"] as? Int == reported, "every drop reported once: \(reported) vs \(stopping)")
+        let afterRecovery = lines.events.drop { $0["event"] as? String != "events.dropped" }
+        #expect(afterRecovery.contains { $0["event"] as? String == "probe.completed" }, "writing resumed")
+    }
+
+    @Test("The events file renamed (logrotate), then deleted, under the running agent: no line lost or cut, SIGUSR1 reopens")
+    func renamedAndDeleted() async throws {
+        let scene = try Scene()
+        let events = "\(scene.directory)/events.jsonl", rotated = events + ".1"
+        let config = try scene.configuration(endpoints: 100, events: "{ output: \(events), probes: all }")
+        let devNull = open("/dev/null", O_WRONLY)
+        let agent = try scene.spawnAgent(config: config, stdout: devNull)
+        close(devNull)
+        var stopped = false
+        defer { if !stopped { Shell.kill(agent) } }
+        try await Self.wait("100 lines") { Lines(file: events).events.count >= 100 }
+
+        // logrotate's default: rename, then SIGUSR1. Until the signal, lines go on into the renamed file.
+        #expect(rename(events, rotated) == 0)
+        let renamedSize = Lines(file: rotated).events.count
+        try await Self.wait("lines into the renamed file") { Lines(file: rotated).events.count > renamedSize }
+        #expect(kill(agent, SIGUSR1) == 0)
+        try await Self.wait("lines in a new file after SIGUSR1") { Lines(file: events).events.count >= 50 }
+
+        // Deleted (not renamed): the agent notices before its next line and starts the file again, no signal.
+        let deleted = open(events, O_RDONLY)
+        #expect(deleted >= 0)
+        defer { close(deleted) }
+        #expect(unlink(events) == 0)
+        try await Self.wait("a new file after the deletion, without SIGUSR1") { Lines(file: events).events.count >= 50 }
+        let status = try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(8))
+        stopped = true
+        #expect(status == 0, "exit \(String(describing: status)): \(scene.agentStderr)")
+
+        let deletedLines = Lines(FileHandle(fileDescriptor: deleted).readDataToEndOfFile())
+        let parts = [Lines(file: rotated), deletedLines, Lines(file: events)]
+        for (name, part) in zip(["renamed", "deleted", "new"], parts) {
+            #expect(part.invalid.isEmpty, "\(name): \(part.invalid.prefix(3))")
+            #expect(!part.events.isEmpty, "\(name) file is empty")
+        }
+        let seqs = parts.flatMap(\.seqs)
+        print("renamed, deleted, new: \(parts.map(\.events.count)) lines")
+        #expect(seqs == Array(1...seqs.count), "every line once, in order, across the three files")
+        #expect(parts[2].of("agent.stopping").first?["events_dropped"] as? Int == 0)
+    }
+
+    @Test("SIGUSR1 400 times (200 at once, 200 spread over a second with renames) during heavy writing: every line whole, in order")
+    func reopenStorm() async throws {
+        let scene = try Scene()
+        let events = "\(scene.directory)/events.jsonl"
+        let config = try scene.configuration(endpoints: 200, events: "{ output: \(events), probes: all }")
+        let devNull = open("/dev/null", O_WRONLY)
+        let agent = try scene.spawnAgent(config: config, stdout: devNull)
+        close(devNull)
+        var stopped = false
+        defer { if !stopped { Shell.kill(agent) } }
+        try await Self.wait("the first pass of 200 probes") { Lines(file: events).of("probe.completed").count >= 200 }
+        let descriptorsBefore = Self.descriptorCount(agent)
+
+        for _ in 0..<200 { kill(agent, SIGUSR1) }
+        var renamed: [String] = []
+        for index in 0..<200 {
+            if index % 20 == 0 {
+                let name = "\(events).\(renamed.count + 1)"
+                if rename(events, name) == 0 { renamed.append(name) }
+            }
+            kill(agent, SIGUSR1)
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try await Task.sleep(for: .seconds(2))
+        #expect(kill(agent, 0) == 0, "still running")
+        let descriptorsAfter = Self.descriptorCount(agent)
+        let status = try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(8))
+        stopped = true
+        #expect(status == 0, "exit \(String(describing: status)): \(scene.agentStderr)")
+
+        let parts = (renamed + [events]).map { Lines(file: $0) }
+        for (name, part) in zip(renamed + [events], parts) {
+            #expect(part.invalid.isEmpty, "\(name): \(part.invalid.prefix(3))")
+            #expect(part.seqs == part.seqs.sorted(), "\(name): lines out of order")
+        }
+        let seqs = parts.flatMap(\.seqs)
+        print("reopen storm: \(seqs.count) lines in \(parts.count) files (\(parts.map(\.events.count))); descriptors \(descriptorsBefore) before, \(descriptorsAfter) after")
+        #expect(seqs == Array(1...seqs.count), "every line once, in order, across the files")
+        #expect(parts.last?.of("agent.stopping").first?["events_dropped"] as? Int == 0)
+        // Each reopen closes the file it replaces. (The count moves with probes in flight: refused at once here.)
+        #expect(abs(descriptorsAfter - descriptorsBefore) <= 3, "descriptors \(descriptorsBefore) before the storm, \(descriptorsAfter) after")
+    }
+}
