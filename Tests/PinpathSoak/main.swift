@@ -42,8 +42,13 @@ struct PinpathSoak: AsyncParsableCommand {
         if let reportSeconds { options.reportEvery = .seconds(reportSeconds) }
         options.unprivileged = !privileged
         options.reloadEvery = reloadSeconds > 0 ? .seconds(reloadSeconds) : nil
-        let report = try await Soak.run(options) { print($0) }
-        print(report.summary)
+        let report = try await Soak.run(options, log: Self.printNow)
+        Self.printNow(report.summary)
         guard case .stopped(code: 0, _) = report.exit else { throw ExitCode(1) }
+    }
+
+    /// Writes a line at once, unbuffered: a long run redirected to a file shows its table as it goes.
+    @Sendable static func printNow(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 }
