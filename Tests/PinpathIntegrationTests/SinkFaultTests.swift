@@ -17,7 +17,12 @@ struct SinkFaultTests {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             refused = try HostileServer(.refuse, directory: directory)
         }
+        /// The agent, once started; killed at the end if it was not stopped.
+        private(set) var agent: pid_t = 0
+        private var running = false
+
         deinit {
+            if running { Shell.kill(agent) }
             refused.stop()
             try? FileManager.default.removeItem(atPath: directory)
         }
@@ -32,10 +37,39 @@ struct SinkFaultTests {
             return path
         }
 
-        func spawnAgent(config: String, stdout: Int32) throws -> pid_t {
+        /// Starts `pinpath run` with its standard output to /dev/null (the events go to a file).
+        func startAgent(config: String) throws {
+            let devNull = open("/dev/null", O_WRONLY)
+            defer { close(devNull) }
+            try startAgent(config: config, stdout: devNull)
+        }
+
+        /// Starts `pinpath run` writing to a pipe; returns the pipe's reading end, which the caller closes.
+        func startAgentOnPipe(config: String) throws -> Int32 {
+            var ends: [Int32] = [0, 0]
+            guard pipe(&ends) == 0 else { throw ShellError(description: "pipe: \(errno)") }
+            _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)  // the agent must not hold the reader's end itself
+            defer { close(ends[1]) }
+            do {
+                try startAgent(config: config, stdout: ends[1])
+            } catch {
+                close(ends[0])
+                throw error
+            }
+            return ends[0]
+        }
+
+        private func startAgent(config: String, stdout: Int32) throws {
             let stderr = open("\(directory)/agent.stderr", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
             defer { close(stderr) }
-            return try Shell.spawn([Shell.pinpath, "run", "--config", config], stdout: stdout, stderr: stderr)
+            agent = try Shell.spawn([Shell.pinpath, "run", "--config", config], stdout: stdout, stderr: stderr)
+            running = true
+        }
+
+        /// SIGTERM; the exit status, or `nil` if the agent had to be killed after `timeout`.
+        func stopAgent(timeout: Duration = .seconds(8)) async throws -> Int32? {
+            running = false
+            return try await Shell.stop(agent, signal: SIGTERM, timeout: timeout)
         }
 
         var agentStderr: String { (try? String(contentsOfFile: "\(directory)/agent.stderr", encoding: .utf8)) ?? "" }
@@ -91,32 +125,25 @@ struct SinkFaultTests {
     func readerGoesAway() async throws {
         let scene = try Scene()
         let config = try scene.configuration(endpoints: 20, events: "{ output: stdout, probes: all }")
-        var ends: [Int32] = [0, 0]
-        #expect(pipe(&ends) == 0)
-        _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)  // the agent must not hold the reader's end itself
-        let agent = try scene.spawnAgent(config: config, stdout: ends[1])
-        close(ends[1])
-        var stopped = false
-        defer { if !stopped { Shell.kill(agent) } }
+        let reader = try scene.startAgentOnPipe(config: config)
         // Read the first 20 lines or so, then go away as `pinpath run | head` would.
-        _ = fcntl(ends[0], F_SETFL, O_NONBLOCK)
+        _ = fcntl(reader, F_SETFL, O_NONBLOCK)
         var received = Data()
         var buffer = [UInt8](repeating: 0, count: 4096)
         try await Self.wait("20 lines on standard output") {
-            let count = read(ends[0], &buffer, buffer.count)
+            let count = read(reader, &buffer, buffer.count)
             if count > 0 { received.append(contentsOf: buffer[..<count]) }
             return received.filter { $0 == UInt8(ascii: "\n") }.count >= 20
         }
-        close(ends[0])
+        close(reader)
         let complete = received.prefix(through: received.lastIndex(of: UInt8(ascii: "\n"))!)
         let lines = Lines(Data(complete))
         #expect(lines.invalid.isEmpty, "\(lines.invalid)")
         #expect(lines.seqs == Array(1...lines.seqs.count))
 
         try await Self.wait("the drops in the metrics", timeout: .seconds(15)) { (scene.droppedInMetrics ?? 0) > 0 }
-        #expect(kill(agent, 0) == 0, "still running")
-        let status = try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(8))
-        stopped = true
+        #expect(kill(scene.agent, 0) == 0, "still running")
+        let status = try await scene.stopAgent(timeout: .seconds(8))
         #expect(status == 0, "exit \(String(describing: status)): \(scene.agentStderr)")
         #expect(scene.agentStderr.isEmpty)
     }
@@ -125,27 +152,20 @@ struct SinkFaultTests {
     func readerStopsReading() async throws {
         let scene = try Scene()
         let config = try scene.configuration(endpoints: 100, events: "{ output: stdout, probes: all }")
-        var ends: [Int32] = [0, 0]
-        #expect(pipe(&ends) == 0)
-        _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)  // the agent must not hold the reader's end itself
-        defer { close(ends[0]) }
-        let agent = try scene.spawnAgent(config: config, stdout: ends[1])
-        close(ends[1])
-        var stopped = false
-        defer { if !stopped { Shell.kill(agent) } }
+        let reader = try scene.startAgentOnPipe(config: config)
+        defer { close(reader) }
         // 100 lines a second of 450 bytes fill the pipe's 64 KiB in about 1.5 s; the writer thread then blocks.
         try await Task.sleep(for: .seconds(4))
-        #expect(kill(agent, 0) == 0, "still running")
+        #expect(kill(scene.agent, 0) == 0, "still running")
         let started = ContinuousClock.now
         // Probes in flight get 2 s, the writer 2 s more to drain; it is left blocked and the process exits.
-        let status = try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(10))
-        stopped = true
+        let status = try await scene.stopAgent(timeout: .seconds(10))
         print("with a reader that stopped reading, the agent exited \(String(describing: status)) \(ContinuousClock.now - started) after SIGTERM")
         #expect(status == 0, "exit \(String(describing: status)): \(scene.agentStderr)")
-        _ = fcntl(ends[0], F_SETFL, O_NONBLOCK)
+        _ = fcntl(reader, F_SETFL, O_NONBLOCK)
         var received = Data()
         var buffer = [UInt8](repeating: 0, count: 65536)
-        while case let count = read(ends[0], &buffer, buffer.count), count > 0 { received.append(contentsOf: buffer[..<count]) }
+        while case let count = read(reader, &buffer, buffer.count), count > 0 { received.append(contentsOf: buffer[..<count]) }
         // Lines shorter than PIPE_BUF go into a pipe whole: no line is cut, even at the point the pipe filled.
         let lines = Lines(received)
         #expect(received.count > 60_000)
@@ -168,17 +188,13 @@ struct SinkFaultTests {
         #expect(FileManager.default.createFile(atPath: filler, contents: Data(count: 208 << 10)))
         let events = "\(mountPoint)/events.jsonl"
         let config = try scene.configuration(endpoints: 30, events: "{ output: \(events), probes: all }")
-        let devNull = open("/dev/null", O_WRONLY)
-        let agent = try scene.spawnAgent(config: config, stdout: devNull)
-        close(devNull)
-        var stopped = false
-        defer { if !stopped { Shell.kill(agent) } }
+        try scene.startAgent(config: config)
 
         try await Self.wait("lines dropped for a full disk") { (scene.droppedInMetrics ?? 0) >= 30 }
         let full = Lines(file: events)
         #expect(full.invalid.isEmpty, "a partial line in the full file: \(full.invalid.prefix(3))")
         #expect(full.seqs == Array(1...full.seqs.count))
-        #expect(kill(agent, 0) == 0, "still running")
+        #expect(kill(scene.agent, 0) == 0, "still running")
 
         // Space returns: an events.dropped line counts what was lost, then lines flow again.
         #expect(unlink(filler) == 0)
@@ -187,8 +203,7 @@ struct SinkFaultTests {
             guard let report = lines.events.lastIndex(where: { $0["event"] as? String == "events.dropped" }) else { return false }
             return lines.events.count - report > 30
         }
-        let status = try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(8))
-        stopped = true
+        let status = try await scene.stopAgent(timeout: .seconds(8))
         #expect(status == 0, "exit \(String(describing: status)): \(scene.agentStderr)")
 
         let lines = Lines(file: events)
@@ -209,18 +224,14 @@ struct SinkFaultTests {
         let scene = try Scene()
         let events = "\(scene.directory)/events.jsonl", rotated = events + ".1"
         let config = try scene.configuration(endpoints: 100, events: "{ output: \(events), probes: all }")
-        let devNull = open("/dev/null", O_WRONLY)
-        let agent = try scene.spawnAgent(config: config, stdout: devNull)
-        close(devNull)
-        var stopped = false
-        defer { if !stopped { Shell.kill(agent) } }
+        try scene.startAgent(config: config)
         try await Self.wait("100 lines") { Lines(file: events).events.count >= 100 }
 
         // logrotate's default: rename, then SIGUSR1. Until the signal, lines go on into the renamed file.
         #expect(rename(events, rotated) == 0)
         let renamedSize = Lines(file: rotated).events.count
         try await Self.wait("lines into the renamed file") { Lines(file: rotated).events.count > renamedSize }
-        #expect(kill(agent, SIGUSR1) == 0)
+        #expect(kill(scene.agent, SIGUSR1) == 0)
         try await Self.wait("lines in a new file after SIGUSR1") { Lines(file: events).events.count >= 50 }
 
         // Deleted (not renamed): the agent notices before its next line and starts the file again, no signal.
@@ -229,8 +240,7 @@ struct SinkFaultTests {
         defer { close(deleted) }
         #expect(unlink(events) == 0)
         try await Self.wait("a new file after the deletion, without SIGUSR1") { Lines(file: events).events.count >= 50 }
-        let status = try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(8))
-        stopped = true
+        let status = try await scene.stopAgent(timeout: .seconds(8))
         #expect(status == 0, "exit \(String(describing: status)): \(scene.agentStderr)")
 
         let deletedLines = Lines(FileHandle(fileDescriptor: deleted).readDataToEndOfFile())
@@ -250,29 +260,24 @@ struct SinkFaultTests {
         let scene = try Scene()
         let events = "\(scene.directory)/events.jsonl"
         let config = try scene.configuration(endpoints: 200, events: "{ output: \(events), probes: all }")
-        let devNull = open("/dev/null", O_WRONLY)
-        let agent = try scene.spawnAgent(config: config, stdout: devNull)
-        close(devNull)
-        var stopped = false
-        defer { if !stopped { Shell.kill(agent) } }
+        try scene.startAgent(config: config)
         try await Self.wait("the first pass of 200 probes") { Lines(file: events).of("probe.completed").count >= 200 }
-        let descriptorsBefore = Self.descriptorCount(agent)
+        let descriptorsBefore = Self.descriptorCount(scene.agent)
 
-        for _ in 0..<200 { kill(agent, SIGUSR1) }
+        for _ in 0..<200 { kill(scene.agent, SIGUSR1) }
         var renamed: [String] = []
         for index in 0..<200 {
             if index % 20 == 0 {
                 let name = "\(events).\(renamed.count + 1)"
                 if rename(events, name) == 0 { renamed.append(name) }
             }
-            kill(agent, SIGUSR1)
+            kill(scene.agent, SIGUSR1)
             try await Task.sleep(for: .milliseconds(5))
         }
         try await Task.sleep(for: .seconds(2))
-        #expect(kill(agent, 0) == 0, "still running")
-        let descriptorsAfter = Self.descriptorCount(agent)
-        let status = try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(8))
-        stopped = true
+        #expect(kill(scene.agent, 0) == 0, "still running")
+        let descriptorsAfter = Self.descriptorCount(scene.agent)
+        let status = try await scene.stopAgent(timeout: .seconds(8))
         #expect(status == 0, "exit \(String(describing: status)): \(scene.agentStderr)")
 
         let parts = (renamed + [events]).map { Lines(file: $0) }

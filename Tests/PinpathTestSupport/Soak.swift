@@ -70,6 +70,11 @@ public enum Soak {
         for end in output { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         let stderrPath = "\(directory)/agent.stderr"
         let stderrFile = open(stderrPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        // The agent's /proc/PID/fd should hold its own descriptors only, not whatever this process (a test
+        // runner, the servers) has open.
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
+            if let fd = Int32(entry), fd > 2, fd != output[1] && fd != stderrFile { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        }
         let asNobody = options.unprivileged && getuid() == 0
         let command = (asNobody ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"] : [])
             + [options.pinpath, "run", "--config", configuration]
