@@ -36,7 +36,7 @@ let package = Package(
         .executableTarget(
             name: "pinpath",
             dependencies: [
-                "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathAgent",
+                "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathAgent", "CShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 

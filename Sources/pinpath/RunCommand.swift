@@ -1,4 +1,5 @@
 import ArgumentParser
+import CShims
 import Dispatch
 import Glibc
 import PinpathAgent
@@ -26,6 +27,10 @@ struct RunCommand: AsyncParsableCommand {
     var once = false
 
     func run() async throws {
+        // Probes read bodies of up to 4 MiB. Once glibc frees such a block it raises its mmap threshold to that
+        // size and keeps later ones in its heap, so a long-running agent held its largest body for good (the
+        // soak saw 4 MiB steps, 12 MiB in all). A fixed threshold maps large blocks and returns them on free.
+        _ = pinpath_malloc_fix_mmap_threshold(128 << 10)
         try await reportingFailures {
             // Handlers first: a signal that arrives while the agent starts must not kill it (SIGHUP's default
             // action) or be lost (a stop is remembered and applied once the agent exists).
