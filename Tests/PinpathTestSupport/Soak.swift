@@ -120,7 +120,8 @@ public enum Soak {
                 warmUpEnd = elapsed
                 log("soak: warm-up over at \(SoakReport.seconds(elapsed)) (every endpoint probed \(options.warmUpProbesPerEndpoint)+ times, 30 s at least)")
             }
-            if let reloadAt = nextReload, ContinuousClock.now >= reloadAt {
+            // None in the last 10 s: each reload must have finished (config.reloaded) before SIGTERM.
+            if let reloadAt = nextReload, ContinuousClock.now >= reloadAt, elapsed + .seconds(10) < options.duration {
                 kill(pid, SIGHUP)
                 reloads += 1
                 nextReload = reloadAt + (options.reloadEvery ?? .zero)
