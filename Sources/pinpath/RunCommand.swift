@@ -12,7 +12,9 @@ struct RunCommand: AsyncParsableCommand {
         discussion: """
             Signals: SIGHUP reloads the configuration (an invalid one is rejected with config.rejected and the \
             running one stays), SIGUSR1 reopens a file output (logrotate), SIGTERM or SIGINT stop: probes in \
-            flight get 2 s, agent.stopping is written, exit 0. With NOTIFY_SOCKET set (systemd Type=notify), \
+            flight get 2 s, agent.stopping is written, exit 0. An output that fails (a closed pipe, a full \
+            disk) does not stop the agent: lines are dropped, counted, and reported by events.dropped once it \
+            takes lines again; a deleted events file is created again before the next line. With NOTIFY_SOCKET set (systemd Type=notify), \
             READY=1, RELOADING=1 and STOPPING=1 are sent.
             --once probes every endpoint once (one result decides its state) and exits 0 if all are up, 1 \
             otherwise, for cron and CI.
