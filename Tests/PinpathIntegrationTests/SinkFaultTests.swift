@@ -21,8 +21,12 @@ struct SinkFaultTests {
         private(set) var agent: pid_t = 0
         private var running = false
 
+        private var mounted: String?
+
         deinit {
             if running { Shell.kill(agent) }
+            // Lazy: the agent's descriptor, if it outlived a failed expectation, cannot keep it mounted.
+            if let mounted { _ = try? Shell.run(["umount", "-l", mounted]) }
             refused.stop()
             try? FileManager.default.removeItem(atPath: directory)
         }
@@ -35,6 +39,20 @@ struct SinkFaultTests {
             try "events: \(events)\nmetrics: { textfile: \(directory)/pinpath.prom }\nendpoints:\n\(list.joined())"
                 .write(toFile: path, atomically: true, encoding: .utf8)
             return path
+        }
+
+        /// Mounts a 256 KiB tmpfs (unmounted at the end) holding a file that leaves `free` bytes; returns the
+        /// mount point and that file, whose deletion gives the space back.
+        func mountFullFileSystem(free: Int) throws -> (mountPoint: String, filler: String) {
+            let mountPoint = "\(directory)/tmpfs"
+            guard mkdir(mountPoint, 0o755) == 0 else { throw ShellError(description: "mkdir \(mountPoint): \(errno)") }
+            _ = try Shell.check(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mountPoint])
+            mounted = mountPoint
+            let filler = "\(mountPoint)/filler"
+            guard FileManager.default.createFile(atPath: filler, contents: Data(count: (256 << 10) - free)) else {
+                throw ShellError(description: "cannot fill \(mountPoint)")
+            }
+            return (mountPoint, filler)
         }
 
         /// Starts `pinpath run` with its standard output to /dev/null (the events go to a file).
@@ -178,14 +196,8 @@ struct SinkFaultTests {
         .enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
     func fullFileSystem() async throws {
         let scene = try Scene()
-        let mountPoint = "\(scene.directory)/tmpfs"
-        #expect(mkdir(mountPoint, 0o755) == 0)
-        _ = try Shell.check(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mountPoint])
-        // Lazy: the agent's descriptor, if it outlives a failed expectation, cannot keep it mounted.
-        defer { _ = try? Shell.run(["umount", "-l", mountPoint]) }
         // 48 KiB left for events: a few seconds of 30 lines a second.
-        let filler = "\(mountPoint)/filler"
-        #expect(FileManager.default.createFile(atPath: filler, contents: Data(count: 208 << 10)))
+        let (mountPoint, filler) = try scene.mountFullFileSystem(free: 48 << 10)
         let events = "\(mountPoint)/events.jsonl"
         let config = try scene.configuration(endpoints: 30, events: "{ output: \(events), probes: all }")
         try scene.startAgent(config: config)
@@ -217,6 +229,45 @@ struct SinkFaultTests {
         #expect(reported > 0 && stopping["events_dropped"] as? Int == reported, "every drop reported once: \(reported) vs \(stopping)")
         let afterRecovery = lines.events.drop { $0["event"] as? String != "events.dropped" }
         #expect(afterRecovery.contains { $0["event"] as? String == "probe.completed" }, "writing resumed")
+    }
+
+    @Test(
+        "Rotation by size on a file system that fills up: whole lines in both files, seq on across the rotation, recovery",
+        .enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+    func rotationOnFullFileSystem() async throws {
+        let scene = try Scene()
+        // 40 KiB free and files of 32 KiB: the second file fills the disk before it is due to rotate.
+        let (mountPoint, filler) = try scene.mountFullFileSystem(free: 40 << 10)
+        let events = "\(mountPoint)/events.jsonl", rotated = events + ".1"
+        let config = try scene.configuration(endpoints: 30, events: "{ output: \(events), probes: all, max_size: 32KiB, keep: 1 }")
+        try scene.startAgent(config: config)
+        try await Self.wait("lines dropped for a full disk") { (scene.droppedInMetrics ?? 0) >= 30 }
+        #expect(kill(scene.agent, 0) == 0, "still running")
+        let lastSeqWhileFull = [rotated, events].flatMap { Lines(file: $0).seqs }.max() ?? 0
+        #expect(unlink(filler) == 0)
+        // 216 KiB now free: rotation keeps the two files under 64 KiB, so the disk does not fill again. Wait
+        // for the report, then for two rotations (the rotated file starts after the disk was full).
+        var reports: [[String: Any]] = []
+        try await Self.wait("events.dropped and two rotations after the space came back") {
+            if reports.isEmpty { reports = Lines(file: events).of("events.dropped") }
+            return !reports.isEmpty && (Lines(file: rotated).seqs.first ?? 0) > lastSeqWhileFull
+        }
+        #expect(reports.allSatisfy { $0["reason"] as? String == "write_failed" && $0["error"] as? String == "ENOSPC" }, "\(reports)")
+        let status = try await scene.stopAgent()
+        #expect(status == 0, "exit \(String(describing: status)): \(scene.agentStderr)")
+        let parts = [Lines(file: rotated), Lines(file: events)]
+        for (name, part) in zip(["rotated", "current"], parts) {
+            #expect(part.invalid.isEmpty, "\(name): \(part.invalid.prefix(3))")
+        }
+        let seqs = parts.flatMap(\.seqs)
+        #expect(seqs == Array(seqs.first!...seqs.last!), "seq on across the rotation")
+        for path in [events, rotated] {
+            let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? -1
+            #expect(size > 0 && size <= 32 << 10, "\(path): \(size) bytes")
+        }
+        let stopping = try #require(parts[1].of("agent.stopping").first)
+        print("rotation on a full file system: \(stopping["events_dropped"] ?? "?") dropped, seq \(seqs.first!)–\(seqs.last!) kept in two files")
+        #expect((stopping["events_dropped"] as? Int ?? 0) > 0)
     }
 
     @Test("The events file renamed (logrotate), then deleted, under the running agent: no line lost or cut, SIGUSR1 reopens")
