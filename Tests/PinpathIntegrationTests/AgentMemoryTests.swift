@@ -7,20 +7,11 @@ import Testing
 struct AgentMemoryTests {
     /// `pinpath run` for 8 s on one endpoint, probed every second; its RSS at the end, KiB.
     func residentAfterProbing(_ url: String) async throws -> Int {
-        let directory = "\(TestPKI.shared.directory)/memory-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let config = "\(directory)/pinpath.yaml"
-        try "endpoints:\n  - { name: e, url: \"\(url)\", interval: 1s, timeout: 1s }\n".write(toFile: config, atomically: true, encoding: .utf8)
-        let devNull = open("/dev/null", O_WRONLY)
-        let agent = try Shell.spawn([Shell.pinpath, "run", "--config", config], stdout: devNull)
-        close(devNull)
-        var stopped = false
-        defer { if !stopped { Shell.kill(agent) } }
+        let agent = try AgentProcess(configuration: "endpoints:\n  - { name: e, url: \"\(url)\", interval: 1s, timeout: 1s }\n")
+        try agent.start()
         try await Task.sleep(for: .seconds(8))
-        let sample = try #require(ProcessSample.read(pid: agent, elapsed: .zero, probes: 0))
-        stopped = true
-        #expect(try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(6)) == 0)
+        let sample = try #require(ProcessSample.read(pid: agent.pid, elapsed: .zero, probes: 0))
+        #expect(try await agent.stop() == 0)
         return sample.residentKiB
     }
 

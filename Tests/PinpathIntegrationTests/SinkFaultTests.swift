@@ -17,28 +17,27 @@ struct SinkFaultTests {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             refused = try HostileServer(.refuse, directory: directory)
         }
-        /// The agent, once started; killed at the end if it was not stopped.
-        private(set) var agent: pid_t = 0
-        private var running = false
-
+        /// The agent, once ``configure(endpoints:events:)`` made it.
+        private var process: AgentProcess?
         private var mounted: String?
 
         deinit {
-            if running { Shell.kill(agent) }
+            process = nil  // killed, if still running, before its file system goes
             // Lazy: the agent's descriptor, if it outlived a failed expectation, cannot keep it mounted.
             if let mounted { _ = try? Shell.run(["umount", "-l", mounted]) }
             refused.stop()
             try? FileManager.default.removeItem(atPath: directory)
         }
 
-        /// A configuration of `endpoints` endpoints probed every second, each probe refused at once and each
-        /// written as a `probe.completed` line of about 450 bytes.
-        func configuration(endpoints: Int, events: String) throws -> String {
-            let path = "\(directory)/pinpath.yaml"
+        /// The agent's configuration: `endpoints` endpoints probed every second, each probe refused at once and
+        /// each written as a `probe.completed` line of about 450 bytes.
+        func configure(endpoints: Int, events: String) throws -> AgentProcess {
             let list = (0..<endpoints).map { "  - { name: e\($0), url: \"http://127.0.0.1:\(refused.port)/\($0)\", interval: 1s, timeout: 1s }\n" }
-            try "events: \(events)\nmetrics: { textfile: \(directory)/pinpath.prom }\nendpoints:\n\(list.joined())"
-                .write(toFile: path, atomically: true, encoding: .utf8)
-            return path
+            let process = try AgentProcess(
+                configuration: "events: \(events)\nmetrics: { textfile: \(directory)/pinpath.prom }\nendpoints:\n\(list.joined())",
+                directory: directory)
+            self.process = process
+            return process
         }
 
         /// Mounts a 256 KiB tmpfs (unmounted at the end) holding a file that leaves `free` bytes; returns the
@@ -54,43 +53,6 @@ struct SinkFaultTests {
             }
             return (mountPoint, filler)
         }
-
-        /// Starts `pinpath run` with its standard output to /dev/null (the events go to a file).
-        func startAgent(config: String) throws {
-            let devNull = open("/dev/null", O_WRONLY)
-            defer { close(devNull) }
-            try startAgent(config: config, stdout: devNull)
-        }
-
-        /// Starts `pinpath run` writing to a pipe; returns the pipe's reading end, which the caller closes.
-        func startAgentOnPipe(config: String) throws -> Int32 {
-            var ends: [Int32] = [0, 0]
-            guard pipe(&ends) == 0 else { throw ShellError(description: "pipe: \(errno)") }
-            _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)  // the agent must not hold the reader's end itself
-            defer { close(ends[1]) }
-            do {
-                try startAgent(config: config, stdout: ends[1])
-            } catch {
-                close(ends[0])
-                throw error
-            }
-            return ends[0]
-        }
-
-        private func startAgent(config: String, stdout: Int32) throws {
-            let stderr = open("\(directory)/agent.stderr", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-            defer { close(stderr) }
-            agent = try Shell.spawn([Shell.pinpath, "run", "--config", config], stdout: stdout, stderr: stderr)
-            running = true
-        }
-
-        /// SIGTERM; the exit status, or `nil` if the agent had to be killed after `timeout`.
-        func stopAgent(timeout: Duration = .seconds(8)) async throws -> Int32? {
-            running = false
-            return try await Shell.stop(agent, signal: SIGTERM, timeout: timeout)
-        }
-
-        var agentStderr: String { (try? String(contentsOfFile: "\(directory)/agent.stderr", encoding: .utf8)) ?? "" }
 
         /// `pinpath_events_dropped_total` from the metrics textfile (written every 5 s after probes).
         var droppedInMetrics: Int? {
@@ -142,8 +104,8 @@ struct SinkFaultTests {
     @Test("Standard output's reader goes away mid-run: the agent keeps probing, counts the drops, exits 0")
     func readerGoesAway() async throws {
         let scene = try Scene()
-        let config = try scene.configuration(endpoints: 20, events: "{ output: stdout, probes: all }")
-        let reader = try scene.startAgentOnPipe(config: config)
+        let agent = try scene.configure(endpoints: 20, events: "{ output: stdout, probes: all }")
+        let reader = try agent.startOnPipe()
         // Read the first 20 lines or so, then go away as `pinpath run | head` would.
         _ = fcntl(reader, F_SETFL, O_NONBLOCK)
         var received = Data()
@@ -160,26 +122,26 @@ struct SinkFaultTests {
         #expect(lines.seqs == Array(1...lines.seqs.count))
 
         try await Self.wait("the drops in the metrics", timeout: .seconds(15)) { (scene.droppedInMetrics ?? 0) > 0 }
-        #expect(kill(scene.agent, 0) == 0, "still running")
-        let status = try await scene.stopAgent(timeout: .seconds(8))
-        #expect(status == 0, "exit \(String(describing: status)): \(scene.agentStderr)")
-        #expect(scene.agentStderr.isEmpty)
+        #expect(kill(agent.pid, 0) == 0, "still running")
+        let status = try await agent.stop(timeout: .seconds(8))
+        #expect(status == 0, "exit \(String(describing: status)): \(agent.stderr)")
+        #expect(agent.stderr.isEmpty)
     }
 
     @Test("Standard output's reader stops reading (a full pipe): SIGTERM still ends the agent with exit 0, lines whole")
     func readerStopsReading() async throws {
         let scene = try Scene()
-        let config = try scene.configuration(endpoints: 100, events: "{ output: stdout, probes: all }")
-        let reader = try scene.startAgentOnPipe(config: config)
+        let agent = try scene.configure(endpoints: 100, events: "{ output: stdout, probes: all }")
+        let reader = try agent.startOnPipe()
         defer { close(reader) }
         // 100 lines a second of 450 bytes fill the pipe's 64 KiB in about 1.5 s; the writer thread then blocks.
         try await Task.sleep(for: .seconds(4))
-        #expect(kill(scene.agent, 0) == 0, "still running")
+        #expect(kill(agent.pid, 0) == 0, "still running")
         let started = ContinuousClock.now
         // Probes in flight get 2 s, the writer 2 s more to drain; it is left blocked and the process exits.
-        let status = try await scene.stopAgent(timeout: .seconds(10))
+        let status = try await agent.stop(timeout: .seconds(10))
         print("with a reader that stopped reading, the agent exited \(String(describing: status)) \(ContinuousClock.now - started) after SIGTERM")
-        #expect(status == 0, "exit \(String(describing: status)): \(scene.agentStderr)")
+        #expect(status == 0, "exit \(String(describing: status)): \(agent.stderr)")
         _ = fcntl(reader, F_SETFL, O_NONBLOCK)
         var received = Data()
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -199,14 +161,14 @@ struct SinkFaultTests {
         // 48 KiB left for events: a few seconds of 30 lines a second.
         let (mountPoint, filler) = try scene.mountFullFileSystem(free: 48 << 10)
         let events = "\(mountPoint)/events.jsonl"
-        let config = try scene.configuration(endpoints: 30, events: "{ output: \(events), probes: all }")
-        try scene.startAgent(config: config)
+        let agent = try scene.configure(endpoints: 30, events: "{ output: \(events), probes: all }")
+        try agent.start()
 
         try await Self.wait("lines dropped for a full disk") { (scene.droppedInMetrics ?? 0) >= 30 }
         let full = Lines(file: events)
         #expect(full.invalid.isEmpty, "a partial line in the full file: \(full.invalid.prefix(3))")
         #expect(full.seqs == Array(1...full.seqs.count))
-        #expect(kill(scene.agent, 0) == 0, "still running")
+        #expect(kill(agent.pid, 0) == 0, "still running")
 
         // Space returns: an events.dropped line counts what was lost, then lines flow again.
         #expect(unlink(filler) == 0)
@@ -215,8 +177,8 @@ struct SinkFaultTests {
             guard let report = lines.events.lastIndex(where: { $0["event"] as? String == "events.dropped" }) else { return false }
             return lines.events.count - report > 30
         }
-        let status = try await scene.stopAgent(timeout: .seconds(8))
-        #expect(status == 0, "exit \(String(describing: status)): \(scene.agentStderr)")
+        let status = try await agent.stop(timeout: .seconds(8))
+        #expect(status == 0, "exit \(String(describing: status)): \(agent.stderr)")
 
         let lines = Lines(file: events)
         #expect(lines.invalid.isEmpty, "\(lines.invalid.prefix(3))")
@@ -239,10 +201,10 @@ struct SinkFaultTests {
         // 40 KiB free and files of 32 KiB: the second file fills the disk before it is due to rotate.
         let (mountPoint, filler) = try scene.mountFullFileSystem(free: 40 << 10)
         let events = "\(mountPoint)/events.jsonl", rotated = events + ".1"
-        let config = try scene.configuration(endpoints: 30, events: "{ output: \(events), probes: all, max_size: 32KiB, keep: 1 }")
-        try scene.startAgent(config: config)
+        let agent = try scene.configure(endpoints: 30, events: "{ output: \(events), probes: all, max_size: 32KiB, keep: 1 }")
+        try agent.start()
         try await Self.wait("lines dropped for a full disk") { (scene.droppedInMetrics ?? 0) >= 30 }
-        #expect(kill(scene.agent, 0) == 0, "still running")
+        #expect(kill(agent.pid, 0) == 0, "still running")
         let lastSeqWhileFull = [rotated, events].flatMap { Lines(file: $0).seqs }.max() ?? 0
         #expect(unlink(filler) == 0)
         // 216 KiB now free: rotation keeps the two files under 64 KiB, so the disk does not fill again. Wait
@@ -253,8 +215,8 @@ struct SinkFaultTests {
             return !reports.isEmpty && (Lines(file: rotated).seqs.first ?? 0) > lastSeqWhileFull
         }
         #expect(reports.allSatisfy { $0["reason"] as? String == "write_failed" && $0["error"] as? String == "ENOSPC" }, "\(reports)")
-        let status = try await scene.stopAgent()
-        #expect(status == 0, "exit \(String(describing: status)): \(scene.agentStderr)")
+        let status = try await agent.stop()
+        #expect(status == 0, "exit \(String(describing: status)): \(agent.stderr)")
         let parts = [Lines(file: rotated), Lines(file: events)]
         for (name, part) in zip(["rotated", "current"], parts) {
             #expect(part.invalid.isEmpty, "\(name): \(part.invalid.prefix(3))")
@@ -274,15 +236,15 @@ struct SinkFaultTests {
     func renamedAndDeleted() async throws {
         let scene = try Scene()
         let events = "\(scene.directory)/events.jsonl", rotated = events + ".1"
-        let config = try scene.configuration(endpoints: 100, events: "{ output: \(events), probes: all }")
-        try scene.startAgent(config: config)
+        let agent = try scene.configure(endpoints: 100, events: "{ output: \(events), probes: all }")
+        try agent.start()
         try await Self.wait("100 lines") { Lines(file: events).events.count >= 100 }
 
         // logrotate's default: rename, then SIGUSR1. Until the signal, lines go on into the renamed file.
         #expect(rename(events, rotated) == 0)
         let renamedSize = Lines(file: rotated).events.count
         try await Self.wait("lines into the renamed file") { Lines(file: rotated).events.count > renamedSize }
-        #expect(kill(scene.agent, SIGUSR1) == 0)
+        #expect(kill(agent.pid, SIGUSR1) == 0)
         try await Self.wait("lines in a new file after SIGUSR1") { Lines(file: events).events.count >= 50 }
 
         // Deleted (not renamed): the agent notices before its next line and starts the file again, no signal.
@@ -291,8 +253,8 @@ struct SinkFaultTests {
         defer { close(deleted) }
         #expect(unlink(events) == 0)
         try await Self.wait("a new file after the deletion, without SIGUSR1") { Lines(file: events).events.count >= 50 }
-        let status = try await scene.stopAgent(timeout: .seconds(8))
-        #expect(status == 0, "exit \(String(describing: status)): \(scene.agentStderr)")
+        let status = try await agent.stop(timeout: .seconds(8))
+        #expect(status == 0, "exit \(String(describing: status)): \(agent.stderr)")
 
         let deletedLines = Lines(FileHandle(fileDescriptor: deleted).readDataToEndOfFile())
         let parts = [Lines(file: rotated), deletedLines, Lines(file: events)]
@@ -310,26 +272,26 @@ struct SinkFaultTests {
     func reopenStorm() async throws {
         let scene = try Scene()
         let events = "\(scene.directory)/events.jsonl"
-        let config = try scene.configuration(endpoints: 200, events: "{ output: \(events), probes: all }")
-        try scene.startAgent(config: config)
+        let agent = try scene.configure(endpoints: 200, events: "{ output: \(events), probes: all }")
+        try agent.start()
         try await Self.wait("the first pass of 200 probes") { Lines(file: events).of("probe.completed").count >= 200 }
-        let descriptorsBefore = Self.descriptorCount(scene.agent)
+        let descriptorsBefore = Self.descriptorCount(agent.pid)
 
-        for _ in 0..<200 { kill(scene.agent, SIGUSR1) }
+        for _ in 0..<200 { kill(agent.pid, SIGUSR1) }
         var renamed: [String] = []
         for index in 0..<200 {
             if index % 20 == 0 {
                 let name = "\(events).\(renamed.count + 1)"
                 if rename(events, name) == 0 { renamed.append(name) }
             }
-            kill(scene.agent, SIGUSR1)
+            kill(agent.pid, SIGUSR1)
             try await Task.sleep(for: .milliseconds(5))
         }
         try await Task.sleep(for: .seconds(2))
-        #expect(kill(scene.agent, 0) == 0, "still running")
-        let descriptorsAfter = Self.descriptorCount(scene.agent)
-        let status = try await scene.stopAgent(timeout: .seconds(8))
-        #expect(status == 0, "exit \(String(describing: status)): \(scene.agentStderr)")
+        #expect(kill(agent.pid, 0) == 0, "still running")
+        let descriptorsAfter = Self.descriptorCount(agent.pid)
+        let status = try await agent.stop(timeout: .seconds(8))
+        #expect(status == 0, "exit \(String(describing: status)): \(agent.stderr)")
 
         let parts = (renamed + [events]).map { Lines(file: $0) }
         for (name, part) in zip(renamed + [events], parts) {
