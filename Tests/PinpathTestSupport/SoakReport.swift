@@ -122,6 +122,10 @@ public struct SoakReport: Sendable {
         let duration = samples.last.map { SoakReport.seconds($0.elapsed) } ?? "0 s"
         lines.append("soak: \(duration) of pinpath run (\(options.pinpath))\(ranAsNobody ? " as nobody" : ""), \(expected.count) endpoints, \(samples.count) samples, \(reloads) reloads (SIGHUP)")
         lines.append("agent: \(exit)")
+        if let stopping = counts.stopping {
+            let lateness = stopping["schedule_lateness_ms"] as? [String: Any] ?? [:]
+            lines.append("agent.stopping: \(stopping["probes"] ?? "?") probes, \(stopping["failures"] ?? "?") failures, \(stopping["events_dropped"] ?? "?") events dropped, schedule lateness p50 \(lateness["p50"] ?? "?") ms, p99 \(lateness["p99"] ?? "?") ms, max \(lateness["max"] ?? "?") ms")
+        }
         if let warmUpEnd {
             lines.append("warm-up: the first \(SoakReport.seconds(warmUpEnd)) (at least \(SoakReport.seconds(options.warmUpAtLeast)) and \(options.warmUpProbesPerEndpoint) probes of every endpoint); \(steady.count) samples after it")
         } else {
