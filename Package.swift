@@ -36,7 +36,7 @@ let package = Package(
         .executableTarget(
             name: "pinpath",
             dependencies: [
-                "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathAgent",
+                "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathAgent", "CShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
@@ -51,6 +51,11 @@ let package = Package(
         .testTarget(name: "PinpathSecurityTests", dependencies: ["PinpathSecurity", "PinpathTestSupport"]),
         // The in-process timings of benchmarks/audit.sh (pin computation, chain evaluation): not shipped.
         .executableTarget(name: "pinpath-measure", dependencies: ["PinpathSecurity"], path: "Tests/PinpathMeasure"),
+        // The soak: `pinpath run` for N minutes against healthy and hostile servers, sampled from /proc (issue 6).
+        .executableTarget(
+            name: "pinpath-soak",
+            dependencies: ["PinpathTestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Tests/PinpathSoak"),
         .testTarget(name: "PinpathHTTPTests", dependencies: ["PinpathHTTP", "PinpathTestSupport"]),
         .testTarget(name: "PinpathAgentTests", dependencies: ["PinpathAgent", "PinpathTestSupport"]),
         // Real kernel: network namespaces, veth pairs and the built `pinpath` binary. Needs CAP_NET_ADMIN.

@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/eventfd.h>
@@ -14,6 +15,8 @@ int pinpath_eventfd_nonblocking(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLO
 int pinpath_so_rcvbufforce(void) { return SO_RCVBUFFORCE; }
 
 void pinpath_set_thread_name(const char *name) { pthread_setname_np(pthread_self(), name); }
+
+int pinpath_malloc_fix_mmap_threshold(size_t bytes) { return mallopt(M_MMAP_THRESHOLD, (int)bytes); }
 
 int pinpath_receive_datagrams(int fd, unsigned char *buffer, size_t slot_size, unsigned slots, size_t *lengths,
                               int wait_for_one) {

@@ -82,6 +82,23 @@ struct FileSinkTests {
         #expect(directory.read("pinpath.log") == "four\n")
     }
 
+    @Test("A file deleted under the sink is created again before the next line, without reopen (SIGUSR1)")
+    func deletedFile() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("pinpath.log")
+        let sink = try FileSink(path: path, maxBytes: 100, keptFiles: 1)
+        try Self.write(sink, "one\n")
+        #expect(unlink(path) == 0)
+        try Self.write(sink, "two\n")
+        #expect(directory.read("pinpath.log") == "two\n")
+        #expect(Self.mode(of: path) == 0o640)
+        // The new file's size counts for rotation, not the deleted one's.
+        let long = String(repeating: "l", count: 89) + "\n"
+        try Self.write(sink, long)
+        #expect(directory.read("pinpath.log") == "two\n" + long)
+        #expect(directory.read("pinpath.log.1") == nil)
+    }
+
     @Test("A file that cannot be opened is an error at start, naming it")
     func openFailure() {
         #expect { try FileSink(path: "/nonexistent-pinpath-directory/pinpath.log") } throws: { error in

@@ -174,7 +174,7 @@ struct HostileServerTests {
 
     @Test("A server that switches certificates between connections is checked on every connection")
     func switchingCertificates() async throws {
-        let other = try Self.otherIPLeaf(pki)
+        let other = try pki.otherIPLeaf()
         let server = try HostileServer(
             .switchingCertificates(
                 goodIdentity, HostileServer.TLSIdentity(certificate: other.certificate, key: other.key, chain: [pki.path("otherinter")])),
@@ -219,26 +219,6 @@ struct HostileServerTests {
             clients.forEach { close($0) }
         }
     }
-
-    /// A leaf for IP 127.0.0.1 under the other trusted root (`otherinter`): valid, but with different pins.
-    static func otherIPLeaf(_ pki: TestPKI) throws -> (certificate: String, key: String) {
-        let certificate = pki.file("otherip.pem"), key = pki.file("otherip.key")
-        if !FileManager.default.fileExists(atPath: certificate) {
-            try Shell.check([
-                "/bin/bash", "-c",
-                """
-                set -e; cd "$1"
-                openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out otherip.key
-                openssl req -new -key otherip.key -subj /CN=OtherLoopback -out otherip.csr
-                printf 'basicConstraints=CA:false\\nkeyUsage=digitalSignature\\nextendedKeyUsage=serverAuth\\nsubjectAltName=IP:127.0.0.1\\n' > otherip.ext
-                openssl x509 -req -in otherip.csr -CA otherinter.pem -CAkey otherinter.key -CAcreateserial -days 365 -sha256 \
-                  -extfile otherip.ext -out otherip.pem 2>/dev/null
-                """,
-                "otherip", pki.directory,
-            ])
-        }
-        return (certificate, key)
-    }
 }
 
 /// The built `pinpath` against every hostile server at once: `run --once` exits within a bound, with one
@@ -252,71 +232,33 @@ struct HostileAgentTests {
 
     /// The hostile servers, a configuration naming them, and the category each endpoint's probe must end with.
     final class Scene {
-        var servers: [HostileServer] = []
-        var expected: [String: String?] = [:]
-        var configurationPath = ""
-        var switchingEndpoints = ["switching-a", "switching-b"]
-        deinit { servers.forEach { $0.stop() } }
+        let hostile: HostileAgentScene
+        let expected: [String: String?]
+        let configurationPath: String
+        var switchingEndpoints: [String] { hostile.switchingEndpoints }
+
+        init(_ hostile: HostileAgentScene, configurationPath: String) {
+            self.hostile = hostile
+            self.configurationPath = configurationPath
+            var expected: [String: String?] = [:]
+            for endpoint in hostile.endpoints where !hostile.switchingEndpoints.contains(endpoint.name) {
+                expected[endpoint.name] = endpoint.expectedCategory
+            }
+            self.expected = expected
+        }
     }
 
     func scene(interval: String) throws -> Scene {
-        let scene = Scene()
-        let good = HostileServer.TLSIdentity(certificate: pki.path("ip"), key: pki.path("ip", "key"), chain: [pki.path("inter")])
-        let other = try HostileServerTests.otherIPLeaf(pki)
-        var bare = good
-        bare.chain = []
-        // name, server, scheme, policy, expected error_category
-        let table: [(String, HostileServer.Behaviour, String, String?, String)] = [
-            ("silent", .silent, "http", nil, "timeout"),
-            ("slowloris", .slowloris, "http", nil, "timeout"),
-            ("header-flood", .headerFlood, "http", nil, "protocol_error"),
-            ("huge-body", .hugeBody(announced: true), "http", nil, "protocol_error"),
-            ("huge-chunked-body", .hugeBody(announced: false), "http", nil, "protocol_error"),
-            ("malformed-status", .malformedStatusLine("HTTP/1.1 two hundred OK"), "http", nil, "protocol_error"),
-            ("not-http", .malformedStatusLine("SSH-2.0-OpenSSH_9.2"), "http", nil, "protocol_error"),
-            ("oversized-header", .oversizedHeader, "http", nil, "protocol_error"),
-            ("reset", .resetMidResponse, "http", nil, "protocol_error"),
-            ("tls-alert", .tlsAlert, "https", "test-ca", "tls_failed"),
-            ("tls-alert-after-handshake", .tlsAlertAfterHandshake(good), "https", "test-ca", "tls_failed"),
-            ("fifty-certificates", .manyCertificates(bare, filler: try HostileServer.fillerCertificates(count: 49, in: pki.directory)),
-             "https", "test-ca", "tls_invalid"),
-            ("refused", .refuse, "http", nil, "connect_failed"),
-        ]
-        var endpoints = ""
-        func endpoint(_ name: String, _ url: String, policy: String?) {
-            endpoints += "  - name: \(name)\n    url: \(url)\n    timeout: 2s\n    interval: \(interval)\n"
-            if let policy { endpoints += "    policy: \(policy)\n" }
-        }
-        for (name, behaviour, scheme, policy, category) in table {
-            let server = try HostileServer(behaviour, directory: pki.directory)
-            scene.servers.append(server)
-            scene.expected[name] = category
-            endpoint(name, "\(scheme)://127.0.0.1:\(server.port)/", policy: policy)
-        }
-        // Two endpoints on one certificate-switching server, pinned to the first chain only: whichever
-        // connects first passes, the other is rejected, so the pins ran on both connections.
-        let switching = try HostileServer(
-            .switchingCertificates(good, HostileServer.TLSIdentity(certificate: other.certificate, key: other.key, chain: [pki.path("otherinter")])),
-            directory: pki.directory)
-        scene.servers.append(switching)
-        for name in scene.switchingEndpoints { endpoint(name, "https://127.0.0.1:\(switching.port)/", policy: "inter-pin") }
+        let hostile = try HostileAgentScene(pki: pki)
         let configuration = """
             events: { output: stdout, probes: all }
             policies:
-              test-ca:
-                mode: none
-                ca_file: \(pki.path("store"))
-              inter-pin:
-                mode: public_key
-                pins: ["\(try pki.certificate("inter").spkiPin)"]
-                require_backup_pin: false
-                ca_file: \(pki.path("store"))
-            endpoints:
-
-            """ + endpoints
-        scene.configurationPath = pki.file("hostile-agent-\(UUID().uuidString).yaml")
-        try configuration.write(toFile: scene.configurationPath, atomically: true, encoding: .utf8)
-        return scene
+            \(hostile.policiesYAML)endpoints:
+            \(hostile.endpointsYAML(interval: interval, timeout: "2s"))
+            """
+        let path = pki.file("hostile-agent-\(UUID().uuidString).yaml")
+        try configuration.write(toFile: path, atomically: true, encoding: .utf8)
+        return Scene(hostile, configurationPath: path)
     }
 
     static func events(_ path: String) -> [[String: Any]] {

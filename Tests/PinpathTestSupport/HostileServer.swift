@@ -104,6 +104,7 @@ public final class HostileServer {
             close(fd)
             throw ShellError(description: "pipe: \(errno)")
         }
+        for end in pipe { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }  // not inherited by a spawned pinpath
         state = State(wake: pipe[0], wakeWriter: pipe[1])
         if case .refuse = behaviour { return }  // bound, never listening: the kernel answers SYN with RST
         guard listen(fd, 64) == 0 else {

@@ -64,7 +64,8 @@ public final class TLSServer {
 
     /// A TCP socket bound to 127.0.0.1 on a port the kernel picks, and that port; the caller closes it.
     public static func bindLoopback() throws -> (Int32, UInt16) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // Close-on-exec: a `pinpath` a test spawns must not inherit the test's listeners (the soak counts its sockets).
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ShellError(description: "socket: \(errno)") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

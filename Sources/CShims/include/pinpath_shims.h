@@ -15,6 +15,10 @@ void pinpath_set_thread_name(const char *name);
 
 #include <stddef.h>
 
+// mallopt(3) is declared in <malloc.h>, which Swift's Glibc module does not export. Fixes glibc's mmap
+// threshold at `bytes` (which also stops glibc from raising it). Returns 1 on success.
+int pinpath_malloc_fix_mmap_threshold(size_t bytes);
+
 // recvmmsg(2) and struct mmsghdr are declared only under _GNU_SOURCE. Receives up to `slots` datagrams
 // into consecutive `slot_size` slices of `buffer` in one system call; lengths[i] is SIZE_MAX for a
 // datagram that did not fit. Returns the count, or -1 with errno.

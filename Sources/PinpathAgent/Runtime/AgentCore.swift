@@ -25,6 +25,8 @@ actor AgentCore {
     private var generation = 0
     private var stopping = false
     private var sleeper: CheckedContinuation<Void, Never>?
+    /// Counts the loop's sleeps, so that a timer can tell whether the sleep it was set for is still on.
+    private var sleepNumber = 0
     private var metricsDirty = false
     private(set) var counters = Counters()
 
@@ -115,23 +117,42 @@ actor AgentCore {
         }
     }
 
+    /// Sleeps until `deadline` or ``wake()``, whichever comes first.
+    ///
+    /// Each sleep's timer wakes that sleep only (by its number): a timer that outlives its sleep (cancelled
+    /// because something else woke the loop, or firing just as it was woken) must not end the next one. It
+    /// once did, and every early wake (a reload, the path coming back) left the loop spinning for good, each
+    /// cancelled timer waking the next sleep and being cancelled in turn.
     private func sleep(until deadline: ContinuousClock.Instant?) async {
+        sleepNumber += 1
+        let number = sleepNumber
         var timer: Task<Void, Never>?
         await withCheckedContinuation { continuation in
             sleeper = continuation
             if let deadline {
                 timer = Task { [weak self] in
-                    try? await Task.sleep(until: deadline, tolerance: .milliseconds(1))
-                    await self?.wake()
+                    do {
+                        try await Task.sleep(until: deadline, tolerance: .milliseconds(1))
+                    } catch {
+                        return  // cancelled: its sleep is already over
+                    }
+                    await self?.wake(sleepNumber: number)
                 }
             }
         }
         timer?.cancel()
     }
 
+    /// Ends the current sleep, if any: something changed that the loop must look at.
     private func wake() {
         sleeper?.resume()
         sleeper = nil
+    }
+
+    /// Ends sleep number `number` if it is still the current one.
+    private func wake(sleepNumber number: Int) {
+        guard number == sleepNumber else { return }
+        wake()
     }
 
     // MARK: Results

@@ -7,6 +7,10 @@ import Glibc
 /// files never exceed it unless one line alone does. Only whole lines stay in the file: when a write stops
 /// part-way (ENOSPC), the file is truncated back to where the line started.
 ///
+/// A file deleted under the agent is noticed before the next line (its link count is 0) and created again:
+/// lines written on into a deleted file would be lost without a trace. A renamed file (logrotate) is written
+/// on until ``reopen()``, as by any daemon before its signal: those lines are in the renamed file.
+///
 /// Used from one thread at a time (the ``AsyncEventWriter``'s).
 public final class FileSink: EventSink {
     /// The file written to.
@@ -18,9 +22,6 @@ public final class FileSink: EventSink {
 
     /// The open file, or -1 after an open failed (the next write tries again).
     private var descriptor: Int32 = -1
-    /// The file's size as of our last write; read again with fstat before it makes us rotate, since another
-    /// program (logrotate's copytruncate) may have truncated the file.
-    private var size = 0
 
     /// Opens (or creates, mode 0640) the file for appending.
     /// - Parameters:
@@ -42,13 +43,22 @@ public final class FileSink: EventSink {
 
     /// Appends the line, rotating first if it would make the file too large.
     public func write(_ line: UnsafeRawBufferPointer) throws(EventWriterError) {
-        if descriptor < 0, let errno = open() { throw EventWriterError(errno: errno) }
-        if let maxBytes, size + line.count > maxBytes {
-            size = currentSize()
-            if size > 0 && size + line.count > maxBytes { try rotate() }
-        }
+        let size = try openFileSize()
+        if let maxBytes, size > 0 && size + line.count > maxBytes { try rotate() }
         try LineOutput(descriptor: descriptor).writeWholeLine(line)
-        size += line.count
+    }
+
+    /// The size of the file lines go to, opening it first if needed (after a failed open) or again if it was
+    /// deleted. Read for every line (one fstat): another program may have truncated the file (logrotate's
+    /// copytruncate) or deleted it.
+    private func openFileSize() throws(EventWriterError) -> Int {
+        if descriptor < 0, let errno = open() { throw EventWriterError(errno: errno) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return 0 }
+        guard status.st_nlink == 0 else { return Int(status.st_size) }
+        close()
+        if let errno = open() { throw EventWriterError(errno: errno) }
+        return fstat(descriptor, &status) == 0 ? Int(status.st_size) : 0
     }
 
     /// Closes the file and opens `path` again, creating it if logrotate moved or deleted it.
@@ -77,18 +87,11 @@ public final class FileSink: EventSink {
     /// Opens `path`; returns the errno on failure.
     private func open() -> Int32? {
         descriptor = Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o640)
-        guard descriptor >= 0 else { return errno }
-        size = currentSize()
-        return nil
+        return descriptor >= 0 ? nil : errno
     }
 
     private func close() {
         if descriptor >= 0 { Glibc.close(descriptor) }
         descriptor = -1
-    }
-
-    private func currentSize() -> Int {
-        var status = stat()
-        return fstat(descriptor, &status) == 0 ? Int(status.st_size) : size
     }
 }
