@@ -39,14 +39,14 @@ struct NetworkFaultTests {
         let agent = try await FaultAgent(network: network, directory: directory)
         defer { agent.kill() }
         let before = try #require(try await agent.settledVitals())
-        print("agent before the storm: \(before.vitals) (\(before.descriptors) fds settled)")
+        print("agent before the storm: \(before.vitals.vitals) (\(before.descriptors) fds settled)")
 
         let seed = ProcessInfo.processInfo.environment["PINPATH_FAULT_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
         print("storm: \(Self.stormSeconds) s, flaps every 100 ms, churn at \(Self.churnRate)/s, seed \(seed) (PINPATH_FAULT_SEED)")
         let storm = NetworkStorm(
             network: network, duration: .seconds(Self.stormSeconds), churnRate: Self.churnRate, seed: seed, directory: directory)
         let agentPID = agent.pid
-        let sampler = Task { await ProcessVitals.sample(pid: agentPID, every: .seconds(1)) }
+        let sampler = Task { await ProcessSample.sample(pid: agentPID, every: .seconds(1)) }
         let report = try await storm.run()
         sampler.cancel()
         let samples = await sampler.value

@@ -56,8 +56,8 @@ final class FaultAgent {
     }
 
     /// The agent's vitals, and its descriptor count once transient sockets are left out.
-    func settledVitals() async throws -> (vitals: ProcessVitals, descriptors: Int)? {
-        guard let descriptors = try await ProcessVitals.settledDescriptors(pid: pid), let vitals = ProcessVitals(pid: pid) else {
+    func settledVitals() async throws -> (vitals: ProcessSample, descriptors: Int)? {
+        guard let descriptors = try await ProcessSample.settledDescriptors(pid: pid), let vitals = ProcessSample.read(pid: pid) else {
             return nil
         }
         return (vitals, descriptors)
@@ -73,9 +73,9 @@ final class FaultAgent {
     /// After the storm (and after it agreed with the kernel): survived, probes successfully once the network is back,
     /// holds no more descriptors or threads than before, stops cleanly, and wrote a sound output.
     func check(
-        samples: [ProcessVitals], before: (vitals: ProcessVitals, descriptors: Int), agreedAfter: Duration?
+        samples: [ProcessSample], before: (vitals: ProcessSample, descriptors: Int), agreedAfter: Duration?
     ) async throws {
-        #expect(ProcessVitals(pid: pid) != nil && waitpid(pid, nil, WNOHANG) == 0, "the agent survived the storm")
+        #expect(ProcessSample.read(pid: pid) != nil && waitpid(pid, nil, WNOHANG) == 0, "the agent survived the storm")
 
         // The network back as it was: the endpoint is probed successfully again. The server is started
         // afresh: s_server serves one connection at a time, and one whose client vanished in a flap can hold
@@ -108,7 +108,7 @@ final class FaultAgent {
 
         let after = try #require(try await settledVitals())
         let most = samples.max { $0.threads < $1.threads }
-        func mebibytes(_ vitals: [ProcessVitals]) -> String {
+        func mebibytes(_ vitals: [ProcessSample]) -> String {
             vitals.map { String(format: "%.1f", Double($0.residentKiB) / 1024) }.joined(separator: ", ")
         }
         let middle = samples.isEmpty ? [] : [samples[samples.count / 2]]
@@ -118,7 +118,7 @@ final class FaultAgent {
                 + "network came back; fds settled \(before.descriptors) → \(after.descriptors); threads \(before.vitals.threads) "
                 + "before, at most \(most?.threads ?? 0) during, \(after.vitals.threads) after; RSS start, mid, end "
                 + "\(mebibytes([before.vitals] + middle + [after.vitals])) MiB (every 10 s: \(mebibytes(everyTen))); CPU during the "
-                + "storm \(String(format: "%.1f", (samples.last?.cpuSeconds ?? 0) - before.vitals.cpuSeconds)) s")
+                + "storm \(String(format: "%.1f", ((samples.last?.cpu ?? .zero) - before.vitals.cpu) / .seconds(1))) s")
         #expect(abs(after.descriptors - before.descriptors) <= Self.descriptorTolerance, "descriptors before \(before.descriptors), after \(after.descriptors)")
         #expect((most?.threads ?? 0) <= before.vitals.threads + Self.threadAllowance)
         #expect(after.vitals.threads <= before.vitals.threads + Self.threadAllowance)
