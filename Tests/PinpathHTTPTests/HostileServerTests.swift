@@ -10,9 +10,9 @@ import Testing
 @Suite("Hostile servers", .serialized)
 struct HostileServerTests {
     let pki = TestPKI.shared
-    static let timeout = Duration.seconds(2)
+    static let timeout = TestTime.scaled(.seconds(2))
     /// Scheduling slack on a shared two-core machine; a failure here is a hang, not jitter.
-    static let margin = Duration.seconds(1)
+    static let margin = TestTime.scaled(.seconds(1))
 
     /// One hostile behaviour, the scheme to talk to it and the code the request must end with.
     enum Case: String, CaseIterable, CustomTestStringConvertible {
@@ -214,7 +214,7 @@ struct HostileServerTests {
             #expect(server.runningThreads == 3 && server.openSockets >= 2, "\(behaviour): \(server.runningThreads) threads, \(server.openSockets) sockets")
             let started = ContinuousClock.now
             server.stop()
-            #expect(ContinuousClock.now - started < .seconds(1), "stop() took \(ContinuousClock.now - started)")
+            #expect(ContinuousClock.now - started < TestTime.scaled(.seconds(1)), "stop() took \(ContinuousClock.now - started)")
             #expect(server.runningThreads == 0 && server.openSockets == 0, "\(behaviour): \(server.runningThreads) threads, \(server.openSockets) sockets")
             clients.forEach { close($0) }
         }
@@ -228,7 +228,7 @@ struct HostileServerTests {
 struct HostileAgentTests {
     let pki = TestPKI.shared
     /// How long `run --once` may take: the probes run concurrently, each bounded by its 2 s timeout.
-    static let bound = Duration.seconds(10)
+    static let bound = TestTime.scaled(.seconds(10))
 
     /// The hostile servers, a configuration naming them, and the category each endpoint's probe must end with.
     final class Scene {
@@ -248,13 +248,13 @@ struct HostileAgentTests {
         }
     }
 
-    func scene(interval: String) throws -> Scene {
+    func scene(interval: String, timeout: String) throws -> Scene {
         let hostile = try HostileAgentScene(pki: pki)
         let configuration = """
             events: { output: stdout, probes: all }
             policies:
             \(hostile.policiesYAML)endpoints:
-            \(hostile.endpointsYAML(interval: interval, timeout: "2s"))
+            \(hostile.endpointsYAML(interval: interval, timeout: timeout))
             """
         let path = pki.file("hostile-agent-\(UUID().uuidString).yaml")
         try configuration.write(toFile: path, atomically: true, encoding: .utf8)
@@ -274,7 +274,7 @@ struct HostileAgentTests {
 
     @Test("pinpath run --once: one probe.completed per hostile endpoint, each with its category, exit 1, in bounded time")
     func runOnce() async throws {
-        let scene = try scene(interval: "10s")
+        let scene = try scene(interval: TestTime.yamlSeconds(10), timeout: TestTime.yamlSeconds(2))
         let outputPath = scene.configurationPath + ".out"
         let started = ContinuousClock.now
         let pid = try Self.spawn(["run", "--once", "--config", scene.configurationPath], output: outputPath)
@@ -312,18 +312,20 @@ struct HostileAgentTests {
 
     @Test("pinpath run keeps probing every hostile endpoint, stays small, and stops on SIGTERM")
     func keepsRunning() async throws {
-        let scene = try scene(interval: "2s")
+        // Not scaled (see TestTime): the agent gives probes in flight at SIGTERM a fixed 2 s, so only a 2 s
+        // timeout lets every probe end with its own category rather than `cancelled`.
+        let scene = try scene(interval: "2s", timeout: "2s")
         let outputPath = scene.configurationPath + ".out"
         let pid = try Self.spawn(["run", "--config", scene.configurationPath], output: outputPath)
         var stopped = false
         defer { if !stopped { Shell.kill(pid) } }
         // Three rounds of probes: every endpoint is probed every 2 s, each probe ends within its 2 s timeout.
-        try await Task.sleep(for: .seconds(7))
+        try await Task.sleep(for: TestTime.scaled(.seconds(7)))
         var status: Int32 = 0
         #expect(waitpid(pid, &status, WNOHANG) == 0, "the agent exited: \(status)")
         let rss = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8))?
             .split(separator: "\n").first { $0.hasPrefix("VmRSS:") }.map(String.init) ?? "VmRSS: ?"
-        let exit = try await Shell.stop(pid, signal: SIGTERM, timeout: .seconds(5))
+        let exit = try await Shell.stop(pid, signal: SIGTERM, timeout: TestTime.scaled(.seconds(5)))
         stopped = true
         #expect(exit == 0, "SIGTERM: exit \(String(describing: exit))")
         let probes = Self.events(outputPath).filter { $0["event"] as? String == "probe.completed" }

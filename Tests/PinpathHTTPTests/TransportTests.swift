@@ -124,6 +124,32 @@ struct TransportTests {
         await #expect { _ = try await task.value } throws: { ($0 as? HTTPError)?.code == .cancelled }
     }
 
+    /// AddressSanitizer caught `pinpath run` exiting with a handshake still running on the libcurl thread,
+    /// under OpenSSL's exit-time cleanup (a use-after-free): the agent now shuts its session down first.
+    @Test("shutdown cancels the requests in flight, ends the libcurl thread, and refuses later requests")
+    func shutdown() async throws {
+        let silent = try SilentServer()
+        defer { silent.stop() }
+        let session = try session(), port = silent.port
+        /// A GET with a 60 s timeout, far longer than the test waits: only the shutdown can end it early.
+        @Sendable func hangingRequest() async throws -> HTTPResponse {
+            var options = RequestOptions()
+            options.timeout = .seconds(60)
+            return try await session.send(HTTPRequest(method: .get, url: URL(string: "https://127.0.0.1:\(port)/")!), options: options)
+        }
+        let started = ContinuousClock.now
+        let inFlight = Task { try await hangingRequest() }
+        try await Task.sleep(for: .milliseconds(200))
+        session.shutdown()
+        await #expect { _ = try await inFlight.value } throws: { ($0 as? HTTPError)?.code == .cancelled }
+        #expect(ContinuousClock.now - started < .seconds(30))
+
+        session.shutdown()  // idempotent
+        let refused = await #expect(throws: HTTPError.self) { _ = try await hangingRequest() }
+        #expect(refused?.code == .cancelled)
+        #expect(refused?.message.contains("shutting down") == true, "\(String(describing: refused))")
+    }
+
     @Test("Header injection is refused before anything is sent")
     func headerInjection() async throws {
         var request = get(1)

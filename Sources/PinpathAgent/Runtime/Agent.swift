@@ -26,6 +26,7 @@ public final class Agent: Sendable {
     private let core: AgentCore
     private let writer: AsyncEventWriter
     private let monitor: ReachabilityMonitor
+    private let session: Session
     private let notifier: SystemdNotifier
     private let configurationPath: String
     private let environment: [String: String]
@@ -34,12 +35,13 @@ public final class Agent: Sendable {
     private let reloads = Mutex<Task<Void, Never>?>(nil)
 
     private init(
-        core: AgentCore, writer: AsyncEventWriter, monitor: ReachabilityMonitor, notifier: SystemdNotifier, path: String,
-        environment: [String: String]
+        core: AgentCore, writer: AsyncEventWriter, monitor: ReachabilityMonitor, session: Session, notifier: SystemdNotifier,
+        path: String, environment: [String: String]
     ) {
         self.core = core
         self.writer = writer
         self.monitor = monitor
+        self.session = session
         self.notifier = notifier
         self.configurationPath = path
         self.environment = environment
@@ -77,7 +79,9 @@ public final class Agent: Sendable {
             throw .unavailable(error.message)
         }
         let core = AgentCore(configuration: configuration, writer: writer, monitor: monitor, session: session, once: once)
-        let agent = Agent(core: core, writer: writer, monitor: monitor, notifier: notifier, path: configurationPath, environment: environment)
+        let agent = Agent(
+            core: core, writer: writer, monitor: monitor, session: session, notifier: notifier, path: configurationPath,
+            environment: environment)
         _ = writer.emit(event: AgentEvents.started, fields: [
             ("version", .string(PinpathVersion.current)),
             ("config", .string(configurationPath)),
@@ -98,7 +102,8 @@ public final class Agent: Sendable {
     }
 
     /// Tells systemd the agent is ready (READY=1), probes until ``stop(reason:)``, then lets probes in flight
-    /// finish (at most 2 s), writes `agent.stopping`, flushes the events and returns. With `once`, returns
+    /// finish (at most 2 s), writes `agent.stopping`, flushes the events, stops the monitor and the request
+    /// core (their threads joined, so the process may exit) and returns. With `once`, returns
     /// after one probe of each endpoint. Install signal handlers before calling it: READY=1 invites reloads.
     /// - Returns: for `once`, whether every endpoint is up; otherwise `true`.
     @discardableResult
@@ -130,6 +135,9 @@ public final class Agent: Sendable {
         ])
         _ = writer.close(timeout: .seconds(2))
         monitor.stop()
+        // Probes still in flight after the grace period were cancelled, but their transfers may still be inside
+        // OpenSSL on the libcurl thread; the process must not exit (and run OpenSSL's cleanup) under them.
+        session.shutdown()
         return allUp
     }
 

@@ -51,10 +51,22 @@ final class TransferEngine: Sendable {
     }
 
     deinit {
+        stop()
+        curl_multi_cleanup(multi.pointer)
+    }
+
+    /// Completes every transfer in flight with ``HTTPError/Code/cancelled``, ends the engine thread and waits
+    /// for it; later submissions fail at once. Idempotent. From the engine thread itself (a completion that
+    /// drops the last reference), the thread is left to finish its loop on its own.
+    func stop() {
         shared.inbox.withLock { $0.stopping = true }
         curl_multi_wakeup(multi.pointer)
-        if let thread = thread.withLock({ $0.take() }) { thread.join() }
-        curl_multi_cleanup(multi.pointer)
+        guard let thread = thread.withLock({ $0.take() }) else { return }
+        if thread.isCurrent {
+            thread.detach()
+        } else {
+            thread.join()
+        }
     }
 
     /// Hands a transfer to the engine; its `completion` is called once, on the engine thread.
