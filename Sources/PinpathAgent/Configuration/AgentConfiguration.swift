@@ -58,7 +58,8 @@ public struct AgentConfiguration: Sendable {
     }
 
     /// Validates YAML text; `file` names it in problems, `baseDirectory` anchors relative paths.
-    static func parse(
+    /// `package` for the fuzz entry points (Tests/PinpathFuzzing), which feed it text without a file.
+    package static func parse(
         yaml: String, file: String, baseDirectory: String, environment: [String: String]
     ) throws(ConfigurationError) -> AgentConfiguration {
         let root: Node?
