@@ -27,7 +27,10 @@ esac
 swift build -c debug --product "$product" \
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld \
     -Xcc -fsanitize=fuzzer-no-link,address >&2
-binary=$(swift build -c debug --show-bin-path)/$product
+# A copy runs, so that building another target (or this one, changed) meanwhile does not touch it.
+mkdir -p .build/run
+binary=.build/run/$product
+cp "$(swift build -c debug --show-bin-path)/$product" "$binary"
 
 work=.build/corpus/$target artifacts=.build/artifacts/$target/
 mkdir -p "$work" "$artifacts"

@@ -33,8 +33,11 @@ enum ConfigurationCheck {
             try require(problem.description.hasPrefix("\(file): "), "\(context): does not start with the file")
             return
         }
-        try require(line >= 1 && line <= lines.count, "\(context): line \(line) of \(lines.count)")
-        try require(column >= 1 && column <= lines[line - 1] + 1, "\(context): column \(column) of a line of \(lines[line - 1]) characters")
+        // libyaml ends a stream that does not end with a line break on a line of its own: errors at the end
+        // of such a text are on the line after its last, column 1.
+        let endOfStream = line == lines.count + 1 && column == 1
+        try require(line >= 1 && (line <= lines.count || endOfStream), "\(context): line \(line) of \(lines.count)")
+        try require(column >= 1 && (endOfStream || column <= lines[line - 1] + 1), "\(context): column \(column) of a line of \(lines[line - 1]) characters")
         try require(problem.description.hasPrefix("\(file):\(line):\(column): "), "\(context): does not start with file:line:column")
     }
 

@@ -117,14 +117,15 @@ enum QueryStringCheck {
         }
     }
 
-    /// The value as a query string can carry it: empty arrays and dictionaries carry nothing.
+    /// The value as a query string can carry it: empty arrays and dictionaries carry nothing. (`.none`, not
+    /// `nil`: ParameterValue is ExpressibleByNilLiteral, so `c ? nil : value` would be `.null`.)
     static func pruned(_ value: ParameterValue) -> ParameterValue? {
         switch value {
         case .dictionary(let entries):
             let kept = entries.compactMapValues(pruned)
-            return kept.isEmpty ? nil : .dictionary(kept)
+            return kept.isEmpty ? .none : .dictionary(kept)
         case .array(let elements):
-            return elements.isEmpty ? nil : value
+            return elements.isEmpty ? .none : value
         default:
             return value
         }
