@@ -38,6 +38,11 @@ enum PinCheck {
         }
         let written = pattern.description
         try require((try? HostPattern(parsing: written)) == pattern, "host pattern \(excerpt(text)) is written \(excerpt(written)), which does not parse back to it")
+        // OkHttp's rule: no controls, spaces or URL delimiters; `:` and `%` only in an IPv6 address.
+        let delimiters = written.unicodeScalars.filter { $0.value < 0x20 || $0.value == 0x7F || " #/?@[\\]".unicodeScalars.contains($0) }
+        try require(delimiters.isEmpty, "host pattern \(excerpt(text)) was accepted with \(excerpt(String(String.UnicodeScalarView(delimiters))))")
+        try require(!written.contains(":") || !written.hasPrefix("*"), "wildcard pattern \(excerpt(text)) was accepted with a \":\"")
+        guard written.allSatisfy(\.isASCII) else { return }  // case folding beyond ASCII is not what hosts use
         // The domain a pattern names, and one label under it, are the hosts every form is about.
         let domain = written.hasPrefix("**.") ? String(written.dropFirst(3)) : written.hasPrefix("*.") ? String(written.dropFirst(2)) : written
         let expectations = [
