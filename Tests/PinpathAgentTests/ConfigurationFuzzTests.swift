@@ -38,6 +38,23 @@ struct ConfigurationSyntaxPositionTests {
         #expect(problems == ["test.yaml:\(line):\(column): invalid YAML: control characters are not allowed"])
     }
 
+    /// Found in review while fuzzing: Yams composes recursively, so 7,000 `[` (a 7 KB file) overflowed the
+    /// stack of `pinpath check-config` and of the agent's reload. Now refused at the 65th level, before Yams.
+    @Test(arguments: [
+        ("a: " + String(repeating: "[", count: 100_000), 1, 67),
+        (String(repeating: "- ", count: 70_000) + "x", 1, 129),
+        ("a:\n" + (1..<100).map { String(repeating: " ", count: $0) + "b\($0):\n" }.joined(), 65, 65),
+    ])
+    func deepNesting(text: String, line: Int, column: Int) {
+        #expect(configurationProblems(text) == ["test.yaml:\(line):\(column): nested deeper than 64 levels; the configuration needs 5 (is this the right file?)"])
+    }
+
+    @Test("64 levels are still read (and refused only for what they hold)")
+    func nestingAtTheLimit() {
+        let text = "a: " + String(repeating: "[", count: 63) + String(repeating: "]", count: 63)
+        #expect(configurationProblems(text) == ["test.yaml:1:1: a: unknown key \"a\"; known keys: events, policies, endpoints, reachability, metrics"])
+    }
+
     /// Found in review while fuzzing: `ca_file: /dev/zero` was read until memory ran out, and the agent aborted.
     @Test("A CA file that is a device is a problem of that key, not an abort")
     func deviceAsCAFile() {

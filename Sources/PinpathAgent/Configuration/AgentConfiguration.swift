@@ -62,6 +62,11 @@ public struct AgentConfiguration: Sendable {
     package static func parse(
         yaml: String, file: String, baseDirectory: String, environment: [String: String]
     ) throws(ConfigurationError) -> AgentConfiguration {
+        if let (line, column) = YAMLNestingLimit.firstTooDeep(in: yaml) {
+            throw ConfigurationError(problems: [ConfigurationProblem(
+                file: file, line: line, column: column, keyPath: "", code: .syntax,
+                message: "nested deeper than \(YAMLNestingLimit.maximumDepth) levels; the configuration needs 5 (is this the right file?)")])
+        }
         let root: Node?
         do {
             root = try Parser(yaml: yaml).singleRoot()
