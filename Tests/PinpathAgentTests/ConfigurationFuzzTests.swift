@@ -5,16 +5,10 @@ import Testing
 /// and regressions, then seeded mutations (replay one with PINPATH_FUZZ_SEED).
 @Suite("Fuzz inputs: configuration")
 struct ConfigurationFuzzTests {
-    @Test("Committed inputs keep their promises")
-    func corpus() throws {
-        let failures = try PropertyRun.corpusFailures(.configuration)
+    @Test("Committed inputs and seeded mutations keep their promises")
+    func fuzzInputs() throws {
+        let failures = try PropertyRun.failures(.configuration, mutations: 5000)
         #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
-    }
-
-    @Test("Seeded mutations keep their promises")
-    func mutations() throws {
-        let failures = try PropertyRun.mutationFailures(.configuration, count: 5000)
-        #expect(failures.isEmpty, "\(failures.prefix(5).joined(separator: "\n"))")
     }
 }
 

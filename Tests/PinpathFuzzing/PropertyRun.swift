@@ -10,6 +10,12 @@ public enum PropertyRun {
         getenv("PINPATH_FUZZ_SEED").flatMap { UInt64(String(cString: $0)) } ?? 20_261_123
     }
 
+    /// The committed inputs, then `mutations` seeded mutations of them, that break a promise (at most
+    /// `limit` of each, described as ``corpusFailures(_:)`` and ``mutationFailures(_:count:seed:)`` do).
+    public static func failures(_ target: FuzzTarget, mutations: Int, limit: Int = 5) throws -> [String] {
+        try Array(corpusFailures(target).prefix(limit)) + Array(mutationFailures(target, count: mutations).prefix(limit))
+    }
+
     /// The committed inputs that break a promise, as `path: violation`.
     public static func corpusFailures(_ target: FuzzTarget) throws -> [String] {
         try FuzzCorpus(target).inputs.compactMap { input in
