@@ -3,7 +3,7 @@ import PinpathAgent
 /// The agent's YAML configuration (``AgentConfiguration``), on the fuzz bytes as the text of a file.
 ///
 /// Promises checked: the text loads or is refused with at least one ``ConfigurationProblem``; each problem
-/// names the file and either the whole file or a line and column inside the text (lines broken as libyaml
+/// names the file and a line and column inside the text (lines broken as libyaml
 /// breaks them, columns in Unicode scalars as libyaml counts them), and reads `file:line:column: …`.
 enum ConfigurationCheck {
     static let file = "fuzz.yaml"
@@ -28,10 +28,9 @@ enum ConfigurationCheck {
     private static func checkPosition(_ problem: ConfigurationProblem, lines: [Int], text: String) throws(InvariantViolation) {
         let context = "\(excerpt(text)): \(excerpt(problem.description))"
         try require(problem.file == file && !problem.message.isEmpty, "\(context): no file or no message")
+        // Text, not a file: nothing can be wrong with the whole file, so every problem has a place.
         guard let line = problem.line, let column = problem.column else {
-            try require(problem.line == nil && problem.column == nil, "\(context): a line without a column, or the reverse")
-            try require(problem.description.hasPrefix("\(file): "), "\(context): does not start with the file")
-            return
+            throw InvariantViolation("\(context): no line and column")
         }
         // libyaml ends a stream that does not end with a line break on a line of its own: errors at the end
         // of such a text are on the line after its last, column 1.
