@@ -48,6 +48,6 @@ enum CertificateCheck {
             throw InvariantViolation("refused with \(type(of: error)), not SecurityError: \(error)")
         }
         try require(error.code == .invalidInput, "refused as \(error.code), not invalid_input: \(error.message)")
-        try require(error.message.contains(source), "the refusal does not name \(source): \(excerpt(error.message))")
+        try require(containsBytes(error.message, source), "the refusal does not name \(source): \(excerpt(error.message))")
     }
 }

@@ -20,3 +20,9 @@ func excerpt(_ text: String, limit: Int = 200) -> String {
     let quoted = String(reflecting: String(text.prefix(limit)))
     return text.count > limit ? "\(quoted)… (\(text.count) characters)" : quoted
 }
+
+/// Whether `text` holds `part` byte for byte. `String.contains` and `hasPrefix` compare Characters, so a part
+/// followed by a combining mark in the text (`"` then U+06EC) would not be found there.
+func containsBytes(_ text: String, _ part: String) -> Bool {
+    Array(text.utf8).firstRange(of: Array(part.utf8)) != nil
+}

@@ -61,6 +61,6 @@ enum PinCheck {
             throw InvariantViolation("\(excerpt(text)) was refused with \(type(of: error)), not SecurityError: \(error)")
         }
         try require(error.code == code, "\(excerpt(text)) was refused as \(error.code), not \(code): \(error.message)")
-        try require(error.message.contains("\"\(text)\""), "the refusal of \(excerpt(text)) does not quote it: \(excerpt(error.message))")
+        try require(containsBytes(error.message, "\"\(text)\""), "the refusal of \(excerpt(text)) does not quote it: \(excerpt(error.message))")
     }
 }
