@@ -57,11 +57,20 @@ public struct HostPattern: Hashable, Sendable, CustomStringConvertible {
         scalar.value < 0x20 || scalar.value == 0x7F || " #%/:?@[\\]".unicodeScalars.contains(scalar)
     }
 
-    /// `::1`, `fe80::1%eth0`: an IPv6 address (the request command pins the URL's host, brackets removed).
+    /// `::1`, `fe80::1%eth0`: an IPv6 address (the request command pins the URL's host, brackets removed),
+    /// with a zone that is an interface name.
     private static func isIPv6Address(_ host: String) -> Bool {
-        let address = host.prefix { $0 != "%" }
+        let parts = host.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)
+        if parts.count == 2 {
+            let zone = parts[1].unicodeScalars
+            guard !zone.isEmpty, zone.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0)) }) else {
+                return false
+            }
+        }
+        // inet_pton reads a C string: a NUL would end the address early (`::\0junk` read as `::`).
+        guard parts[0].unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || $0 == ":" || $0 == "." }) else { return false }
         var bytes = in6_addr()
-        return inet_pton(AF_INET6, String(address), &bytes) == 1
+        return inet_pton(AF_INET6, String(parts[0]), &bytes) == 1
     }
 
     /// Whether `host` matches; `includeSubdomains` widens an exact pattern to its subdomains (TrustKit).

@@ -54,7 +54,10 @@ struct HostPatternTests {
                     // Found while fuzzing: these were accepted, and the policy silently applied to no host.
                     ("https://api.example.com", "has \":\", which no host name has"), ("api.example.com:8443", "has \":\""),
                     ("api.example.com/health", "has \"/\""), ("user@example.com", "has \"@\""), ("exa mple.com", "has U+20"),
-                    ("*.[::1]", "has \"[\""), ("**.::1", "has \":\""), ("example.com\u{0}", "has U+0")])
+                    ("*.[::1]", "has \"[\""), ("**.::1", "has \":\""), ("example.com\u{0}", "has U+0"),
+                    // Found by FuzzPins: an IPv6 address's zone was not checked, and a NUL ended the address.
+                    ("::%\u{FFFD}\\sha256=\"", "has \":\""), ("fe80::1%", "has \":\""), ("::1%eth0/x", "has \":\""),
+                    ("::\u{0}junk", "has \":\"")])
     func malformed(pattern: String, problem: String) {
         #expect {
             try HostPattern(parsing: pattern)
