@@ -3,7 +3,7 @@
 #
 # Usage: fuzz/run.sh TARGET SECONDS [libFuzzer flags…]
 #   TARGET: configuration | pins | certificates | query-string | json
-# The committed seeds (fuzz/corpus/TARGET) are read; what libFuzzer adds goes to fuzz/.build/corpus/TARGET
+# The committed seeds (fuzz/corpus/TARGET, fuzz/regressions/TARGET) are read; what libFuzzer adds goes to fuzz/.build/corpus/TARGET
 # (kept between runs, not committed), crash, timeout and out-of-memory inputs to fuzz/.build/artifacts/TARGET/.
 # A found input becomes a regression test when copied to fuzz/regressions/TARGET/ (the property tests replay
 # that folder). Replay one input: fuzz/run.sh TARGET 0 fuzz/.build/artifacts/TARGET/crash-…
@@ -43,5 +43,8 @@ if [ "$seconds" = 0 ]; then
     exec "$binary" -runs=1 "$@"
 fi
 dictionary=dictionaries/$target.dict
-exec "$binary" "$work" "corpus/$target" -dict="$dictionary" -max_total_time="$seconds" -timeout=10 \
+# The regressions seed the run too: the inputs near a past bug are worth mutating.
+seeds=("corpus/$target")
+[ -d "regressions/$target" ] && seeds+=("regressions/$target")
+exec "$binary" "$work" "${seeds[@]}" -dict="$dictionary" -max_total_time="$seconds" -timeout=10 \
     -rss_limit_mb=2048 -max_len=8192 -artifact_prefix="$artifacts" -print_final_stats=1 "$@"

@@ -216,6 +216,8 @@ indirect enum RebuiltValue: CustomStringConvertible {
             guard let text else { return false }
             if number.isNaN { return text == "nan" || text == "-nan" }
             guard let read = Double(text) else { return false }
+            // 16 digits round the largest doubles (±1.7976931348623157e308) up past the largest, to ±inf.
+            if read.isInfinite, number.isFinite { return read.sign == number.sign && abs(number) >= 1.797693134862315e308 }
             return read == number || abs(read - number) <= abs(number).ulp * 16
         case .array, .dictionary: return false
         }
