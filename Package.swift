@@ -10,6 +10,9 @@ let package = Package(
         .library(name: "PinpathHTTP", targets: ["PinpathHTTP"]),
         .library(name: "PinpathAgent", targets: ["PinpathAgent"]),
         .executable(name: "pinpath", targets: ["pinpath"]),
+        // Not for users: fuzz/Package.swift builds its libFuzzer targets on this, and a package sees only
+        // another package's products.
+        .library(name: "PinpathFuzzing", targets: ["PinpathFuzzing"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -48,7 +51,11 @@ let package = Package(
         .testTarget(name: "PinpathReachabilityTests", dependencies: ["PinpathReachability"]),
         // Runs programs (ip, openssl, pinpath) for the test targets; the test PKI and `openssl s_server`.
         .target(name: "PinpathTestSupport", dependencies: ["PinpathSecurity"], path: "Tests/PinpathTestSupport"),
-        .testTarget(name: "PinpathSecurityTests", dependencies: ["PinpathSecurity", "PinpathTestSupport"]),
+        // The fuzz checks: what each input must satisfy, shared by fuzz/ (libFuzzer) and the property tests.
+        .target(
+            name: "PinpathFuzzing", dependencies: ["PinpathSecurity", "PinpathHTTP", "PinpathAgent"],
+            path: "Tests/PinpathFuzzing"),
+        .testTarget(name: "PinpathSecurityTests", dependencies: ["PinpathSecurity", "PinpathTestSupport", "PinpathFuzzing"]),
         // The in-process timings of benchmarks/audit.sh (pin computation, chain evaluation): not shipped.
         .executableTarget(name: "pinpath-measure", dependencies: ["PinpathSecurity"], path: "Tests/PinpathMeasure"),
         // The soak: `pinpath run` for N minutes against healthy and hostile servers, sampled from /proc (issue 6).
@@ -56,8 +63,8 @@ let package = Package(
             name: "pinpath-soak",
             dependencies: ["PinpathTestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Tests/PinpathSoak"),
-        .testTarget(name: "PinpathHTTPTests", dependencies: ["PinpathHTTP", "PinpathTestSupport"]),
-        .testTarget(name: "PinpathAgentTests", dependencies: ["PinpathAgent", "PinpathTestSupport"]),
+        .testTarget(name: "PinpathHTTPTests", dependencies: ["PinpathHTTP", "PinpathTestSupport", "PinpathFuzzing"]),
+        .testTarget(name: "PinpathAgentTests", dependencies: ["PinpathAgent", "PinpathTestSupport", "PinpathFuzzing"]),
         // Real kernel: network namespaces, veth pairs and the built `pinpath` binary. Needs CAP_NET_ADMIN.
         .testTarget(
             name: "PinpathIntegrationTests",

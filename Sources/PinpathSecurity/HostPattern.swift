@@ -1,3 +1,5 @@
+import Glibc
+
 /// A host name pattern as OkHttp's `CertificatePinner` and TrustKit read them: an exact host, `*.domain`
 /// (exactly one more label) or `**.domain` (zero or more labels, so the domain itself too).
 /// Matching ignores case and a trailing dot, and is label-aligned: `**.example.co.uk` matches neither
@@ -38,7 +40,37 @@ public struct HostPattern: Hashable, Sendable, CustomStringConvertible {
         guard !host.split(separator: ".", omittingEmptySubsequences: false).contains(where: \.isEmpty) else {
             throw SecurityError(.invalidHostPattern, "host pattern \"\(text)\" has an empty label")
         }
+        if depth != .exact || !Self.isIPv6Address(host), let bad = host.unicodeScalars.first(where: Self.cannotBeInHostName) {
+            // A URL or a host with a port would never match a host, and the policy would silently apply to
+            // nothing (OkHttp refuses these characters too).
+            let shown = bad.properties.generalCategory == .control || bad == " " ? "U+\(String(bad.value, radix: 16, uppercase: true))" : "\"\(bad)\""
+            throw SecurityError(
+                .invalidHostPattern,
+                "host pattern \"\(text)\" has \(shown), which no host name has (write the host alone, such as api.example.com)")
+        }
         domain = host
+    }
+
+    /// ASCII controls, space and the characters that delimit a URL's parts: what OkHttp's
+    /// `containsInvalidHostnameAsciiCodes` refuses.
+    private static func cannotBeInHostName(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || scalar.value == 0x7F || " #%/:?@[\\]".unicodeScalars.contains(scalar)
+    }
+
+    /// `::1`, `fe80::1%eth0`: an IPv6 address (the request command pins the URL's host, brackets removed),
+    /// with a zone that is an interface name.
+    private static func isIPv6Address(_ host: String) -> Bool {
+        let parts = host.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)
+        if parts.count == 2 {
+            let zone = parts[1].unicodeScalars
+            guard !zone.isEmpty, zone.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0)) }) else {
+                return false
+            }
+        }
+        // inet_pton reads a C string: a NUL would end the address early (`::\0junk` read as `::`).
+        guard parts[0].unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || $0 == ":" || $0 == "." }) else { return false }
+        var bytes = in6_addr()
+        return inet_pton(AF_INET6, String(parts[0]), &bytes) == 1
     }
 
     /// Whether `host` matches; `includeSubdomains` widens an exact pattern to its subdomains (TrustKit).

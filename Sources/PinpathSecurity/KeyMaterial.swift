@@ -35,8 +35,9 @@ public struct KeyMaterial: Sendable {
         try load(bytes: readWholeFile(path), source: path)
     }
 
-    /// Loads from bytes already in memory; `source` names them in errors.
-    static func load(bytes: [UInt8], source: String) throws -> [KeyMaterial] {
+    /// Loads from bytes already in memory; `source` names them in errors. `package` for the fuzz entry points
+    /// (Tests/PinpathFuzzing), which feed it bytes without a file.
+    package static func load(bytes: [UInt8], source: String) throws -> [KeyMaterial] {
         let found = bytes.starts(with: Array("-----BEGIN ".utf8)) || containsPEMHeader(bytes)
             ? try loadPEM(bytes, source: source)
             : try loadDER(bytes, source: source)

@@ -47,6 +47,28 @@ struct PinsCommandTests {
         }
     }
 
+    /// Found in review while fuzzing: `/dev/zero` was read until memory ran out (the agent aborted on a
+    /// `ca_file: /dev/zero`), and a FIFO with no writer blocked `open` forever (a reload hung).
+    @Test("A device is refused past 64 MiB, a FIFO with no writer reads as empty, a pipe works")
+    func devicesAndPipes() throws {
+        let pki = TestPKI.shared
+        let zero = try Shell.run([Self.pinpath, "pins", "/dev/zero"])
+        #expect(zero.status == 65)
+        #expect(zero.stderr.hasPrefix("pinpath: error: /dev/zero: more than 64 MiB;"), "\(zero.stderr)")
+
+        let fifo = pki.file("cli-fifo-\(getpid())")
+        unlink(fifo)
+        #expect(mkfifo(fifo, 0o600) == 0)
+        defer { unlink(fifo) }
+        let empty = try Shell.run([Self.pinpath, "pins", fifo])
+        #expect(empty.status == 65)
+        #expect(empty.stderr == "pinpath: error: \(fifo): not a PEM file, nor a DER certificate, public key, private key or CSR\n")
+
+        let piped = try Shell.run([Self.pinpath, "pins", "/dev/stdin"], input: try String(contentsOfFile: pki.path("valid"), encoding: .utf8))
+        #expect(piped.status == 0, "\(piped.stderr)")
+        #expect(piped.stdout == "sha256/\(try pki.opensslPin("valid")) CN=valid.test\n")
+    }
+
     @Test("No file is a usage error, exit 64")
     func noFile() throws {
         let result = try Shell.run([Self.pinpath, "pins"])

@@ -58,9 +58,15 @@ public struct AgentConfiguration: Sendable {
     }
 
     /// Validates YAML text; `file` names it in problems, `baseDirectory` anchors relative paths.
-    static func parse(
+    /// `package` for the fuzz entry points (Tests/PinpathFuzzing), which feed it text without a file.
+    package static func parse(
         yaml: String, file: String, baseDirectory: String, environment: [String: String]
     ) throws(ConfigurationError) -> AgentConfiguration {
+        if let (line, column) = YAMLNestingLimit.firstTooDeep(in: yaml) {
+            throw ConfigurationError(problems: [ConfigurationProblem(
+                file: file, line: line, column: column, keyPath: "", code: .syntax,
+                message: "nested deeper than \(YAMLNestingLimit.maximumDepth) levels; the configuration needs 5 (is this the right file?)")])
+        }
         let root: Node?
         do {
             root = try Parser(yaml: yaml).singleRoot()
@@ -114,16 +120,34 @@ public struct AgentConfiguration: Sendable {
             return ConfigurationProblem(
                 file: file, line: mark.line, column: mark.column, keyPath: "", code: .syntax,
                 message: "invalid YAML: \(problem)\(detail)")
-        case .reader(let problem, let offset, _, _):
-            let before = offset.map { yaml.prefix($0) } ?? ""
-            let line = before.count { $0 == "\n" } + 1
-            let column = before.split(separator: "\n", omittingEmptySubsequences: false).last.map { $0.unicodeScalars.count + 1 } ?? 1
+        case .reader(let problem, _, _, _):
+            // Yams gives the offset in Characters, where CR LF is one and a prepended mark hides the character
+            // refused; the first scalar outside YAML's printable set is the one libyaml stopped at.
+            let position = firstUnprintablePosition(yaml)
             return ConfigurationProblem(
-                file: file, line: offset == nil ? nil : line, column: offset == nil ? nil : column, keyPath: "",
-                code: .syntax, message: "invalid YAML: \(problem)")
+                file: file, line: position?.line, column: position?.column, keyPath: "", code: .syntax,
+                message: "invalid YAML: \(problem)")
         default:
             return ConfigurationProblem(file: file, line: nil, column: nil, keyPath: "", code: .syntax, message: "invalid YAML: \(error)")
         }
+    }
+
+    /// The line and column (from 1; columns in Unicode scalars, as libyaml counts them) of the first scalar
+    /// that YAML does not allow in a stream (C0 and C1 controls but tab, LF, CR and NEL; U+FFFE, U+FFFF),
+    /// with libyaml's line breaks: CR LF, CR, LF, NEL, LS and PS.
+    private static func firstUnprintablePosition(_ text: String) -> (line: Int, column: Int)? {
+        var line = 1, column = 1
+        var previous: Unicode.Scalar?
+        for scalar in text.unicodeScalars {
+            defer { previous = scalar }
+            switch scalar.value {
+            case 0x0A where previous == "\r": continue
+            case 0x0A, 0x0D, 0x85, 0x2028, 0x2029: (line, column) = (line + 1, 1)
+            case 0x09, 0x20...0x7E, 0xA0...0xD7FF, 0xE000...0xFFFD, 0x10000...: column += 1
+            default: return (line, column)
+            }
+        }
+        return nil
     }
 }
 

@@ -2,13 +2,14 @@
 ///
 /// `JSONDecoder` would do for well-formed input, but it accepts trailing commas (`[1,]`) and reports no
 /// position; `--json-body` must refuse what a server would refuse and point at the mistake.
-struct JSONParser {
+/// `package` (with ``parse(_:)`` and ``SyntaxError``) for the fuzz entry points in Tests/PinpathFuzzing.
+package struct JSONParser {
     /// Why and where the text is not JSON. Lines and columns count from 1; columns count bytes.
-    struct SyntaxError: Error, CustomStringConvertible {
-        var reason: String
-        var line: Int
-        var column: Int
-        var description: String { "\(reason) at line \(line), column \(column)" }
+    package struct SyntaxError: Error, CustomStringConvertible {
+        package var reason: String
+        package var line: Int
+        package var column: Int
+        package var description: String { "\(reason) at line \(line), column \(column)" }
     }
 
     /// Deeper nesting is refused rather than risking the stack (a recursive parser, hostile input).
@@ -19,7 +20,7 @@ struct JSONParser {
     private var depth = 0
 
     /// Parses one JSON value, with optional whitespace around it and nothing else.
-    static func parse(_ bytes: [UInt8]) throws(SyntaxError) -> ParameterValue {
+    package static func parse(_ bytes: [UInt8]) throws(SyntaxError) -> ParameterValue {
         var parser = JSONParser(bytes: bytes)
         parser.skipWhitespace()
         let value = try parser.parseValue()

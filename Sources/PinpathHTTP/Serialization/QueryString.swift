@@ -15,7 +15,8 @@ public enum QueryString {
 
     /// The flattened `(key, value)` pairs of `parameters` in query-string order, unescaped: `("a[b]", "c")`,
     /// with `nil` for a `null` value. Multipart forms use these as their text fields, as AFNetworking does.
-    static func pairs(_ parameters: Parameters) -> [(key: String, value: String?)] {
+    /// `package` for the fuzz entry points (Tests/PinpathFuzzing), which decode the query string back to these.
+    package static func pairs(_ parameters: Parameters) -> [(key: String, value: String?)] {
         pairs(key: nil, value: .dictionary(parameters))
     }
 

@@ -1,0 +1,41 @@
+// Yams' own C module (libyaml), imported for its event parser: Yams composes nodes only through recursion.
+import CYaml
+
+/// Refuses YAML nested deeper than the configuration could ever need, before Yams composes it. Yams builds
+/// the node tree recursively (and Swift frees it recursively), so a few thousand `[` overflowed the stack:
+/// `pinpath check-config` and the agent's reload crashed on a 7 KB file. libyaml's parser keeps its state
+/// on the heap, so counting its events is safe at any depth.
+enum YAMLNestingLimit {
+    /// The configuration itself is 5 levels deep; the rest is room for anchors and flow style.
+    static let maximumDepth = 64
+
+    /// Where (line and column from 1, as libyaml counts them) the first collection deeper than
+    /// ``maximumDepth`` starts; `nil` when none does, or when the text is not valid YAML before that
+    /// point (Yams then reports the syntax error).
+    static func firstTooDeep(in yaml: String) -> (line: Int, column: Int)? {
+        var parser = yaml_parser_t()
+        guard yaml_parser_initialize(&parser) == 1 else { return nil }
+        defer { yaml_parser_delete(&parser) }
+        let bytes = Array(yaml.utf8)
+        return bytes.withUnsafeBufferPointer { buffer -> (line: Int, column: Int)? in
+            yaml_parser_set_input_string(&parser, buffer.baseAddress, buffer.count)
+            var depth = 0
+            var event = yaml_event_t()
+            while yaml_parser_parse(&parser, &event) == 1 {
+                defer { yaml_event_delete(&event) }
+                switch event.type {
+                case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT:
+                    depth += 1
+                    if depth > maximumDepth { return (Int(event.start_mark.line) + 1, Int(event.start_mark.column) + 1) }
+                case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
+                    depth -= 1
+                case YAML_STREAM_END_EVENT:
+                    return nil
+                default:
+                    break
+                }
+            }
+            return nil
+        }
+    }
+}
