@@ -59,7 +59,11 @@ struct SoakTests {
         // machine). 8 MiB catches a real leak: the reload bug grew it by 40 MiB at once, and keeping a chain of
         // certificates per probe (some 5 KiB, 800 probes a minute) would add 4 MiB a minute.
         let growth = try #require(report.residentGrowthKiB)
-        #expect(growth < 8 * 1024, "RSS grew \(growth) KiB after warm-up")
+        if SanitizerRun.residentMemoryIsMeaningful {
+            #expect(growth < 8 * 1024, "RSS grew \(growth) KiB after warm-up")
+        } else {
+            print("RSS growth \(growth) KiB not asserted: AddressSanitizer's quarantine holds freed memory (see SanitizerRun)")
+        }
 
         // The event stream: every line whole JSON, seq with no gap, nothing dropped.
         #expect(report.counts.invalidLines.isEmpty, "\(report.counts.invalidLines)")
