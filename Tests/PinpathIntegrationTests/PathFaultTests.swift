@@ -11,11 +11,13 @@ struct PathFaultTests {
     static let timeout: Duration = .seconds(2)
 
     /// Each endpoint, the gateway's treatment of it, the category its probe must end with, and what its
-    /// message must say (the two `connect_failed` cases are told apart by the socket's error).
+    /// message must say (the two `connect_failed` cases are told apart by the socket's error). libcurl words a
+    /// connect timeout two ways, "Connection timed out after 2000 milliseconds" or "Connection timeout after
+    /// 1998 ms", depending on which of its timers fires first: both start "Connection time".
     static let cases: [(name: String, address: String, category: String?, message: String?)] = [
         ("control", "198.51.100.7", nil, nil),  // a plain HTTP server: the set-up works
-        ("syn-ack-dropped", "198.51.100.20", "timeout", "timed out"),  // listening, but its replies are blackholed
-        ("syn-dropped", "198.51.100.23", "timeout", "timed out"),  // a blackhole route in the gateway: no answer
+        ("syn-ack-dropped", "198.51.100.20", "timeout", "Connection time"),  // listening, but its replies are blackholed
+        ("syn-dropped", "198.51.100.23", "timeout", "Connection time"),  // a blackhole route in the gateway: no answer
         ("icmp-unreachable", "198.51.100.21", "connect_failed", "No route to host"),  // ICMP host unreachable
         ("reset", "198.51.100.22", "connect_failed", "Connection refused"),  // the gateway's address, no listener: RST
     ]
