@@ -5,7 +5,7 @@ import CShims
 ///
 /// `@unchecked Sendable` because the certificate is never mutated after parsing, and OpenSSL 3 guards the
 /// lazily cached extension data of an `X509` with its own lock, so concurrent reads are safe.
-public final class Certificate: @unchecked Sendable, Equatable, CustomStringConvertible {
+public final class Certificate: @unchecked Sendable, Hashable, CustomStringConvertible {
     let x509: OpaquePointer
 
     /// Takes ownership of one reference to `x509`.
@@ -71,6 +71,9 @@ public final class Certificate: @unchecked Sendable, Equatable, CustomStringConv
 
     /// Certificates are equal when their DER encodings are. Wraps `X509_cmp`.
     public static func == (lhs: Certificate, rhs: Certificate) -> Bool { X509_cmp(lhs.x509, rhs.x509) == 0 }
+
+    /// Hashes the DER encoding, consistent with `==`.
+    public func hash(into hasher: inout Hasher) { hasher.combine(derBytes) }
 
     private static func name(_ name: OpaquePointer?) -> String {
         guard let name else { return "" }

@@ -3,7 +3,8 @@ import FoundationEssentials
 /// How a server's chain, name and pins are judged: AFNetworking's `AFSecurityPolicy` (≥ 2.6) plus TrustKit's
 /// report-only mode, pin expiration and backup-pin rule. Build one with the throwing initializer, which refuses
 /// the configurations that would accept anything; evaluate chains with ``evaluate(servedChain:host:port:trustStore:verificationTime:now:)``.
-public struct SecurityPolicy: Sendable {
+/// Policies compare by value (every field), so a reload or a connection pool can tell whether one changed.
+public struct SecurityPolicy: Sendable, Hashable {
     /// What is checked beyond the chain.
     public let mode: PinningMode
     /// Pinned public keys: the given pins plus those of ``pinnedCertificates`` (AFNetworking derives public-key

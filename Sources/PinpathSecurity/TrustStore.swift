@@ -3,17 +3,32 @@ import Glibc
 
 /// The certificates a chain may end at. Owns an OpenSSL `X509_STORE`.
 ///
+/// Stores compare by what they were made from (the same file and directory paths, or the same certificates),
+/// so that two stores loaded from identical material are equal: a reload of an unchanged CA file is no change.
+///
 /// `@unchecked Sendable` because the store is not changed after creation, and OpenSSL locks an
 /// `X509_STORE`'s object cache and directory look-ups itself, so concurrent verifications may share it.
-public final class TrustStore: @unchecked Sendable {
-    let store: OpaquePointer
+public final class TrustStore: @unchecked Sendable, Hashable {
+    /// What a store was made from: its identity for `==`.
+    private enum Material: Hashable {
+        case paths(file: String, directory: String)
+        case certificates([Certificate])
+    }
 
-    private init(source: String) throws {
+    let store: OpaquePointer
+    private let material: Material
+
+    private init(source: String, material: Material) throws {
         guard let store = X509_STORE_new() else {
             throw SecurityError.openSSL(.openSSLFailure, "cannot allocate a trust store for \(source)")
         }
         self.store = store
+        self.material = material
     }
+
+    public static func == (lhs: TrustStore, rhs: TrustStore) -> Bool { lhs === rhs || lhs.material == rhs.material }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(material) }
 
     deinit { X509_STORE_free(store) }
 
@@ -37,7 +52,7 @@ public final class TrustStore: @unchecked Sendable {
     /// A store over a CA file and a hashed directory (or a `:`-separated list). Like OpenSSL's defaults, a
     /// missing file or directory just contributes nothing. Wraps `X509_STORE_load_file` and `X509_STORE_load_path`.
     convenience init(file: String, directory: String) throws {
-        try self.init(source: "the system")
+        try self.init(source: "the system", material: .paths(file: file, directory: directory))
         _ = X509_STORE_load_file(store, file)
         guard X509_STORE_load_path(store, directory) == 1 else {
             throw SecurityError.openSSL(.openSSLFailure, "cannot use the certificate directory \(directory)")
@@ -59,7 +74,7 @@ public final class TrustStore: @unchecked Sendable {
     }
 
     private convenience init(certificates: [Certificate], source: String) throws {
-        try self.init(source: source)
+        try self.init(source: source, material: .certificates(certificates))
         for certificate in certificates {
             guard X509_STORE_add_cert(store, certificate.x509) == 1 else {
                 throw SecurityError.openSSL(.openSSLFailure, "cannot add \(certificate.subject) from \(source) to a trust store")
