@@ -12,7 +12,8 @@ struct CheckConfigCommand: AsyncParsableCommand {
             summary and exits 0 when the file is valid; otherwise prints every problem as \
             `pinpath: error: FILE:LINE:COLUMN: KEY: message` on stderr and exits 78 (EX_CONFIG), which is \
             also the answer for a file that cannot be read. With --json, one object on stdout either way: \
-            {"valid":true,…} or {"valid":false,"problems":[…]}.
+            {"valid":true,…,"warnings":[…]} or {"valid":false,"problems":[…]}. Warnings (pins already \
+            expired, …) are printed as `pinpath: warning: …` on stderr and do not change the exit code.
             """)
 
     /// Where an installed agent's configuration lives; the repository's example is `etc/pinpath.yaml`.
@@ -29,7 +30,10 @@ struct CheckConfigCommand: AsyncParsableCommand {
             let result = Result { () throws(ConfigurationError) in try AgentConfiguration.load(path: config) }
             let text: String
             switch (result, json) {
-            case (.success(let configuration), false): text = Self.summary(configuration)
+            case (.success(let configuration), false):
+                text = Self.summary(configuration)
+                let lines = configuration.warnings.map { "pinpath: warning: \($0)\n" }.joined()
+                try? LineOutput(descriptor: STDERR_FILENO).write(lines)
             case (.success(let configuration), true): text = Self.json(configuration).encoded() + "\n"
             case (.failure(let error), false):
                 // Problems go to stderr, one per line, each in the CLI's error form.
@@ -94,6 +98,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
             })),
             ("targets", .array(configuration.reachabilityTargets.map { .string($0.description) })),
             ("metrics_textfile", .string(configuration.metricsTextfile)),
+            ("warnings", .array(configuration.warnings.map(\.jsonValue))),
         ])
     }
 }

@@ -23,6 +23,8 @@ public struct AgentConfiguration: Sendable {
     public let reachabilityTargets: [ReachabilityTarget]
     /// The node_exporter textfile to write metrics to (`metrics.textfile`), resolved; `nil` for none.
     public let metricsTextfile: String?
+    /// What loaded but deserves a look (pins already expired), sorted by position; `check-config` prints these.
+    public var warnings: [ConfigurationProblem] = []
 
     /// The policy named `name`.
     public func policy(named name: String) -> PolicyConfiguration? { policies.first { $0.name == name } }
@@ -91,7 +93,7 @@ public struct AgentConfiguration: Sendable {
         guard decoder.problems.isEmpty else { throw ConfigurationError(problems: decoder.problems) }
         return AgentConfiguration(
             file: file, events: events, policies: policies, endpoints: endpoints, reachabilityTargets: targets,
-            metricsTextfile: textfile)
+            metricsTextfile: textfile, warnings: ConfigurationError(problems: decoder.warnings).problems)
     }
 
     private static func wholeFile(_ path: String, _ code: ConfigurationProblem.Code, _ message: String) -> ConfigurationProblem {

@@ -11,6 +11,8 @@ final class ConfigurationDecoder {
     let baseDirectory: String
     let environment: [String: String]
     private(set) var problems: [ConfigurationProblem] = []
+    /// What loads but deserves an operator's look (pins already expired); never a reason to refuse the file.
+    private(set) var warnings: [ConfigurationProblem] = []
 
     init(file: String, baseDirectory: String, environment: [String: String]) {
         self.file = file
@@ -22,6 +24,14 @@ final class ConfigurationDecoder {
     func report(_ code: ConfigurationProblem.Code, at node: Node?, _ keyPath: String, _ message: String) {
         let mark = node?.mark
         problems.append(ConfigurationProblem(
+            file: file, line: mark?.line ?? 1, column: mark?.column ?? 1, keyPath: keyPath, code: code, message: message))
+    }
+
+    /// Records a warning at `node`'s position: `check-config` prints it, the agent reports it in `agent.started` and
+    /// `config.reloaded`.
+    func warn(_ code: ConfigurationProblem.Code, at node: Node?, _ keyPath: String, _ message: String) {
+        let mark = node?.mark
+        warnings.append(ConfigurationProblem(
             file: file, line: mark?.line ?? 1, column: mark?.column ?? 1, keyPath: keyPath, code: code, message: message))
     }
 

@@ -88,6 +88,7 @@ public final class Agent: Sendable {
             ("endpoints", .int(configuration.endpoints.count)),
             ("once", .bool(once)),
             ("path", AgentEvents.path(monitor.currentPath)),
+            ("warnings", .array(configuration.warnings.map(\.jsonValue))),
         ])
         // Reachability events are written on the monitor's thread, in the kernel's order; the endpoints'
         // consequences follow on the agent's actor.
@@ -186,6 +187,7 @@ public final class Agent: Sendable {
             ("added", .array(added.map(JSONValue.string))),
             ("removed", .array(removed.map(JSONValue.string))),
             ("changed", .array(changed.map(JSONValue.string))),
+            ("warnings", .array(configuration.warnings.map(\.jsonValue))),
         ]
         if configuration.events != previous.events || configuration.metricsTextfile != previous.metricsTextfile {
             fields.append(("restart_required", .array(["events", "metrics"].map(JSONValue.string))))
