@@ -4,7 +4,8 @@ import PinpathSecurity
 
 /// Renderings of a ``TLSAudit``: a block of text per host for people, one JSON object per line for machines.
 enum AuditText {
-    /// The text block; hosts after the first are preceded by a blank line.
+    /// The text block; hosts after the first are preceded by a blank line. Every line is escaped for the
+    /// terminal: the certificates' names and the errors come from the server.
     static func text(_ audit: TLSAudit, first: Bool) -> String {
         var lines = first ? [] : [""]
         let via = audit.address.map { $0 == audit.endpoint.description ? "" : " via \($0)" } ?? ""
@@ -14,7 +15,7 @@ enum AuditText {
             // No certificate, so nothing that looks like a pin: the trap of the openssl pipeline.
             lines.append(field("error", error.message))
             lines.append(field("result", "\(audit.outcome) (exit \(audit.outcome.severity))"))
-            return lines.joined(separator: "\n") + "\n"
+            return terminalBlock(lines)
         }
         lines.append(field("protocol", "\(audit.protocolVersion ?? "?"), cipher \(audit.cipher ?? "?")"))
         let count = audit.servedChain.count
@@ -39,7 +40,11 @@ enum AuditText {
         lines += pinLines(audit)
         if let error = audit.evaluationError { lines.append(field("error", error.message)) }
         lines.append(field("result", "\(audit.outcome) (exit \(audit.outcome.severity))"))
-        return lines.joined(separator: "\n") + "\n"
+        return terminalBlock(lines)
+    }
+
+    private static func terminalBlock(_ lines: [String]) -> String {
+        lines.map { TerminalText.escaped($0) }.joined(separator: "\n") + "\n"
     }
 
     /// One JSON object on one line.

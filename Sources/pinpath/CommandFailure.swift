@@ -34,7 +34,9 @@ func reportingFailures(_ body: () async throws -> Void) async throws {
     do {
         try await body()
     } catch let failure as CommandFailure {
-        try? LineOutput(descriptor: STDERR_FILENO).write("pinpath: error: \(failure.message)\n")
+        // Messages may quote the server (its certificates' names, its TLS alerts).
+        let message = TerminalText.escaped(failure.message, keepingNewlines: true)
+        try? LineOutput(descriptor: STDERR_FILENO).write("pinpath: error: \(message)\n")
         throw failure.exitCode
     }
 }
