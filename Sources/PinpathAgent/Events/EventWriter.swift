@@ -160,6 +160,7 @@ public struct EventWriterError: Error, Sendable, CustomStringConvertible {
         case EROFS: "EROFS"
         case EMFILE: "EMFILE"
         case ENFILE: "ENFILE"
+        case ELOOP: "ELOOP"
         default: "errno \(errno)"
         }
     }

@@ -17,7 +17,7 @@ public final class Agent: Sendable {
     public enum StartError: Error, Sendable {
         /// The configuration is invalid: every problem found.
         case configuration(ConfigurationError)
-        /// The events output cannot be opened.
+        /// The events output or the metrics textfile cannot be used (missing directory, a symbolic link).
         case output(String)
         /// Netlink or libcurl cannot be used.
         case unavailable(String)
@@ -33,6 +33,8 @@ public final class Agent: Sendable {
     private let started = ContinuousClock.now
     private let stopReason = Mutex<String?>(nil)
     private let reloads = Mutex<Task<Void, Never>?>(nil)
+    /// The last metrics write failure reported, so a lasting one is reported once, not every 5 s.
+    private let metricsFailure = Mutex<String?>(nil)
 
     private init(
         core: AgentCore, writer: AsyncEventWriter, monitor: ReachabilityMonitor, session: Session, notifier: SystemdNotifier,
@@ -61,6 +63,13 @@ public final class Agent: Sendable {
             throw .configuration(error)
         }
         let sink = try openSink(configuration.events)
+        if let textfile = configuration.metricsTextfile {
+            do {
+                try TextfileMetrics(path: textfile).checkNotALink()
+            } catch {
+                throw .output("\(error)")
+            }
+        }
         DescriptorSink.ignoreBrokenPipeSignal()
         let writer = AsyncEventWriter(sink: sink)
         let monitor: ReachabilityMonitor
@@ -230,6 +239,20 @@ public final class Agent: Sendable {
     private func writeMetrics() async {
         guard let path = await core.configuration.metricsTextfile, let endpoints = await core.metricsIfChanged() else { return }
         let text = TextfileMetrics.render(endpoints: endpoints, eventsDroppedTotal: writer.statistics.dropped)
-        try? TextfileMetrics(path: path).write(text)
+        let failure: String?
+        do {
+            try TextfileMetrics(path: path).write(text)
+            failure = nil
+        } catch {
+            failure = error.description
+            await core.metricsNotWritten()
+        }
+        let isNew = metricsFailure.withLock { last in
+            defer { last = failure }
+            return failure != nil && failure != last
+        }
+        if isNew, let failure {
+            _ = writer.emit(event: AgentEvents.metricsWriteFailed, fields: [("file", .string(path)), ("error", .string(failure))])
+        }
     }
 }

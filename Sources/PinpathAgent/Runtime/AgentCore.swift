@@ -322,6 +322,9 @@ actor AgentCore {
         return order.compactMap { trackers[$0]?.metrics }
     }
 
+    /// The metrics could not be written: offer them again at the next call.
+    func metricsNotWritten() { metricsDirty = true }
+
     private func emit(_ event: String, _ fields: [(String, JSONValue)]) {
         _ = writer.emit(event: event, fields: fields)
     }

@@ -13,6 +13,7 @@ enum AgentEvents {
     static let probeCompleted = "probe.completed"
     static let pinFailure = "pin.failure"
     static let certificateExpiring = "tls.certificate_expiring"
+    static let metricsWriteFailed = "metrics.write_failed"
 
     static func path(_ path: NetworkPath) -> JSONValue {
         .object([

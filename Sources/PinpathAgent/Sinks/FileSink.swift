@@ -11,6 +11,10 @@ import Glibc
 /// lines written on into a deleted file would be lost without a trace. A renamed file (logrotate) is written
 /// on until ``reopen()``, as by any daemon before its signal: those lines are in the renamed file.
 ///
+/// The file is never opened through a symbolic link (`O_NOFOLLOW`): a link planted at the file's name would
+/// make the agent append to whatever it points at. Such an open fails with `ELOOP`, at start-up as an error
+/// naming the file, later as lines dropped and reported.
+///
 /// Used from one thread at a time (the ``AsyncEventWriter``'s).
 public final class FileSink: EventSink {
     /// The file written to.
@@ -28,7 +32,8 @@ public final class FileSink: EventSink {
     ///   - path: the event file.
     ///   - maxBytes: rotate before a line would make the file larger than this; `nil` for never.
     ///   - keptFiles: how many rotated files to keep (`path.1` … `path.N`); 0 deletes the full file.
-    /// - Throws: `SystemCallError` when the file cannot be opened, so a wrong path shows at start-up.
+    /// - Throws: `SystemCallError` when the file cannot be opened (or is a symbolic link), so a wrong path
+    ///   shows at start-up.
     public init(path: String, maxBytes: Int? = nil, keptFiles: Int = 5) throws(SystemCallError) {
         precondition((maxBytes.map { $0 > 0 } ?? true) && keptFiles >= 0, "maxBytes must be positive, keptFiles not negative")
         self.path = path
@@ -86,7 +91,7 @@ public final class FileSink: EventSink {
 
     /// Opens `path`; returns the errno on failure.
     private func open() -> Int32? {
-        descriptor = Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o640)
+        descriptor = Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o640)
         return descriptor >= 0 ? nil : errno
     }
 
