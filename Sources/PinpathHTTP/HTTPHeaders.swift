@@ -35,7 +35,8 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
                 throw HTTPError(.invalidHeader, "header name \"\(name.debugEscaped)\" is not a valid token (letters, digits and !#$%&'*+-.^_`|~ only)")
             }
             if value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) {
-                throw HTTPError(.invalidHeader, "header \(name): the value contains CR, LF or NUL (\"\(value.debugEscaped)\")")
+                // The value is not quoted: header values are where credentials go.
+                throw HTTPError(.invalidHeader, "header \(name): the value contains CR, LF or NUL")
             }
         }
     }

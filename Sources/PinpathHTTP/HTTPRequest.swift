@@ -20,15 +20,9 @@ public struct HTTPRequest: Sendable {
 }
 
 extension HTTPRequest {
-    /// The URL as messages and events show it: without the query string or credentials, which may carry
-    /// secrets (tokens in query parameters).
-    public var displayURL: String {
-        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url.absoluteString }
-        components.query = nil
-        components.user = nil
-        components.password = nil
-        return components.url?.absoluteString ?? url.absoluteString
-    }
+    /// The URL as messages and events show it: without credentials, query string or fragment, which may
+    /// carry secrets (``DisplayURL/redacting(_:)``).
+    public var displayURL: String { DisplayURL.redacting(url.absoluteString) }
 }
 
 /// A request body: bytes in memory, or a stream read while sending (files are never loaded whole).

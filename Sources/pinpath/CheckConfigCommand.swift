@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import PinpathAgent
+import PinpathHTTP
 
 struct CheckConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -66,7 +67,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
         lines.append("endpoints: \(configuration.endpoints.count)")
         for endpoint in configuration.endpoints {
             let policy = endpoint.security.map { ", policy \($0.names.joined(separator: "+"))" } ?? ""
-            lines.append("  \(endpoint.name): \(endpoint.method) \(endpoint.url.absoluteString) every \(DurationSyntax.format(endpoint.interval)), timeout \(DurationSyntax.format(endpoint.timeout)), expect \(endpoint.expect.statusDescription)\(policy)")
+            lines.append("  \(endpoint.name): \(endpoint.method) \(DisplayURL.redacting(endpoint.url.absoluteString)) every \(DurationSyntax.format(endpoint.interval)), timeout \(DurationSyntax.format(endpoint.timeout)), expect \(endpoint.expect.statusDescription)\(policy)")
         }
         let targets = configuration.reachabilityTargets.map(\.description).joined(separator: " ")
         lines.append("targets:   \(configuration.reachabilityTargets.count)\(targets.isEmpty ? "" : " (\(targets))")")
@@ -90,7 +91,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
             })),
             ("endpoints", .array(configuration.endpoints.map { endpoint in
                 .object([
-                    ("name", .string(endpoint.name)), ("url", .string(endpoint.url.absoluteString)),
+                    ("name", .string(endpoint.name)), ("url", .string(DisplayURL.redacting(endpoint.url.absoluteString))),
                     ("interval", .string(DurationSyntax.format(endpoint.interval))),
                     ("timeout", .string(DurationSyntax.format(endpoint.timeout))),
                     ("policies", .array((endpoint.security?.names ?? []).map(JSONValue.string))),

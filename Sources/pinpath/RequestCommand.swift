@@ -86,7 +86,7 @@ struct RequestCommand: AsyncParsableCommand {
             }
             try write(response)
             guard (200..<300).contains(response.statusCode) else {
-                throw CommandFailure.outcome(5, "\(request.method) \(url): status \(response.statusCode) is not acceptable (200-299)")
+                throw CommandFailure.outcome(5, "\(request.method) \(request.displayURL): status \(response.statusCode) is not acceptable (200-299)")
             }
         }
     }
@@ -201,7 +201,7 @@ struct RequestCommand: AsyncParsableCommand {
         let timings = response.timings
         func ms(_ seconds: Double) -> JSONValue { .double((seconds * 1_000_000).rounded() / 1000) }
         return .object([
-            ("url", .string(response.url.absoluteString)),
+            ("url", .string(DisplayURL.redacting(response.url.absoluteString))),
             ("status", .int(response.statusCode)),
             ("http_version", .string(response.httpVersion)),
             ("remote_address", .string(response.remoteAddress)),

@@ -167,18 +167,19 @@ extension ConfigurationDecoder {
         guard let text = string(node, keyPath, "an http or https URL") else { return nil }
         let problem: String?
         let url = URL(string: text)
+        let shown = DisplayURL.redacting(text)  // problems reach the journal: no query, no credentials
         if text.contains("${") {
-            problem = "\"\(text)\" uses ${…}, which only header values may; put a token in a header instead"
+            problem = "\"\(shown)\" uses ${…}, which only header values may; put a token in a header instead"
         } else if let url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" {
             if url.host?.isEmpty ?? true {
-                problem = "\"\(text)\" has no host"
+                problem = "\"\(shown)\" has no host"
             } else if url.user != nil || url.password != nil {
                 problem = "the URL holds a user name or password, which would appear in events; use an Authorization header with ${ENV} instead"
             } else {
                 problem = nil
             }
         } else {
-            problem = "\"\(text)\" is not an http or https URL (such as https://api.example.com/health)"
+            problem = "\"\(shown)\" is not an http or https URL (such as https://api.example.com/health)"
         }
         if let problem {
             report(.invalidValue, at: node, keyPath, problem)

@@ -10,7 +10,9 @@ public enum RequestURL {
     /// - Throws: ``HTTPError`` `invalidURL` naming the input when it is malformed (spaces, control characters,
     ///   a bad host) or the result is not absolute http or https with a host.
     public static func resolve(_ string: String, relativeTo baseURL: URL? = nil) throws(HTTPError) -> URL {
-        let input = baseURL.map { "\"\(string.debugEscaped)\" relative to \($0.absoluteString)" } ?? "\"\(string.debugEscaped)\""
+        // Quoted without credentials, query or fragment: a mistyped URL may still hold a token.
+        let shown = DisplayURL.redacting(string).debugEscaped
+        let input = baseURL.map { "\"\(shown)\" relative to \(DisplayURL.redacting($0.absoluteString))" } ?? "\"\(shown)\""
         let resolved: URL
         if string.isEmpty, let baseURL {
             resolved = directory(baseURL)
