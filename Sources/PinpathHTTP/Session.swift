@@ -104,7 +104,7 @@ public final class Session: Sendable {
                 hop.trustStore = nil
             }
             guard hop.timeout > .zero else {
-                throw HTTPError(.timedOut, "\(request.method) \(request.url.absoluteString): timed out after \(options.timeout)")
+                throw HTTPError(.timedOut, "\(request.method) \(request.displayURL): timed out after \(options.timeout)")
             }
             var response = try await sendOnce(request, options: hop)
             response.redirectCount = redirects
@@ -112,7 +112,7 @@ public final class Session: Sendable {
             redirects += 1
             guard redirects <= options.maximumRedirects else {
                 throw HTTPError(
-                    .tooManyRedirects, "\(request.method) \(request.url.absoluteString): more than \(options.maximumRedirects) redirects",
+                    .tooManyRedirects, "\(request.method) \(request.displayURL): more than \(options.maximumRedirects) redirects",
                     response: response)
             }
             request = next
@@ -121,7 +121,7 @@ public final class Session: Sendable {
 
     /// One hop: the reachability gate, then one libcurl transfer.
     private func sendOnce(_ request: HTTPRequest, options: RequestOptions) async throws(HTTPError) -> HTTPResponse {
-        let label = "\(request.method) \(request.url.absoluteString)"
+        let label = "\(request.method) \(request.displayURL)"
         guard let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = request.url.host(percentEncoded: false), !host.isEmpty
         else {
             throw HTTPError(.invalidURL, "\(label): not an absolute http or https URL")

@@ -1,0 +1,112 @@
+import Foundation
+import PinpathTestSupport
+import Testing
+
+/// Secrets planted in every place a configuration or a request can hold them — URL query, fragment and
+/// userinfo, credential headers, `${ENV}` header values, a redirect's Location — must appear in no output:
+/// not in events, not on stderr, not in check-config's summary or problems (issue 11, rule 8).
+@Suite(
+    "No secret reaches an event, a log line or the terminal", .serialized,
+    .enabled(if: HTTPBinServer.isAvailable, Comment(rawValue: HTTPBinServer.unavailableReason)))
+struct SecretLeakTests {
+    /// Every planted secret contains this; no output may.
+    static let marker = "SECRET"
+
+    static func expectNoSecret(_ outputs: [(String, String)], sourceLocation: SourceLocation = #_sourceLocation) {
+        for (name, text) in outputs {
+            let leaks = text.split(separator: "\n").filter { $0.contains(marker) }
+            #expect(leaks.isEmpty, "\(name) leaks: \(leaks.joined(separator: "\n"))", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test("pinpath run --once and check-config: query, fragment, headers, ${ENV} and a redirect's token stay out")
+    func agentOutputs() throws {
+        let httpbin = try HTTPBinServer()
+        defer { httpbin.stop() }
+        let silent = try SilentServer()
+        defer { silent.stop() }
+        let refused = try TLSServer.freePort()
+        let directory = try TemporaryDirectory()
+        let base = "http://127.0.0.1:\(httpbin.port)"
+        // The redirect's target carries a token in its query; the hop then fails to connect, so its message
+        // names the hop's URL.
+        let target = "http://127.0.0.1:\(refused)/callback?code=SECRET-location"
+        let encodedTarget = target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        try """
+            events: { output: events.jsonl, probes: all }
+            endpoints:
+              - name: redirected
+                url: "\(base)/redirect-to?url=\(encodedTarget)&access_token=SECRET-query-1"
+                headers:
+                  X-Api-Key: SECRET-api-key
+                  Authorization: "Bearer ${PINPATH_LEAK_TOKEN}"
+                  Cookie: session=SECRET-cookie
+              - name: failing-status
+                url: "\(base)/status/500?token=SECRET-query-2#access_token=SECRET-fragment"
+                headers: { Proxy-Authorization: "Basic SECRET-proxy" }
+              - name: timing-out
+                url: "http://127.0.0.1:\(silent.port)/?token=SECRET-query-3"
+                timeout: 1s
+
+            """.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        let environment = ["/usr/bin/env", "PINPATH_LEAK_TOKEN=SECRET-env"]
+
+        let run = try Shell.run(environment + [Shell.pinpath, "run", "--once", "--config", directory.file("pinpath.yaml")])
+        #expect(run.status == 1, "every endpoint fails: \(run.stderr)")
+        let events = directory.read("events.jsonl") ?? ""
+        let categories = events.split(separator: "\n").compactMap { line -> String? in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                object["event"] as? String == "probe.completed" else { return nil }
+            return "\(object["endpoint"] ?? "?")=\(object["error_category"] ?? "?")"
+        }.sorted()
+        #expect(categories == ["failing-status=unexpected_status", "redirected=connect_failed", "timing-out=timeout"], "\(events)")
+
+        let check = try Shell.run(environment + [Shell.pinpath, "check-config", "--config", directory.file("pinpath.yaml")])
+        #expect(check.status == 0, "\(check.stderr)")
+        let checkJSON = try Shell.run(environment + [Shell.pinpath, "check-config", "--json", "--config", directory.file("pinpath.yaml")])
+        Self.expectNoSecret([
+            ("events", events), ("run stdout", run.stdout), ("run stderr", run.stderr), ("check-config", check.stdout + check.stderr),
+            ("check-config --json", checkJSON.stdout + checkJSON.stderr),
+        ])
+
+        // A configuration with problems quotes the values it refuses: without their secrets.
+        try """
+            endpoints:
+              - { name: a, url: "ftp://host.test/?token=SECRET-bad-scheme" }
+              - { name: b, url: "https://host.test/?token=SECRET-env-in-url-${X}" }
+              - { name: c, url: "https://user:SECRET-password@host.test/" }
+              - { name: d, url: "https:///?token=SECRET-no-host" }
+
+            """.write(toFile: directory.file("bad.yaml"), atomically: true, encoding: .utf8)
+        let bad = try Shell.run([Shell.pinpath, "check-config", "--config", directory.file("bad.yaml")])
+        let badJSON = try Shell.run([Shell.pinpath, "check-config", "--json", "--config", directory.file("bad.yaml")])
+        #expect(bad.status == 78)
+        #expect(bad.stderr.split(separator: "\n").count == 4, "each refused URL is still reported: \(bad.stderr)")
+        Self.expectNoSecret([("check-config problems", bad.stderr + bad.stdout), ("check-config --json problems", badJSON.stdout)])
+    }
+
+    @Test("pinpath request: userinfo, query, fragment and header values stay out of every error and of --json")
+    func requestOutputs() throws {
+        let httpbin = try HTTPBinServer()
+        defer { httpbin.stop() }
+        let silent = try SilentServer()
+        defer { silent.stop() }
+        let host = "127.0.0.1:\(httpbin.port)"
+        let runs: [(String, [String], Int32)] = [
+            ("status", ["http://user:SECRET-password@\(host)/status/500?token=SECRET-query#SECRET-fragment",
+                        "-H", "Authorization: Bearer SECRET-header"], 5),
+            ("json summary", ["http://user:SECRET-password@\(host)/get?token=SECRET-query", "--json"], 0),
+            ("timeout", ["http://127.0.0.1:\(silent.port)/?token=SECRET-query", "--timeout", "1"], 3),
+            ("malformed URL", ["http://user:SECRET-password@exa mple.test/?token=SECRET-query"], 64),
+            ("header injection", ["http://\(host)/get", "-H", "X-Api-Key: SECRET-api-key\r\nInjected: 1"], 64),
+            ("too many redirects", ["http://\(host)/redirect/12?token=SECRET-query", "-H", "Cookie: SECRET-cookie"], 3),
+        ]
+        for (name, arguments, status) in runs {
+            let result = try Shell.run([Shell.pinpath, "request"] + arguments)
+            #expect(result.status == status, "\(name): \(result.stderr)")
+            // The body of a successful request is the user's own data (httpbin echoes the request): not checked.
+            let stdout = arguments.contains("--json") || result.status != 0 ? result.stdout : ""
+            Self.expectNoSecret([("\(name) stdout", stdout), ("\(name) stderr", result.stderr)])
+        }
+    }
+}
