@@ -3,16 +3,33 @@ import CShims
 import FoundationEssentials
 import Glibc
 
-/// One run of `X509_verify_cert` over a served chain: the verdict and the chain OpenSSL built.
+/// One run of `X509_verify_cert` over a served chain: the verdict and the chain OpenSSL built, cut at the first
+/// certificate whose signature does not verify.
 struct ChainVerification {
-    /// Whether OpenSSL accepted the chain (and the host, when one was set).
+    /// Which of OpenSSL's verification errors a run lets pass.
+    enum Leniency: Sendable {
+        /// None: the chain must end at an anchor of the store, with every signature, constraint and date right.
+        case strict
+        /// Allow invalid certificates: only the anchor may be missing or untrusted, and dates may be out of
+        /// range (``isExcusedWhenAllowingInvalid(_:)``). Every signature of the built chain is still checked.
+        case untrustedAnchor
+        /// Every chain error, so that the host check alone decides: for reports that judge the host on its
+        /// own (the audit), never for a trust decision.
+        case hostOnly
+    }
+
+    /// Whether OpenSSL accepted the chain (and the host, when one was set), with the errors the leniency
+    /// excuses, and every signature link of ``chain`` verified.
     let verified: Bool
-    /// `X509_V_OK` or the first error OpenSSL reported.
+    /// `X509_V_OK` or the first error OpenSSL reported (or `X509_V_ERR_CERT_SIGNATURE_FAILURE` for a link
+    /// that OpenSSL let pass or never reached).
     let error: Int32
     /// The depth of that error.
     let depth: Int
-    /// The chain OpenSSL built from the leaf by signatures (`X509_STORE_CTX_get0_chain`), possibly partial
-    /// when verification failed. Never the served extras as such: this is what pins are matched against.
+    /// The chain OpenSSL built from the leaf (`X509_STORE_CTX_get0_chain`), possibly partial when verification
+    /// failed, and cut after the first certificate whose signature does not verify: each certificate but the
+    /// last is signed by the next one's key, so each one's key is proven by the link below it (the leaf's by
+    /// the handshake). Never the served extras as such: this is what pins are matched against.
     let chain: [Certificate]
 
     /// The security level of chain checks (key sizes, signature digests): Debian's default for TLS, so that
@@ -24,12 +41,11 @@ struct ChainVerification {
     ///   - host: the name or IP address to check (`X509_VERIFY_PARAM_set1_host` without partial wildcards, or
     ///     `set1_ip_asc`), or `nil` for no check.
     ///   - partialChain: accept a chain ending at any certificate of the store, not only a self-signed root.
-    ///   - ignoringChainErrors: keep going past chain errors (allow invalid certificates) so the whole chain is
-    ///     built; host errors still fail.
+    ///   - leniency: which errors may pass; host errors never do.
     /// - Throws: ``SecurityError`` when OpenSSL cannot run the verification at all, or the host is unusable.
     init(
         served: [Certificate], store: OpaquePointer, host: String?, time: Date?, partialChain: Bool,
-        ignoringChainErrors: Bool
+        leniency: Leniency
     ) throws {
         guard let leaf = served.first else {
             throw SecurityError(.invalidInput, "no certificate to verify")
@@ -61,7 +77,15 @@ struct ChainVerification {
         if let host {
             try Self.setHost(host, on: parameters)
         }
-        if ignoringChainErrors {
+        switch leniency {
+        case .strict:
+            break
+        case .untrustedAnchor:
+            X509_STORE_CTX_set_verify_cb(context) { ok, context in
+                guard ok == 0, let context else { return 1 }
+                return ChainVerification.isExcusedWhenAllowingInvalid(X509_STORE_CTX_get_error(context)) ? 1 : 0
+            }
+        case .hostOnly:
             X509_STORE_CTX_set_verify_cb(context) { ok, context in
                 guard ok == 0, let context else { return 1 }
                 return ChainVerification.isHostError(X509_STORE_CTX_get_error(context)) ? 0 : 1
@@ -72,9 +96,9 @@ struct ChainVerification {
             throw SecurityError.openSSL(.openSSLFailure, "certificate verification could not run")
         }
         _ = drainOpenSSLErrors()  // decoding problems met on the way are reported through the context's error
-        verified = result == 1
-        error = X509_STORE_CTX_get_error(context)
-        depth = Int(X509_STORE_CTX_get_error_depth(context))
+        var verified = result == 1
+        var error = X509_STORE_CTX_get_error(context)
+        var depth = Int(X509_STORE_CTX_get_error_depth(context))
         var chain: [Certificate] = []
         if let built = X509_STORE_CTX_get0_chain(context) {
             for index in 0..<pinpath_sk_X509_num(built) {
@@ -83,7 +107,47 @@ struct ChainVerification {
                 chain.append(certificate)
             }
         }
+        // OpenSSL reaches the signatures only after building the chain and checking names, constraints and the
+        // anchor, and stops at the first error it is not told to excuse: check every link here as well, so that
+        // the chain pins are matched against is linked by signatures whatever OpenSSL got to.
+        if leniency != .hostOnly,
+            let broken = Self.firstBrokenLink(chain, servedCount: Int(X509_STORE_CTX_get_num_untrusted(context)))
+        {
+            chain = Array(chain[...broken.depth])
+            if verified || Self.isExcusedWhenAllowingInvalid(error) {
+                verified = false
+                error = broken.error
+                depth = broken.depth
+            }
+        }
+        self.verified = verified
+        self.error = error
+        self.depth = depth
         self.chain = chain
+    }
+
+    /// The first certificate of `chain` (leaf first) whose signature does not verify, and why: one not signed
+    /// by the next certificate's key, or a self-signed certificate at the top, sent by the server (it is among
+    /// the first `servedCount`), that is not signed by its own key. A certificate at the top that is not
+    /// self-signed has no issuer here to check it with: its key is proven by the link below it. Wraps
+    /// `X509_verify` and `X509_self_signed`.
+    private static func firstBrokenLink(_ chain: [Certificate], servedCount: Int) -> (depth: Int, error: Int32)? {
+        defer { _ = drainOpenSSLErrors() }  // a failed X509_verify queues the reason, already said by the code
+        for (depth, certificate) in chain.enumerated() {
+            let issuer: Certificate
+            if depth + 1 < chain.count {
+                issuer = chain[depth + 1]
+            } else if depth < servedCount && X509_self_signed(certificate.x509, 0) == 1 {
+                issuer = certificate
+            } else {
+                break
+            }
+            guard let key = X509_get0_pubkey(issuer.x509) else {
+                return (depth, X509_V_ERR_UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY)
+            }
+            if X509_verify(certificate.x509, key) != 1 { return (depth, X509_V_ERR_CERT_SIGNATURE_FAILURE) }
+        }
+        return nil
     }
 
     /// OpenSSL's text for the error (`certificate has expired`).
@@ -115,6 +179,16 @@ struct ChainVerification {
             X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT, X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN,
             X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE, X509_V_ERR_CERT_UNTRUSTED,
         ].contains(error)
+    }
+
+    /// What allowing invalid certificates excuses (AFNetworking's "invalid or expired"): a missing or untrusted
+    /// anchor (``isMissingAnchorError(_:)``: self-signed, an unknown root, an issuer nobody sent) and validity
+    /// dates. Never a signature (`X509_V_ERR_CERT_SIGNATURE_FAILURE`, `UNABLE_TO_DECRYPT_CERT_SIGNATURE`,
+    /// `UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY`: the chain would be linked by names only, and a pin in it worthless),
+    /// nor a CA or key-usage constraint (`INVALID_CA`: a customer's leaf signing another host's leaf), a weak key
+    /// or digest (security level), a malformed date field or the host.
+    static func isExcusedWhenAllowingInvalid(_ error: Int32) -> Bool {
+        isMissingAnchorError(error) || error == X509_V_ERR_CERT_HAS_EXPIRED || error == X509_V_ERR_CERT_NOT_YET_VALID
     }
 
     private static func setHost(_ host: String, on parameters: OpaquePointer) throws {

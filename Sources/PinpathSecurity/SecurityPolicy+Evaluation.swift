@@ -3,8 +3,10 @@ import FoundationEssentials
 extension SecurityPolicy {
     /// Evaluates the chain a server sent, AFSecurityPolicy's rules on OpenSSL.
     ///
-    /// Pins are matched only against the chain OpenSSL built and verified from the leaf, never against the
-    /// extra certificates as sent: a rogue leaf with the pinned certificate appended fails (CVE-2016-2402).
+    /// Pins are matched only against the chain OpenSSL built from the leaf and whose every link verified (each
+    /// certificate signed by the next one's key), never against the extra certificates as sent: a rogue leaf
+    /// with the pinned certificate appended fails (CVE-2016-2402), and so does a leaf that only names the
+    /// pinned certificate as its issuer, even when invalid certificates are allowed.
     /// - Parameters:
     ///   - servedChain: the leaf first, then whatever else the server sent.
     ///   - host: the host name or IP address connected to, checked when ``validatesDomainName``.
@@ -55,15 +57,17 @@ private struct Evaluator {
         case .none:
             // Only this combination accepts anything; SecurityPolicy refuses it with validatesDomainName.
             if policy.allowInvalidCertificates && !policy.validatesDomainName {
-                _ = try verifyWithTrustStore()  // for the verified chain in the result
+                _ = try verifyWithTrustStore(.untrustedAnchor)  // for the verified chain in the result
                 return (.trusted, true)
             }
-            let verification = try verifyWithTrustStore()
+            let verification = try verifyWithTrustStore(.strict)
             if let failure = chainFailure(verification) { return (.rejected(failure), false) }
             return (.trusted, true)
         case .publicKey, .certificate:
             if !policy.pinsApply(at: now) {
-                let verification = try verifyWithTrustStore()
+                // Expired pins leave the host unpinned (TrustKit), and an unpinned chain that need not be
+                // valid would be anyone's: the trust store decides, whatever allowInvalidCertificates says.
+                let verification = try verifyWithTrustStore(.strict)
                 if let failure = chainFailure(verification) { return (.rejected(failure), false) }
                 let failure = pinFailure(.pinsExpired, "\(host): pins expired at \(policy.expires.map { $0.formatted(.iso8601) } ?? "?"), not checked")
                 return (.rejected(failure), true)
@@ -72,10 +76,12 @@ private struct Evaluator {
         }
     }
 
-    /// `public_key`: validate against the trust store (unless invalid certificates are allowed), then some
-    /// certificate of the verified chain must have a pinned key.
+    /// `public_key`: validate against the trust store (only the anchor and dates excused when invalid
+    /// certificates are allowed), then some certificate of the verified chain must have a pinned key.
+    /// Report-only lets a pin failure through only on a chain the trust store accepts as it is.
     private mutating func publicKeyPinning() throws -> (TrustEvaluation.Verdict, Bool) {
-        let verification = try verifyWithTrustStore()
+        let relaxed = policy.allowInvalidCertificates && policy.enforce
+        let verification = try verifyWithTrustStore(relaxed ? .untrustedAnchor : .strict)
         if let failure = chainFailure(verification) { return (.rejected(failure), false) }
         if verification.chain.contains(where: { policy.pins.contains($0.spkiPin) }) { return (.trusted, true) }
         return (.rejected(pinFailure(.pinMismatch, nil)), !policy.enforce)
@@ -87,7 +93,7 @@ private struct Evaluator {
         let anchors = try TrustStore(certificates: policy.pinnedCertificates)
         let verification = try ChainVerification(
             served: served, store: anchors.store, host: policy.validatesDomainName ? host : nil, time: time,
-            partialChain: true, ignoringChainErrors: false)
+            partialChain: true, leniency: .strict)
         verifiedChain = verification.chain
         let anchored = verification.chain.contains { policy.pinnedCertificates.contains($0) }
         if verification.verified && anchored { return (.trusted, true) }
@@ -95,17 +101,17 @@ private struct Evaluator {
             let failure = pinFailure(.pinMismatch, nil)
             guard !policy.enforce else { return (.rejected(failure), false) }
             // Report-only: the connection proceeds if the chain is good by the ordinary trust store.
-            let fallback = try verifyWithTrustStore()
+            let fallback = try verifyWithTrustStore(.strict)
             if let chainFailure = chainFailure(fallback) { return (.rejected(chainFailure), false) }
             return (.rejected(failure), true)
         }
         return (.rejected(chainFailure(verification) ?? pinFailure(.pinMismatch, nil)), false)
     }
 
-    private mutating func verifyWithTrustStore() throws -> ChainVerification {
+    private mutating func verifyWithTrustStore(_ leniency: ChainVerification.Leniency) throws -> ChainVerification {
         let verification = try ChainVerification(
             served: served, store: trustStore.store, host: policy.validatesDomainName ? host : nil, time: time,
-            partialChain: false, ignoringChainErrors: policy.allowInvalidCertificates)
+            partialChain: false, leniency: leniency)
         verifiedChain = verification.chain
         return verification
     }

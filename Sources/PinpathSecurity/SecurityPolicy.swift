@@ -12,16 +12,20 @@ public struct SecurityPolicy: Sendable, Hashable {
     public let pins: Set<SPKIPin>
     /// Pinned certificates: the trust anchors in `certificate` mode.
     public let pinnedCertificates: [Certificate]
-    /// Accept chains that do not validate (self-signed, expired, unknown root). Pins and the host name are
-    /// still checked when configured. In `certificate` mode the chain must still validate against the pinned
-    /// certificates, as in AFNetworking: only the trust store's verdict is skipped.
+    /// Accept a chain that ends at no anchor of the trust store (self-signed, an unknown or untrusted root, an
+    /// issuer not sent) or whose validity dates are out of range. Nothing else is excused: every certificate
+    /// of the chain must be signed by the next one's key, CA constraints and key strength hold, and pins and
+    /// the host name are still checked when configured. In `certificate` mode the chain must still validate
+    /// against the pinned certificates, as in AFNetworking: only the trust store's verdict is skipped. Never
+    /// applies once the pins expired, nor to a pin failure that is only reported: the trust store decides.
     public let allowInvalidCertificates: Bool
     /// Check the certificate against the host name (or IP address) being connected to.
     public let validatesDomainName: Bool
     /// `false` is report-only: a pin failure is reported but the connection proceeds (TrustKit `enforcePinning`).
     public let enforce: Bool
-    /// After this date the pins no longer apply: the chain is still validated, and the evaluation says the
-    /// pins expired (TrustKit `expirationDate`).
+    /// After this date the pins no longer apply: the chain is still validated against the trust store (even
+    /// when invalid certificates are allowed), and the evaluation says the pins expired (TrustKit
+    /// `expirationDate`).
     public let expires: Date?
     /// The pattern these pins were configured for, when the policy came from a ``HostPolicySet``
     /// (RFC 7469 `noted-hostname`).
@@ -33,14 +37,16 @@ public struct SecurityPolicy: Sendable, Hashable {
     /// - Parameters:
     ///   - requiresBackupPin: in enforcing `public_key` mode, demand at least two pins so that a key rotation
     ///     cannot lock clients out (TrustKit). Pass `false` to waive it explicitly.
+    ///   - now: the clock that decides whether `expires` has already passed.
     /// - Throws: ``SecurityError`` with code `invalidPolicy` when a pinning mode has no pins (or no
     ///   certificates in `certificate` mode); when invalid certificates are allowed with domain-name validation
-    ///   and nothing else to check (mode `none`, or no pins); when an enforcing `public_key` policy has one pin
-    ///   and the backup pin is not waived.
+    ///   and nothing else to check (mode `none`, or no pins), with report-only pins (`enforce` false), or with
+    ///   pins that expired at or before `now`: each would accept any certificate; when an enforcing
+    ///   `public_key` policy has one pin and the backup pin is not waived.
     public init(
         mode: PinningMode, pins: [SPKIPin] = [], pinnedCertificates: [Certificate] = [],
         allowInvalidCertificates: Bool = false, validatesDomainName: Bool = true, enforce: Bool = true,
-        expires: Date? = nil, requiresBackupPin: Bool = true
+        expires: Date? = nil, requiresBackupPin: Bool = true, now: Date = Date()
     ) throws {
         let allPins = Set(pins).union(pinnedCertificates.map(\.spkiPin))
         switch mode {
@@ -59,6 +65,19 @@ public struct SecurityPolicy: Sendable, Hashable {
             throw SecurityError(
                 .invalidPolicy,
                 "allow_invalid_certificates with validates_domain_name needs a pinning mode with pins (it would accept any certificate)")
+        }
+        // Pins that are only reported, or no longer apply, check nothing: with invalid certificates allowed,
+        // any certificate would pass. The evaluation falls back to the trust store in both cases, so the
+        // combination would also not do what it says.
+        if allowInvalidCertificates && !enforce {
+            throw SecurityError(
+                .invalidPolicy,
+                "allow_invalid_certificates with enforce: false would accept any certificate (report-only pins stop nothing); set enforce: true, or allow_invalid_certificates: false")
+        }
+        if allowInvalidCertificates, let expires, expires <= now {
+            throw SecurityError(
+                .invalidPolicy,
+                "allow_invalid_certificates with pins that expired at \(expires.formatted(.iso8601)) would accept any certificate (expired pins are not checked); renew the pins and move expires to a later date, or set allow_invalid_certificates: false")
         }
         if mode == .publicKey && enforce && requiresBackupPin && allPins.count < 2 {
             throw SecurityError(

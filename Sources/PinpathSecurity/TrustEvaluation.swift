@@ -26,8 +26,8 @@ public struct TrustEvaluation: Sendable {
     public let policy: SecurityPolicy
     /// What the server sent, leaf first.
     public let servedChain: [Certificate]
-    /// The chain OpenSSL built and verified from the leaf (partial when verification failed); pins were
-    /// matched against this only.
+    /// The chain OpenSSL built and verified from the leaf (partial when verification failed, and cut after
+    /// the first certificate whose signature does not verify); pins were matched against this only.
     public let verifiedChain: [Certificate]
 
     /// The failure, when rejected.

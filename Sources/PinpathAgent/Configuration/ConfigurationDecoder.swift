@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Yams
 
 /// Walks the YAML nodes of one configuration file, turning them into values and collecting every problem
@@ -10,6 +11,8 @@ final class ConfigurationDecoder {
     /// agent's working directory (systemd starts it in `/`).
     let baseDirectory: String
     let environment: [String: String]
+    /// The moment the file is read: pins' `expires` dates are judged against it, once for the whole file.
+    let now = Date()
     private(set) var problems: [ConfigurationProblem] = []
     /// What loads but deserves an operator's look (pins already expired); never a reason to refuse the file.
     private(set) var warnings: [ConfigurationProblem] = []

@@ -31,6 +31,8 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
         public static let unusableFile = Code(name: "unusable_file")
         /// A security policy that PinpathSecurity refuses (no pins, no backup pin, accepts anything).
         public static let refusedPolicy = Code(name: "refused_policy")
+        /// A warning: a policy's `expires` date has passed, so its pins are no longer checked.
+        public static let expiredPins = Code(name: "expired_pins")
     }
 
     /// The configuration file, as it was given (relative paths stay relative).

@@ -69,12 +69,19 @@ public struct PolicyConfiguration: Sendable {
         do {
             policy = try SecurityPolicy(
                 mode: mode, pins: pins, pinnedCertificates: certificates, allowInvalidCertificates: allowInvalid,
-                validatesDomainName: validatesName, enforce: enforce, expires: expires, requiresBackupPin: backupPin)
+                validatesDomainName: validatesName, enforce: enforce, expires: expires, requiresBackupPin: backupPin,
+                now: decoder.now)
         } catch {
             var message = "\(error)"
             if message.hasSuffix("waive it explicitly") { message += " with require_backup_pin: false" }
             decoder.report(.refusedPolicy, at: key, keyPath, message)
             return nil
+        }
+        // Still loaded, as TrustKit loads it: the host is then unpinned, its chain checked by the trust store.
+        if mode != .none, let expires, expires <= decoder.now, let node = fields["expires"] {
+            decoder.warn(
+                .expiredPins, at: node, fields.path("expires"),
+                "the pins expired on \(node.string ?? "\(expires)") and are no longer checked (the chain is still validated against the trust store); renew the pins and move expires to a later date")
         }
         return PolicyConfiguration(
             name: name, policy: policy, hosts: hosts, includeSubdomains: includeSubdomains, caFile: caFile?.0,

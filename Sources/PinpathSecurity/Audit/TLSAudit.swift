@@ -171,11 +171,11 @@ public struct TLSAudit: Sendable {
                 let anchors = pinnedAnchors ? try TrustStore(certificates: options.policy.pinnedCertificates) : options.trustStore
                 let chain = try ChainVerification(
                     served: served, store: anchors.store, host: nil, time: options.verificationTime,
-                    partialChain: pinnedAnchors, ignoringChainErrors: false)
+                    partialChain: pinnedAnchors, leniency: .strict)
                 chainVerdict = chain.failure(host: serverName, expectedPins: []).map { .rejected($0) } ?? .trusted
                 let host = try ChainVerification(
                     served: served, store: anchors.store, host: serverName, time: options.verificationTime,
-                    partialChain: pinnedAnchors, ignoringChainErrors: true)
+                    partialChain: pinnedAnchors, leniency: .hostOnly)
                 hostVerdict = host.failure(host: serverName, expectedPins: []).map { .rejected($0) } ?? .trusted
             }
             evaluation = try options.policy.evaluate(
