@@ -106,6 +106,10 @@ public struct SecurityPolicy: Sendable, Hashable {
         includeSubdomains = base.includeSubdomains
     }
 
+    /// Whether any certificate from anyone passes: invalid certificates allowed, no host check and nothing
+    /// pinned. AFNetworking allows it for development servers, and so does pinpath, with a warning.
+    public var acceptsAnyCertificate: Bool { allowInvalidCertificates && !validatesDomainName && (mode == .none || pins.isEmpty) }
+
     /// The pins a report lists as known: sorted, so reports and messages are stable.
     var sortedPins: [SPKIPin] { pins.sorted { $0.base64 < $1.base64 } }
 

@@ -57,6 +57,23 @@ struct ConfigurationCommandTests {
         #expect(help.stdout.contains("/etc/pinpath/pinpath.yaml"))
     }
 
+    @Test("A policy that accepts any certificate loads with a warning on stderr and in --json, exit 0")
+    func acceptsAnyCertificateWarning() throws {
+        let file = try Self.write("""
+            policies:
+              dev-anything:
+                mode: none
+                allow_invalid_certificates: true
+                validates_domain_name: false
+            """)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let text = try Shell.run([Shell.pinpath, "check-config", "--config", file])
+        #expect(text.status == 0)
+        #expect(text.stderr.hasPrefix("pinpath: warning: \(file):2:3: policies.dev-anything: allow_invalid_certificates with validates_domain_name: false and no pins accepts any certificate"), "\(text.stderr)")
+        let json = try Shell.run([Shell.pinpath, "check-config", "--json", "--config", file])
+        #expect(json.stdout.contains(#""warnings":[{"file":"\#(file)","line":2,"column":3,"key":"policies.dev-anything","code":"accepts_any_certificate""#), "\(json.stdout)")
+    }
+
     static func write(_ text: String) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("pinpath-check-\(UUID()).yaml").path
         try text.write(toFile: path, atomically: true, encoding: .utf8)

@@ -33,6 +33,9 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
         public static let refusedPolicy = Code(name: "refused_policy")
         /// A warning: a policy's `expires` date has passed, so its pins are no longer checked.
         public static let expiredPins = Code(name: "expired_pins")
+        /// A warning: the policy authenticates nothing (invalid certificates allowed, no host check, no pins),
+        /// as AFNetworking allows for development servers; a server on the path can impersonate the host.
+        public static let acceptsAnyCertificate = Code(name: "accepts_any_certificate")
     }
 
     /// The configuration file, as it was given (relative paths stay relative).

@@ -83,6 +83,11 @@ public struct PolicyConfiguration: Sendable {
                 .expiredPins, at: node, fields.path("expires"),
                 "the pins expired on \(node.string ?? "\(expires)") and are no longer checked (the chain is still validated against the trust store); renew the pins and move expires to a later date")
         }
+        if policy.acceptsAnyCertificate {
+            decoder.warn(
+                .acceptsAnyCertificate, at: key, keyPath,
+                "allow_invalid_certificates with validates_domain_name: false and no pins accepts any certificate from anyone: TLS then authenticates nothing; pin the server's key (mode public_key) or check its name")
+        }
         return PolicyConfiguration(
             name: name, policy: policy, hosts: hosts, includeSubdomains: includeSubdomains, caFile: caFile?.0,
             trustStore: caFile?.1)
