@@ -74,19 +74,6 @@ public struct SecurityPolicy: Sendable, Hashable {
         self.expires = expires
     }
 
-    /// A copy of `base` with other pins, for uniting validated entries.
-    init(uniting base: SecurityPolicy, pins: Set<SPKIPin>, pinnedCertificates: [Certificate]) {
-        mode = base.mode
-        self.pins = pins
-        self.pinnedCertificates = pinnedCertificates
-        allowInvalidCertificates = base.allowInvalidCertificates
-        validatesDomainName = base.validatesDomainName
-        enforce = base.enforce
-        expires = base.expires
-        notedHostname = base.notedHostname
-        includeSubdomains = base.includeSubdomains
-    }
-
     /// The pins a report lists as known: sorted, so reports and messages are stable.
     var sortedPins: [SPKIPin] { pins.sorted { $0.base64 < $1.base64 } }
 
