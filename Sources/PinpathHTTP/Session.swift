@@ -23,7 +23,8 @@ public final class Session: Sendable {
         /// Sent with every request unless the request sets the same field: `User-Agent` and
         /// `Accept-Language` by default.
         public var defaultHeaders: HTTPHeaders
-        /// Per-host security policies (pins). Hosts with no policy get chain and host-name validation.
+        /// Per-host security policies (pins) and their trust stores; the entries matching a host combine into
+        /// the strictest (``HostPolicySet``). Hosts with no policy get chain and host-name validation.
         public var policies: HostPolicySet
         /// The trust anchors; `nil` is the system's store (OpenSSL's defaults, `SSL_CERT_FILE`/`SSL_CERT_DIR`).
         public var trustStore: TrustStore?

@@ -41,6 +41,12 @@ public struct AppliedPolicy: Sendable, Equatable {
             involvesNamedPolicy = named != nil && (first.name == named || second.name == named)
         }
 
+        /// Another reason, in PinpathSecurity's words.
+        init(_ message: String) {
+            description = message
+            involvesNamedPolicy = true
+        }
+
         /// The host is no host name or address a policy could name.
         init(unmatchableHost host: String) {
             description = "the host \(host) cannot be matched by a policy, so its policy would not apply; use a host name or an address"
@@ -69,7 +75,14 @@ public struct AppliedPolicy: Sendable, Equatable {
         if let first = withStores.first, let other = withStores.first(where: { $0.configuration.trustStore != first.configuration.trustStore }) {
             throw Conflict(first.configuration, other.configuration, named: named?.name)
         }
-        guard let resolution = try? HostPolicySet(applying.map(\.entry)).resolution(for: bareHost) else { return nil }
+        let resolution: HostPolicySet.Resolution?
+        do {
+            resolution = try HostPolicySet(applying.map(\.entry)).resolution(for: bareHost)
+        } catch {
+            throw Conflict(error.message)
+        }
+        // Every entry was chosen because it applies to the host; one the set does not match would be dropped.
+        guard let resolution, resolution.matches.count == applying.count else { throw Conflict(unmatchableHost: host) }
         sources = zip(applying, resolution.matches).map { applied, match in
             Source(name: applied.configuration.name, pattern: applied.named ? nil : match.pattern)
         }
