@@ -40,6 +40,9 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         public static let unacceptableContentType = Code(name: "unacceptable_content_type")
         /// The body could not be decoded (invalid JSON).
         public static let invalidResponse = Code(name: "invalid_response")
+        /// An https request was redirected to an http URL and insecure redirects are not allowed: nothing
+        /// was sent to it. A TLS failure: the request would have lost its protection.
+        public static let insecureRedirect = Code(name: "insecure_redirect")
         /// Too many redirects.
         public static let tooManyRedirects = Code(name: "too_many_redirects")
         /// The task was cancelled; the transfer was stopped.

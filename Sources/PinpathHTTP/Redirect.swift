@@ -1,13 +1,31 @@
 import FoundationEssentials
 
-/// How a redirect changes the request, as browsers and libcurl do by default.
+/// How a redirect changes the request, as browsers and libcurl do by default, and what it may not change:
+/// an https request does not continue over http, and another origin does not get the caller's headers.
 enum Redirect {
+    /// The caller's fields a hop to another origin (scheme, host or port) keeps: they describe the client
+    /// and the body, never who the client is. Every other field the caller set, credentials and custom
+    /// headers alike, is dropped unless ``RequestOptions/keepsHeadersAcrossOrigins`` (curl's
+    /// `--location-trusted`).
+    static let headersKeptAcrossOrigins: Set<String> = [
+        "accept", "accept-encoding", "accept-language", "user-agent", "content-type", "content-length",
+    ]
+
     /// The request to send after `response`, or `nil` when it is not a redirect to follow.
-    static func next(after request: HTTPRequest, response: HTTPResponse) -> HTTPRequest? {
+    /// - Throws: ``HTTPError`` `insecureRedirect` (with the response) when an https request is redirected to
+    ///   http and ``RequestOptions/allowsInsecureRedirects`` is off: nothing is sent to the http URL.
+    static func next(after request: HTTPRequest, response: HTTPResponse, options: RequestOptions) throws(HTTPError) -> HTTPRequest? {
         guard [301, 302, 303, 307, 308].contains(response.statusCode), let location = response.headers["Location"],
             let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
             let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https"
         else { return nil }
+        let downgrade = request.url.scheme?.lowercased() == "https" && scheme == "http"
+        if downgrade && !options.allowsInsecureRedirects {
+            throw HTTPError(
+                .insecureRedirect,
+                "\(request.method) \(request.displayURL): redirected (\(response.statusCode)) to \(DisplayURL.redacting(target.absoluteString)), which is not https; not followed (allow it explicitly to follow)",
+                response: response)
+        }
         var next = request
         next.url = target
         // 303 always, and 301/302 for POST, become a GET without a body; 307 and 308 keep method and body.
@@ -17,11 +35,23 @@ enum Redirect {
             next.headers["Content-Type"] = nil
             next.headers["Content-Length"] = nil
         }
-        // Credentials are for the host they were given to.
-        if target.host != request.url.host || target.port != request.url.port || target.scheme != request.url.scheme {
-            next.headers["Authorization"] = nil
-            next.headers["Cookie"] = nil
+        let sameOrigin = target.host?.lowercased() == request.url.host?.lowercased() && target.port == request.url.port
+            && scheme == request.url.scheme?.lowercased()
+        if !sameOrigin {
+            next.headers = HTTPHeaders(next.headers.filter { field in
+                let name = field.name.lowercased()
+                if downgrade && HTTPHeaders.isCredential(name) { return false }
+                return options.keepsHeadersAcrossOrigins || headersKeptAcrossOrigins.contains(name)
+            })
         }
         return next
+    }
+}
+
+extension HTTPHeaders {
+    /// The given fields, in order.
+    init(_ fields: some Sequence<(name: String, value: String)>) {
+        self.init()
+        for (name, value) in fields { add(name: name, value: value) }
     }
 }

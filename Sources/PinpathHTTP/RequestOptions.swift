@@ -32,11 +32,25 @@ public struct RequestOptions: Sendable {
     public var reachability: ReachabilityRequirement = .failFast
     /// Connect over this family only.
     public var addressFamily: AddressFamily = .any
-    /// A policy for this request's host, instead of the session's per-host policies (the agent's explicit
-    /// `policy`). Redirects to other hosts get the session's policy for them.
+    /// A policy for this request's host, instead of the per-host policies (the agent's explicit `policy`).
+    /// Redirects to other hosts get the per-host policies for them (``policies`` and the session's).
     public var securityPolicy: SecurityPolicy?
     /// The trust store for this request's host, instead of the session's.
     public var trustStore: TrustStore?
+    /// Per-host policies, with their trust stores, for this request and its redirects, in addition to the
+    /// session's: every hop to a host without ``securityPolicy`` gets the strictest combination of the
+    /// entries of both that match it, exactly as a first request to that host would (the agent passes all
+    /// its configured policies here, so that a reload needs no new session).
+    public var policies = HostPolicySet([])
+    /// Follow a redirect from an https URL to an http one. Off by default: such a redirect fails with
+    /// ``HTTPError/Code/insecureRedirect`` before anything is sent to the http URL. When on, credential
+    /// headers (``HTTPHeaders/credentialFieldNames``) are still never sent over the http hop.
+    public var allowsInsecureRedirects = false
+    /// Keep every header the caller set when a redirect goes to another origin (scheme, host or port), as
+    /// curl's `--location-trusted`. Off by default: such a hop keeps only headers that describe the client
+    /// and the body (`Accept`, `Accept-Encoding`, `Accept-Language`, `User-Agent`, `Content-Type`,
+    /// `Content-Length`); credentials and custom headers are dropped.
+    public var keepsHeadersAcrossOrigins = false
     /// Open a new connection and close it afterwards, so that every request performs a full TLS handshake
     /// and so a full policy check (the agent's probes). Off by default: connections are reused.
     public var freshConnection = false

@@ -23,7 +23,8 @@ public final class Session: Sendable {
         /// Sent with every request unless the request sets the same field: `User-Agent` and
         /// `Accept-Language` by default.
         public var defaultHeaders: HTTPHeaders
-        /// Per-host security policies (pins). Hosts with no policy get chain and host-name validation.
+        /// Per-host security policies (pins) and their trust stores; the entries matching a host combine into
+        /// the strictest (``HostPolicySet``). Hosts with no policy get chain and host-name validation.
         public var policies: HostPolicySet
         /// The trust anchors; `nil` is the system's store (OpenSSL's defaults, `SSL_CERT_FILE`/`SSL_CERT_DIR`).
         public var trustStore: TrustStore?
@@ -86,29 +87,40 @@ public final class Session: Sendable {
 
     /// Sends a request (following redirects unless the options say not to) and returns the final response,
     /// whatever its status. Status and content-type validation are the response serializers' job.
-    /// - Throws: ``HTTPError``: not reachable, policy rejection (with the evaluation), TLS, connection,
-    ///   timeout, protocol, too many redirects, cancelled.
+    ///
+    /// Every hop is held to the policy of its own host: the request's ``RequestOptions/securityPolicy`` for
+    /// the host it names, otherwise the strictest combination of the session's and the options' per-host
+    /// policies that match, with their trust store. A redirect from https to http is refused and one to
+    /// another origin keeps only the safe headers, unless the options allow either (``Redirect``).
+    /// - Throws: ``HTTPError``: not reachable, policy rejection (with the evaluation; also when the matching
+    ///   policies name different trust stores), TLS, insecure redirect, connection, timeout, protocol, too
+    ///   many redirects, cancelled.
     public func send(_ request: HTTPRequest, options: RequestOptions? = nil) async throws(HTTPError) -> HTTPResponse {
         let options = options ?? configuration.defaultOptions
         let deadline = ContinuousClock.now + options.timeout
         var request = withDefaultHeaders(request)
-        let origin = request.url.host
+        let origin = request.url.host?.lowercased()
+        let policies = HostPolicySet(configuration.policies.entries + options.policies.entries)
         var redirects = 0
         while true {
             var hop = options
             hop.timeout = deadline - ContinuousClock.now
-            // A request's own policy and trust store are for the host it names; a redirect elsewhere gets
-            // that host's policy from the session, as TrustKit scopes pins to domains.
-            if request.url.host != origin {
-                hop.securityPolicy = nil
-                hop.trustStore = nil
+            // A request's own policy and trust store are for the host it names; any other host gets what a
+            // first request to it would, as TrustKit scopes pins to domains.
+            let sameHost = request.url.host?.lowercased() == origin
+            if !sameHost || options.securityPolicy == nil {
+                let resolved = try Self.hostPolicy(for: request, in: policies)
+                hop.securityPolicy = resolved?.policy
+                hop.trustStore = resolved?.trustStore ?? (sameHost ? options.trustStore : nil)
             }
             guard hop.timeout > .zero else {
                 throw HTTPError(.timedOut, "\(request.method) \(request.displayURL): timed out after \(options.timeout)")
             }
             var response = try await sendOnce(request, options: hop)
             response.redirectCount = redirects
-            guard options.followRedirects, let next = Redirect.next(after: request, response: response) else { return response }
+            guard options.followRedirects, let next = try Redirect.next(after: request, response: response, options: options) else {
+                return response
+            }
             redirects += 1
             guard redirects <= options.maximumRedirects else {
                 throw HTTPError(
@@ -116,6 +128,18 @@ public final class Session: Sendable {
                     response: response)
             }
             request = next
+        }
+    }
+
+    /// The per-host policies that apply to `request`'s host combined, with their trust store; `nil` when
+    /// none matches (the session's defaults apply).
+    private static func hostPolicy(for request: HTTPRequest, in policies: HostPolicySet) throws(HTTPError) -> HostPolicySet.Resolution? {
+        guard !policies.entries.isEmpty, let host = request.url.host(percentEncoded: false) else { return nil }
+        let bareHost = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        do {
+            return try policies.resolution(for: bareHost)
+        } catch {
+            throw HTTPError(.policyRejected, "\(request.method) \(request.displayURL): \(error.message)")
         }
     }
 

@@ -1,4 +1,5 @@
-/// A ``SecurityPolicy`` for the hosts some patterns match (one entry of a TrustKit or OkHttp configuration).
+/// A ``SecurityPolicy`` for the hosts some patterns match (one entry of a TrustKit or OkHttp configuration),
+/// with the trust store its chains are verified against.
 public struct HostPolicy: Sendable {
     /// The hosts this entry is for.
     public let patterns: [HostPattern]
@@ -6,16 +7,61 @@ public struct HostPolicy: Sendable {
     public let includeSubdomains: Bool
     /// The policy for those hosts.
     public let policy: SecurityPolicy
+    /// The anchors for those hosts' chains; `nil` names none (the request's or the session's store applies).
+    /// When several entries match a host, ``HostPolicySet/resolution(for:)`` says which store wins.
+    public let trustStore: TrustStore?
 
     /// Creates an entry.
-    public init(patterns: [HostPattern], includeSubdomains: Bool = false, policy: SecurityPolicy) {
+    public init(patterns: [HostPattern], includeSubdomains: Bool = false, policy: SecurityPolicy, trustStore: TrustStore? = nil) {
         self.patterns = patterns
         self.includeSubdomains = includeSubdomains
         self.policy = policy
+        self.trustStore = trustStore
     }
 
     /// The first pattern that matches `host`, if any.
     public func pattern(matching host: String) -> HostPattern? {
         patterns.first { $0.matches(host, includeSubdomains: includeSubdomains) }
+    }
+
+    /// A pattern of this entry and one of `other` that some host matches both of, if there are such.
+    public func overlap(with other: HostPolicy) -> (HostPattern, HostPattern)? {
+        for mine in patterns {
+            for theirs in other.patterns
+            where mine.overlaps(theirs, includingSubdomains: includeSubdomains, other.includeSubdomains) {
+                return (mine, theirs)
+            }
+        }
+        return nil
+    }
+}
+
+extension HostPattern {
+    /// How many labels a matching host may have in front of ``domain``.
+    private func depths(includingSubdomains: Bool) -> ClosedRange<Int> {
+        switch depth {
+        case .exact: return includingSubdomains ? 0...Int.max : 0...0
+        case .oneLabel: return includingSubdomains ? 1...Int.max : 1...1
+        case .anyLabels: return 0...Int.max
+        }
+    }
+
+    /// Whether some host matches both patterns. A host `k` labels under the other's domain is matched by
+    /// both when its depth under this domain plus `k` is a depth the other allows.
+    func overlaps(_ other: HostPattern, includingSubdomains mine: Bool, _ theirs: Bool) -> Bool {
+        let (inner, innerDepths, outer, outerDepths) = domain.count >= other.domain.count
+            ? (self, depths(includingSubdomains: mine), other, other.depths(includingSubdomains: theirs))
+            : (other, other.depths(includingSubdomains: theirs), self, depths(includingSubdomains: mine))
+        let extra: Int
+        if inner.domain == outer.domain {
+            extra = 0
+        } else if inner.domain.hasSuffix("." + outer.domain) {
+            extra = inner.domain.dropLast(outer.domain.count + 1).split(separator: ".").count
+        } else {
+            return false
+        }
+        let shiftedLower = innerDepths.lowerBound + extra
+        let shiftedUpper = innerDepths.upperBound == Int.max ? Int.max : innerDepths.upperBound + extra
+        return shiftedLower <= outerDepths.upperBound && outerDepths.lowerBound <= shiftedUpper
     }
 }

@@ -93,19 +93,6 @@ public struct SecurityPolicy: Sendable, Hashable {
         self.expires = expires
     }
 
-    /// A copy of `base` with other pins, for uniting validated entries.
-    init(uniting base: SecurityPolicy, pins: Set<SPKIPin>, pinnedCertificates: [Certificate]) {
-        mode = base.mode
-        self.pins = pins
-        self.pinnedCertificates = pinnedCertificates
-        allowInvalidCertificates = base.allowInvalidCertificates
-        validatesDomainName = base.validatesDomainName
-        enforce = base.enforce
-        expires = base.expires
-        notedHostname = base.notedHostname
-        includeSubdomains = base.includeSubdomains
-    }
-
     /// Whether any certificate from anyone passes: invalid certificates allowed, no host check and nothing
     /// pinned. AFNetworking allows it for development servers, and so does pinpath, with a warning.
     public var acceptsAnyCertificate: Bool { allowInvalidCertificates && !validatesDomainName && (mode == .none || pins.isEmpty) }

@@ -1,7 +1,9 @@
 import ArgumentParser
+import FoundationEssentials
 import Glibc
 import PinpathAgent
 import PinpathHTTP
+import PinpathSecurity
 
 struct CheckConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -68,6 +70,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
         for endpoint in configuration.endpoints {
             let policy = endpoint.security.map { ", policy \($0.names.joined(separator: "+"))" } ?? ""
             lines.append("  \(endpoint.name): \(endpoint.method) \(DisplayURL.redacting(endpoint.url.absoluteString)) every \(DurationSyntax.format(endpoint.interval)), timeout \(DurationSyntax.format(endpoint.timeout)), expect \(endpoint.expect.statusDescription)\(policy)")
+            lines.append("    effective: \(effectivePolicy(endpoint))")
         }
         let targets = configuration.reachabilityTargets.map(\.description).joined(separator: " ")
         lines.append("targets:   \(configuration.reachabilityTargets.count)\(targets.isEmpty ? "" : " (\(targets))")")
@@ -95,11 +98,51 @@ struct CheckConfigCommand: AsyncParsableCommand {
                     ("interval", .string(DurationSyntax.format(endpoint.interval))),
                     ("timeout", .string(DurationSyntax.format(endpoint.timeout))),
                     ("policies", .array((endpoint.security?.names ?? []).map(JSONValue.string))),
+                    ("effective_policy", effectivePolicyJSON(endpoint)),
                 ])
             })),
             ("targets", .array(configuration.reachabilityTargets.map { .string($0.description) })),
             ("metrics_textfile", .string(configuration.metricsTextfile)),
             ("warnings", .array(configuration.warnings.map(\.jsonValue))),
+        ])
+    }
+
+    /// What an endpoint's handshakes are held to and why: the combined mode, pins, enforcement and store,
+    /// then each policy that applies with the pattern that matched (or "named" for the `policy:` key).
+    static func effectivePolicy(_ endpoint: EndpointConfiguration) -> String {
+        guard endpoint.url.scheme?.lowercased() == "https" else { return "plain http, no TLS" }
+        guard let security = endpoint.security else { return "none (no policy applies): chain and host name against the system store" }
+        let policy = security.policy
+        var facts = [policy.mode.rawValue]
+        if policy.mode != .none {
+            facts.append("\(policy.pins.count) pins")
+            if policy.mode == .certificate { facts.append("\(policy.pinnedCertificates.count) pinned certificates") }
+            facts.append(policy.enforce ? "enforced" : "report-only")
+            if let expires = policy.expires { facts.append("expires \(expires.formatted(.iso8601))") }
+        }
+        if policy.allowInvalidCertificates { facts.append("invalid certificates allowed") }
+        if !policy.validatesDomainName { facts.append("host name not checked") }
+        facts.append("store \(security.caFile ?? "system")")
+        let sources = security.sources.map { source in
+            source.pattern.map { "\(source.name) (hosts \($0))" } ?? "\(source.name) (named)"
+        }
+        return facts.joined(separator: ", ") + "; from " + sources.joined(separator: ", ")
+    }
+
+    /// ``effectivePolicy(_:)`` for machines; `null` for http endpoints and endpoints no policy applies to.
+    static func effectivePolicyJSON(_ endpoint: EndpointConfiguration) -> JSONValue {
+        guard let security = endpoint.security else { return .null }
+        let policy = security.policy
+        return .object([
+            ("mode", .string(policy.mode.rawValue)), ("pins", .int(policy.pins.count)),
+            ("pinned_certificates", .int(policy.pinnedCertificates.count)), ("enforce", .bool(policy.enforce)),
+            ("expires", .string(policy.expires.map { $0.formatted(.iso8601) })),
+            ("allow_invalid_certificates", .bool(policy.allowInvalidCertificates)),
+            ("validates_domain_name", .bool(policy.validatesDomainName)),
+            ("ca_file", .string(security.caFile)),
+            ("from", .array(security.sources.map { source in
+                .object([("policy", .string(source.name)), ("matched_by", .string(source.pattern.map { "hosts \($0)" } ?? "named"))])
+            })),
         ])
     }
 }

@@ -82,6 +82,7 @@ public struct AgentConfiguration: Sendable {
         let events = EventsConfiguration.decode(fields?["events"], decoder)
         let declared = fields?["policies"].flatMap { decoder.namedEntries($0, "policies") } ?? []
         let policies = declared.compactMap { PolicyConfiguration.decode(name: $0.name, key: $0.key, value: $0.value, decoder) }
+        decoder.reportTrustStoreConflicts(policies, declared: declared)
         var context = EndpointConfiguration.Context(policies: policies, declaredPolicies: declared.map(\.name))
         let endpointNodes = fields?["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") } ?? []
         let endpoints = endpointNodes.enumerated().compactMap { index, node in

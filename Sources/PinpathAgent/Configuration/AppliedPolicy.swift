@@ -1,37 +1,93 @@
 import PinpathSecurity
 
 /// The security policy an endpoint's TLS handshakes are held to, resolved at load time from its `policy`
-/// key or, without one, from the `hosts` of the configured policies.
-public struct AppliedPolicy: Sendable {
-    /// The configured policies it came from: the one the endpoint names, or every policy whose `hosts`
-    /// match the URL's host, in file order.
-    public let names: [String]
-    /// The policy to evaluate: the named one, or the matching ones united as ``HostPolicySet`` unites them
-    /// (the first gives the mode and flags, the pins of all are accepted).
+/// key and the `hosts` of the configured policies: every one that applies, combined into the strictest
+/// (``HostPolicySet`` and `SecurityPolicy(combining:)`), so that naming a `mode: none` policy, or a broad one
+/// matching first, never cancels the pins another policy has for the host.
+public struct AppliedPolicy: Sendable, Equatable {
+    /// Why one configured policy applies.
+    public struct Source: Sendable, Equatable {
+        /// The policy's name.
+        public let name: String
+        /// The `hosts` pattern that matched the endpoint's host; `nil` when the endpoint names the policy.
+        public let pattern: HostPattern?
+    }
+
+    /// The configured policies it came from, with why: the one the endpoint names first, then every other
+    /// policy whose `hosts` match the URL's host, in file order.
+    public let sources: [Source]
+    /// The combined policy to evaluate.
     public let policy: SecurityPolicy
-    /// The CA file of the first of ``names``, resolved; `nil` means the system store.
+    /// The CA file the policies name (all that name one name the same certificates: see ``Conflict``), resolved; `nil`
+    /// means the system store.
     public let caFile: String?
     /// The store read from ``caFile``; `nil` means the system store.
     public let trustStore: TrustStore?
 
-    /// For an explicit `policy:` reference.
-    init(_ configured: PolicyConfiguration) {
-        names = [configured.name]
-        policy = configured.policy
-        caFile = configured.caFile
-        trustStore = configured.trustStore
+    /// The names of ``sources``.
+    public var names: [String] { sources.map(\.name) }
+
+    /// Why the policies that apply to a host cannot be combined, for the configuration problem.
+    struct Conflict: Error {
+        /// The sentence after the key path.
+        let description: String
+        /// Whether the policy the endpoint names is involved (otherwise the policies' own check reports it).
+        let involvesNamedPolicy: Bool
+
+        /// Two policies name CA files with different certificates: one verification cannot honour both, and
+        /// choosing either would silently drop the other's anchors.
+        init(_ first: PolicyConfiguration, _ second: PolicyConfiguration, named: String?) {
+            description = "policies \"\(first.name)\" (ca_file \(first.caFile ?? "?")) and \"\(second.name)\" (ca_file \(second.caFile ?? "?")) both apply to this host with different CA files; give them the same ca_file or make their hosts disjoint"
+            involvesNamedPolicy = named != nil && (first.name == named || second.name == named)
+        }
+
+        /// Another reason, in PinpathSecurity's words.
+        init(_ message: String) {
+            description = message
+            involvesNamedPolicy = true
+        }
+
+        /// The host is no host name or address a policy could name.
+        init(unmatchableHost host: String) {
+            description = "the host \(host) cannot be matched by a policy, so its policy would not apply; use a host name or an address"
+            involvesNamedPolicy = true
+        }
     }
 
-    /// The policies whose hosts match `host`, or `nil` when none does (the endpoint is not pinned and gets
-    /// plain chain and host-name validation).
-    init?(matching host: String, among policies: [PolicyConfiguration]) {
-        let matching = policies.filter { $0.hostPolicy.pattern(matching: host) != nil }
-        guard let first = matching.first, let policy = HostPolicySet(matching.map(\.hostPolicy)).policy(for: host) else {
-            return nil
+    /// What applies to an https endpoint on `host`, or `nil` when nothing does (it is not pinned and gets
+    /// plain chain and host-name validation against the system store).
+    /// - Parameters:
+    ///   - named: the policy the endpoint's `policy:` names, if any; it applies whatever its `hosts`.
+    ///   - policies: every valid configured policy, in file order.
+    /// - Throws: ``Conflict`` when two of them name different CA files, or the named one cannot apply to `host`.
+    init?(host: String, named: PolicyConfiguration?, among policies: [PolicyConfiguration]) throws(Conflict) {
+        let bareHost = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        var applying: [(configuration: PolicyConfiguration, entry: HostPolicy, named: Bool)] = []
+        if let named {
+            guard let exact = try? HostPattern(parsing: bareHost) else { throw Conflict(unmatchableHost: host) }
+            applying.append((named, HostPolicy(patterns: [exact], policy: named.policy, trustStore: named.trustStore), true))
         }
-        names = matching.map(\.name)
-        self.policy = policy
-        caFile = first.caFile
-        trustStore = first.trustStore
+        for configured in policies where configured.name != named?.name && configured.hostPolicy.pattern(matching: bareHost) != nil {
+            applying.append((configured, configured.hostPolicy, false))
+        }
+        guard !applying.isEmpty else { return nil }
+        let withStores = applying.filter { $0.configuration.trustStore != nil }
+        if let first = withStores.first, let other = withStores.first(where: { $0.configuration.trustStore != first.configuration.trustStore }) {
+            throw Conflict(first.configuration, other.configuration, named: named?.name)
+        }
+        let resolution: HostPolicySet.Resolution?
+        do {
+            resolution = try HostPolicySet(applying.map(\.entry)).resolution(for: bareHost)
+        } catch {
+            throw Conflict(error.message)
+        }
+        // Every entry was chosen because it applies to the host; one the set does not match would be dropped.
+        guard let resolution, resolution.matches.count == applying.count else { throw Conflict(unmatchableHost: host) }
+        sources = zip(applying, resolution.matches).map { applied, match in
+            Source(name: applied.configuration.name, pattern: applied.named ? nil : match.pattern)
+        }
+        policy = resolution.policy
+        caFile = withStores.first?.configuration.caFile
+        trustStore = resolution.trustStore
     }
 }

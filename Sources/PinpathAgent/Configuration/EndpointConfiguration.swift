@@ -3,7 +3,10 @@ import PinpathHTTP
 import Yams
 
 /// One HTTP(S) endpoint the agent probes (an item of `endpoints:`), with every default applied.
-public struct EndpointConfiguration: Sendable {
+///
+/// Endpoints compare by value, over everything a probe depends on (the policies a redirect may reach
+/// included): a reload restarts exactly the endpoints whose probes would now behave differently.
+public struct EndpointConfiguration: Sendable, Equatable {
     /// Which address families a probe may connect over.
     public enum IPFamily: String, Sendable, CaseIterable {
         /// Whatever the resolver and the routes allow. The default.
@@ -39,9 +42,13 @@ public struct EndpointConfiguration: Sendable {
     public let timeout: Duration
     /// The `policy:` the endpoint names, if it names one.
     public let policyName: String?
-    /// The security policy its handshakes are held to: the named one, or the policies whose `hosts` match
-    /// the URL's host; `nil` for http URLs and unpinned hosts (chain and host name are still verified).
+    /// The security policy its handshakes are held to: the named one and the policies whose `hosts` match
+    /// the URL's host, combined; `nil` for http URLs and unpinned hosts (chain and host name are still verified).
     public let security: AppliedPolicy?
+    /// The configured policies a redirect may reach, in file order: each hop to another host is held to
+    /// those matching it, as a first request there would be. All of them when redirects are followed, none
+    /// otherwise.
+    public let redirectPolicies: [PolicyConfiguration]
     /// The address families to use. Default `any`.
     public let ipFamily: IPFamily
     /// Consecutive failures before the endpoint is reported down. Default 2.
@@ -108,14 +115,14 @@ extension EndpointConfiguration {
         let followRedirects = fields["follow_redirects"].flatMap { decoder.bool($0, fields.path("follow_redirects")) } ?? true
 
         var policyName: String?
-        var security: AppliedPolicy?
+        var named: PolicyConfiguration?
         if let node = fields["policy"], let reference = decoder.string(node, fields.path("policy"), "a policy name") {
             policyName = reference
-            if let policy = context.policies.first(where: { $0.name == reference }) {
+            named = context.policies.first { $0.name == reference }
+            if named != nil {
                 if url?.scheme?.lowercased() == "http" {
                     decoder.report(.invalidValue, at: node, fields.path("policy"), "policy \"\(reference)\" checks TLS, but the URL is plain http; use https or remove the policy")
                 }
-                security = AppliedPolicy(policy)
             } else if !context.declaredPolicies.contains(reference) {
                 var message = "policy \"\(reference)\" is not defined"
                 if context.declaredPolicies.isEmpty {
@@ -127,14 +134,21 @@ extension EndpointConfiguration {
                 }
                 decoder.report(.undefinedReference, at: node, fields.path("policy"), message)
             }
-        } else if let url, url.scheme?.lowercased() == "https", let host = url.host {
-            security = AppliedPolicy(matching: host, among: context.policies)
         }
-
+        var security: AppliedPolicy?
+        if let url, url.scheme?.lowercased() == "https", let host = url.host {
+            do throws(AppliedPolicy.Conflict) {
+                security = try AppliedPolicy(host: host, named: named, among: context.policies)
+            } catch where error.involvesNamedPolicy {
+                decoder.report(.refusedPolicy, at: fields["policy"], fields.path("policy"), error.description)
+            } catch {
+                // Two host-matched policies: reported once, at the policies themselves.
+            }
+        }
         guard decoder.problems.count == before, let name, let url else { return nil }
         return EndpointConfiguration(
             name: name, url: url, method: method, headers: headers, expect: expect, interval: interval, timeout: timeout,
-            policyName: policyName, security: security, ipFamily: ipFamily, failureThreshold: failureThreshold,
+            policyName: policyName, security: security, redirectPolicies: followRedirects ? context.policies : [], ipFamily: ipFamily, failureThreshold: failureThreshold,
             successThreshold: successThreshold, certExpiryWarning: warning, followRedirects: followRedirects)
     }
 }
@@ -223,7 +237,7 @@ extension ConfigurationDecoder {
                 report(.invalidValue, at: value, path, "the value contains CR, LF or NUL\(origin); a header value is one line")
                 continue
             }
-            let secret = !variables.isEmpty || RedactableValue.credentialHeaders.contains(name.lowercased())
+            let secret = !variables.isEmpty || HTTPHeaders.isCredential(name)
             headers.append(.init(name: name, value: RedactableValue(text, isSecret: secret, variables: variables)))
         }
         return headers

@@ -2,8 +2,9 @@ import FoundationEssentials
 import PinpathSecurity
 import Yams
 
-/// One named entry of `policies:`: a validated ``SecurityPolicy`` and what it applies to.
-public struct PolicyConfiguration: Sendable {
+/// One named entry of `policies:`: a validated ``SecurityPolicy`` and what it applies to. Compares by value
+/// (the policy, its hosts, its CA file's certificates), so a reload sees any change to it.
+public struct PolicyConfiguration: Sendable, Equatable {
     /// The name endpoints refer to (`policy: api-pins`).
     public let name: String
     /// The policy, already accepted by ``SecurityPolicy``'s refusals (pins present, a backup pin, …).
@@ -20,7 +21,9 @@ public struct PolicyConfiguration: Sendable {
     public let trustStore: TrustStore?
 
     /// The entry as PinpathSecurity matches hosts (``HostPolicySet``).
-    public var hostPolicy: HostPolicy { HostPolicy(patterns: hosts, includeSubdomains: includeSubdomains, policy: policy) }
+    public var hostPolicy: HostPolicy {
+        HostPolicy(patterns: hosts, includeSubdomains: includeSubdomains, policy: policy, trustStore: trustStore)
+    }
 
     static let keys = [
         "mode", "pins", "certificates", "ca_file", "hosts", "include_subdomains", "enforce", "expires",

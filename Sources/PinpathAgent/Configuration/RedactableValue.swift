@@ -2,7 +2,7 @@
 /// `[redacted]`; only ``unredacted`` gives the text, for building the request itself.
 ///
 /// A value is secret when it was written with `${NAME}` (read from the environment at load time) or when its
-/// header carries credentials by nature (`Authorization`, `Proxy-Authorization`, `Cookie`, `X-API-Key`, …), so
+/// header carries credentials by nature (`HTTPHeaders.credentialFieldNames`: `Authorization`, `Cookie`, `X-API-Key`, …), so
 /// that a token pasted into the file is not logged either.
 public struct RedactableValue: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable, Encodable
@@ -35,9 +35,4 @@ public struct RedactableValue: Sendable, Hashable, CustomStringConvertible, Cust
         var container = encoder.singleValueContainer()
         try container.encode(description)
     }
-
-    /// Header names whose values are credentials whatever they were written as.
-    static let credentialHeaders: Set<String> = [
-        "authorization", "proxy-authorization", "cookie", "x-api-key", "api-key", "x-auth-token", "x-access-token",
-    ]
 }

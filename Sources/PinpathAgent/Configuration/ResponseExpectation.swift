@@ -1,7 +1,7 @@
 import Yams
 
 /// What a response must look like for a probe to succeed (`expect:`).
-public struct ResponseExpectation: Sendable {
+public struct ResponseExpectation: Sendable, Equatable {
     /// Accepted status codes, as inclusive ranges (`204` is `204...204`). Default `200-299`.
     public let statuses: [ClosedRange<Int>]
     /// Text the body must contain, if set (`body_contains`).
@@ -56,7 +56,7 @@ public struct ResponseExpectation: Sendable {
 
 /// A compiled regular expression for response bodies (Swift `Regex` syntax, which reads PCRE's and ICU's
 /// common forms), compiled once at load time so that a typo is a configuration error.
-public struct BodyPattern: @unchecked Sendable, CustomStringConvertible {
+public struct BodyPattern: @unchecked Sendable, Equatable, CustomStringConvertible {
     // @unchecked: `Regex<AnyRegexOutput>` is not declared Sendable, but it is an immutable value whose lazily
     // compiled program is published atomically by the regex engine, so probes on several tasks may share it.
     private let regex: Regex<AnyRegexOutput>
@@ -79,6 +79,9 @@ public struct BodyPattern: @unchecked Sendable, CustomStringConvertible {
 
     /// The expression as written.
     public var description: String { source }
+
+    /// Patterns compare by their source: the same text compiles to the same expression.
+    public static func == (lhs: BodyPattern, rhs: BodyPattern) -> Bool { lhs.source == rhs.source }
 
     private struct PatternError: Error, CustomStringConvertible {
         let message: String

@@ -67,6 +67,8 @@ struct EndpointProbe: Sendable {
         }
         options.securityPolicy = endpoint.security?.policy
         options.trustStore = endpoint.security?.trustStore
+        // Redirect hops to other hosts are held to the configured policies for them, with their stores.
+        options.policies = HostPolicySet(endpoint.redirectPolicies.map(\.hostPolicy))
         return options
     }
 }

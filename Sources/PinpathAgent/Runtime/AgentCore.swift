@@ -264,7 +264,8 @@ actor AgentCore {
         }
         for endpoint in new.endpoints {
             if let old = trackers[endpoint.name] {
-                guard !Self.same(old.endpoint, endpoint) else { continue }
+                // By value, over everything its probe depends on (policies a redirect may reach included).
+                guard old.endpoint != endpoint else { continue }
                 changed.append(endpoint.name)
             } else {
                 added.append(endpoint.name)
@@ -278,17 +279,6 @@ actor AgentCore {
         pathChanged()  // new endpoints may start out unreachable
         wake()
         return (added, removed, changed)
-    }
-
-    /// Whether a reload leaves an endpoint as it was (its state is kept then).
-    private static func same(_ lhs: EndpointConfiguration, _ rhs: EndpointConfiguration) -> Bool {
-        lhs.url == rhs.url && lhs.method == rhs.method && lhs.headers == rhs.headers && lhs.interval == rhs.interval
-            && lhs.timeout == rhs.timeout && lhs.policyName == rhs.policyName && lhs.ipFamily == rhs.ipFamily
-            && lhs.failureThreshold == rhs.failureThreshold && lhs.successThreshold == rhs.successThreshold
-            && lhs.certExpiryWarning == rhs.certExpiryWarning && lhs.followRedirects == rhs.followRedirects
-            && lhs.expect.statuses == rhs.expect.statuses && lhs.expect.bodyContains == rhs.expect.bodyContains
-            && lhs.expect.bodyMatches?.source == rhs.expect.bodyMatches?.source
-            && lhs.security?.names == rhs.security?.names
     }
 
     /// Stops scheduling; the loop returns.

@@ -1,0 +1,237 @@
+import Foundation
+import PinpathSecurity
+import PinpathTestSupport
+import Testing
+
+@testable import PinpathHTTP
+
+/// Issue 11, rule 5: a redirect never weakens the request. Host A is 127.0.0.1, host B is ::1 (the test
+/// PKI's `ip` leaf names both); each server records what it receives, so "nothing was sent" is checked at
+/// the server, through the library (`Session`) and `pinpath request`.
+@Suite("Redirect attacks", .serialized)
+struct RedirectAttackTests {
+    let pki = TestPKI.shared
+
+    var ipLeaf: (leaf: String, key: String, chain: [String]) { (pki.path("ip"), pki.path("ip", "key"), [pki.path("inter")]) }
+
+    func tlsServer(_ address: String = "127.0.0.1") throws -> RecordingServer {
+        try RecordingServer(address: address, certificate: ipLeaf, directory: pki.directory)
+    }
+
+    /// Pins that the `ip` chain does not have (another CA's intermediate and root).
+    func wrongPins() throws -> SecurityPolicy {
+        try SecurityPolicy(mode: .publicKey, pins: try pki.chain(["otherinter", "otherroot"]).map(\.spkiPin))
+    }
+
+    func rightPins() throws -> SecurityPolicy {
+        try SecurityPolicy(mode: .publicKey, pins: try pki.chain(["inter", "root"]).map(\.spkiPin))
+    }
+
+    static func options() -> RequestOptions {
+        var options = RequestOptions()
+        options.timeout = TestTime.scaled(.seconds(10))
+        options.freshConnection = true
+        return options
+    }
+
+    static func send(
+        _ session: Session, _ url: String, method: HTTPMethod = .get, headers: HTTPHeaders = [:], body: String? = nil,
+        options: RequestOptions = options()
+    ) async -> Result<HTTPResponse, HTTPError> {
+        var request = HTTPRequest(method: method, url: URL(string: url)!, headers: headers)
+        if let body { request.body = .bytes(Array(body.utf8)) }
+        do throws(HTTPError) {
+            return .success(try await session.send(request, options: options))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    // MARK: 5a: each hop is held to its own host's policy
+
+    /// Where host B's policy comes from: the session's per-host policies or the request's (the agent's way).
+    enum PolicySource: String, CaseIterable, CustomTestStringConvertible {
+        case session, requestOptions
+        var testDescription: String { rawValue }
+    }
+
+    /// What B's policy gets wrong: its pins, or its CA file (which does not anchor B's chain).
+    enum Mismatch: String, CaseIterable, CustomTestStringConvertible {
+        case pins, caFile
+        var testDescription: String { rawValue }
+    }
+
+    func hostBPolicy(_ mismatch: Mismatch?) throws -> HostPolicy {
+        let pattern = try HostPattern(parsing: "::1")
+        switch mismatch {
+        case .pins: return HostPolicy(patterns: [pattern], policy: try wrongPins())
+        case .caFile: return HostPolicy(patterns: [pattern], policy: try SecurityPolicy(mode: .none), trustStore: try TrustStore(caFile: pki.path("otherroot")))
+        case nil: return HostPolicy(patterns: [pattern], policy: try rightPins(), trustStore: try pki.trustStore())
+        }
+    }
+
+    @Test("A redirect to host B is held to B's policy (pins, CA file): rejected, and B receives nothing",
+          arguments: PolicySource.allCases, Mismatch.allCases)
+    func hopUsesTargetHostPolicy(_ source: PolicySource, _ mismatch: Mismatch) async throws {
+        let a = try tlsServer(), b = try tlsServer("::1")
+        defer { a.stop(); b.stop() }
+        var configuration = Session.Configuration(trustStore: try pki.trustStore())
+        var options = Self.options()
+        switch source {
+        case .session: configuration.policies = HostPolicySet([try hostBPolicy(mismatch)])
+        case .requestOptions: options.policies = HostPolicySet([try hostBPolicy(mismatch)])
+        }
+        let session = try Session(configuration)
+        let result = await Self.send(session, a.redirect(302, to: "\(b.origin)/secret"), options: options)
+        let expected: HTTPError.Code = mismatch == .pins ? .policyRejected : .tlsInvalid
+        #expect(result.failure?.code == expected, "\(result)")
+        #expect(a.requests.count == 1)
+        #expect(b.requests.isEmpty, "B received \(b.requests.map(\.path))")
+    }
+
+    @Test("Control: when B's policy accepts B, the same redirect is followed and B receives the request")
+    func hopFollowedWhenPolicyAccepts() async throws {
+        let a = try tlsServer(), b = try tlsServer("::1")
+        defer { a.stop(); b.stop() }
+        var options = Self.options()
+        options.policies = HostPolicySet([try hostBPolicy(nil)])
+        let session = try Session(Session.Configuration(trustStore: try pki.trustStore()))
+        let result = await Self.send(session, a.redirect(302, to: "\(b.origin)/final"), options: options)
+        #expect(result.success?.statusCode == 200, "\(result)")
+        #expect(result.success?.redirectCount == 1)
+        #expect(b.requests.map(\.path) == ["/final"])
+    }
+
+    @Test("Two entries for B naming different trust stores: refused before connecting, B receives nothing")
+    func conflictingStoresFailClosed() async throws {
+        let a = try tlsServer(), b = try tlsServer("::1")
+        defer { a.stop(); b.stop() }
+        let pattern = try HostPattern(parsing: "::1")
+        var options = Self.options()
+        options.policies = HostPolicySet([
+            HostPolicy(patterns: [pattern], policy: try SecurityPolicy(mode: .none), trustStore: try pki.trustStore()),
+            HostPolicy(patterns: [pattern], policy: try rightPins(), trustStore: try TrustStore(caFile: pki.path("otherroot"))),
+        ])
+        let session = try Session(Session.Configuration(trustStore: try pki.trustStore()))
+        let result = await Self.send(session, a.redirect(302, to: "\(b.origin)/"), options: options)
+        #expect(result.failure?.code == .policyRejected, "\(result)")
+        #expect(result.failure?.message.contains("different trust stores") == true)
+        #expect(b.requests.isEmpty)
+    }
+
+    // MARK: 5b: https never continues over http
+
+    @Test("A pinned https request answered by 307 to http: insecure_redirect, the http server receives nothing; followed only when allowed, without credentials")
+    func httpsToHTTP() async throws {
+        let a = try tlsServer()
+        let plain = try RecordingServer(directory: pki.directory)
+        defer { a.stop(); plain.stop() }
+        var configuration = Session.Configuration(trustStore: try pki.trustStore())
+        configuration.policies = HostPolicySet([HostPolicy(patterns: [try HostPattern(parsing: "127.0.0.1")], policy: try rightPins())])
+        let session = try Session(configuration)
+        let headers: HTTPHeaders = ["Authorization": "Bearer secret", "X-Api-Key": "key"]
+        let url = a.redirect(307, to: "\(plain.origin)/collect")
+
+        let refused = await Self.send(session, url, method: .post, headers: headers, body: "card=4111")
+        #expect(refused.failure?.code == .insecureRedirect, "\(refused)")
+        #expect(refused.failure?.response?.statusCode == 307)
+        #expect(a.requests.count == 1)
+        #expect(plain.requests.isEmpty, "the http server received \(plain.requests.map(\.path))")
+
+        var options = Self.options()
+        options.allowsInsecureRedirects = true
+        options.keepsHeadersAcrossOrigins = true  // even then, credentials do not go over http
+        let followed = await Self.send(session, url, method: .post, headers: headers, body: "card=4111", options: options)
+        #expect(followed.success?.statusCode == 200, "\(followed)")
+        #expect(followed.success?.tls == nil)
+        let received = try #require(plain.requests.first)
+        #expect(received.method == "POST" && received.body == "card=4111")
+        #expect(received.header("Authorization") == nil && received.header("X-Api-Key") == nil)
+    }
+
+    // MARK: 5c: another origin gets only the safe headers
+
+    static let callerHeaders: HTTPHeaders = [
+        "Authorization": "Bearer secret", "Cookie": "session=s", "Proxy-Authorization": "Basic cHJveHk6cHc=",
+        "X-Api-Key": "key", "X-Custom": "mine", "Accept": "text/plain", "User-Agent": "attack-test",
+    ]
+    static let sensitive = ["Authorization", "Cookie", "Proxy-Authorization", "X-Api-Key", "X-Custom"]
+
+    @Test("Cross-host redirect: B receives none of the caller's headers but the safe list; all with keepsHeadersAcrossOrigins")
+    func crossHostHeaders() async throws {
+        let a = try tlsServer(), b = try tlsServer("::1")
+        defer { a.stop(); b.stop() }
+        let session = try Session(Session.Configuration(trustStore: try pki.trustStore()))
+        let stripped = await Self.send(session, a.redirect(302, to: "\(b.origin)/stripped"), headers: Self.callerHeaders)
+        #expect(stripped.success?.statusCode == 200, "\(stripped)")
+        let first = try #require(b.requests.first)
+        for name in Self.sensitive { #expect(first.header(name) == nil, "\(name) reached host B") }
+        #expect(first.header("Accept") == "text/plain" && first.header("User-Agent") == "attack-test")
+        #expect(a.requests.first?.header("X-Api-Key") == "key", "host A itself got them")
+
+        var options = Self.options()
+        options.keepsHeadersAcrossOrigins = true
+        _ = await Self.send(session, a.redirect(302, to: "\(b.origin)/trusted"), headers: Self.callerHeaders, options: options)
+        let trusted = try #require(b.requests.last)
+        #expect(trusted.path == "/trusted")
+        for name in Self.sensitive { #expect(trusted.header(name) == Self.callerHeaders[name], "\(name)") }
+    }
+
+    @Test("Same-origin redirect keeps every header")
+    func sameHostHeaders() async throws {
+        let a = try tlsServer()
+        defer { a.stop() }
+        let session = try Session(Session.Configuration(trustStore: try pki.trustStore()))
+        let result = await Self.send(session, a.redirect(302, to: "\(a.origin)/same"), headers: Self.callerHeaders)
+        #expect(result.success?.statusCode == 200, "\(result)")
+        let second = try #require(a.requests.last)
+        #expect(second.path == "/same")
+        for name in Self.sensitive { #expect(second.header(name) == Self.callerHeaders[name], "\(name)") }
+    }
+
+    // MARK: The same attacks through `pinpath request`
+
+    func request(_ arguments: [String]) throws -> Shell.Result {
+        try Shell.run([Shell.pinpath, "request", "--ca-file", pki.path("store"), "--timeout", "10"] + arguments)
+    }
+
+    @Test("pinpath request: https → http exits 2 (insecure_redirect) and sends nothing; --allow-insecure-redirect follows")
+    func requestCommandInsecureRedirect() throws {
+        let a = try tlsServer()
+        let plain = try RecordingServer(directory: pki.directory)
+        defer { a.stop(); plain.stop() }
+        let pins = try pki.chain(["inter"]).map { "--pin=\($0.spkiPin)" }
+        let url = a.redirect(307, to: "\(plain.origin)/collect")
+        let refused = try request(pins + ["-d", "card=4111", "-H", "Authorization: Bearer secret", url])
+        #expect(refused.status == 2, "\(refused.stderr)")
+        #expect(refused.stderr.hasPrefix("pinpath: error: insecure_redirect: "), "\(refused.stderr)")
+        #expect(plain.requests.isEmpty)
+
+        let followed = try request(pins + ["--allow-insecure-redirect", "-d", "card=4111", "-H", "Authorization: Bearer secret", url])
+        #expect(followed.status == 0, "\(followed.stderr)")
+        #expect(plain.requests.first?.body == "card=4111")
+        #expect(plain.requests.first?.header("Authorization") == nil)
+    }
+
+    @Test("pinpath request: a cross-host redirect drops the caller's headers but the safe list; --location-trusted keeps them")
+    func requestCommandHeaders() throws {
+        let a = try tlsServer(), b = try tlsServer("::1")
+        defer { a.stop(); b.stop() }
+        let headers = Self.callerHeaders.flatMap { ["-H", "\($0.name): \($0.value)"] }
+        let stripped = try request(headers + [a.redirect(302, to: "\(b.origin)/stripped")])
+        #expect(stripped.status == 0, "\(stripped.stderr)")
+        let first = try #require(b.requests.first)
+        for name in Self.sensitive { #expect(first.header(name) == nil, "\(name) reached host B") }
+        #expect(first.header("User-Agent") == "attack-test")
+
+        let trusted = try request(headers + ["--location-trusted", a.redirect(302, to: "\(b.origin)/trusted")])
+        #expect(trusted.status == 0, "\(trusted.stderr)")
+        let second = try #require(b.requests.last)
+        for name in Self.sensitive { #expect(second.header(name) == Self.callerHeaders[name], "\(name)") }
+    }
+}
+
+extension Result {
+    var failure: Failure? { if case .failure(let error) = self { error } else { nil } }
+    var success: Success? { if case .success(let value) = self { value } else { nil } }
+}
