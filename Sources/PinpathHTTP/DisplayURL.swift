@@ -7,13 +7,14 @@ public enum DisplayURL {
     public static func redacting(_ text: String) -> String {
         var rest = Substring(text)
         var result = ""
+        // Only a URL with an authority (`scheme://`) has userinfo; `mailto:a@b` keeps its address.
         if let scheme = rest.firstRange(of: "://") {
             result += rest[..<scheme.upperBound]
             rest = rest[scheme.upperBound...]
+            // Userinfo ends at the last `@` before the path; a `?` or `#` typed in a password does not end it.
+            let authority = rest[..<(rest.firstIndex(of: "/") ?? rest.endIndex)]
+            if let at = authority.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
         }
-        // Userinfo ends at the last `@` before the path; a `?` or `#` typed inside a password does not end it.
-        let authority = rest[..<(rest.firstIndex(of: "/") ?? rest.endIndex)]
-        if let at = authority.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
         result += rest[..<(rest.firstIndex { $0 == "?" || $0 == "#" } ?? rest.endIndex)]
         return result
     }
