@@ -14,11 +14,13 @@ struct ConnectionReuseAttackTests {
 
     // MARK: Rule 3: the verifier lives as long as its connection; renegotiation is refused
 
-    /// A TLS 1.2 server for the `ip` leaf (SAN IP:127.0.0.1) that the test drives by hand.
+    /// A TLS 1.2 server for the `ip` leaf (SAN IP:127.0.0.1) that the test drives by hand. Its renegotiations
+    /// are full handshakes (`-no_resumption_on_reneg`): a resumed one sends no certificate, so the client's
+    /// verify callback would not run, and a verifier freed too early would go unnoticed.
     func renegotiatingServer() throws -> ScriptedTLSServer {
         try ScriptedTLSServer(
             certificate: pki.path("ip"), key: pki.path("ip", "key"), chain: [pki.path("inter")], in: pki.directory,
-            extraArguments: ["-tls1_2"])
+            extraArguments: ["-tls1_2", "-no_resumption_on_reneg"])
     }
 
     /// The attack: `/start` is answered with a redirect on a kept-alive connection; once the redirected
