@@ -6,11 +6,21 @@ import Synchronization
 /// Runs a ``SecurityPolicy`` inside an OpenSSL handshake, as the `SSL_CTX`'s certificate verification
 /// callback, so that a connection is refused before any request byte is sent.
 ///
-/// Keep the verifier alive as long as the `SSL_CTX` may handshake: OpenSSL holds only an unretained pointer.
-/// Install it on a context used for one host (the host is part of the evaluation), with peer verification
-/// on (`SSL_VERIFY_PEER`) and, for libcurl, `CURLOPT_SSL_VERIFYPEER` 1 and the session cache off (resumed
-/// sessions skip the callback).
+/// Installed on a context, the verifier lives as long as that context: the context holds a reference (its
+/// ex_data), which OpenSSL drops when the context is freed, and every `SSL` made from it keeps it alive. So a
+/// pooled connection can be checked again however long it outlives the request that opened it. Install it on
+/// a context used for one host (the host is part of the evaluation), with peer verification on
+/// (`SSL_VERIFY_PEER`) and, for libcurl, `CURLOPT_SSL_VERIFYPEER` 1 and the session cache off (resumed sessions
+/// skip the callback).
 public final class HandshakeVerifier: Sendable {
+    /// What a verdict depends on apart from the peer and the name it is for: a connection verified under some
+    /// terms may carry only requests made under equal terms.
+    package struct Terms: Hashable, Sendable {
+        let policy: SecurityPolicy
+        let trustStore: TrustStore
+        let verificationTime: Date?
+    }
+
     /// The policy applied.
     public let policy: SecurityPolicy
     /// The host name or IP address the connection is for.
@@ -21,6 +31,7 @@ public final class HandshakeVerifier: Sendable {
     private let verificationTime: Date?
     // Written on whatever thread runs the handshake, read by the caller afterwards.
     private let last = Mutex<Result<TrustEvaluation, SecurityError>?>(nil)
+    private let evaluations = Atomic<Int>(0)
 
     /// Creates a verifier; see ``SecurityPolicy/evaluate(servedChain:host:port:trustStore:verificationTime:now:)``.
     public init(policy: SecurityPolicy, host: String, port: Int = 443, trustStore: TrustStore, verificationTime: Date? = nil) {
@@ -34,19 +45,69 @@ public final class HandshakeVerifier: Sendable {
     /// The outcome of the most recent handshake's evaluation, or the error that stopped it from running.
     public var lastResult: Result<TrustEvaluation, SecurityError>? { last.withLock { $0 } }
 
-    /// Installs the evaluation as the certificate verification callback of an OpenSSL `SSL_CTX*`. Wraps
-    /// `SSL_CTX_set_cert_verify_callback`; a rejection sets `X509_V_ERR_APPLICATION_VERIFICATION` and fails the
-    /// handshake, a report-only pin failure lets it proceed.
-    /// - Parameter sslContext: an `SSL_CTX*`.
-    package func install(on sslContext: OpaquePointer) {
+    /// How many handshakes this verifier has evaluated.
+    package var handshakesEvaluated: Int { evaluations.load(ordering: .relaxed) }
+
+    /// The policy, trust store and verification time the verdicts depend on.
+    package var terms: Terms { Terms(policy: policy, trustStore: trustStore, verificationTime: verificationTime) }
+
+    /// Whether a connection this verifier let through may carry a request that `request` was made for: same
+    /// terms, same host (names compare without case, as libcurl matches them) and port.
+    package func connectionServes(_ request: HandshakeVerifier) -> Bool {
+        guard case .success(let evaluation) = lastResult, evaluation.allowsConnection else { return false }
+        return terms == request.terms && host.lowercased() == request.host.lowercased() && port == request.port
+    }
+
+    /// Installs the evaluation as the certificate verification callback of an OpenSSL `SSL_CTX*`, which keeps
+    /// the verifier alive until it is freed, and refuses renegotiation on it (`SSL_OP_NO_RENEGOTIATION`): a
+    /// second handshake on an established connection would put a new chain under a request already admitted.
+    /// Wraps `SSL_CTX_set_ex_data`, `SSL_CTX_set_options` and `SSL_CTX_set_cert_verify_callback`; a rejection
+    /// sets `X509_V_ERR_APPLICATION_VERIFICATION` and fails the handshake, a report-only pin failure lets it
+    /// proceed.
+    /// - Parameter sslContext: an `SSL_CTX*` for one connection (libcurl makes one per connection).
+    /// - Throws: ``SecurityError`` `openSSLFailure` when the context already carries a verifier (a context shared
+    ///   by connections made for different requests) or OpenSSL cannot store the reference.
+    package func install(on sslContext: OpaquePointer) throws(SecurityError) {
+        guard let slot = Self.contextSlot else {
+            throw SecurityError(.openSSLFailure, "\(host): OpenSSL has no ex_data index for the handshake verifier")
+        }
+        guard SSL_CTX_get_ex_data(sslContext, slot) == nil else {
+            throw SecurityError(.openSSLFailure, "\(host): the TLS context already carries a handshake verifier")
+        }
+        let owned = Unmanaged.passRetained(self)
+        guard SSL_CTX_set_ex_data(sslContext, slot, owned.toOpaque()) == 1 else {
+            owned.release()
+            throw SecurityError.openSSL(.openSSLFailure, "\(host): cannot attach the handshake verifier to the TLS context")
+        }
+        SSL_CTX_set_options(sslContext, pinpath_SSL_OP_NO_RENEGOTIATION())
+        // The argument is the reference the context owns, so it is valid whenever the context calls back.
         SSL_CTX_set_cert_verify_callback(
             sslContext,
             { storeContext, argument in
                 guard let storeContext, let argument else { return 0 }
                 let verifier = Unmanaged<HandshakeVerifier>.fromOpaque(argument).takeUnretainedValue()
                 return verifier.verify(storeContext) ? 1 : 0
-            }, Unmanaged.passUnretained(self).toOpaque())
+            }, owned.toOpaque())
     }
+
+    /// The verifier installed on an `SSL_CTX*` (as `SSL_get_SSL_CTX` returns it for a connection), if any: the
+    /// one whose verdict let the connection's handshake complete.
+    package static func installed(on sslContext: OpaquePointer) -> HandshakeVerifier? {
+        guard let slot = contextSlot, let pointer = SSL_CTX_get_ex_data(sslContext, slot) else { return nil }
+        return Unmanaged<HandshakeVerifier>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    /// The `SSL_CTX` ex_data index holding an installed verifier; OpenSSL calls the free callback, which drops
+    /// the context's reference, when the context is freed. Registered once per process.
+    private static let contextSlot: Int32? = {
+        let slot = CRYPTO_get_ex_new_index(
+            CRYPTO_EX_INDEX_SSL_CTX, 0, nil, nil, nil,
+            { _, pointer, _, _, _, _ in
+                guard let pointer else { return }  // called for every context, with or without a verifier
+                Unmanaged<HandshakeVerifier>.fromOpaque(pointer).release()
+            })
+        return slot >= 0 ? slot : nil
+    }()
 
     /// Evaluates the chain in OpenSSL's verification context and records the result.
     private func verify(_ storeContext: OpaquePointer) -> Bool {
@@ -62,6 +123,7 @@ public final class HandshakeVerifier: Sendable {
             result = .failure(SecurityError(.openSSLFailure, "\(host): \(error)"))
         }
         last.withLock { $0 = result }
+        evaluations.add(1, ordering: .relaxed)
         guard case .success(let evaluation) = result, evaluation.allowsConnection else {
             X509_STORE_CTX_set_error(storeContext, X509_V_ERR_APPLICATION_VERIFICATION)
             return false

@@ -53,7 +53,7 @@ struct HandshakeVerifierTests {
         let context = try #require(SSL_CTX_new(TLS_client_method()))
         defer { SSL_CTX_free(context) }
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
-        verifier.install(on: context)
+        try verifier.install(on: context)
         let ssl = try #require(SSL_new(context))
         defer { SSL_free(ssl) }
         let fd = try TLSServer.connectLoopback(port: port)

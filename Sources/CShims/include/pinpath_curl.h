@@ -2,8 +2,8 @@
 #define PINPATH_CURL_H
 
 // Typed pass-throughs for libcurl's variadic functions (curl_easy_setopt, curl_easy_getinfo,
-// curl_multi_setopt), which Swift cannot call. One setter per argument type, and one per callback kind so
-// that the compiler checks each callback's signature.
+// curl_multi_setopt, curl_share_setopt), which Swift cannot call. One setter per argument type, and one per
+// callback kind so that the compiler checks each callback's signature.
 #include <curl/curl.h>
 
 static inline CURLcode pinpath_curl_setopt_long(CURL *handle, CURLoption option, long value) {
@@ -40,6 +40,11 @@ static inline CURLcode pinpath_curl_set_seek_callback(CURL *handle, pinpath_curl
     return curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, callback);
 }
 
+// CURLOPT_PREREQFUNCTION: called once a connection (new or reused) is ready, before the request is sent.
+static inline CURLcode pinpath_curl_set_prereq_callback(CURL *handle, curl_prereq_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, callback);
+}
+
 static inline CURLcode pinpath_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }
@@ -56,6 +61,10 @@ static inline CURLcode pinpath_curl_getinfo_tls_session(CURL *handle, struct cur
 
 static inline CURLMcode pinpath_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
     return curl_multi_setopt(multi, option, value);
+}
+
+static inline CURLSHcode pinpath_curl_share_setopt_long(CURLSH *share, CURLSHoption option, long value) {
+    return curl_share_setopt(share, option, value);
 }
 
 // The address libcurl is about to connect to, as a pointer: curl_sockaddr declares a 16-byte sockaddr that

@@ -43,4 +43,7 @@ static inline int pinpath_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
 // XN_FLAG_RFC2253 is a macro built from other macros, which Swift does not import.
 static inline unsigned long pinpath_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }
 
+// SSL_OP_NO_RENEGOTIATION is a macro built from a cast (SSL_OP_BIT), which Swift does not import.
+static inline uint64_t pinpath_SSL_OP_NO_RENEGOTIATION(void) { return SSL_OP_NO_RENEGOTIATION; }
+
 #endif

@@ -18,8 +18,11 @@ final class Transfer: @unchecked Sendable {
     let request: HTTPRequest
     let options: RequestOptions
     let handle: UnsafeMutableRawPointer
-    /// Runs the security policy in the handshake; `nil` for plain http.
+    /// Runs the security policy in the handshake of a connection this transfer opens; `nil` for plain http.
     let verifier: HandshakeVerifier?
+    /// The verifier that checked the connection the request goes out on: ``verifier`` for a new connection,
+    /// the opener's for a reused one. Set once the connection is ready, before the request is sent.
+    private var connectionVerifier: HandshakeVerifier?
     private let addressCheck: AddressCheck?
     private let bodySource: RequestBody?
     private var bodyReader: (any BodyReader)?
@@ -164,11 +167,13 @@ final class Transfer: @unchecked Sendable {
         try set(CURLOPT_CAPATH, pointer: nil)
         try set(CURLOPT_SSL_SESSIONID_CACHE, 0)
         try check(pinpath_curl_set_ssl_ctx_callback(handle) { _, sslContext, context in
-            let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
-            transfer.verifier?.install(on: OpaquePointer(sslContext!))
-            return CURLE_OK
+            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().installVerifier(on: OpaquePointer(sslContext!))
         })
         try set(CURLOPT_SSL_CTX_DATA, pointer: context)
+        try check(pinpath_curl_set_prereq_callback(handle) { context, _, _, _, _ in
+            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().admitConnection()
+        })
+        try set(CURLOPT_PREREQDATA, pointer: context)
         if let clientCertificate {
             try set(CURLOPT_SSLCERT, clientCertificate.certificatePath)
             if let key = clientCertificate.keyPath { try set(CURLOPT_SSLKEY, key) }
@@ -176,7 +181,41 @@ final class Transfer: @unchecked Sendable {
         }
     }
 
+    /// The trust terms the request's connection must have been verified under, which key the engine's
+    /// connection pools; `nil` for plain http.
+    var connectionTerms: HandshakeVerifier.Terms? { verifier?.terms }
+
     // MARK: Callbacks (engine thread)
+
+    /// libcurl made a TLS context for a new connection (one per connection in 7.88): the verifier goes on it
+    /// and lives as long as the connection.
+    private func installVerifier(on sslContext: OpaquePointer) -> CURLcode {
+        guard let verifier else { return CURLE_OK }
+        do {
+            try verifier.install(on: sslContext)
+            return CURLE_OK
+        } catch {
+            callbackFailure = HTTPError(.tlsFailed, "\(description): \(error.message)")
+            return CURLE_ABORTED_BY_CALLBACK
+        }
+    }
+
+    /// The connection is ready (new or taken from the pool) and nothing is sent yet: it may carry the request
+    /// only if its handshake was verified under this request's terms, for this host and port, and allowed.
+    /// The pools keep other connections from being offered; this refuses one if that ever fails.
+    private func admitConnection() -> Int32 {
+        guard let verifier else { return CURL_PREREQFUNC_OK }
+        guard let ssl = currentSSL(), let sslContext = SSL_get_SSL_CTX(ssl),
+            let checked = HandshakeVerifier.installed(on: sslContext), checked.connectionServes(verifier)
+        else {
+            callbackFailure = HTTPError(
+                .tlsFailed,
+                "\(description): refused to send on a connection that was not verified under this request's security policy and trust store (nothing was sent)")
+            return CURL_PREREQFUNC_ABORT
+        }
+        connectionVerifier = checked
+        return CURL_PREREQFUNC_OK
+    }
 
     private func receiveBody(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
         guard body.count + count <= options.maximumBodySize else {
@@ -246,12 +285,17 @@ final class Transfer: @unchecked Sendable {
         return fd
     }
 
-    private func currentTLSSession() -> (String, String)? {
+    /// The OpenSSL `SSL*` of the transfer's connection, once it has one.
+    private func currentSSL() -> OpaquePointer? {
         var info: UnsafeMutablePointer<curl_tlssessioninfo>?
         guard pinpath_curl_getinfo_tls_session(handle, &info) == CURLE_OK, let info,
             info.pointee.backend == CURLSSLBACKEND_OPENSSL, let internals = info.pointee.internals
         else { return nil }
-        let ssl = OpaquePointer(internals)
+        return OpaquePointer(internals)
+    }
+
+    private func currentTLSSession() -> (String, String)? {
+        guard let ssl = currentSSL() else { return nil }
         let version = String(cString: SSL_get_version(ssl))
         let cipher = SSL_get_current_cipher(ssl).map { String(cString: SSL_CIPHER_get_name($0)) } ?? "?"
         return (version, cipher)
@@ -268,7 +312,7 @@ final class Transfer: @unchecked Sendable {
             httpVersion: httpVersion, remoteAddress: remoteAddress, timings: timings)
         if let tlsSession {
             response.tls = TLSDetails(
-                version: tlsSession.version, cipher: tlsSession.cipher, evaluation: try? verifier?.lastResult?.get())
+                version: tlsSession.version, cipher: tlsSession.cipher, evaluation: try? connectionVerifier?.lastResult?.get())
         }
         return .success(response)
     }

@@ -5,6 +5,10 @@ import Synchronization
 
 /// Drives every transfer of a session on one thread with libcurl's multi interface, which blocks in
 /// `curl_multi_poll` and is woken by `curl_multi_wakeup` when a transfer is added or cancelled.
+///
+/// An https transfer takes and leaves its connection in the pool of its trust terms (``ConnectionPool``), so
+/// that a connection verified under one policy and trust store never carries a request made under others.
+/// Plain http transfers use the multi handle's own connection cache.
 final class TransferEngine: Sendable {
     /// The multi handle. `@unchecked Sendable`: only the engine thread uses it, apart from
     /// `curl_multi_wakeup`, which libcurl documents as callable from any thread.
@@ -93,10 +97,23 @@ final class TransferEngine: Sendable {
 
     private static func run(_ shared: Shared) {
         let multi = shared.multi
-        var running: [UnsafeMutableRawPointer: Transfer] = [:]
+        var running: [UnsafeMutableRawPointer: (transfer: Transfer, pool: ConnectionPool?)] = [:]
+        var pools = ConnectionPools()
+
+        func start(_ transfer: Transfer) throws(HTTPError) {
+            let pool = try transfer.connectionTerms.map { terms throws(HTTPError) in try pools.pool(for: terms) }
+            try pool?.attach(transfer)
+            let code = curl_multi_add_handle(multi.pointer, transfer.handle)
+            guard code == CURLM_OK else {
+                pool?.detach(transfer)
+                throw HTTPError(.engineUnavailable, "\(transfer.description): libcurl: \(String(cString: curl_multi_strerror(code)))")
+            }
+            running[transfer.handle] = (transfer, pool)
+        }
 
         func finish(_ transfer: Transfer, _ result: Result<HTTPResponse, HTTPError>) {
             curl_multi_remove_handle(multi.pointer, transfer.handle)
+            running[transfer.handle]?.pool?.detach(transfer)
             running[transfer.handle] = nil
             transfer.completion?(result)
             transfer.completion = nil
@@ -115,21 +132,21 @@ final class TransferEngine: Sendable {
                     transfer.completion?(.failure(HTTPError(.cancelled, "\(transfer.description): cancelled")))
                     continue
                 }
-                let code = curl_multi_add_handle(multi.pointer, transfer.handle)
-                guard code == CURLM_OK else {
-                    transfer.completion?(
-                        .failure(HTTPError(.engineUnavailable, "\(transfer.description): libcurl: \(String(cString: curl_multi_strerror(code)))")))
-                    continue
+                do throws(HTTPError) {
+                    try start(transfer)
+                } catch {
+                    transfer.completion?(.failure(error))
                 }
-                running[transfer.handle] = transfer
             }
-            for transfer in cancelled where running[transfer.handle] === transfer {
+            for transfer in cancelled where running[transfer.handle]?.transfer === transfer {
                 finish(transfer, .failure(HTTPError(.cancelled, "\(transfer.description): cancelled")))
             }
             if stopping {
-                for transfer in running.values {
+                for (transfer, _) in running.values {
                     finish(transfer, .failure(HTTPError(.cancelled, "\(transfer.description): the session is shutting down")))
                 }
+                // Closes the pooled connections here, on the thread that used them, before stop() returns.
+                pools.closeAll()
                 return
             }
 
@@ -138,7 +155,7 @@ final class TransferEngine: Sendable {
             var queued: Int32 = 0
             while let message = curl_multi_info_read(multi.pointer, &queued) {
                 guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
-                    let transfer = running[handle]
+                    let transfer = running[handle]?.transfer
                 else { continue }
                 finish(transfer, transfer.outcome(message.pointee.data.result))
             }
