@@ -22,11 +22,14 @@ final class TransferEngine: Sendable {
         var stopping = false
     }
 
-    /// What the engine thread shares with the callers.
+    /// What the engine thread shares with the callers. It owns the multi handle: the loop holds it until it
+    /// returns, so the handle is freed after the loop's last use even when the engine itself is released
+    /// on the engine thread (a completion dropping the session's last reference).
     private final class Shared: Sendable {
         let multi: Multi
         let inbox = Mutex(Inbox())
         init(multi: Multi) { self.multi = multi }
+        deinit { curl_multi_cleanup(multi.pointer) }
     }
 
     private let shared: Shared
@@ -40,24 +43,20 @@ final class TransferEngine: Sendable {
         guard let pointer = curl_multi_init() else {
             throw HTTPError(.engineUnavailable, "libcurl cannot create a multi handle")
         }
-        shared = Shared(multi: Multi(pointer: pointer))
+        let shared = Shared(multi: Multi(pointer: pointer))
+        self.shared = shared
         // Many requests to one host share connections (HTTP/2 multiplexes them) instead of opening hundreds.
         _ = pinpath_curl_multi_setopt_long(pointer, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         _ = pinpath_curl_multi_setopt_long(pointer, CURLMOPT_MAX_HOST_CONNECTIONS, 64)
-        let shared = self.shared
         do {
             let started = try DedicatedThread(name: "pinpath-curl") { Self.run(shared) }
             thread.withLock { $0 = started }
         } catch {
-            curl_multi_cleanup(pointer)
             throw HTTPError(.engineUnavailable, "cannot start the transfer thread: \(error)")
         }
     }
 
-    deinit {
-        stop()
-        curl_multi_cleanup(multi.pointer)
-    }
+    deinit { stop() }
 
     /// Completes every transfer in flight with ``HTTPError/Code/cancelled``, ends the engine thread and waits
     /// for it; later submissions fail at once. Idempotent. From the engine thread itself (a completion that
