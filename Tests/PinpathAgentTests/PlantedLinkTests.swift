@@ -45,23 +45,15 @@ struct PlantedLinkTests {
         deinit { server.stop() }
     }
 
-    @Test("an events file that is a link is refused at start: exit 73, the link named, the target untouched")
-    func eventsLinkAtStart() throws {
-        let scene = try Scene(events: "events.jsonl")
-        try scene.plantLink(at: "events.jsonl")
+    @Test(
+        "an events file or metrics textfile that is a link is refused at start: exit 73, the link named, the target untouched",
+        arguments: ["events.jsonl", "pinpath.prom"])
+    func linkAtStart(_ file: String) throws {
+        let scene = file == "events.jsonl" ? try Scene(events: file) : try Scene(metrics: true)
+        try scene.plantLink(at: file)
         let result = try Shell.run([Shell.pinpath, "run", "--once", "--config", scene.configuration])
         #expect(result.status == 73, "\(result.stderr)")
-        #expect(result.stderr.contains("events.jsonl") && result.stderr.contains("symbolic link"), "\(result.stderr)")
-        #expect(scene.victimIntact)
-    }
-
-    @Test("a metrics textfile that is a link is refused at start: exit 73, the target untouched")
-    func metricsLinkAtStart() throws {
-        let scene = try Scene(metrics: true)
-        try scene.plantLink(at: "pinpath.prom")
-        let result = try Shell.run([Shell.pinpath, "run", "--once", "--config", scene.configuration])
-        #expect(result.status == 73, "\(result.stderr)")
-        #expect(result.stderr.contains("pinpath.prom") && result.stderr.contains("symbolic link"), "\(result.stderr)")
+        #expect(result.stderr.contains(file) && result.stderr.contains("symbolic link"), "\(result.stderr)")
         #expect(scene.victimIntact)
     }
 
@@ -97,7 +89,9 @@ struct PlantedLinkTests {
         let scene = try Scene(events: "events.jsonl", interval: "2s")
         let devNull = open("/dev/null", O_WRONLY)
         defer { close(devNull) }
-        let pid = try Shell.spawn([Shell.pinpath, "run", "--config", scene.configuration], stdout: devNull)
+        let stderr = open(scene.directory.file("stderr"), O_WRONLY | O_CREAT, 0o600)
+        defer { close(stderr) }
+        let pid = try Shell.spawn([Shell.pinpath, "run", "--config", scene.configuration], stdout: devNull, stderr: stderr)
         defer { Shell.kill(pid) }
         let started = ContinuousClock.now
         while scene.directory.lines("events.jsonl").isEmpty, ContinuousClock.now - started < .seconds(5) {
@@ -112,5 +106,7 @@ struct PlantedLinkTests {
         #expect(status == 0, "the agent kept running and stopped cleanly")
         #expect(scene.victimIntact)
         #expect(scene.isLink("events.jsonl"))
+        #expect(scene.directory.read("stderr")?.contains("cannot reopen the events output (a symbolic link is in its place") == true,
+                "the refusal is reported where the service manager logs: \(scene.directory.read("stderr") ?? "")")
     }
 }

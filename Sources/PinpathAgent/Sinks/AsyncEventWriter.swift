@@ -202,7 +202,15 @@ private final class Drain: @unchecked Sendable {
             let work = shared.take(into: &batch)
             if work.reopen {
                 // A failure leaves the sink closed; its next write tries to open again and counts a drop.
-                do { try sink.reopen() } catch { lastError = error }
+                do {
+                    try sink.reopen()
+                } catch {
+                    lastError = error
+                    // The events output itself is what fails: say so where the service manager logs.
+                    let reason = error.errno == ELOOP ? "a symbolic link is in its place, and pinpath does not write through links" : error.errnoName
+                    try? LineOutput(descriptor: STDERR_FILENO).write(
+                        "pinpath: warning: cannot reopen the events output (\(reason)); lines are dropped, and counted in events.dropped, until it can be written\n")
+                }
             }
             for line in batch { write(line) }
             unreportedQueueFull += work.queueDrops
