@@ -31,6 +31,8 @@ struct ChainVerification {
     /// last is signed by the next one's key, so each one's key is proven by the link below it (the leaf's by
     /// the handshake). Never the served extras as such: this is what pins are matched against.
     let chain: [Certificate]
+    /// The profile rule the verified path breaks, when OpenSSL accepted it but the profile did not.
+    let violation: ProfileViolation?
 
     /// The security level of chain checks (key sizes, signature digests): Debian's default for TLS, so that
     /// RSA-1024 and SHA-1 signatures fail here as they fail in a handshake.
@@ -45,7 +47,7 @@ struct ChainVerification {
     /// - Throws: ``SecurityError`` when OpenSSL cannot run the verification at all, or the host is unusable.
     init(
         served: [Certificate], store: OpaquePointer, host: String?, time: Date?, partialChain: Bool,
-        leniency: Leniency
+        leniency: Leniency, profile: VerificationProfile = .webpki, maximumDepth: Int? = nil
     ) throws {
         guard let leaf = served.first else {
             throw SecurityError(.invalidInput, "no certificate to verify")
@@ -120,10 +122,34 @@ struct ChainVerification {
                 depth = broken.depth
             }
         }
+        // The profile's rules run on a path OpenSSL accepted (with what the leniency excuses), never instead
+        // of OpenSSL: they only add rejections.
+        var violation: ProfileViolation?
+        if verified && leniency != .hostOnly {
+            let servedCount = Int(X509_STORE_CTX_get_num_untrusted(context))
+            let path = VerifiedPath(
+                chain: chain, servedCount: servedCount, endsAtAnchor: chain.count > servedCount,
+                host: host.map(Self.bareHost), maximumDepth: maximumDepth)
+            violation = profile.firstViolation(on: path)
+            if let violation {
+                verified = false
+                error = X509_V_ERR_APPLICATION_VERIFICATION
+                depth = violation.depth
+            }
+        }
         self.verified = verified
         self.error = error
         self.depth = depth
         self.chain = chain
+        self.violation = violation
+    }
+
+    /// A host as certificates name it: no IPv6 brackets, no root's dot.
+    static func bareHost(_ host: String) -> String {
+        var name = host
+        if name.hasPrefix("[") && name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+        if name.hasSuffix(".") { name.removeLast() }
+        return name
     }
 
     /// The first certificate of `chain` (leaf first) whose signature does not verify, and why: one not signed
@@ -157,6 +183,12 @@ struct ChainVerification {
     /// that was asked for): a host mismatch or an invalid chain, with the pins of the chain built.
     func failure(host: String, expectedPins: [SPKIPin]) -> TrustFailure? {
         guard !verified else { return nil }
+        if let violation {
+            return TrustFailure(
+                reason: .chainInvalid, verifyError: nil, depth: violation.depth,
+                message: "\(host): certificate rejected: \(violation)", expectedPins: expectedPins,
+                seenPins: chain.map(\.spkiPin), violation: violation)
+        }
         let hostError = Self.isHostError(error)
         let message = hostError
             ? "\(host): the certificate is not for this host (\(errorMessage))"

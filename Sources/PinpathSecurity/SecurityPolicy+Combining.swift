@@ -8,6 +8,7 @@ extension SecurityPolicy {
     /// - enforce: if any pinning entry enforces (report-only only when every pinning entry is);
     /// - validates domain name: if any entry validates it; allow invalid certificates: only if all allow;
     /// - expires: the latest expiry of the pinning entries, never if one of them never expires;
+    /// - profile: `webpki` if any entry asks for it; maximum chain depth: the smallest given;
     /// - noted host name and include-subdomains (for reports): the first pinning entry's pattern, else the
     ///   first entry's.
     ///
@@ -28,6 +29,8 @@ extension SecurityPolicy {
         validatesDomainName = policies.contains(where: \.validatesDomainName)
         enforce = pinning.isEmpty ? true : pinning.contains(where: \.enforce)
         expires = pinning.contains { $0.expires == nil } ? nil : pinning.compactMap(\.expires).max()
+        profile = policies.contains { $0.profile == .webpki } ? .webpki : policies[0].profile
+        maximumChainDepth = policies.compactMap(\.maximumChainDepth).min()
         let noted = matches.first { $0.entry.policy.mode != .none } ?? matches[0]
         notedHostname = noted.pattern.description
         includeSubdomains = noted.entry.includeSubdomains || noted.pattern.depth == .anyLabels

@@ -93,7 +93,8 @@ private struct Evaluator {
         let anchors = try TrustStore(certificates: policy.pinnedCertificates)
         let verification = try ChainVerification(
             served: served, store: anchors.store, host: policy.validatesDomainName ? host : nil, time: time,
-            partialChain: true, leniency: .strict)
+            partialChain: true, leniency: .strict, profile: policy.profile,
+            maximumDepth: policy.maximumChainDepth)
         verifiedChain = verification.chain
         let anchored = verification.chain.contains { policy.pinnedCertificates.contains($0) }
         if verification.verified && anchored { return (.trusted, true) }
@@ -111,7 +112,8 @@ private struct Evaluator {
     private mutating func verifyWithTrustStore(_ leniency: ChainVerification.Leniency) throws -> ChainVerification {
         let verification = try ChainVerification(
             served: served, store: trustStore.store, host: policy.validatesDomainName ? host : nil, time: time,
-            partialChain: false, leniency: leniency)
+            partialChain: false, leniency: leniency, profile: policy.profile,
+            maximumDepth: policy.maximumChainDepth)
         verifiedChain = verification.chain
         return verification
     }

@@ -27,6 +27,10 @@ public struct SecurityPolicy: Sendable, Hashable {
     /// when invalid certificates are allowed), and the evaluation says the pins expired (TrustKit
     /// `expirationDate`).
     public let expires: Date?
+    /// The rules a verified path must also meet beyond OpenSSL's: ``VerificationProfile/webpki`` by default.
+    public let profile: VerificationProfile
+    /// The most certificates a path may have, anchor included; `nil` for OpenSSL's own limit.
+    public let maximumChainDepth: Int?
     /// The pattern these pins were configured for, when the policy came from a ``HostPolicySet``
     /// (RFC 7469 `noted-hostname`).
     public internal(set) var notedHostname: String?
@@ -46,7 +50,8 @@ public struct SecurityPolicy: Sendable, Hashable {
     public init(
         mode: PinningMode, pins: [SPKIPin] = [], pinnedCertificates: [Certificate] = [],
         allowInvalidCertificates: Bool = false, validatesDomainName: Bool = true, enforce: Bool = true,
-        expires: Date? = nil, requiresBackupPin: Bool = true, now: Date = Date()
+        expires: Date? = nil, requiresBackupPin: Bool = true, now: Date = Date(),
+        profile: VerificationProfile = .webpki, maximumChainDepth: Int? = nil
     ) throws {
         let allPins = Set(pins).union(pinnedCertificates.map(\.spkiPin))
         switch mode {
@@ -91,6 +96,8 @@ public struct SecurityPolicy: Sendable, Hashable {
         self.validatesDomainName = validatesDomainName
         self.enforce = enforce
         self.expires = expires
+        self.profile = profile
+        self.maximumChainDepth = maximumChainDepth
     }
 
     /// Whether any certificate from anyone passes: invalid certificates allowed, no host check and nothing

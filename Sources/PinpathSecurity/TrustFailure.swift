@@ -29,6 +29,8 @@ public struct TrustFailure: Sendable, Equatable, CustomStringConvertible {
     public let expectedPins: [SPKIPin]
     /// The pin of each certificate of the verified chain, by depth (index 0 is the leaf).
     public let seenPins: [SPKIPin]
+    /// The profile rule the chain broke (``VerificationProfile``), when that is why it was rejected.
+    public var violation: ProfileViolation?
 
     /// The message.
     public var description: String { message }

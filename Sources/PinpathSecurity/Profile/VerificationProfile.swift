@@ -1,0 +1,47 @@
+/// The rules a verified path must also satisfy, beyond what OpenSSL checks (path building, signatures,
+/// dates, basic constraints): a list of ``ProfileRule``s, each checked on the path OpenSSL built.
+///
+/// - ``webpki`` (the default): RFC 5280 plus the CA/Browser Forum Baseline Requirements for TLS server
+///   certificates, as browsers, Go and rustls-webpki apply them.
+/// - ``rfc5280``: RFC 5280 alone, for private PKIs that break the Baseline Requirements (no EKU, CN-only…).
+public struct VerificationProfile: Hashable, Sendable, CustomStringConvertible {
+    /// The name, as configured (`profile: webpki`) and printed.
+    public let name: String
+
+    /// RFC 5280 and the Baseline Requirements: the default.
+    public static let webpki = VerificationProfile(name: "webpki")
+    /// RFC 5280 only.
+    public static let rfc5280 = VerificationProfile(name: "rfc5280")
+    /// Every profile, for parsing names.
+    public static let all: [VerificationProfile] = [.webpki, .rfc5280]
+
+    /// The profile named `name`, or `nil`.
+    public init?(named name: String) {
+        guard let found = Self.all.first(where: { $0.name == name }) else { return nil }
+        self = found
+    }
+
+    private init(name: String) { self.name = name }
+
+    public var description: String { name }
+
+    /// The rules of this profile, in the order they are checked.
+    var rules: [any ProfileRule] { ProfileRules.all.filter { $0.profiles.contains(self) } }
+
+    /// The first rule the path breaks, or `nil`. A violation of a Baseline Requirements rule says whether
+    /// the `rfc5280` profile would accept the path.
+    func firstViolation(on path: VerifiedPath) -> ProfileViolation? {
+        for rule in rules {
+            guard var violation = rule.check(path) else { continue }
+            violation.acceptedByRFC5280 = self == .webpki && !rule.profiles.contains(.rfc5280)
+            return violation
+        }
+        return nil
+    }
+}
+
+/// Every rule pinpath checks beyond OpenSSL, each in its own file under `Rules/`. Adding a rule touches its
+/// file and this list.
+enum ProfileRules {
+    static let all: [any ProfileRule] = []
+}
