@@ -14,17 +14,30 @@ extension SecurityPolicy {
     ///   - trustStore: the anchors for modes `none` and `public_key` (and for report-only certificate pins).
     ///   - verificationTime: verify as of this time instead of now (auditing old chains).
     ///   - now: the clock for pin expiration and the report's date.
+    ///   - profile: the rules the verified path must meet, instead of the policy's ``profile``.
+    ///   - maximumDepth: the most certificates a path may have (anchor included), instead of the policy's
+    ///     ``maximumChainDepth``.
     /// - Returns: the verdict with the served and verified chains; "not trusted" is a verdict, not an error.
-    /// - Throws: ``SecurityError`` only when the evaluation cannot run (OpenSSL failure, unusable host text).
+    ///   Its ``TrustEvaluation/policy`` is the policy applied, overrides included.
+    /// - Throws: ``SecurityError`` only when the evaluation cannot run (OpenSSL failure, unusable host text,
+    ///   a maximum depth below 1).
     public func evaluate(
         servedChain: [Certificate], host: String, port: Int = 443, trustStore: TrustStore,
-        verificationTime: Date? = nil, now: Date = Date()
+        verificationTime: Date? = nil, now: Date = Date(), profile: VerificationProfile? = nil, maximumDepth: Int? = nil
     ) throws -> TrustEvaluation {
+        var policy = self
+        if let profile { policy.profile = profile }
+        if let maximumDepth {
+            guard maximumDepth >= 1 else {
+                throw SecurityError(.invalidInput, "a maximum chain depth must be at least 1 (got \(maximumDepth))")
+            }
+            policy.maximumChainDepth = maximumDepth
+        }
         var evaluator = Evaluator(
-            policy: self, served: servedChain, host: host, trustStore: trustStore, time: verificationTime)
+            policy: policy, served: servedChain, host: host, trustStore: trustStore, time: verificationTime)
         let (verdict, allows) = try evaluator.run(now: now)
         return TrustEvaluation(
-            verdict: verdict, allowsConnection: allows, host: host, port: port, date: now, policy: self,
+            verdict: verdict, allowsConnection: allows, host: host, port: port, date: now, policy: policy,
             servedChain: servedChain, verifiedChain: evaluator.verifiedChain)
     }
 }

@@ -2,7 +2,7 @@ import FoundationEssentials
 
 /// How a server's chain, name and pins are judged: AFNetworking's `AFSecurityPolicy` (≥ 2.6) plus TrustKit's
 /// report-only mode, pin expiration and backup-pin rule. Build one with the throwing initializer, which refuses
-/// the configurations that would accept anything; evaluate chains with ``evaluate(servedChain:host:port:trustStore:verificationTime:now:)``.
+/// the configurations that would accept anything; evaluate chains with ``evaluate(servedChain:host:port:trustStore:verificationTime:now:profile:maximumDepth:)``.
 /// Policies compare by value (every field), so a reload or a connection pool can tell whether one changed.
 public struct SecurityPolicy: Sendable, Hashable {
     /// What is checked beyond the chain.
@@ -20,7 +20,7 @@ public struct SecurityPolicy: Sendable, Hashable {
     /// applies once the pins expired, nor to a pin failure that is only reported: the trust store decides.
     public let allowInvalidCertificates: Bool
     /// Check the certificate against the host name (or IP address) being connected to.
-    public let validatesDomainName: Bool
+    public internal(set) var validatesDomainName: Bool
     /// `false` is report-only: a pin failure is reported but the connection proceeds (TrustKit `enforcePinning`).
     public let enforce: Bool
     /// After this date the pins no longer apply: the chain is still validated against the trust store (even
@@ -28,9 +28,9 @@ public struct SecurityPolicy: Sendable, Hashable {
     /// `expirationDate`).
     public let expires: Date?
     /// The rules a verified path must also meet beyond OpenSSL's: ``VerificationProfile/webpki`` by default.
-    public let profile: VerificationProfile
+    public internal(set) var profile: VerificationProfile
     /// The most certificates a path may have, anchor included; `nil` for OpenSSL's own limit.
-    public let maximumChainDepth: Int?
+    public internal(set) var maximumChainDepth: Int?
     /// The pattern these pins were configured for, when the policy came from a ``HostPolicySet``
     /// (RFC 7469 `noted-hostname`).
     public internal(set) var notedHostname: String?

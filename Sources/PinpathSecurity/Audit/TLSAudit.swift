@@ -4,6 +4,9 @@ import FoundationEssentials
 /// What one TLS endpoint shows: the handshake, the served chain with each certificate's details, and how a
 /// ``SecurityPolicy`` judges it, or why there was no handshake. A value: the CLI renders it as text or JSON.
 ///
+/// A chain read from a file is judged the same way, without a connection (``init(chainAtRest:file:options:)``,
+/// `pinpath verify`): the verdicts a handshake serving that chain would get.
+///
 /// Certificates are kept even when verification fails. When there was no handshake, there are none, so no pin
 /// can be shown for a connection that yielded no certificate.
 public struct TLSAudit: Sendable {
@@ -69,10 +72,13 @@ public struct TLSAudit: Sendable {
         public let subject: String
     }
 
-    /// The endpoint as given.
+    /// The endpoint as given; for a chain at rest, the server name (empty when none) and port 443.
     public let endpoint: TLSEndpoint
-    /// The name sent as SNI (unless an IP address) and checked against the certificate.
+    /// The name sent as SNI (unless an IP address) and checked against the certificate; for a chain at rest,
+    /// the name checked, or empty when none was (``hostVerdict`` is then `nil`).
     public let serverName: String
+    /// The file the chain was read from, for a chain at rest; `nil` for a connection.
+    public let chainFile: String?
     /// The time the chain was verified as of: ``Options/verificationTime``, or when the audit ran.
     public let verifiedAt: Date
     /// The address connected to, when the connection was made.
@@ -146,69 +152,103 @@ public struct TLSAudit: Sendable {
             self.init(endpoint, serverName: serverName, address: connection.address, handshake: handshake, options: options)
         } catch {
             self.init(
-                endpoint: endpoint, serverName: serverName, verifiedAt: options.verificationTime ?? Date(), address: address,
-                protocolVersion: nil, cipher: nil,
-                servedChain: [], chainVerdict: nil, hostVerdict: nil, evaluation: nil, connectionError: error,
-                evaluationError: nil)
+                endpoint: endpoint, serverName: serverName, chainFile: nil, verifiedAt: options.verificationTime ?? Date(),
+                address: address, protocolVersion: nil, cipher: nil, servedChain: [], judgement: Judgement(),
+                connectionError: error)
         }
     }
 
-    /// Judges a completed handshake: the chain alone and the host alone (for the report), then the policy.
+    /// Judges a chain read from a file (leaf first, then what a server would send with it) without a
+    /// connection: the same policy engine and verdicts as a handshake serving it. ``Options/serverName`` is
+    /// the host checked (no host check when `nil`); the policy's profile and maximum chain depth apply;
+    /// ``Options/connectTo`` and ``Options/timeout`` are not used. Never throws: an evaluation that cannot run
+    /// is ``evaluationError``.
+    /// - Parameter file: where the chain came from, for the report and messages.
+    public init(chainAtRest chain: [Certificate], file: String, options: Options) {
+        var options = options
+        let serverName = options.serverName
+        if serverName == nil { options.policy.validatesDomainName = false }
+        let judgement = Judgement(chain, serverName: serverName, label: serverName ?? file, port: 443, options: options)
+        self.init(
+            endpoint: TLSEndpoint(host: serverName ?? "", port: 443), serverName: serverName ?? "", chainFile: file,
+            verifiedAt: options.verificationTime ?? judgement.evaluation?.date ?? Date(), address: nil,
+            protocolVersion: nil, cipher: nil, servedChain: chain, judgement: judgement, connectionError: nil)
+    }
+
+    /// Judges a completed handshake.
     private init(
         _ endpoint: TLSEndpoint, serverName: String, address: String, handshake: TLSConnection.Handshake, options: Options
     ) {
-        let served = handshake.servedChain
+        let judgement = Judgement(
+            handshake.servedChain, serverName: serverName, label: serverName, port: endpoint.port, options: options)
+        self.init(
+            endpoint: endpoint, serverName: serverName, chainFile: nil,
+            verifiedAt: options.verificationTime ?? judgement.evaluation?.date ?? Date(), address: address,
+            protocolVersion: handshake.protocolVersion, cipher: handshake.cipher, servedChain: handshake.servedChain,
+            judgement: judgement, connectionError: nil)
+    }
+
+    /// The verdicts on a chain: the chain alone and the host alone (for the report), then the policy.
+    private struct Judgement {
         var chainVerdict: TrustEvaluation.Verdict?
         var hostVerdict: TrustEvaluation.Verdict?
         var evaluation: TrustEvaluation?
         var evaluationError: SecurityError?
-        do {
-            if !served.isEmpty {
-                // The policy stops at the first failure, and OpenSSL checks the host before dates and
-                // signatures: separate runs say whether each of chain and host is good on its own.
-                // In certificate mode the pinned certificates are the only anchors, as in the policy.
-                let pinnedAnchors = options.policy.mode == .certificate
-                let anchors = pinnedAnchors ? try TrustStore(certificates: options.policy.pinnedCertificates) : options.trustStore
-                let chain = try ChainVerification(
-                    served: served, store: anchors.store, host: nil, time: options.verificationTime,
-                    partialChain: pinnedAnchors, leniency: .strict)
-                chainVerdict = chain.failure(host: serverName, expectedPins: []).map { .rejected($0) } ?? .trusted
-                let host = try ChainVerification(
-                    served: served, store: anchors.store, host: serverName, time: options.verificationTime,
-                    partialChain: pinnedAnchors, leniency: .hostOnly)
-                hostVerdict = host.failure(host: serverName, expectedPins: []).map { .rejected($0) } ?? .trusted
+
+        /// No chain to judge.
+        init() {}
+
+        /// Judges `served` for `serverName` (the host is not checked when `nil`); `label` names the chain in
+        /// the messages of an evaluation that cannot run.
+        init(_ served: [Certificate], serverName: String?, label: String, port: Int, options: Options) {
+            let policy = options.policy
+            do {
+                if !served.isEmpty {
+                    // The policy stops at the first failure, and OpenSSL checks the host before dates and
+                    // signatures: separate runs say whether each of chain and host is good on its own.
+                    // In certificate mode the pinned certificates are the only anchors, as in the policy.
+                    let pinnedAnchors = policy.mode == .certificate
+                    let anchors = pinnedAnchors ? try TrustStore(certificates: policy.pinnedCertificates) : options.trustStore
+                    let chain = try ChainVerification(
+                        served: served, store: anchors.store, host: nil, time: options.verificationTime,
+                        partialChain: pinnedAnchors, leniency: .strict, profile: policy.profile,
+                        maximumDepth: policy.maximumChainDepth)
+                    chainVerdict = chain.failure(host: label, expectedPins: []).map { .rejected($0) } ?? .trusted
+                    if let serverName {
+                        let host = try ChainVerification(
+                            served: served, store: anchors.store, host: serverName, time: options.verificationTime,
+                            partialChain: pinnedAnchors, leniency: .hostOnly)
+                        hostVerdict = host.failure(host: serverName, expectedPins: []).map { .rejected($0) } ?? .trusted
+                    }
+                }
+                evaluation = try policy.evaluate(
+                    servedChain: served, host: serverName ?? label, port: port, trustStore: options.trustStore,
+                    verificationTime: options.verificationTime)
+            } catch let error as SecurityError {
+                evaluationError = error
+            } catch {
+                evaluationError = SecurityError(.openSSLFailure, "\(label): \(error)")
             }
-            evaluation = try options.policy.evaluate(
-                servedChain: served, host: serverName, port: endpoint.port, trustStore: options.trustStore,
-                verificationTime: options.verificationTime)
-        } catch let error as SecurityError {
-            evaluationError = error
-        } catch {
-            evaluationError = SecurityError(.openSSLFailure, "\(endpoint): \(error)")
         }
-        self.init(
-            endpoint: endpoint, serverName: serverName, verifiedAt: options.verificationTime ?? evaluation?.date ?? Date(), address: address,
-            protocolVersion: handshake.protocolVersion,
-            cipher: handshake.cipher, servedChain: served, chainVerdict: chainVerdict, hostVerdict: hostVerdict,
-            evaluation: evaluation, connectionError: nil, evaluationError: evaluationError)
     }
 
     private init(
-        endpoint: TLSEndpoint, serverName: String, verifiedAt: Date, address: String?, protocolVersion: String?, cipher: String?,
-        servedChain: [Certificate], chainVerdict: TrustEvaluation.Verdict?, hostVerdict: TrustEvaluation.Verdict?,
-        evaluation: TrustEvaluation?, connectionError: TLSConnectionError?, evaluationError: SecurityError?
+        endpoint: TLSEndpoint, serverName: String, chainFile: String?, verifiedAt: Date, address: String?,
+        protocolVersion: String?, cipher: String?, servedChain: [Certificate], judgement: Judgement,
+        connectionError: TLSConnectionError?
     ) {
         self.endpoint = endpoint
         self.serverName = serverName
+        self.chainFile = chainFile
         self.verifiedAt = verifiedAt
         self.address = address
         self.protocolVersion = protocolVersion
         self.cipher = cipher
         self.servedChain = servedChain
-        self.chainVerdict = chainVerdict
-        self.hostVerdict = hostVerdict
-        self.evaluation = evaluation
+        self.chainVerdict = judgement.chainVerdict
+        self.hostVerdict = judgement.hostVerdict
+        self.evaluation = judgement.evaluation
         self.connectionError = connectionError
-        self.evaluationError = evaluationError
+        self.evaluationError = judgement.evaluationError
     }
 }
