@@ -22,6 +22,8 @@ struct ConfigurationEqualityTests {
         "allow_invalid_certificates": "false",
         "validates_domain_name": "true",
         "require_backup_pin": "true",
+        "profile": "webpki",
+        "max_chain_depth": "4",
     ]
 
     static let baseEndpoint: KeyValuePairs<String, String> = [
@@ -52,6 +54,8 @@ struct ConfigurationEqualityTests {
         "expires": "2031-01-01",
         "allow_invalid_certificates": "true",
         "validates_domain_name": "false",
+        "profile": "rfc5280",
+        "max_chain_depth": "5",
     ]
     /// Checked at load only: with two pins it changes nothing a probe does, so it is not a change.
     static let loadTimeOnlyPolicyKeys: Set<String> = ["require_backup_pin"]

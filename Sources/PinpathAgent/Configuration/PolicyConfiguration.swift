@@ -27,7 +27,7 @@ public struct PolicyConfiguration: Sendable, Equatable {
 
     static let keys = [
         "mode", "pins", "certificates", "ca_file", "hosts", "include_subdomains", "enforce", "expires",
-        "allow_invalid_certificates", "validates_domain_name", "require_backup_pin",
+        "allow_invalid_certificates", "validates_domain_name", "require_backup_pin", "profile", "max_chain_depth",
     ]
 
     /// Reads one policy; `nil` after reporting its problems.
@@ -61,6 +61,8 @@ public struct PolicyConfiguration: Sendable, Equatable {
         let validatesName = fields["validates_domain_name"].flatMap { decoder.bool($0, fields.path("validates_domain_name")) } ?? true
         let backupPin = fields["require_backup_pin"].flatMap { decoder.bool($0, fields.path("require_backup_pin")) } ?? true
         let expires = fields["expires"].flatMap { decoder.date($0, fields.path("expires")) }
+        let profile = fields["profile"].flatMap { decoder.choice($0, fields.path("profile"), VerificationProfile.self) } ?? .webpki
+        let maximumDepth = fields["max_chain_depth"].flatMap { decoder.integer($0, fields.path("max_chain_depth"), in: 1...100) }
 
         if mode == PinningMode.none, let node = fields["pins"] ?? fields["certificates"] {
             decoder.report(.invalidValue, at: node, keyPath, "pins and certificates are not checked in mode none; use mode public_key or certificate")
@@ -73,7 +75,7 @@ public struct PolicyConfiguration: Sendable, Equatable {
             policy = try SecurityPolicy(
                 mode: mode, pins: pins, pinnedCertificates: certificates, allowInvalidCertificates: allowInvalid,
                 validatesDomainName: validatesName, enforce: enforce, expires: expires, requiresBackupPin: backupPin,
-                now: decoder.now)
+                now: decoder.now, profile: profile, maximumChainDepth: maximumDepth)
         } catch {
             var message = "\(error)"
             if message.hasSuffix("waive it explicitly") { message += " with require_backup_pin: false" }
