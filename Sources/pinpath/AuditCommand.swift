@@ -16,7 +16,8 @@ struct AuditCommand: AsyncParsableCommand {
             Nothing is sent after the handshake.
 
             Pins: --pin and --pin-file give public-key pins (mode public-key, the default); with --mode \
-            certificate the certificates of --pin-file are the only anchors. An audit is a diagnostic, so one \
+            certificate the certificates of --pin-file are the only anchors. --profile chooses the rules a chain \
+            must meet beyond OpenSSL's (webpki by default); a rejection by a rule names it and the certificate. An audit is a diagnostic, so one \
             pin is enough: the backup pin that enforcing policies need elsewhere in pinpath is not required.
 
             Hosts are audited 8 at a time; the results are printed in the order given. With --json, one JSON \
@@ -26,11 +27,6 @@ struct AuditCommand: AsyncParsableCommand {
             3 cannot connect or no TLS handshake; with several hosts, the worst. 64 usage error (a bad option, \
             an unreadable --file, --pin-file or --ca-file).
             """)
-
-    enum Mode: String, ExpressibleByArgument, CaseIterable {
-        case publicKey = "public-key"
-        case certificate
-    }
 
     @Argument(help: "HOST[:PORT] to audit; an IPv6 address in brackets when a port follows ([::1]:443).")
     var hosts: [String] = []
@@ -44,20 +40,7 @@ struct AuditCommand: AsyncParsableCommand {
     @Option(help: "Connect to this ADDR[:PORT] instead of resolving each HOST (the port defaults to HOST's).")
     var connect: String?
 
-    @Option(name: .customLong("pin"), help: "A pin, sha256/<base64 of the SHA-256 of the SubjectPublicKeyInfo> (repeatable).")
-    var pins: [String] = []
-
-    @Option(name: .customLong("pin-file"), help: "Pin the keys of the certificates or keys in this file (PEM or DER; repeatable).")
-    var pinFiles: [String] = []
-
-    @Option(help: "What a pin matches: public-key (any certificate of the verified chain with a pinned key) or certificate (the --pin-file certificates are the anchors).")
-    var mode: Mode?
-
-    @Option(name: .customLong("ca-file"), help: "Trust the certificates in this PEM file instead of the system store.")
-    var caFile: String?
-
-    @Option(help: "Verify as of this time (2026-01-31, 2026-01-31T12:00:00Z or @UNIX-SECONDS) instead of now.")
-    var at: String?
+    @OptionGroup var chainPolicy: ChainPolicyOptions
 
     @Option(help: "Seconds allowed for the TCP connection and the TLS handshake of each host.")
     var timeout: Double = 10
@@ -74,8 +57,9 @@ struct AuditCommand: AsyncParsableCommand {
             try checkOptions()
             let endpoints = try parsedEndpoints()
             let options = TLSAudit.Options(
-                policy: try policy(), trustStore: try trustStore(), serverName: try parsedServerName(),
-                connectTo: nil, verificationTime: try verificationTime(), timeout: .seconds(timeout))
+                policy: try chainPolicy.policy(), trustStore: try chainPolicy.trustStore(),
+                serverName: try servername.map { try parseServerName($0, option: "--servername") }, connectTo: nil,
+                verificationTime: try chainPolicy.verificationTime(), timeout: .seconds(timeout))
             worst = try await audit(endpoints, options: options)
         }
         if worst != 0 { throw ExitCode(Int32(worst)) }
@@ -137,12 +121,7 @@ struct AuditCommand: AsyncParsableCommand {
         guard timeout > 0, timeout <= 86_400 else {
             throw CommandFailure.usage("--timeout must be more than 0 and at most 86400 seconds (got \(timeout))")
         }
-        if mode != nil && pins.isEmpty && pinFiles.isEmpty {
-            throw CommandFailure.usage("--mode needs pins: give --pin or --pin-file")
-        }
-        if mode == .certificate && !pins.isEmpty {
-            throw CommandFailure.usage("--pin gives public-key pins; --mode certificate takes certificates from --pin-file")
-        }
+        try chainPolicy.check()
     }
 
     private func parsedEndpoints() throws -> [TLSEndpoint] {
@@ -172,76 +151,6 @@ struct AuditCommand: AsyncParsableCommand {
         } catch let error as SecurityError {
             throw CommandFailure.usage(place.map { "\($0): \(error.message)" } ?? error.message)
         }
-    }
-
-    private func parsedServerName() throws -> String? {
-        guard let servername else { return nil }
-        // The same rules as a HOST, without a port: the name goes into SNI and the certificate check.
-        let endpoint = try parseEndpoint(servername, option: "--servername", defaultPort: 443)
-        guard endpoint.host == servername || "[\(endpoint.host)]" == servername else {
-            throw CommandFailure.usage("--servername \"\(servername)\" is a name, not NAME:PORT (use --connect for the port)")
-        }
-        return endpoint.host
-    }
-
-    private func policy() throws -> SecurityPolicy {
-        var pinned: [SPKIPin] = []
-        var certificates: [Certificate] = []
-        for text in pins {
-            do {
-                pinned.append(try SPKIPin(parsing: text))
-            } catch let error as SecurityError {
-                throw CommandFailure.usage("--pin: \(error.message)")
-            }
-        }
-        for file in pinFiles {
-            let found: [KeyMaterial]
-            do {
-                found = try KeyMaterial.load(contentsOf: file)
-            } catch let error as SecurityError {
-                throw CommandFailure.usage("--pin-file \(error.message)")
-            }
-            if mode == .certificate {
-                guard found.contains(where: { $0.certificate != nil }) else {
-                    throw CommandFailure.usage("--pin-file \(file): --mode certificate needs certificates; it holds only keys or CSRs")
-                }
-                certificates += found.compactMap(\.certificate)
-            } else {
-                pinned += found.map(\.spkiPin)
-            }
-        }
-        do {
-            if !certificates.isEmpty {
-                return try SecurityPolicy(mode: .certificate, pinnedCertificates: certificates, requiresBackupPin: false)
-            }
-            if !pinned.isEmpty { return try SecurityPolicy(mode: .publicKey, pins: pinned, requiresBackupPin: false) }
-            return try SecurityPolicy(mode: .none)
-        } catch let error as SecurityError {
-            throw CommandFailure.usage(error.message)
-        }
-    }
-
-    private func trustStore() throws -> TrustStore {
-        do {
-            return try caFile.map { try TrustStore(caFile: $0) } ?? TrustStore.system()
-        } catch let error as SecurityError {
-            throw caFile == nil
-                ? CommandFailure.unavailable("the system trust store: \(error.message)")
-                : CommandFailure.usage("--ca-file \(error.message)")
-        }
-    }
-
-    private func verificationTime() throws -> Date? {
-        guard let at else { return nil }
-        if at.hasPrefix("@"), let seconds = Int64(at.dropFirst()) {
-            return Date(timeIntervalSince1970: TimeInterval(seconds))
-        }
-        // A bare date means midnight UTC.
-        let text = at.count == 10 ? at + "T00:00:00Z" : at
-        guard let date = try? Date.ISO8601FormatStyle().parse(text) else {
-            throw CommandFailure.usage("--at \"\(at)\" is not a time (use 2026-01-31, 2026-01-31T12:00:00Z or @UNIX-SECONDS)")
-        }
-        return date
     }
 }
 

@@ -8,16 +8,22 @@ enum AuditText {
     /// terminal: the certificates' names and the errors come from the server.
     static func text(_ audit: TLSAudit, first: Bool) -> String {
         var lines = first ? [] : [""]
-        let via = audit.address.map { $0 == audit.endpoint.description ? "" : " via \($0)" } ?? ""
-        let name = audit.serverName == audit.endpoint.host ? "" : " (server name \(audit.serverName))"
-        lines.append("\(audit.endpoint)\(via)\(name)")
+        if let file = audit.chainFile {
+            lines.append(audit.serverName.isEmpty ? "\(file) (no host checked)" : "\(file) (host \(audit.serverName))")
+        } else {
+            let via = audit.address.map { $0 == audit.endpoint.description ? "" : " via \($0)" } ?? ""
+            let name = audit.serverName == audit.endpoint.host ? "" : " (server name \(audit.serverName))"
+            lines.append("\(audit.endpoint)\(via)\(name)")
+        }
         if let error = audit.connectionError {
             // No certificate, so nothing that looks like a pin: the trap of the openssl pipeline.
             lines.append(field("error", error.message))
             lines.append(field("result", "\(audit.outcome) (exit \(audit.outcome.severity))"))
             return terminalBlock(lines)
         }
-        lines.append(field("protocol", "\(audit.protocolVersion ?? "?"), cipher \(audit.cipher ?? "?")"))
+        if audit.chainFile == nil {
+            lines.append(field("protocol", "\(audit.protocolVersion ?? "?"), cipher \(audit.cipher ?? "?")"))
+        }
         let count = audit.servedChain.count
         lines.append("  served chain (\(count) certificate\(count == 1 ? "" : "s")):")
         for (depth, certificate) in audit.servedChain.enumerated() {
@@ -37,6 +43,8 @@ enum AuditText {
         let pinnedAnchors = audit.evaluation?.policy.mode == .certificate
         lines.append(field("chain", verdictText(audit.chainVerdict, passed: pinnedAnchors ? "valid (to a pinned certificate)" : "valid")))
         lines.append(field("host", verdictText(audit.hostVerdict, passed: "valid for \(audit.serverName)")))
+        // A rule may reject a path whose chain and host verdicts, each judged alone, passed (a name rule).
+        if let violation = audit.evaluation?.failure?.violation { lines.append(field("profile", violation.description)) }
         lines += pinLines(audit)
         if let error = audit.evaluationError { lines.append(field("error", error.message)) }
         lines.append(field("result", "\(audit.outcome) (exit \(audit.outcome.severity))"))
@@ -63,9 +71,11 @@ enum AuditText {
             ])
         }
         let object: JSONValue = .object([
-            ("host", .string(audit.endpoint.host)),
-            ("port", .int(audit.endpoint.port)),
-            ("server_name", .string(audit.serverName)),
+            ("host", audit.serverName.isEmpty && audit.chainFile != nil ? .null : .string(audit.endpoint.host)),
+            ("port", audit.chainFile == nil ? .int(audit.endpoint.port) : .null),
+            ("server_name", audit.serverName.isEmpty && audit.chainFile != nil ? .null : .string(audit.serverName)),
+            ("file", .string(audit.chainFile)),
+            ("profile", .string(evaluation?.policy.profile.name)),
             ("address", .string(audit.address)),
             ("result", .string(audit.outcome.description)),
             ("exit_code", .int(audit.outcome.severity)),
@@ -88,7 +98,12 @@ enum AuditText {
             ("chain", verdictJSON(audit.chainVerdict)),
             ("host_check", verdictJSON(audit.hostVerdict)),
             ("pins", pins),
-            ("failure", evaluation?.failure.map { .object([("reason", .string($0.reason.description)), ("message", .string($0.message))]) } ?? .null),
+            ("failure", evaluation?.failure.map { failure in
+                .object([
+                    ("reason", .string(failure.reason.description)), ("message", .string(failure.message)),
+                    ("rule", violationJSON(failure.violation)),
+                ])
+            } ?? .null),
         ])
         return object.encoded() + "\n"
     }
@@ -159,13 +174,24 @@ enum AuditText {
     private static func verdictJSON(_ verdict: TrustEvaluation.Verdict?) -> JSONValue {
         switch verdict {
         case .none: return .null
-        case .some(.trusted): return .object([("valid", true), ("verify_error", .null), ("depth", .null), ("message", .null)])
+        case .some(.trusted):
+            return .object([("valid", true), ("verify_error", .null), ("depth", .null), ("message", .null), ("rule", .null)])
         case .some(.rejected(let failure)):
             return .object([
                 ("valid", false), ("verify_error", failure.verifyError.map { .int(Int($0)) } ?? .null),
                 ("depth", failure.depth.map(JSONValue.int) ?? .null), ("message", .string(failure.message)),
+                ("rule", violationJSON(failure.violation)),
             ])
         }
+    }
+
+    /// The profile rule a path broke and the certificate that broke it, or `null`.
+    private static func violationJSON(_ violation: ProfileViolation?) -> JSONValue {
+        guard let violation else { return .null }
+        return .object([
+            ("name", .string(violation.rule)), ("depth", .int(violation.depth)), ("subject", .string(violation.subject)),
+            ("message", .string(violation.message)), ("accepted_by_rfc5280", .bool(violation.acceptedByRFC5280)),
+        ])
     }
 
     private static func field(_ name: String, _ value: String) -> String {

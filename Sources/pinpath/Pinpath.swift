@@ -7,14 +7,14 @@ struct Pinpath: AsyncParsableCommand {
         commandName: "pinpath",
         abstract: "Network reachability and TLS security-policy monitoring for Linux.",
         discussion: """
-            Exit codes: 0 success, 64 usage error, 65 unreadable input (pins), 69 netlink (or another \
-            needed service) unavailable, 74 output error, 78 invalid configuration. `run`, `audit` and \
+            Exit codes: 0 success, 64 usage error, 65 unreadable input (pins, chains), 69 netlink (or another \
+            needed service) unavailable, 74 output error, 78 invalid configuration. `run`, `audit`, `verify` and \
             `request` have their own codes, listed in their help.
             """,
         version: PinpathVersion.current,
         subcommands: [
             RunCommand.self, CheckConfigCommand.self, StatusCommand.self, WatchCommand.self, RequestCommand.self,
-            AuditCommand.self, PinsCommand.self,
+            AuditCommand.self, VerifyCommand.self, PinsCommand.self,
         ]
     )
 }

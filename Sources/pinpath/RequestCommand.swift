@@ -16,8 +16,8 @@ struct RequestCommand: AsyncParsableCommand {
             Redirects are followed (up to 10) unless --no-redirects; a redirect from https to http is refused \
             unless --allow-insecure-redirect, and a redirect to another origin keeps only Accept, \
             Accept-Encoding, Accept-Language, User-Agent, Content-Type and Content-Length of the -H headers \
-            unless --location-trusted. The pins apply to the URL's host only; every host is verified \
-            against --ca-file or the system store.
+            unless --location-trusted. The pins, --profile and --max-depth apply to the URL's host only (other \
+            hosts get the webpki profile); every host is verified against --ca-file or the system store.
             Exit codes: 0 accepted response (2xx), 1 rejected by the pins, 2 TLS chain or host name invalid \
             or a refused https-to-http redirect, 3 connection error or timeout, 4 not reachable (nothing was \
             sent), 5 status not acceptable, 64 usage.
@@ -49,6 +49,8 @@ struct RequestCommand: AsyncParsableCommand {
 
     @Option(help: "Trust only the certificates in this PEM file instead of the system store.")
     var caFile: String?
+
+    @OptionGroup var profileOptions: ProfileOptions
 
     @Option(help: "The total time allowed, in seconds.")
     var timeout: Double = 30
@@ -184,16 +186,20 @@ struct RequestCommand: AsyncParsableCommand {
         options.allowsInsecureRedirects = allowInsecureRedirect
         options.keepsHeadersAcrossOrigins = locationTrusted
         if let waitForConnectivity { options.reachability = .waitForConnectivity(.milliseconds(Int(waitForConnectivity * 1000))) }
-        if !pins.isEmpty {
+        let maximumDepth = try profileOptions.maximumDepth()
+        // The URL's host gets a policy of its own when pinned or held to other rules than the default ones.
+        if !pins.isEmpty || profileOptions.profile != .webpki || maximumDepth != nil {
             let parsed: [SPKIPin]
             do { parsed = try pins.map { try SPKIPin(parsing: $0) } } catch { throw CommandFailure.usage("--pin \(error)") }
             do {
                 // One pin is enough for a one-off request: the backup-pin rule protects long-lived configurations.
-                let policy = try SecurityPolicy(mode: .publicKey, pins: parsed, requiresBackupPin: false)
+                let policy = try SecurityPolicy(
+                    mode: parsed.isEmpty ? .none : .publicKey, pins: parsed, requiresBackupPin: false,
+                    profile: profileOptions.profile, maximumChainDepth: maximumDepth)
                 let host = url.host(percentEncoded: false).map { $0.hasPrefix("[") ? String($0.dropFirst().dropLast()) : $0 } ?? ""
                 configuration.policies = HostPolicySet([HostPolicy(patterns: [try HostPattern(parsing: host)], policy: policy)])
             } catch {
-                throw CommandFailure.usage("--pin: \(error)")
+                throw CommandFailure.usage("\(pins.isEmpty ? "--profile" : "--pin"): \(error)")
             }
         }
         return (configuration, options)

@@ -46,7 +46,12 @@ struct AuditCommandTests {
             "\(row.serverName):\(server.port)", "--connect", "127.0.0.1:\(server.port)", "--ca-file", pki.path("store"), "--json",
         ])
         #expect(result.status == row.exit, "\(result.stdout)\(result.stderr)")
-        let object = try Self.object(result.stdout)
+        try Self.expectVerdicts(try Self.object(result.stdout), row)
+    }
+
+    /// What `audit --json` and `verify --json` must both say of a row's chain.
+    static func expectVerdicts(_ object: [String: Any], _ row: Case) throws {
+        let pki = TestPKI.shared
         #expect(object["result"] as? String == row.result)
         #expect(object["exit_code"] as? Int == Int(row.exit))
         let served = try #require(object["served_chain"] as? [[String: Any]])
