@@ -14,14 +14,16 @@ extension SecurityPolicy {
     ///   - trustStore: the anchors for modes `none` and `public_key` (and for report-only certificate pins).
     ///   - verificationTime: verify as of this time instead of now (auditing old chains).
     ///   - now: the clock for pin expiration and the report's date.
+    ///   - crls: revocation lists to check the chain with, besides the policy's own ``crls``.
     /// - Returns: the verdict with the served and verified chains; "not trusted" is a verdict, not an error.
     /// - Throws: ``SecurityError`` only when the evaluation cannot run (OpenSSL failure, unusable host text).
     public func evaluate(
         servedChain: [Certificate], host: String, port: Int = 443, trustStore: TrustStore,
-        verificationTime: Date? = nil, now: Date = Date()
+        verificationTime: Date? = nil, now: Date = Date(), crls: [CertificateRevocationList] = []
     ) throws -> TrustEvaluation {
         var evaluator = Evaluator(
-            policy: self, served: servedChain, host: host, trustStore: trustStore, time: verificationTime)
+            policy: self, served: servedChain, host: host, trustStore: trustStore, time: verificationTime,
+            crls: self.crls + crls)
         let (verdict, allows) = try evaluator.run(now: now)
         return TrustEvaluation(
             verdict: verdict, allowsConnection: allows, host: host, port: port, date: now, policy: self,
@@ -36,15 +38,8 @@ private struct Evaluator {
     let host: String
     let trustStore: TrustStore
     let time: Date?
+    let crls: [CertificateRevocationList]
     var verifiedChain: [Certificate] = []
-
-    init(policy: SecurityPolicy, served: [Certificate], host: String, trustStore: TrustStore, time: Date?) {
-        self.policy = policy
-        self.served = served
-        self.host = host
-        self.trustStore = trustStore
-        self.time = time
-    }
 
     mutating func run(now: Date) throws -> (TrustEvaluation.Verdict, Bool) {
         guard !served.isEmpty else {
@@ -94,7 +89,7 @@ private struct Evaluator {
         let verification = try ChainVerification(
             served: served, store: anchors.store, host: policy.validatesDomainName ? host : nil, time: time,
             partialChain: true, leniency: .strict, profile: policy.profile,
-            maximumDepth: policy.maximumChainDepth)
+            maximumDepth: policy.maximumChainDepth, crls: crls)
         verifiedChain = verification.chain
         let anchored = verification.chain.contains { policy.pinnedCertificates.contains($0) }
         if verification.verified && anchored { return (.trusted, true) }
@@ -113,7 +108,7 @@ private struct Evaluator {
         let verification = try ChainVerification(
             served: served, store: trustStore.store, host: policy.validatesDomainName ? host : nil, time: time,
             partialChain: false, leniency: leniency, profile: policy.profile,
-            maximumDepth: policy.maximumChainDepth)
+            maximumDepth: policy.maximumChainDepth, crls: crls)
         verifiedChain = verification.chain
         return verification
     }

@@ -53,6 +53,8 @@ struct AuditCommand: AsyncParsableCommand {
     @Option(help: "What a pin matches: public-key (any certificate of the verified chain with a pinned key) or certificate (the --pin-file certificates are the anchors).")
     var mode: Mode?
 
+    @OptionGroup var revocationOptions: RevocationOptions
+
     @Option(name: .customLong("ca-file"), help: "Trust the certificates in this PEM file instead of the system store.")
     var caFile: String?
 
@@ -210,12 +212,17 @@ struct AuditCommand: AsyncParsableCommand {
                 pinned += found.map(\.spkiPin)
             }
         }
+        let crls = try revocationOptions.crls()
+        let revocation = revocationOptions.revocation
         do {
             if !certificates.isEmpty {
-                return try SecurityPolicy(mode: .certificate, pinnedCertificates: certificates, requiresBackupPin: false)
+                return try SecurityPolicy(
+                    mode: .certificate, pinnedCertificates: certificates, requiresBackupPin: false, crls: crls,
+                    revocation: revocation)
             }
-            if !pinned.isEmpty { return try SecurityPolicy(mode: .publicKey, pins: pinned, requiresBackupPin: false) }
-            return try SecurityPolicy(mode: .none)
+            return try SecurityPolicy(
+                mode: pinned.isEmpty ? .none : .publicKey, pins: pinned, requiresBackupPin: false, crls: crls,
+                revocation: revocation)
         } catch let error as SecurityError {
             throw CommandFailure.usage(error.message)
         }

@@ -47,6 +47,8 @@ struct RequestCommand: AsyncParsableCommand {
     @Option(name: .customLong("pin"), help: "A pin sha256/<base64> for the URL's host (repeatable); any certificate of the verified chain may match.")
     var pins: [String] = []
 
+    @OptionGroup var revocationOptions: RevocationOptions
+
     @Option(help: "Trust only the certificates in this PEM file instead of the system store.")
     var caFile: String?
 
@@ -184,16 +186,19 @@ struct RequestCommand: AsyncParsableCommand {
         options.allowsInsecureRedirects = allowInsecureRedirect
         options.keepsHeadersAcrossOrigins = locationTrusted
         if let waitForConnectivity { options.reachability = .waitForConnectivity(.milliseconds(Int(waitForConnectivity * 1000))) }
-        if !pins.isEmpty {
+        if !pins.isEmpty || revocationOptions.isSet {
             let parsed: [SPKIPin]
             do { parsed = try pins.map { try SPKIPin(parsing: $0) } } catch { throw CommandFailure.usage("--pin \(error)") }
+            let crls = try revocationOptions.crls()
             do {
                 // One pin is enough for a one-off request: the backup-pin rule protects long-lived configurations.
-                let policy = try SecurityPolicy(mode: .publicKey, pins: parsed, requiresBackupPin: false)
+                let policy = try SecurityPolicy(
+                    mode: parsed.isEmpty ? .none : .publicKey, pins: parsed, requiresBackupPin: false, crls: crls,
+                    revocation: revocationOptions.revocation)
                 let host = url.host(percentEncoded: false).map { $0.hasPrefix("[") ? String($0.dropFirst().dropLast()) : $0 } ?? ""
                 configuration.policies = HostPolicySet([HostPolicy(patterns: [try HostPattern(parsing: host)], policy: policy)])
             } catch {
-                throw CommandFailure.usage("--pin: \(error)")
+                throw CommandFailure.usage("\(parsed.isEmpty ? "--crl" : "--pin"): \(error)")
             }
         }
         return (configuration, options)

@@ -27,7 +27,7 @@ public struct PolicyConfiguration: Sendable, Equatable {
 
     static let keys = [
         "mode", "pins", "certificates", "ca_file", "hosts", "include_subdomains", "enforce", "expires",
-        "allow_invalid_certificates", "validates_domain_name", "require_backup_pin",
+        "allow_invalid_certificates", "validates_domain_name", "require_backup_pin", "crl_files", "revocation",
     ]
 
     /// Reads one policy; `nil` after reporting its problems.
@@ -61,6 +61,10 @@ public struct PolicyConfiguration: Sendable, Equatable {
         let validatesName = fields["validates_domain_name"].flatMap { decoder.bool($0, fields.path("validates_domain_name")) } ?? true
         let backupPin = fields["require_backup_pin"].flatMap { decoder.bool($0, fields.path("require_backup_pin")) } ?? true
         let expires = fields["expires"].flatMap { decoder.date($0, fields.path("expires")) }
+        let crls = decoder.elements(fields, "crl_files", of: "CRL files") { node, path in
+            decoder.readFile(node, path) { try CertificateRevocationList.lists(contentsOf: $0) }
+        }.flatMap { $0 }
+        let revocation = fields["revocation"].flatMap { decoder.choice($0, fields.path("revocation"), RevocationMode.self) } ?? RevocationMode.none
 
         if mode == PinningMode.none, let node = fields["pins"] ?? fields["certificates"] {
             decoder.report(.invalidValue, at: node, keyPath, "pins and certificates are not checked in mode none; use mode public_key or certificate")
@@ -73,7 +77,7 @@ public struct PolicyConfiguration: Sendable, Equatable {
             policy = try SecurityPolicy(
                 mode: mode, pins: pins, pinnedCertificates: certificates, allowInvalidCertificates: allowInvalid,
                 validatesDomainName: validatesName, enforce: enforce, expires: expires, requiresBackupPin: backupPin,
-                now: decoder.now)
+                now: decoder.now, crls: crls, revocation: revocation)
         } catch {
             var message = "\(error)"
             if message.hasSuffix("waive it explicitly") { message += " with require_backup_pin: false" }

@@ -171,7 +171,7 @@ public struct TLSAudit: Sendable {
                 let anchors = pinnedAnchors ? try TrustStore(certificates: options.policy.pinnedCertificates) : options.trustStore
                 let chain = try ChainVerification(
                     served: served, store: anchors.store, host: nil, time: options.verificationTime,
-                    partialChain: pinnedAnchors, leniency: .strict)
+                    partialChain: pinnedAnchors, leniency: .strict, crls: options.policy.crls)
                 chainVerdict = chain.failure(host: serverName, expectedPins: []).map { .rejected($0) } ?? .trusted
                 let host = try ChainVerification(
                     served: served, store: anchors.store, host: serverName, time: options.verificationTime,
@@ -180,7 +180,8 @@ public struct TLSAudit: Sendable {
             }
             evaluation = try options.policy.evaluate(
                 servedChain: served, host: serverName, port: endpoint.port, trustStore: options.trustStore,
-                verificationTime: options.verificationTime)
+                verificationTime: options.verificationTime
+            ).applyingStaple(handshake.stapledOCSPResponse, now: options.verificationTime ?? Date())
         } catch let error as SecurityError {
             evaluationError = error
         } catch {
