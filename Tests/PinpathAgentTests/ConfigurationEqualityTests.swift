@@ -22,6 +22,8 @@ struct ConfigurationEqualityTests {
         "allow_invalid_certificates": "false",
         "validates_domain_name": "true",
         "require_backup_pin": "true",
+        "crl_files": "[\(RevocationPKI.shared.file("inter.crl"))]",
+        "revocation": "none",
     ]
 
     static let baseEndpoint: KeyValuePairs<String, String> = [
@@ -52,6 +54,8 @@ struct ConfigurationEqualityTests {
         "expires": "2031-01-01",
         "allow_invalid_certificates": "true",
         "validates_domain_name": "false",
+        "crl_files": "[\(RevocationPKI.shared.file("all.crl"))]",
+        "revocation": "stapled",
     ]
     /// Checked at load only: with two pins it changes nothing a probe does, so it is not a change.
     static let loadTimeOnlyPolicyKeys: Set<String> = ["require_backup_pin"]
