@@ -83,15 +83,18 @@ struct ChainVerification {
         if let host {
             try Self.setHost(host, on: parameters)
         }
-        guard let revocationLists = pinpath_sk_X509_CRL_new_null() else {
-            throw SecurityError.openSSL(.openSSLFailure, "cannot allocate a CRL stack")
-        }
-        defer { pinpath_sk_X509_CRL_free(revocationLists) }
+        // The context only borrows the stack: it is freed after the verification (the CRLs are the caller's).
+        var revocationLists: OpaquePointer?
+        defer { if let revocationLists { pinpath_sk_X509_CRL_free(revocationLists) } }
         if !crls.isEmpty {
-            for crl in crls where pinpath_sk_X509_CRL_push(revocationLists, crl.crl) <= 0 {
+            guard let stack = pinpath_sk_X509_CRL_new_null() else {
+                throw SecurityError.openSSL(.openSSLFailure, "cannot allocate a CRL stack")
+            }
+            revocationLists = stack
+            for crl in crls where pinpath_sk_X509_CRL_push(stack, crl.crl) <= 0 {
                 throw SecurityError.openSSL(.openSSLFailure, "cannot build the CRL list")
             }
-            X509_STORE_CTX_set0_crls(context, revocationLists)
+            X509_STORE_CTX_set0_crls(context, stack)
             _ = X509_VERIFY_PARAM_set_flags(parameters, UInt(X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL))
         }
         switch leniency {

@@ -63,7 +63,9 @@ public final class HandshakeVerifier: Sendable {
     /// second handshake on an established connection would put a new chain under a request already admitted.
     /// Wraps `SSL_CTX_set_ex_data`, `SSL_CTX_set_options` and `SSL_CTX_set_cert_verify_callback`; a rejection
     /// sets `X509_V_ERR_APPLICATION_VERIFICATION` and fails the handshake, a report-only pin failure lets it
-    /// proceed.
+    /// proceed. Also asks for the server's OCSP staple and judges it in the status callback
+    /// (`SSL_CTX_set_tlsext_status_type`, `SSL_CTX_set_tlsext_status_cb`) under the policy's
+    /// ``SecurityPolicy/revocation``: a refused staple fails the handshake there.
     /// - Parameter sslContext: an `SSL_CTX*` for one connection (libcurl makes one per connection).
     /// - Throws: ``SecurityError`` `openSSLFailure` when the context already carries a verifier (a context shared
     ///   by connections made for different requests) or OpenSSL cannot store the reference.

@@ -237,6 +237,7 @@ struct RequestCommand: AsyncParsableCommand {
                 .object([
                     ("version", .string(tls.version)), ("cipher", .string(tls.cipher)),
                     ("verified_chain_pins", .array(tls.verifiedChainPins.map { .string($0) })),
+                    ("ocsp_staple", .string(tls.evaluation?.ocspStaple?.status.description)),
                 ])
             } ?? .null),
         ])

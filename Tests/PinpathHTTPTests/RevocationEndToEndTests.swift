@@ -138,15 +138,17 @@ struct RevocationEndToEndTests {
         #expect(Self.requests(in: transcript).isEmpty, "the server received: \(Self.requests(in: transcript))")
     }
 
-    @Test("pinpath request: a good chain with current CRLs and a good staple exits 0; a CRL file that is not one exits 64 naming it")
+    @Test("pinpath request: a good chain with current CRLs and a good staple exits 0 (--json names the staple's status); a CRL file that is not one exits 64 naming it")
     func requestCommandAccepts() throws {
         let (server, _) = try server("good", staple: "good.ocsp", www: true)
         defer { server.stop() }
         let result = try Shell.run([
             Shell.pinpath, "request", "https://127.0.0.1:\(server.port)/", "--ca-file", pki.file("root.pem"), "--timeout", "5",
-            "--crl", pki.file("all.crl"), "--revocation", "require_stapled",
+            "--crl", pki.file("all.crl"), "--revocation", "require_stapled", "--json",
         ])
         #expect(result.status == 0, "exit \(result.status): \(result.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect((summary["tls"] as? [String: Any])?["ocsp_staple"] as? String == "good", "\(result.stdout)")
         let bad = try Shell.run([
             Shell.pinpath, "request", "https://127.0.0.1:\(server.port)/", "--ca-file", pki.file("root.pem"), "--crl", pki.file("good.pem"),
         ])

@@ -1,7 +1,8 @@
 import Foundation
-import PinpathSecurity
 import PinpathTestSupport
 import Testing
+
+@testable import PinpathSecurity
 
 /// CRL checking through ``SecurityPolicy/evaluate(servedChain:host:port:trustStore:verificationTime:now:crls:)``,
 /// with CRLs made by `openssl ca -revoke` / `-gencrl` at test time (``RevocationPKI``).
@@ -120,5 +121,26 @@ struct RevocationListTests {
                 "\(error)".contains(path) && "\(error)".contains(part)
             }
         }
+    }
+
+    @Test("A staple outside its validity window (an old 'good' replayed after its nextUpdate, or one dated ahead) is refused under stapled and under must-staple")
+    func stapleValidity() throws {
+        let response = Array(try Data(contentsOf: URL(fileURLWithPath: pki.file("good.ocsp"))))
+        let chain = try ["good", "inter"].map(pki.certificate)
+        for (offset, part) in [(2 * 86_400.0, "it expired at"), (-86_400.0, "it is not valid before")] {
+            let check = StapledOCSPCheck(
+                response: response, mode: .stapled, chain: chain, host: "valid.test", now: Date().addingTimeInterval(offset))
+            #expect(check.failure?.reason == .ocspStapleInvalid, "\(check.failure?.message ?? "accepted")")
+            #expect(check.failure?.message.contains(part) == true, "\(check.failure?.message ?? "")")
+            #expect(check.staple?.status == .good)
+            // Under `none` the staple is only read, not judged.
+            let unjudged = StapledOCSPCheck(
+                response: response, mode: .none, chain: chain, host: "valid.test", now: Date().addingTimeInterval(offset))
+            #expect(unjudged.failure == nil)
+        }
+        let current = StapledOCSPCheck(response: response, mode: .requireStapled, chain: chain, host: "valid.test", now: Date())
+        #expect(current.failure == nil, "\(current.failure?.message ?? "")")
+        #expect(try pki.certificate("muststaple").requiresStapledOCSP)
+        #expect(try !pki.certificate("good").requiresStapledOCSP)
     }
 }

@@ -223,6 +223,5 @@ signature = subprocess.run(["openssl", "dgst", "-sha256", "-sign", "inter.key", 
 open("inter-nonext.der.crl", "wb").write(wrap(0x30, open("nonext.tbs", "rb").read() + algorithm + wrap(0x03, b"\0" + signature)))
 PY
 openssl crl -inform DER -in inter-nonext.der.crl -out inter-nonext.crl
-cat good.pem inter.pem > good-chain.pem
 """#
 }

@@ -8,9 +8,12 @@ import CShims
 /// extension data under its own lock, so concurrent verifications may read it.
 public final class CertificateRevocationList: @unchecked Sendable, Hashable, CustomStringConvertible {
     let crl: OpaquePointer
+    /// The DER encoding. Kept, because policies holding CRLs are compared on every pooled request.
+    public let derBytes: [UInt8]
 
     private init(owning crl: OpaquePointer) {
         self.crl = crl
+        derBytes = derEncoding { i2d_X509_CRL(crl, $0) } ?? []
     }
 
     deinit { X509_CRL_free(crl) }
@@ -77,9 +80,6 @@ public final class CertificateRevocationList: @unchecked Sendable, Hashable, Cus
     public var issuer: String {
         writingToMemoryBIO { X509_NAME_print_ex($0, X509_CRL_get_issuer(crl), 0, pinpath_XN_FLAG_RFC2253()) >= 0 } ?? ""
     }
-
-    /// The DER encoding. Wraps `i2d_X509_CRL`.
-    public var derBytes: [UInt8] { derEncoding { i2d_X509_CRL(crl, $0) } ?? [] }
 
     /// The issuer, for logs.
     public var description: String { "CRL of \(issuer)" }
