@@ -47,6 +47,8 @@ public struct SecurityPolicy: Sendable, Hashable {
     ///   - requiresBackupPin: in enforcing `public_key` mode, demand at least two pins so that a key rotation
     ///     cannot lock clients out (TrustKit). Pass `false` to waive it explicitly.
     ///   - now: the clock that decides whether `expires` has already passed.
+    ///   - crls: revocation lists every evaluation checks the chain against (``crls``); none by default.
+    ///   - revocation: what a handshake demands of the stapled OCSP response (``revocation``).
     /// - Throws: ``SecurityError`` with code `invalidPolicy` when a pinning mode has no pins (or no
     ///   certificates in `certificate` mode); when invalid certificates are allowed with domain-name validation
     ///   and nothing else to check (mode `none`, or no pins), with report-only pins (`enforce` false), or with
