@@ -7,3 +7,4 @@
 #include <openssl/sha.h>
 #include <openssl/err.h>
 #include <openssl/bio.h>
+#include <openssl/ocsp.h>

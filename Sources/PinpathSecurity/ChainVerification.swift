@@ -44,10 +44,14 @@ struct ChainVerification {
     ///     `set1_ip_asc`), or `nil` for no check.
     ///   - partialChain: accept a chain ending at any certificate of the store, not only a self-signed root.
     ///   - leniency: which errors may pass; host errors never do.
+    ///   - crls: when not empty, check every certificate of the chain below the anchor against them
+    ///     (`X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL`, the lists in the context by
+    ///     `X509_STORE_CTX_set0_crls`): a certificate whose issuer has no current CRL among them fails.
     /// - Throws: ``SecurityError`` when OpenSSL cannot run the verification at all, or the host is unusable.
     init(
         served: [Certificate], store: OpaquePointer, host: String?, time: Date?, partialChain: Bool,
-        leniency: Leniency, profile: VerificationProfile = .webpki, maximumDepth: Int? = nil
+        leniency: Leniency, profile: VerificationProfile = .webpki, maximumDepth: Int? = nil,
+        crls: [CertificateRevocationList] = []
     ) throws {
         guard let leaf = served.first else {
             throw SecurityError(.invalidInput, "no certificate to verify")
@@ -79,13 +83,33 @@ struct ChainVerification {
         if let host {
             try Self.setHost(host, on: parameters)
         }
+        // The context only borrows the stack: it is freed after the verification (the CRLs are the caller's).
+        var revocationLists: OpaquePointer?
+        defer { if let revocationLists { pinpath_sk_X509_CRL_free(revocationLists) } }
+        if !crls.isEmpty {
+            guard let stack = pinpath_sk_X509_CRL_new_null() else {
+                throw SecurityError.openSSL(.openSSLFailure, "cannot allocate a CRL stack")
+            }
+            revocationLists = stack
+            for crl in crls where pinpath_sk_X509_CRL_push(stack, crl.crl) <= 0 {
+                throw SecurityError.openSSL(.openSSLFailure, "cannot build the CRL list")
+            }
+            X509_STORE_CTX_set0_crls(context, stack)
+            _ = X509_VERIFY_PARAM_set_flags(parameters, UInt(X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL))
+        }
         switch leniency {
-        case .strict:
+        case .strict where crls.isEmpty:
             break
+        case .strict:
+            X509_STORE_CTX_set_verify_cb(context) { ok, context in
+                guard ok == 0, let context else { return 1 }
+                return ChainVerification.isAnchorWithoutCRL(context) ? 1 : 0
+            }
         case .untrustedAnchor:
             X509_STORE_CTX_set_verify_cb(context) { ok, context in
                 guard ok == 0, let context else { return 1 }
-                return ChainVerification.isExcusedWhenAllowingInvalid(X509_STORE_CTX_get_error(context)) ? 1 : 0
+                return ChainVerification.isExcusedWhenAllowingInvalid(X509_STORE_CTX_get_error(context))
+                    || ChainVerification.isAnchorWithoutCRL(context) ? 1 : 0
             }
         case .hostOnly:
             X509_STORE_CTX_set_verify_cb(context) { ok, context in
@@ -189,6 +213,14 @@ struct ChainVerification {
                 message: "\(host): certificate rejected: \(violation)", expectedPins: expectedPins,
                 seenPins: chain.map(\.spkiPin), violation: violation)
         }
+        if let reason = TrustFailure.Reason.revocation(verifyError: error) {
+            let subject = depth < chain.count ? " (\(chain[depth].subject))" : ""
+            let what = reason == .revoked ? "certificate revoked" : "revocation check failed"
+            return TrustFailure(
+                reason: reason, verifyError: error, depth: depth,
+                message: "\(host): \(what) at depth \(depth)\(subject): \(errorMessage) (X509_V_ERR \(error))",
+                expectedPins: expectedPins, seenPins: chain.map(\.spkiPin))
+        }
         let hostError = Self.isHostError(error)
         let message = hostError
             ? "\(host): the certificate is not for this host (\(errorMessage))"
@@ -196,6 +228,16 @@ struct ChainVerification {
         return TrustFailure(
             reason: hostError ? .hostMismatch : .chainInvalid, verifyError: error, depth: depth, message: message,
             expectedPins: expectedPins, seenPins: chain.map(\.spkiPin))
+    }
+
+    /// Whether the context reports a missing CRL for the top of the chain: the trust anchor (or the
+    /// self-signed certificate allowed in its place), which RFC 5280 §6.1 leaves out of the path it checks, and
+    /// whose revocation no issuer above it could state. OpenSSL's `CRL_CHECK_ALL` asks a CRL for it too.
+    static func isAnchorWithoutCRL(_ context: OpaquePointer) -> Bool {
+        guard X509_STORE_CTX_get_error(context) == X509_V_ERR_UNABLE_TO_GET_CRL,
+            let chain = X509_STORE_CTX_get0_chain(context)
+        else { return false }
+        return Int(X509_STORE_CTX_get_error_depth(context)) == Int(pinpath_sk_X509_num(chain)) - 1
     }
 
     static func isHostError(_ error: Int32) -> Bool {

@@ -63,7 +63,9 @@ public final class HandshakeVerifier: Sendable {
     /// second handshake on an established connection would put a new chain under a request already admitted.
     /// Wraps `SSL_CTX_set_ex_data`, `SSL_CTX_set_options` and `SSL_CTX_set_cert_verify_callback`; a rejection
     /// sets `X509_V_ERR_APPLICATION_VERIFICATION` and fails the handshake, a report-only pin failure lets it
-    /// proceed.
+    /// proceed. Also asks for the server's OCSP staple and judges it in the status callback
+    /// (`SSL_CTX_set_tlsext_status_type`, `SSL_CTX_set_tlsext_status_cb`) under the policy's
+    /// ``SecurityPolicy/revocation``: a refused staple fails the handshake there.
     /// - Parameter sslContext: an `SSL_CTX*` for one connection (libcurl makes one per connection).
     /// - Throws: ``SecurityError`` `openSSLFailure` when the context already carries a verifier (a context shared
     ///   by connections made for different requests) or OpenSSL cannot store the reference.
@@ -80,6 +82,21 @@ public final class HandshakeVerifier: Sendable {
             throw SecurityError.openSSL(.openSSLFailure, "\(host): cannot attach the handshake verifier to the TLS context")
         }
         SSL_CTX_set_options(sslContext, pinpath_SSL_OP_NO_RENEGOTIATION())
+        // Always asked for, so that a must-staple leaf is held to its promise whatever the policy's mode. OpenSSL
+        // calls the status callback after the certificate verify callback (TLS 1.2 sends the CertificateStatus
+        // message after the Certificate; TLS 1.3 carries it in the Certificate's extensions but the callback
+        // still runs once the chain is verified), and a 0 fails the handshake before any request byte.
+        guard pinpath_SSL_CTX_request_ocsp_staple(sslContext) == 1,
+            pinpath_SSL_CTX_set_tlsext_status_cb(
+                sslContext,
+                { ssl, _ in
+                    guard let ssl, let context = SSL_get_SSL_CTX(ssl), let verifier = HandshakeVerifier.installed(on: context)
+                    else { return 0 }
+                    return verifier.checkStaple(ssl) ? 1 : 0
+                }) == 1
+        else {
+            throw SecurityError.openSSL(.openSSLFailure, "\(host): cannot ask for the server's OCSP staple")
+        }
         // The argument is the reference the context owns, so it is valid whenever the context calls back.
         SSL_CTX_set_cert_verify_callback(
             sslContext,
@@ -130,6 +147,19 @@ public final class HandshakeVerifier: Sendable {
         }
         X509_STORE_CTX_set_error(storeContext, X509_V_OK)
         return true
+    }
+
+    /// Judges the connection's stapled OCSP response under the policy's revocation mode, on the chain the verify
+    /// callback accepted, and records the staple (and a refusal) in the last result. Wraps
+    /// `SSL_get_tlsext_status_ocsp_resp`.
+    private func checkStaple(_ ssl: OpaquePointer) -> Bool {
+        guard case .success(let evaluation)? = lastResult, evaluation.allowsConnection else { return false }
+        var bytes: UnsafePointer<UInt8>?
+        let length = pinpath_SSL_get_tlsext_status_ocsp_resp(ssl, &bytes)
+        let response = length > 0 ? bytes.map { Array(UnsafeBufferPointer(start: $0, count: length)) } : nil
+        let updated = evaluation.applyingStaple(response, now: verificationTime ?? Date())
+        last.withLock { $0 = .success(updated) }
+        return updated.allowsConnection
     }
 
     /// The certificates the peer sent: OpenSSL's handshake puts the leaf in the context and the whole sent

@@ -9,6 +9,7 @@ extension SecurityPolicy {
     /// - validates domain name: if any entry validates it; allow invalid certificates: only if all allow;
     /// - expires: the latest expiry of the pinning entries, never if one of them never expires;
     /// - profile: `webpki` if any entry asks for it; maximum chain depth: the smallest given;
+    /// - CRLs: those of all entries united; revocation: the strictest mode present;
     /// - noted host name and include-subdomains (for reports): the first pinning entry's pattern, else the
     ///   first entry's.
     ///
@@ -31,6 +32,8 @@ extension SecurityPolicy {
         expires = pinning.contains { $0.expires == nil } ? nil : pinning.compactMap(\.expires).max()
         profile = policies.contains { $0.profile == .webpki } ? .webpki : policies[0].profile
         maximumChainDepth = policies.compactMap(\.maximumChainDepth).min()
+        crls = policies.flatMap(\.crls).reduce(into: []) { united, crl in if !united.contains(crl) { united.append(crl) } }
+        revocation = policies.map(\.revocation).max { $0.strictness < $1.strictness } ?? .none
         let noted = matches.first { $0.entry.policy.mode != .none } ?? matches[0]
         notedHostname = noted.pattern.description
         includeSubdomains = noted.entry.includeSubdomains || noted.pattern.depth == .anyLabels

@@ -17,13 +17,15 @@ extension SecurityPolicy {
     ///   - profile: the rules the verified path must meet, instead of the policy's ``profile``.
     ///   - maximumDepth: the most certificates a path may have (anchor included), instead of the policy's
     ///     ``maximumChainDepth``.
+    ///   - crls: revocation lists to check the chain with, besides the policy's own ``crls``.
     /// - Returns: the verdict with the served and verified chains; "not trusted" is a verdict, not an error.
     ///   Its ``TrustEvaluation/policy`` is the policy applied, overrides included.
     /// - Throws: ``SecurityError`` only when the evaluation cannot run (OpenSSL failure, unusable host text,
     ///   a maximum depth below 1).
     public func evaluate(
         servedChain: [Certificate], host: String, port: Int = 443, trustStore: TrustStore,
-        verificationTime: Date? = nil, now: Date = Date(), profile: VerificationProfile? = nil, maximumDepth: Int? = nil
+        verificationTime: Date? = nil, now: Date = Date(), profile: VerificationProfile? = nil, maximumDepth: Int? = nil,
+        crls: [CertificateRevocationList] = []
     ) throws -> TrustEvaluation {
         var policy = self
         if let profile { policy.profile = profile }
@@ -34,7 +36,8 @@ extension SecurityPolicy {
             policy.maximumChainDepth = maximumDepth
         }
         var evaluator = Evaluator(
-            policy: policy, served: servedChain, host: host, trustStore: trustStore, time: verificationTime)
+            policy: policy, served: servedChain, host: host, trustStore: trustStore, time: verificationTime,
+            crls: self.crls + crls)
         let (verdict, allows) = try evaluator.run(now: now)
         return TrustEvaluation(
             verdict: verdict, allowsConnection: allows, host: host, port: port, date: now, policy: policy,
@@ -49,15 +52,8 @@ private struct Evaluator {
     let host: String
     let trustStore: TrustStore
     let time: Date?
+    let crls: [CertificateRevocationList]
     var verifiedChain: [Certificate] = []
-
-    init(policy: SecurityPolicy, served: [Certificate], host: String, trustStore: TrustStore, time: Date?) {
-        self.policy = policy
-        self.served = served
-        self.host = host
-        self.trustStore = trustStore
-        self.time = time
-    }
 
     mutating func run(now: Date) throws -> (TrustEvaluation.Verdict, Bool) {
         guard !served.isEmpty else {
@@ -107,7 +103,7 @@ private struct Evaluator {
         let verification = try ChainVerification(
             served: served, store: anchors.store, host: policy.validatesDomainName ? host : nil, time: time,
             partialChain: true, leniency: .strict, profile: policy.profile,
-            maximumDepth: policy.maximumChainDepth)
+            maximumDepth: policy.maximumChainDepth, crls: crls)
         verifiedChain = verification.chain
         let anchored = verification.chain.contains { policy.pinnedCertificates.contains($0) }
         if verification.verified && anchored { return (.trusted, true) }
@@ -126,7 +122,7 @@ private struct Evaluator {
         let verification = try ChainVerification(
             served: served, store: trustStore.store, host: policy.validatesDomainName ? host : nil, time: time,
             partialChain: false, leniency: leniency, profile: policy.profile,
-            maximumDepth: policy.maximumChainDepth)
+            maximumDepth: policy.maximumChainDepth, crls: crls)
         verifiedChain = verification.chain
         return verification
     }

@@ -31,6 +31,11 @@ public struct SecurityPolicy: Sendable, Hashable {
     public internal(set) var profile: VerificationProfile
     /// The most certificates a path may have, anchor included; `nil` for OpenSSL's own limit.
     public internal(set) var maximumChainDepth: Int?
+    /// Certificate revocation lists: when any is given, every certificate of the chain below the anchor needs
+    /// a current CRL from its issuer among them, and must not be on it (RFC 5280 §6.3).
+    public let crls: [CertificateRevocationList]
+    /// What a handshake demands of the server's stapled OCSP response: ``RevocationMode/none`` by default.
+    public let revocation: RevocationMode
     /// The pattern these pins were configured for, when the policy came from a ``HostPolicySet``
     /// (RFC 7469 `noted-hostname`).
     public internal(set) var notedHostname: String?
@@ -42,6 +47,8 @@ public struct SecurityPolicy: Sendable, Hashable {
     ///   - requiresBackupPin: in enforcing `public_key` mode, demand at least two pins so that a key rotation
     ///     cannot lock clients out (TrustKit). Pass `false` to waive it explicitly.
     ///   - now: the clock that decides whether `expires` has already passed.
+    ///   - crls: revocation lists every evaluation checks the chain against (``crls``); none by default.
+    ///   - revocation: what a handshake demands of the stapled OCSP response (``revocation``).
     /// - Throws: ``SecurityError`` with code `invalidPolicy` when a pinning mode has no pins (or no
     ///   certificates in `certificate` mode); when invalid certificates are allowed with domain-name validation
     ///   and nothing else to check (mode `none`, or no pins), with report-only pins (`enforce` false), or with
@@ -51,7 +58,8 @@ public struct SecurityPolicy: Sendable, Hashable {
         mode: PinningMode, pins: [SPKIPin] = [], pinnedCertificates: [Certificate] = [],
         allowInvalidCertificates: Bool = false, validatesDomainName: Bool = true, enforce: Bool = true,
         expires: Date? = nil, requiresBackupPin: Bool = true, now: Date = Date(),
-        profile: VerificationProfile = .webpki, maximumChainDepth: Int? = nil
+        profile: VerificationProfile = .webpki, maximumChainDepth: Int? = nil,
+        crls: [CertificateRevocationList] = [], revocation: RevocationMode = .none
     ) throws {
         let allPins = Set(pins).union(pinnedCertificates.map(\.spkiPin))
         switch mode {
@@ -98,6 +106,8 @@ public struct SecurityPolicy: Sendable, Hashable {
         self.expires = expires
         self.profile = profile
         self.maximumChainDepth = maximumChainDepth
+        self.crls = crls
+        self.revocation = revocation
     }
 
     /// Whether any certificate from anyone passes: invalid certificates allowed, no host check and nothing

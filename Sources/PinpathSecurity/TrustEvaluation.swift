@@ -29,6 +29,8 @@ public struct TrustEvaluation: Sendable {
     /// The chain OpenSSL built and verified from the leaf (partial when verification failed, and cut after
     /// the first certificate whose signature does not verify); pins were matched against this only.
     public let verifiedChain: [Certificate]
+    /// The OCSP response the server stapled, as read in the handshake; `nil` without one (or outside a handshake).
+    public internal(set) var ocspStaple: OCSPStaple? = nil
 
     /// The failure, when rejected.
     public var failure: TrustFailure? {

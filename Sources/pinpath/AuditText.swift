@@ -45,6 +45,7 @@ enum AuditText {
         lines.append(field("host", verdictText(audit.hostVerdict, passed: "valid for \(audit.serverName)")))
         // A rule may reject a path whose chain and host verdicts, each judged alone, passed (a name rule).
         if let violation = audit.evaluation?.failure?.violation { lines.append(field("profile", violation.description)) }
+        if let evaluation = audit.evaluation { lines.append(field("ocsp", stapleText(evaluation))) }
         lines += pinLines(audit)
         if let error = audit.evaluationError { lines.append(field("error", error.message)) }
         lines.append(field("result", "\(audit.outcome) (exit \(audit.outcome.severity))"))
@@ -98,6 +99,7 @@ enum AuditText {
             ("chain", verdictJSON(audit.chainVerdict)),
             ("host_check", verdictJSON(audit.hostVerdict)),
             ("pins", pins),
+            ("ocsp_staple", evaluation?.ocspStaple.map(stapleJSON) ?? .null),
             ("failure", evaluation?.failure.map { failure in
                 .object([
                     ("reason", .string(failure.reason.description)), ("message", .string(failure.message)),
@@ -161,6 +163,31 @@ enum AuditText {
         default:
             return [field("pins", "not checked: the chain or the host failed first")]
         }
+    }
+
+    /// The stapled OCSP response: its status, producer and validity, and the policy's refusal when it made one.
+    private static func stapleText(_ evaluation: TrustEvaluation) -> String {
+        var text = "none"
+        if let staple = evaluation.ocspStaple {
+            let until = staple.nextUpdate.map(rfc3339) ?? "no nextUpdate"
+            text = "\(staple.status) from \(staple.responder), valid \(staple.thisUpdate.map(rfc3339) ?? "?") to \(until)"
+            if let revokedAt = staple.revokedAt { text += ", revoked at \(rfc3339(revokedAt))" }
+            if let problem = staple.problem { text += " (unverified: \(problem))" }
+        }
+        if let failure = evaluation.failure, failure.concernsStaple { text += "; REJECTED: \(failure.message)" }
+        return text
+    }
+
+    private static func stapleJSON(_ staple: OCSPStaple) -> JSONValue {
+        .object([
+            ("status", .string(staple.status.description)),
+            ("responder", .string(staple.responder)),
+            ("produced_at", .string(staple.producedAt.map(rfc3339))),
+            ("this_update", .string(staple.thisUpdate.map(rfc3339))),
+            ("next_update", .string(staple.nextUpdate.map(rfc3339))),
+            ("revoked_at", .string(staple.revokedAt.map(rfc3339))),
+            ("problem", .string(staple.problem)),
+        ])
     }
 
     private static func verdictText(_ verdict: TrustEvaluation.Verdict?, passed: String = "valid") -> String {

@@ -52,6 +52,8 @@ struct ChainPolicyOptions: ParsableArguments {
 
     @OptionGroup var profileOptions: ProfileOptions
 
+    @OptionGroup var revocationOptions: RevocationOptions
+
     @Option(help: "Verify as of this time (2026-01-31, 2026-01-31T12:00:00Z or @UNIX-SECONDS) instead of now.")
     var at: String?
 
@@ -96,17 +98,17 @@ struct ChainPolicyOptions: ParsableArguments {
         }
         let profile = profileOptions.profile
         let depth = try profileOptions.maximumDepth()
+        let crls = try revocationOptions.crls()
+        let revocation = revocationOptions.revocation
         do {
             if !certificates.isEmpty {
                 return try SecurityPolicy(
                     mode: .certificate, pinnedCertificates: certificates, requiresBackupPin: false, profile: profile,
-                    maximumChainDepth: depth)
+                    maximumChainDepth: depth, crls: crls, revocation: revocation)
             }
-            if !pinned.isEmpty {
-                return try SecurityPolicy(
-                    mode: .publicKey, pins: pinned, requiresBackupPin: false, profile: profile, maximumChainDepth: depth)
-            }
-            return try SecurityPolicy(mode: .none, profile: profile, maximumChainDepth: depth)
+            return try SecurityPolicy(
+                mode: pinned.isEmpty ? .none : .publicKey, pins: pinned, requiresBackupPin: false, profile: profile,
+                maximumChainDepth: depth, crls: crls, revocation: revocation)
         } catch let error as SecurityError {
             throw CommandFailure.usage(error.message)
         }

@@ -47,6 +47,8 @@ struct RequestCommand: AsyncParsableCommand {
     @Option(name: .customLong("pin"), help: "A pin sha256/<base64> for the URL's host (repeatable); any certificate of the verified chain may match.")
     var pins: [String] = []
 
+    @OptionGroup var revocationOptions: RevocationOptions
+
     @Option(help: "Trust only the certificates in this PEM file instead of the system store.")
     var caFile: String?
 
@@ -188,14 +190,16 @@ struct RequestCommand: AsyncParsableCommand {
         if let waitForConnectivity { options.reachability = .waitForConnectivity(.milliseconds(Int(waitForConnectivity * 1000))) }
         let maximumDepth = try profileOptions.maximumDepth()
         // The URL's host gets a policy of its own when pinned or held to other rules than the default ones.
-        if !pins.isEmpty || profileOptions.profile != .webpki || maximumDepth != nil {
+        if !pins.isEmpty || profileOptions.profile != .webpki || maximumDepth != nil || revocationOptions.isSet {
             let parsed: [SPKIPin]
             do { parsed = try pins.map { try SPKIPin(parsing: $0) } } catch { throw CommandFailure.usage("--pin \(error)") }
+            let crls = try revocationOptions.crls()
             do {
                 // One pin is enough for a one-off request: the backup-pin rule protects long-lived configurations.
                 let policy = try SecurityPolicy(
                     mode: parsed.isEmpty ? .none : .publicKey, pins: parsed, requiresBackupPin: false,
-                    profile: profileOptions.profile, maximumChainDepth: maximumDepth)
+                    profile: profileOptions.profile, maximumChainDepth: maximumDepth, crls: crls,
+                    revocation: revocationOptions.revocation)
                 let host = url.host(percentEncoded: false).map { $0.hasPrefix("[") ? String($0.dropFirst().dropLast()) : $0 } ?? ""
                 configuration.policies = HostPolicySet([HostPolicy(patterns: [try HostPattern(parsing: host)], policy: policy)])
             } catch {
@@ -238,6 +242,7 @@ struct RequestCommand: AsyncParsableCommand {
                 .object([
                     ("version", .string(tls.version)), ("cipher", .string(tls.cipher)),
                     ("verified_chain_pins", .array(tls.verifiedChainPins.map { .string($0) })),
+                    ("ocsp_staple", .string(tls.evaluation?.ocspStaple?.status.description)),
                 ])
             } ?? .null),
         ])

@@ -24,6 +24,8 @@ struct ConfigurationEqualityTests {
         "require_backup_pin": "true",
         "profile": "webpki",
         "max_chain_depth": "4",
+        "crl_files": "[\(RevocationPKI.shared.file("inter.crl"))]",
+        "revocation": "none",
     ]
 
     static let baseEndpoint: KeyValuePairs<String, String> = [
@@ -56,6 +58,8 @@ struct ConfigurationEqualityTests {
         "validates_domain_name": "false",
         "profile": "rfc5280",
         "max_chain_depth": "5",
+        "crl_files": "[\(RevocationPKI.shared.file("all.crl"))]",
+        "revocation": "stapled",
     ]
     /// Checked at load only: with two pins it changes nothing a probe does, so it is not a change.
     static let loadTimeOnlyPolicyKeys: Set<String> = ["require_backup_pin"]

@@ -46,4 +46,25 @@ static inline unsigned long pinpath_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC22
 // SSL_OP_NO_RENEGOTIATION is a macro built from a cast (SSL_OP_BIT), which Swift does not import.
 static inline uint64_t pinpath_SSL_OP_NO_RENEGOTIATION(void) { return SSL_OP_NO_RENEGOTIATION; }
 
+// sk_X509_CRL_new_null is a function-like macro over OPENSSL_sk_new_null.
+static inline STACK_OF(X509_CRL) *pinpath_sk_X509_CRL_new_null(void) { return sk_X509_CRL_new_null(); }
+
+// sk_X509_CRL_push is a function-like macro over OPENSSL_sk_push; the stack does not take a reference.
+static inline int pinpath_sk_X509_CRL_push(STACK_OF(X509_CRL) *stack, X509_CRL *crl) { return sk_X509_CRL_push(stack, crl); }
+
+// sk_X509_CRL_free is a function-like macro over OPENSSL_sk_free; it frees the stack, not the CRLs.
+static inline void pinpath_sk_X509_CRL_free(STACK_OF(X509_CRL) *stack) { sk_X509_CRL_free(stack); }
+
+// SSL_CTX_set_tlsext_status_type is a function-like macro over SSL_CTX_ctrl (asks servers for an OCSP staple).
+static inline long pinpath_SSL_CTX_request_ocsp_staple(SSL_CTX *context) { return SSL_CTX_set_tlsext_status_type(context, TLSEXT_STATUSTYPE_ocsp); }
+
+// SSL_set_tlsext_status_type is a function-like macro over SSL_ctrl (asks this connection's server for a staple).
+static inline long pinpath_SSL_request_ocsp_staple(SSL *ssl) { return SSL_set_tlsext_status_type(ssl, TLSEXT_STATUSTYPE_ocsp); }
+
+// SSL_CTX_set_tlsext_status_cb is a function-like macro over SSL_CTX_callback_ctrl with a cast callback.
+static inline long pinpath_SSL_CTX_set_tlsext_status_cb(SSL_CTX *context, int (*callback)(SSL *, void *)) { return SSL_CTX_set_tlsext_status_cb(context, callback); }
+
+// SSL_get_tlsext_status_ocsp_resp is a function-like macro over SSL_ctrl (the stapled response, or -1 without).
+static inline long pinpath_SSL_get_tlsext_status_ocsp_resp(SSL *ssl, const unsigned char **response) { return SSL_get_tlsext_status_ocsp_resp(ssl, response); }
+
 #endif

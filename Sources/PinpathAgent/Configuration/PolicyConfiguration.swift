@@ -28,6 +28,7 @@ public struct PolicyConfiguration: Sendable, Equatable {
     static let keys = [
         "mode", "pins", "certificates", "ca_file", "hosts", "include_subdomains", "enforce", "expires",
         "allow_invalid_certificates", "validates_domain_name", "require_backup_pin", "profile", "max_chain_depth",
+        "crl_files", "revocation",
     ]
 
     /// Reads one policy; `nil` after reporting its problems.
@@ -63,6 +64,10 @@ public struct PolicyConfiguration: Sendable, Equatable {
         let expires = fields["expires"].flatMap { decoder.date($0, fields.path("expires")) }
         let profile = fields["profile"].flatMap { decoder.choice($0, fields.path("profile"), VerificationProfile.self) } ?? .webpki
         let maximumDepth = fields["max_chain_depth"].flatMap { decoder.integer($0, fields.path("max_chain_depth"), in: 1...100) }
+        let crls = decoder.elements(fields, "crl_files", of: "CRL files") { node, path in
+            decoder.readFile(node, path) { try CertificateRevocationList.lists(contentsOf: $0) }
+        }.flatMap { $0 }
+        let revocation = fields["revocation"].flatMap { decoder.choice($0, fields.path("revocation"), RevocationMode.self) } ?? RevocationMode.none
 
         if mode == PinningMode.none, let node = fields["pins"] ?? fields["certificates"] {
             decoder.report(.invalidValue, at: node, keyPath, "pins and certificates are not checked in mode none; use mode public_key or certificate")
@@ -75,7 +80,7 @@ public struct PolicyConfiguration: Sendable, Equatable {
             policy = try SecurityPolicy(
                 mode: mode, pins: pins, pinnedCertificates: certificates, allowInvalidCertificates: allowInvalid,
                 validatesDomainName: validatesName, enforce: enforce, expires: expires, requiresBackupPin: backupPin,
-                now: decoder.now, profile: profile, maximumChainDepth: maximumDepth)
+                now: decoder.now, profile: profile, maximumChainDepth: maximumDepth, crls: crls, revocation: revocation)
         } catch {
             var message = "\(error)"
             if message.hasSuffix("waive it explicitly") { message += " with require_backup_pin: false" }

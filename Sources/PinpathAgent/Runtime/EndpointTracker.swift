@@ -12,12 +12,14 @@ struct EndpointTracker: Sendable {
         var timings: PhaseTimings?
         var earliestServedExpiry: Date?
         var verifiedChainExpiry: Date?
+        var ocspResponseStatus: Int?
 
         init(_ result: ProbeResult) {
             succeeded = result.outcome == .success
             timings = result.timings
             earliestServedExpiry = result.evaluation?.servedChain.map(\.notAfter).min()
             verifiedChainExpiry = result.evaluation?.verifiedChain.map(\.notAfter).min()
+            ocspResponseStatus = result.evaluation?.ocspStaple?.status.metricValue
         }
     }
 
@@ -66,6 +68,6 @@ struct EndpointTracker: Sendable {
             state: state.status,
             earliestCertificateExpiry: lastProbe?.earliestServedExpiry?.timeIntervalSince1970,
             lastChainExpiry: lastProbe?.verifiedChainExpiry?.timeIntervalSince1970,
-            pinFailures: pinFailures)
+            pinFailures: pinFailures, ocspResponseStatus: lastProbe?.ocspResponseStatus)
     }
 }

@@ -7,7 +7,7 @@ import Glibc
 /// The names follow blackbox_exporter's where they mean the same, prefixed `pinpath_`:
 /// `pinpath_probe_success`, `pinpath_probe_duration_seconds{phase=…}`, `pinpath_endpoint_state{state=…}`,
 /// `pinpath_ssl_earliest_cert_expiry`, `pinpath_ssl_last_chain_expiry_timestamp_seconds`,
-/// `pinpath_pin_failures_total`, `pinpath_events_dropped_total`.
+/// `pinpath_ssl_ocsp_response_status`, `pinpath_pin_failures_total`, `pinpath_events_dropped_total`.
 ///
 /// ``render(endpoints:eventsDroppedTotal:)`` is pure; ``write(_:)`` does blocking file I/O: call it from
 /// the agent's loop after a round of probes, not on a probe's path.
@@ -28,12 +28,15 @@ public struct TextfileMetrics: Sendable {
         public var lastChainExpiry: Double?
         /// Pin failures since start.
         public var pinFailures: Int
+        /// The status in the OCSP response the server stapled in the last probe (0 good, 1 revoked, 2 unknown,
+        /// as blackbox_exporter's `probe_ssl_ocsp_response_status`); nil without a staple (no sample).
+        public var ocspResponseStatus: Int?
 
         /// - Parameters: as the properties.
         public init(
             name: String, probeSucceeded: Bool?, phaseDurations: [(phase: String, seconds: Double)] = [],
             state: EndpointState.Status, earliestCertificateExpiry: Double? = nil, lastChainExpiry: Double? = nil,
-            pinFailures: Int = 0
+            pinFailures: Int = 0, ocspResponseStatus: Int? = nil
         ) {
             self.name = name
             self.probeSucceeded = probeSucceeded
@@ -42,6 +45,7 @@ public struct TextfileMetrics: Sendable {
             self.earliestCertificateExpiry = earliestCertificateExpiry
             self.lastChainExpiry = lastChainExpiry
             self.pinFailures = pinFailures
+            self.ocspResponseStatus = ocspResponseStatus
         }
     }
 
@@ -101,6 +105,15 @@ public struct TextfileMetrics: Sendable {
             for endpoint in endpoints {
                 guard let expiry = endpoint.lastChainExpiry else { continue }
                 sample(&text, "ssl_last_chain_expiry_timestamp_seconds", [("endpoint", endpoint.name)], expiry)
+            }
+        }
+        // Only when some server stapled: most endpoints never do, and a family without samples says nothing.
+        if endpoints.contains(where: { $0.ocspResponseStatus != nil }) {
+            family("ssl_ocsp_response_status", "gauge", "The stapled OCSP response's status: 0 good, 1 revoked, 2 unknown.") { text in
+                for endpoint in endpoints {
+                    guard let status = endpoint.ocspResponseStatus else { continue }
+                    sample(&text, "ssl_ocsp_response_status", [("endpoint", endpoint.name)], Double(status))
+                }
             }
         }
         family("pin_failures_total", "counter", "Pin validation failures since the agent started.") { text in

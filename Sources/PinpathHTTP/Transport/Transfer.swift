@@ -318,7 +318,9 @@ final class Transfer: @unchecked Sendable {
     }
 
     private func error(for code: CURLcode) -> HTTPError {
-        if code == CURLE_PEER_FAILED_VERIFICATION, let result = verifier?.lastResult {
+        // A refused OCSP staple fails the handshake in OpenSSL's status callback, which libcurl reports as a
+        // connect error rather than a verification failure.
+        if code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CONNECT_ERROR, let result = verifier?.lastResult {
             switch result {
             case .success(let evaluation) where !evaluation.allowsConnection:
                 let failure = evaluation.failure

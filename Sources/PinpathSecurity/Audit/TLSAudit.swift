@@ -180,7 +180,8 @@ public struct TLSAudit: Sendable {
         _ endpoint: TLSEndpoint, serverName: String, address: String, handshake: TLSConnection.Handshake, options: Options
     ) {
         let judgement = Judgement(
-            handshake.servedChain, serverName: serverName, label: serverName, port: endpoint.port, options: options)
+            handshake.servedChain, serverName: serverName, label: serverName, port: endpoint.port, options: options,
+            stapledOCSPResponse: handshake.stapledOCSPResponse)
         self.init(
             endpoint: endpoint, serverName: serverName, chainFile: nil,
             verifiedAt: options.verificationTime ?? judgement.evaluation?.date ?? Date(), address: address,
@@ -199,8 +200,12 @@ public struct TLSAudit: Sendable {
         init() {}
 
         /// Judges `served` for `serverName` (the host is not checked when `nil`); `label` names the chain in
-        /// the messages of an evaluation that cannot run.
-        init(_ served: [Certificate], serverName: String?, label: String, port: Int, options: Options) {
+        /// the messages of an evaluation that cannot run. A handshake's stapled OCSP response, if any, is
+        /// judged by the policy's revocation mode.
+        init(
+            _ served: [Certificate], serverName: String?, label: String, port: Int, options: Options,
+            stapledOCSPResponse: [UInt8]? = nil
+        ) {
             let policy = options.policy
             do {
                 if !served.isEmpty {
@@ -212,7 +217,7 @@ public struct TLSAudit: Sendable {
                     let chain = try ChainVerification(
                         served: served, store: anchors.store, host: nil, time: options.verificationTime,
                         partialChain: pinnedAnchors, leniency: .strict, profile: policy.profile,
-                        maximumDepth: policy.maximumChainDepth)
+                        maximumDepth: policy.maximumChainDepth, crls: policy.crls)
                     chainVerdict = chain.failure(host: label, expectedPins: []).map { .rejected($0) } ?? .trusted
                     if let serverName {
                         let host = try ChainVerification(
@@ -223,7 +228,8 @@ public struct TLSAudit: Sendable {
                 }
                 evaluation = try policy.evaluate(
                     servedChain: served, host: serverName ?? label, port: port, trustStore: options.trustStore,
-                    verificationTime: options.verificationTime)
+                    verificationTime: options.verificationTime
+                ).applyingStaple(stapledOCSPResponse, now: options.verificationTime ?? Date())
             } catch let error as SecurityError {
                 evaluationError = error
             } catch {

@@ -17,6 +17,8 @@ final class TLSConnection {
         let cipher: String
         /// The certificates the server sent, leaf first, as sent. From `SSL_get_peer_cert_chain`.
         let servedChain: [Certificate]
+        /// The OCSP response the server stapled, or `nil`. From `SSL_get_tlsext_status_ocsp_resp`.
+        let stapledOCSPResponse: [UInt8]?
     }
 
     /// The address the socket connected to (`127.0.0.1:4433`).
@@ -63,6 +65,9 @@ final class TLSConnection {
         if let serverName, !ChainVerification.isIPAddress(serverName), pinpath_SSL_set_tlsext_host_name(ssl, serverName) != 1 {
             throw Self.openSSLError(.openSSLFailure, "\(label): OpenSSL refuses the server name \"\(serverName)\"")
         }
+        guard pinpath_SSL_request_ocsp_staple(ssl) == 1 else {
+            throw Self.openSSLError(.openSSLFailure, "\(label): OpenSSL cannot ask for an OCSP staple")
+        }
         guard SSL_set_fd(ssl, socket) == 1 else {
             throw Self.openSSLError(.openSSLFailure, "\(label): cannot attach the socket to OpenSSL")
         }
@@ -78,11 +83,18 @@ final class TLSConnection {
         let handshake = Handshake(
             protocolVersion: SSL_get_version(ssl).map { String(cString: $0) } ?? "unknown",
             cipher: SSL_get_current_cipher(ssl).flatMap { SSL_CIPHER_get_name($0) }.map { String(cString: $0) } ?? "unknown",
-            servedChain: chain)
+            servedChain: chain, stapledOCSPResponse: Self.stapledOCSPResponse(ssl))
         // A polite close_notify; the socket is non-blocking, so this never waits for the server's.
         _ = SSL_shutdown(ssl)
         ERR_clear_error()
         return handshake
+    }
+
+    private static func stapledOCSPResponse(_ ssl: OpaquePointer) -> [UInt8]? {
+        var bytes: UnsafePointer<UInt8>?
+        let length = pinpath_SSL_get_tlsext_status_ocsp_resp(ssl, &bytes)
+        guard length > 0, let bytes else { return nil }
+        return Array(UnsafeBufferPointer(start: bytes, count: length))
     }
 
     // MARK: - TCP

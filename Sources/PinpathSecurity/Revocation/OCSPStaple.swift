@@ -1,0 +1,160 @@
+import COpenSSL
+import CShims
+import FoundationEssentials
+import Glibc
+
+/// An OCSP response a server stapled to its handshake (RFC 6960, RFC 6066 §8), read for one leaf and checked
+/// against the leaf's issuer.
+public struct OCSPStaple: Sendable, Equatable {
+    /// The certificate status the response gives (blackbox_exporter's `probe_ssl_ocsp_response_status`).
+    public struct Status: Hashable, Sendable, CustomStringConvertible {
+        let name: String
+        /// The value of the metric: 0 good, 1 revoked, 2 unknown.
+        public let metricValue: Int
+        /// The name, as written in logs and JSON.
+        public var description: String { name }
+        /// The responder vouches that the certificate is not revoked.
+        public static let good = Status(name: "good", metricValue: 0)
+        /// The certificate is revoked.
+        public static let revoked = Status(name: "revoked", metricValue: 1)
+        /// The responder does not know the certificate.
+        public static let unknown = Status(name: "unknown", metricValue: 2)
+    }
+
+    /// The status of the leaf.
+    public let status: Status
+    /// The responder ID: its name in RFC 2253 form, or `key:` and the SHA-1 hash of its key in hex.
+    public let responder: String
+    /// When the response was signed.
+    public let producedAt: Date?
+    /// The start of the status's validity.
+    public let thisUpdate: Date?
+    /// The end of the status's validity (`nil`: the responder gave none).
+    public let nextUpdate: Date?
+    /// When the leaf was revoked, for a revoked status.
+    public let revokedAt: Date?
+    /// Why the response cannot be relied on (its signature does not verify against the leaf's issuer, or it
+    /// is outside its validity window), or `nil` when it verified.
+    public let problem: String?
+
+    /// How long a response without nextUpdate is believed after its thisUpdate: the Baseline Requirements'
+    /// longest validity for OCSP responses about subscriber certificates is 10 days; 4 days is what they ask
+    /// responders to refresh within.
+    static let maximumAgeWithoutNextUpdate: Int = 4 * 86_400
+    /// Clock skew tolerated on thisUpdate and nextUpdate (OpenSSL's `openssl ocsp` default).
+    static let allowedSkew: Int = 300
+
+    /// Reads the response `der` about `leaf`, verifying its signature against `issuer` (the issuer itself, or a
+    /// responder it delegated with the OCSP-signing purpose) and its validity at `now`. Wraps
+    /// `d2i_OCSP_RESPONSE`, `OCSP_basic_verify`, `OCSP_resp_find_status` and `OCSP_check_validity`.
+    /// - Throws: ``SecurityError`` with code `invalidInput` when the bytes are no successful OCSP response, or
+    ///   the response says nothing about `leaf` (a staple for another certificate).
+    init(der: [UInt8], leaf: Certificate, issuer: Certificate?, now: Date) throws {
+        defer { _ = drainOpenSSLErrors() }
+        guard let response = derDecoding(der, { d2i_OCSP_RESPONSE(nil, $0, $1) }, free: { OCSP_RESPONSE_free($0) })
+        else {
+            throw SecurityError(.invalidInput, "the stapled OCSP response (\(der.count) bytes) is not DER OCSP")
+        }
+        defer { OCSP_RESPONSE_free(response) }
+        let responseStatus = OCSP_response_status(response)
+        guard responseStatus == OCSP_RESPONSE_STATUS_SUCCESSFUL else {
+            let text = String(cString: OCSP_response_status_str(Int(responseStatus)))
+            throw SecurityError(.invalidInput, "the stapled OCSP response is not successful (\(text))")
+        }
+        guard let basic = OCSP_response_get1_basic(response) else {
+            throw SecurityError(.invalidInput, "the stapled OCSP response carries no basic response")
+        }
+        defer { OCSP_BASICRESP_free(basic) }
+        responder = Self.responderID(basic)
+        producedAt = Self.date(OCSP_resp_get0_produced_at(basic))
+
+        guard let issuer else {
+            throw SecurityError(.invalidInput, "the stapled OCSP response cannot be checked: the leaf's issuer is not in the verified chain")
+        }
+        guard let certificateID = OCSP_cert_to_id(EVP_sha1(), leaf.x509, issuer.x509) else {
+            throw SecurityError.openSSL(.openSSLFailure, "cannot compute the OCSP certificate ID of \(leaf.subject)")
+        }
+        defer { OCSP_CERTID_free(certificateID) }
+        var status: Int32 = -1
+        var reason: Int32 = -1
+        var revoked: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
+        var this: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
+        var next: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
+        guard OCSP_resp_find_status(basic, certificateID, &status, &reason, &revoked, &this, &next) == 1 else {
+            throw SecurityError(
+                .invalidInput, "the stapled OCSP response (from \(responder)) is not about \(leaf.subject) issued by \(issuer.subject)")
+        }
+        switch status {
+        case V_OCSP_CERTSTATUS_GOOD: self.status = .good
+        case V_OCSP_CERTSTATUS_REVOKED: self.status = .revoked
+        default: self.status = .unknown
+        }
+        thisUpdate = Self.date(this)
+        nextUpdate = Self.date(next)
+        revokedAt = Self.date(revoked)
+        problem = Self.signatureProblem(basic, issuer: issuer)
+            ?? Self.validityProblem(this: this, next: next, now: now)
+    }
+
+    /// Why the signature does not make the response the issuer's word, or `nil`: the signer must be the issuer
+    /// or a certificate the issuer signed with the OCSP-signing purpose (OpenSSL's `ocsp_check_issuer`). The
+    /// issuer is the only trusted certificate: it was already verified as the leaf's issuer.
+    private static func signatureProblem(_ basic: OpaquePointer, issuer: Certificate) -> String? {
+        guard let store = X509_STORE_new(), let issuers = pinpath_sk_X509_new_null() else {
+            return "cannot allocate an X509_STORE to check the response's signature"
+        }
+        defer {
+            X509_STORE_free(store)
+            pinpath_sk_X509_free(issuers)
+        }
+        _ = X509_STORE_add_cert(store, issuer.x509)
+        _ = X509_STORE_set_flags(store, UInt(X509_V_FLAG_PARTIAL_CHAIN))
+        _ = pinpath_sk_X509_push(issuers, issuer.x509)
+        _ = drainOpenSSLErrors()
+        guard OCSP_basic_verify(basic, issuers, store, 0) == 1 else {
+            let reasons = drainOpenSSLErrors()
+            return "its signature is not the issuer's (\(issuer.subject)) nor a delegated responder's"
+                + (reasons.isEmpty ? "" : " (\(reasons.joined(separator: "; ")))")
+        }
+        return nil
+    }
+
+    private static func validityProblem(
+        this: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?, next: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?,
+        now: Date
+    ) -> String? {
+        guard let this else { return "it has no thisUpdate" }
+        if let next, let end = date(next), now.timeIntervalSince(end) > Double(allowedSkew) {
+            return "it expired at \(end.formatted(.iso8601)) (nextUpdate)"
+        }
+        if let start = date(this), start.timeIntervalSince(now) > Double(allowedSkew) {
+            return "it is not valid before \(start.formatted(.iso8601)) (thisUpdate)"
+        }
+        if next == nil, let start = date(this), now.timeIntervalSince(start) > Double(maximumAgeWithoutNextUpdate) {
+            return "it has no nextUpdate and was made at \(start.formatted(.iso8601)), more than \(maximumAgeWithoutNextUpdate / 86_400) days ago"
+        }
+        return nil
+    }
+
+    private static func responderID(_ basic: OpaquePointer) -> String {
+        var keyHash: UnsafePointer<ASN1_OCTET_STRING>?
+        var name: OpaquePointer?
+        guard OCSP_resp_get0_id(basic, &keyHash, &name) == 1 else { return "?" }
+        if let name {
+            return writingToMemoryBIO { X509_NAME_print_ex($0, name, 0, pinpath_XN_FLAG_RFC2253()) >= 0 } ?? "?"
+        }
+        guard let keyHash, let bytes = ASN1_STRING_get0_data(keyHash) else { return "?" }
+        let hash = UnsafeBufferPointer(start: bytes, count: Int(ASN1_STRING_length(keyHash)))
+        return "key:" + hash.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+    }
+
+    private static func date(_ time: UnsafePointer<ASN1_GENERALIZEDTIME>?) -> Date? {
+        var parts = tm()
+        guard let time, ASN1_TIME_to_tm(time, &parts) == 1 else { return nil }
+        return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
+    }
+
+    private static func date(_ time: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?) -> Date? {
+        date(UnsafePointer(time))
+    }
+}
