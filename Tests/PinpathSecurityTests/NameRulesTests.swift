@@ -48,6 +48,14 @@ struct NameRulesTests {
         #expect(failure == nil, "\(failure?.message ?? "")", sourceLocation: sourceLocation)
     }
 
+    @Test("Each table's rows are all exercised by its parameterized test (the argument ranges are literal)")
+    func tablesCovered() {
+        #expect(Self.malformedSANs.count == 5)
+        #expect(Self.commonNamesNotInSAN.count == 10)
+        #expect(Self.commonNamesInSAN.count == 6)
+        #expect(NameConstraintRulesTests.malformedConstraints.count == 9)
+    }
+
     // MARK: webpki.san_required and the commonName fallback
 
     @Test("A CN-only leaf: webpki never takes the CN for the host (webpki.san_required); rfc5280 keeps the fallback")
@@ -198,9 +206,11 @@ struct NameRulesTests {
         ("2001:db8::1:0:0:1", "IP:2001:db8::1:0:0:1", "2001:db8::1:0:0:1"),
         // No DNS SAN to copy: a CN that is not an address is left alone (deliberate, see the rule).
         ("Loopback", "IP:127.0.0.1", "127.0.0.1"),
+        // Neither an address nor a dotted name: cannot pass for a host, left alone (deliberate, see the rule).
+        ("Pinned Server", "DNS:valid.example.com,IP:127.0.0.1", "valid.example.com"),
     ]
 
-    @Test("A CN copied from a SAN (or beside IP SANs only) is accepted under both profiles", arguments: 0..<5)
+    @Test("A CN copied from a SAN (or beside IP SANs only) is accepted under both profiles", arguments: 0..<6)
     func commonNameInSAN(_ index: Int) throws {
         let row = Self.commonNamesInSAN[index]
         let chain = try Self.chain("cnok-\(index)", subject: "/CN=\(row.cn)", extensions: ["subjectAltName=\(row.san)"])

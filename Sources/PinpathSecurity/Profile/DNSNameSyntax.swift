@@ -52,6 +52,17 @@ enum DNSNameSyntax {
         }
     }
 
-    /// The name for a message: its text in quotes (invalid UTF-8 shown as U+FFFD).
-    static func quoted(_ name: [UInt8]) -> String { "\"\(String(decoding: name, as: UTF8.self))\"" }
+    /// The name for a message: its text in quotes, control characters as `\xHH` (a hostile certificate's
+    /// name must not act on a terminal that shows the message), invalid UTF-8 as U+FFFD.
+    static func quoted(_ name: [UInt8]) -> String {
+        let text = String(decoding: name, as: UTF8.self).unicodeScalars.map { scalar in
+            scalar.value < 0x20 || scalar.value == 0x7f || scalar == "\"" || scalar == "\\"
+                ? "\\x" + String(scalar.value, radix: 16).leftPadded(to: 2) : String(scalar)
+        }
+        return "\"\(text.joined())\""
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

@@ -9,10 +9,11 @@ import Glibc
 /// - any other commonName must be one of the dNSNames byte for byte: no case folding, no U-label for an
 ///   xn-- label.
 ///
-/// Deliberately lenient: a leaf whose SANs hold no dNSName at all (IP addresses only) is not compared with a
-/// commonName that is not an address (`CN=Loopback` beside `IP:127.0.0.1`). Such a commonName can never be
-/// matched as a host under this profile (the subject is never checked), and x509-limbo's
-/// `webpki::san::exact-localhost-ip-san` expects that leaf accepted.
+/// Deliberately lenient, where the commonName cannot pass for a host the verifier checked (this profile
+/// never matches the host against the subject): a commonName that is neither an address nor a dotted name
+/// (`CN=Loopback`, `CN=Pinned Self-Signed Server`, as private PKIs write them) is not compared, nor is any
+/// commonName that is not an address on a leaf whose SANs hold no dNSName (`CN=example.com` beside
+/// `IP:127.0.0.1` only, which x509-limbo's `webpki::san::exact-localhost-ip-san` expects accepted).
 struct CommonNameInSubjectAlternativeNames: ProfileRule {
     let name = "webpki.cn_in_san"
     let profiles: Set<VerificationProfile> = [.webpki]
@@ -36,7 +37,7 @@ struct CommonNameInSubjectAlternativeNames: ProfileRule {
                     "the commonName \(DNSNameSyntax.quoted(commonName)) is not one of the IP address SANs in "
                         + "canonical form")
             }
-            if !dnsNames.isEmpty && !dnsNames.contains(commonName) {
+            if !dnsNames.isEmpty && commonName.contains(UInt8(ascii: ".")) && !dnsNames.contains(commonName) {
                 return violation(
                     path, depth: 0,
                     "the commonName \(DNSNameSyntax.quoted(commonName)) is not a byte-for-byte copy of one of the "
