@@ -7,7 +7,7 @@ import Testing
 
 /// The name rules end to end through the request core: `openssl s_server` on loopback serves a leaf that is
 /// valid for 127.0.0.1 by OpenSSL's rules but breaks a name rule of the webpki profile, and both the library
-/// (`Session`) and `pinpath request` refuse it in the handshake, naming the rule, with no request sent (the
+/// (`Session`), `pinpath request` and the agent (`pinpath run --once`) refuse it in the handshake, naming the rule, with no request sent (the
 /// server echoes what it receives into a transcript, which must stay empty).
 @Suite("Profile rules: names, through the request core", .serialized)
 struct NameRulesRequestTests {
@@ -77,6 +77,29 @@ struct NameRulesRequestTests {
         ])
         #expect(result.status == 2, "exit \(result.status): \(result.stderr)")
         #expect(result.stderr.contains("rule \(attack.rule)"), "\(result.stderr)")
+        #expect(Self.requests(in: transcript).isEmpty, "the server received: \(Self.requests(in: transcript))")
+    }
+
+    @Test("pinpath run --once: the probe fails as tls_invalid naming the rule, and no request is sent", arguments: attacks)
+    func agent(_ attack: Attack) throws {
+        let (server, transcript, root) = try Self.serve(attack)
+        defer { server.stop() }
+        let configuration = "\(Self.pki.directory)/agent-\(UUID().uuidString).yaml"
+        try """
+            events: { output: stdout, probes: all }
+            policies:
+              names: { mode: none, ca_file: \(root) }
+            endpoints:
+              - { name: names, url: "https://127.0.0.1:\(server.port)/", policy: names, timeout: \(TestTime.yamlSeconds(5)) }
+
+            """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        let result = try Shell.run([Shell.pinpath, "run", "--once", "--config", configuration])
+        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+        let probe = result.stdout.split(separator: "\n").compactMap { line in
+            try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        }.first { $0["event"] as? String == "probe.completed" }
+        #expect(probe?["error_category"] as? String == "tls_invalid", "\(result.stdout)")
+        #expect((probe?["message"] as? String)?.contains("rule \(attack.rule)") == true, "\(result.stdout)")
         #expect(Self.requests(in: transcript).isEmpty, "the server received: \(Self.requests(in: transcript))")
     }
 }
