@@ -26,11 +26,13 @@ let package = Package(
             providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // The public suffix list (Debian's `publicsuffix`, read by libpsl): wildcards never span a public suffix.
+        .systemLibrary(name: "CPSL", pkgConfig: "libpsl", providers: [.apt(["libpsl-dev", "publicsuffix"])]),
         // Pass-throughs for what Swift cannot import (variadics, function-like macros, _GNU_SOURCE-only symbols).
         .target(name: "CShims", dependencies: ["COpenSSL", "CCurl"]),
 
         .target(name: "PinpathReachability", dependencies: ["CNetlink", "CShims"]),
-        .target(name: "PinpathSecurity", dependencies: ["COpenSSL", "CShims"]),
+        .target(name: "PinpathSecurity", dependencies: ["COpenSSL", "CShims", "CPSL"]),
         // libcurl gated by the two above: reachability before connecting, the security policy in the handshake.
         .target(name: "PinpathHTTP", dependencies: ["CCurl", "COpenSSL", "CShims", "PinpathReachability", "PinpathSecurity"]),
         .target(

@@ -81,7 +81,7 @@ struct ChainVerification {
             _ = X509_VERIFY_PARAM_set_flags(parameters, UInt(X509_V_FLAG_PARTIAL_CHAIN))
         }
         if let host {
-            try Self.setHost(host, on: parameters)
+            try Self.setHost(host, on: parameters, profile: profile)
         }
         // The context only borrows the stack: it is freed after the verification (the CRLs are the caller's).
         var revocationLists: OpaquePointer?
@@ -161,11 +161,35 @@ struct ChainVerification {
                 depth = violation.depth
             }
         }
+        // Under `webpki` a leaf without a SAN fails the host check even when its commonName is the host: say
+        // which rule refuses it rather than only "not for this host".
+        if !verified && leniency != .hostOnly && Self.isHostError(error), let leaf = chain.first, let host,
+            let refused = Self.commonNameFallbackRefused(leaf: leaf, host: Self.bareHost(host), profile: profile)
+        {
+            violation = refused
+            depth = 0
+        }
         self.verified = verified
         self.error = error
         self.depth = depth
         self.chain = chain
         self.violation = violation
+    }
+
+    /// The violation of `webpki.san_required` when that alone made the host check fail: the leaf has no SAN and
+    /// OpenSSL's commonName fallback, which the `webpki` profile turns off, would have matched `host`. Wraps
+    /// `X509_check_host`.
+    private static func commonNameFallbackRefused(
+        leaf: Certificate, host: String, profile: VerificationProfile
+    ) -> ProfileViolation? {
+        let rule = SubjectAlternativeNameRequired()
+        guard profile.rules.contains(where: { $0.name == rule.name }), !isIPAddress(host),
+            X509_check_host(leaf.x509, host, 0, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS), nil) == 1,
+            var violation = rule.check(
+                VerifiedPath(chain: [leaf], servedCount: 1, endsAtAnchor: false, host: host, maximumDepth: nil))
+        else { return nil }
+        violation.acceptedByRFC5280 = true
+        return violation
     }
 
     /// A host as certificates name it: no IPv6 brackets, no root's dot.
@@ -265,7 +289,10 @@ struct ChainVerification {
         isMissingAnchorError(error) || error == X509_V_ERR_CERT_HAS_EXPIRED || error == X509_V_ERR_CERT_NOT_YET_VALID
     }
 
-    private static func setHost(_ host: String, on parameters: OpaquePointer) throws {
+    /// Under `webpki` the subject's commonName is never taken for a host name
+    /// (`X509_CHECK_FLAG_NEVER_CHECK_SUBJECT`); `rfc5280` keeps OpenSSL's fallback to it for a leaf without
+    /// a DNS SAN (RFC 6125 §6.4.4).
+    private static func setHost(_ host: String, on parameters: OpaquePointer, profile: VerificationProfile) throws {
         var name = host
         if name.hasPrefix("[") && name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
         if isIPAddress(name) {
@@ -275,7 +302,8 @@ struct ChainVerification {
             return
         }
         if name.hasSuffix(".") { name.removeLast() }  // certificates name hosts without the root's dot
-        X509_VERIFY_PARAM_set_hostflags(parameters, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS))
+        let neverSubject = profile == .webpki ? UInt32(X509_CHECK_FLAG_NEVER_CHECK_SUBJECT) : 0
+        X509_VERIFY_PARAM_set_hostflags(parameters, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS) | neverSubject)
         guard !name.isEmpty, X509_VERIFY_PARAM_set1_host(parameters, name, 0) == 1 else {
             throw SecurityError.openSSL(.invalidInput, "\"\(host)\" is not a host name OpenSSL accepts")
         }

@@ -17,6 +17,8 @@ struct AuditCommandTests {
         var result: String
         /// OpenSSL's X509_V_ERR for the chain alone, or for the host alone when the host is what fails.
         var verifyError: Int?
+        /// The profile rule that rejects the chain (OpenSSL alone would accept it).
+        var rule: String?
         /// Debian's s_server refuses to load RSA-1024 keys and SHA-1 signatures at its default level.
         var weak = false
         var testDescription: String { name }
@@ -32,7 +34,8 @@ struct AuditCommandTests {
         Case(name: "incomplete chain", served: ["valid"], exit: 2, result: "chain_invalid", verifyError: 20),
         Case(name: "SHA-1-signed intermediate", served: ["sha1leaf", "sha1inter"], exit: 2, result: "chain_invalid", verifyError: 68, weak: true),
         Case(name: "RSA-1024 leaf", served: ["rsa1024", "inter"], exit: 2, result: "chain_invalid", verifyError: 66, weak: true),
-        Case(name: "CN-only", served: ["cnonly", "inter"], serverName: "cnonly.test", exit: 0, result: "trusted"),
+        // The webpki profile never takes the subject CN for the host name.
+        Case(name: "CN-only", served: ["cnonly", "inter"], serverName: "cnonly.test", exit: 2, result: "chain_invalid", rule: "webpki.san_required"),
         Case(name: "IP SAN", served: ["ip", "inter"], serverName: "127.0.0.1", exit: 0, result: "trusted"),
         Case(name: "wildcard", served: ["wildcard", "inter"], serverName: "a.wild.test", exit: 0, result: "trusted"),
     ]
@@ -59,7 +62,12 @@ struct AuditCommandTests {
         #expect(served.first?["pin"] as? String == "sha256/\(try pki.opensslPin(row.served[0]))")
         let chain = try #require(object["chain"] as? [String: Any])
         let host = try #require(object["host_check"] as? [String: Any])
-        if row.result == "host_mismatch" {
+        if let rule = row.rule {
+            #expect(chain["valid"] as? Bool == false)
+            #expect((chain["message"] as? String)?.contains("rule \(rule) at depth 0") == true, "\(result.stdout)")
+            let failure = try #require(object["failure"] as? [String: Any])
+            #expect((failure["message"] as? String)?.contains("rule \(rule)") == true)
+        } else if row.result == "host_mismatch" {
             #expect(chain["valid"] as? Bool == true)
             #expect(host["verify_error"] as? Int == row.verifyError)
         } else {

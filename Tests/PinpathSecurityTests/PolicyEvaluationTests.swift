@@ -19,6 +19,7 @@ struct PolicyEvaluationTests {
         /// `nil`: trusted; otherwise the failure reason and, for chain and host failures, OpenSSL's code.
         var reason: String?
         var verifyError: Int32?
+        var profile = VerificationProfile.webpki
         var testDescription: String { name }
     }
 
@@ -37,7 +38,8 @@ struct PolicyEvaluationTests {
         Case(name: "none: incomplete chain", served: ["valid"], reason: "chain_invalid", verifyError: 20),
         Case(name: "none: SHA-1-signed intermediate", served: ["sha1leaf", "sha1inter"], reason: "chain_invalid", verifyError: 68),
         Case(name: "none: RSA-1024 leaf", served: ["rsa1024", "inter"], reason: "chain_invalid", verifyError: 66),
-        Case(name: "none: CN-only certificate (OpenSSL's subject fallback)", served: ["cnonly", "inter"], host: "cnonly.test"),
+        Case(name: "none: CN-only certificate, webpki (the CN is never the host: webpki.san_required)", served: ["cnonly", "inter"], host: "cnonly.test", reason: "chain_invalid"),
+        Case(name: "none: CN-only certificate, rfc5280 (OpenSSL's subject fallback)", served: ["cnonly", "inter"], host: "cnonly.test", profile: .rfc5280),
         Case(name: "none: IPv4 SAN", served: ["ip", "inter"], host: "127.0.0.1"),
         Case(name: "none: IPv6 SAN", served: ["ip", "inter"], host: "[::1]"),
         Case(name: "none: other IP", served: ["ip", "inter"], host: "127.0.0.2", reason: "host_mismatch", verifyError: 64),
@@ -87,7 +89,8 @@ struct PolicyEvaluationTests {
         return try SecurityPolicy(
             mode: row.mode, pins: row.mode == .publicKey ? pinned.map(\.spkiPin) : [],
             pinnedCertificates: row.mode == .certificate ? pinned : [], allowInvalidCertificates: row.allowInvalid,
-            validatesDomainName: row.validatesDomainName, enforce: enforce, expires: expires, requiresBackupPin: false)
+            validatesDomainName: row.validatesDomainName, enforce: enforce, expires: expires, requiresBackupPin: false,
+            profile: row.profile)
     }
 
     @Test("AFSecurityPolicy's rules, OkHttp's attacks", arguments: cases)

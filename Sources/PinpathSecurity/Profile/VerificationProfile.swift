@@ -43,5 +43,11 @@ public struct VerificationProfile: Hashable, Sendable, CustomStringConvertible {
 /// Every rule pinpath checks beyond OpenSSL, each in its own file under `Rules/`. Adding a rule touches its
 /// file and this list.
 enum ProfileRules {
-    static let all: [any ProfileRule] = []
+    static let all: [any ProfileRule] = [
+        // Names (the leaf's SAN and subject), then name constraints.
+        SubjectAlternativeNameWellFormed(), SubjectAlternativeNameDNSSyntax(), SubjectAlternativeNameRequired(),
+        SubjectAlternativeNameNotCritical(), CommonNameInSubjectAlternativeNames(), WildcardNotOverPublicSuffix(),
+        NameConstraintsOnlyOnCAs(), NameConstraintsWellFormed(), NameConstraintsCritical(),
+        NameConstraintsOnWildcards(),
+    ]
 }

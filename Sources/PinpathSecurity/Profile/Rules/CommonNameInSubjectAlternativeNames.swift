@@ -1,0 +1,68 @@
+import Glibc
+
+/// `webpki.cn_in_san`: a commonName of the leaf's subject is a character-for-character copy of one of its
+/// subject alternative names (Baseline Requirements §7.1.4.3), so that the name a person reads is the name
+/// the verifier checked:
+/// - a commonName that reads as an IP address (anything `inet_aton` or `inet_pton` takes: `0xC0A80101`,
+///   `192.168.001.001`, `2001:DB8::1`) must be the canonical text of an IP SAN: RFC 3986 dotted decimal,
+///   RFC 5952 for IPv6 (`192.168.1.1`, `2001:db8::1`);
+/// - any other commonName must be one of the dNSNames byte for byte: no case folding, no U-label for an
+///   xn-- label.
+///
+/// Deliberately lenient, where the commonName cannot pass for a host the verifier checked (this profile
+/// never matches the host against the subject): a commonName that is neither an address nor a dotted name
+/// (`CN=Loopback`, `CN=Pinned Self-Signed Server`, as private PKIs write them) is not compared, nor is any
+/// commonName that is not an address on a leaf whose SANs hold no dNSName (`CN=example.com` beside
+/// `IP:127.0.0.1` only, which x509-limbo's `webpki::san::exact-localhost-ip-san` expects accepted).
+struct CommonNameInSubjectAlternativeNames: ProfileRule {
+    let name = "webpki.cn_in_san"
+    let profiles: Set<VerificationProfile> = [.webpki]
+
+    func check(_ path: VerifiedPath) -> ProfileViolation? {
+        let names = path.leaf.subjectAlternativeNameExtension?.value ?? []
+        var dnsNames: Set<[UInt8]> = []
+        var addresses: Set<[UInt8]> = []
+        for name in names {
+            switch name {
+            case .dns(let bytes): dnsNames.insert(bytes)
+            case .ipAddress(let bytes): if let text = Self.canonicalText(ofAddress: bytes) { addresses.insert(text) }
+            default: continue
+            }
+        }
+        for commonName in path.leaf.commonNames {
+            if Self.readsAsAddress(commonName) {
+                guard !addresses.contains(commonName) else { continue }
+                return violation(
+                    path, depth: 0,
+                    "the commonName \(DNSNameSyntax.quoted(commonName)) is not one of the IP address SANs in "
+                        + "canonical form")
+            }
+            if !dnsNames.isEmpty && commonName.contains(UInt8(ascii: ".")) && !dnsNames.contains(commonName) {
+                return violation(
+                    path, depth: 0,
+                    "the commonName \(DNSNameSyntax.quoted(commonName)) is not a byte-for-byte copy of one of the "
+                        + "DNS SANs")
+            }
+        }
+        return nil
+    }
+
+    /// Whether a resolver would take `text` for an address. Wraps `inet_aton` (which also takes the hex,
+    /// octal and short forms) and `inet_pton` for IPv6.
+    static func readsAsAddress(_ text: [UInt8]) -> Bool {
+        let string = String(decoding: text, as: UTF8.self)
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_aton(string, &v4) != 0 || inet_pton(AF_INET6, string, &v6) == 1
+    }
+
+    /// An address as `inet_ntop` writes it: dotted decimal, or RFC 5952's form for IPv6. Wraps `inet_ntop`.
+    static func canonicalText(ofAddress bytes: [UInt8]) -> [UInt8]? {
+        guard bytes.count == 4 || bytes.count == 16 else { return nil }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        guard inet_ntop(bytes.count == 4 ? AF_INET : AF_INET6, bytes, &text, socklen_t(text.count)) != nil else {
+            return nil
+        }
+        return text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+    }
+}

@@ -1,0 +1,53 @@
+/// `rfc5280.name_constraints_wildcards`: a wildcard DNS name of the leaf stands for every name it can match,
+/// so it must not reach into an excluded subtree: `*.example.com` under an excluded `bad.example.com` is
+/// rejected, because it matches `bad.example.com`. OpenSSL compares the wildcard as a plain string, and
+/// `*.example.com` is not within `bad.example.com`. The leaf's DNS names are its dNSName SANs or, when it
+/// has none, its commonNames that look like host names (as OpenSSL's own constraint check takes them).
+/// Permitted subtrees need nothing more: OpenSSL already refuses `*.example.com` under a permitted
+/// `www.example.com` and accepts it under `example.com`.
+struct NameConstraintsOnWildcards: ProfileRule {
+    let name = "rfc5280.name_constraints_wildcards"
+    let profiles: Set<VerificationProfile> = [.webpki, .rfc5280]
+
+    func check(_ path: VerifiedPath) -> ProfileViolation? {
+        let wildcardDomains = Self.dnsNames(of: path.leaf).compactMap { name -> [UInt8]? in
+            name.starts(with: Array("*.".utf8)) ? Array(name.dropFirst(2)).map(Self.lowercased) : nil
+        }
+        guard !wildcardDomains.isEmpty else { return nil }
+        for (depth, certificate) in path.chain.enumerated().dropFirst() {
+            for case .dns(let excluded) in certificate.nameConstraintsExtension?.value?.excluded ?? [] {
+                let subtree = excluded.map(Self.lowercased)
+                for domain in wildcardDomains where Self.isOneLabelBelow(subtree, domain) {
+                    return violation(
+                        path, depth: depth,
+                        "the leaf's wildcard \"*.\(String(decoding: domain, as: UTF8.self))\" matches the excluded "
+                            + "subtree \(DNSNameSyntax.quoted(excluded))")
+                }
+            }
+        }
+        return nil
+    }
+
+    /// Whether `subtree` is `label.domain` for a single label: the names `*.domain` can match.
+    static func isOneLabelBelow(_ subtree: [UInt8], _ domain: [UInt8]) -> Bool {
+        guard subtree.count > domain.count + 1, subtree.hasSuffix([UInt8(ascii: ".")] + domain) else { return false }
+        return !subtree.dropLast(domain.count + 1).contains(UInt8(ascii: "."))
+    }
+
+    static func dnsNames(of leaf: Certificate) -> [[UInt8]] {
+        let sans = (leaf.subjectAlternativeNameExtension?.value ?? []).compactMap { name -> [UInt8]? in
+            if case .dns(let bytes) = name { return bytes }
+            return nil
+        }
+        if !sans.isEmpty { return sans }
+        return leaf.commonNames.filter { DNSNameSyntax.problem(inPresented: $0) == nil && $0.contains(UInt8(ascii: ".")) }
+    }
+
+    static func lowercased(_ byte: UInt8) -> UInt8 {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
+    }
+}
+
+extension Array where Element == UInt8 {
+    fileprivate func hasSuffix(_ suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
+}

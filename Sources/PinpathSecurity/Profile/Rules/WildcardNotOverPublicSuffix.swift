@@ -1,0 +1,20 @@
+/// `webpki.wildcard_public_suffix`: no wildcard dNSName of the leaf spans a public suffix (`*.com`,
+/// `*.co.uk`): the Baseline Requirements (§3.2.2.6) forbid issuing one, and a certificate that has one
+/// speaks for every domain registered under it. The suffixes are the ICANN section of Debian's public
+/// suffix list (``PublicSuffixList``). OpenSSL refuses only a wildcard over a single label (`*.com`).
+struct WildcardNotOverPublicSuffix: ProfileRule {
+    let name = "webpki.wildcard_public_suffix"
+    let profiles: Set<VerificationProfile> = [.webpki]
+
+    func check(_ path: VerifiedPath) -> ProfileViolation? {
+        for case .dns(let bytes) in path.leaf.subjectAlternativeNameExtension?.value ?? [] {
+            guard bytes.starts(with: Array("*.".utf8)) else { continue }
+            let domain = String(decoding: bytes.dropFirst(2), as: UTF8.self)
+            if PublicSuffixList.isPublicSuffix(domain) {
+                return violation(
+                    path, depth: 0, "the wildcard \(DNSNameSyntax.quoted(bytes)) covers the public suffix \"\(domain)\"")
+            }
+        }
+        return nil
+    }
+}
