@@ -64,7 +64,7 @@ struct AuditCommandTests {
         let host = try #require(object["host_check"] as? [String: Any])
         if let rule = row.rule {
             #expect(chain["valid"] as? Bool == false)
-            #expect((chain["message"] as? String)?.contains("rule \(rule) at depth 0") == true, "\(result.stdout)")
+            #expect((chain["message"] as? String)?.contains("rule \(rule) at depth 0") == true, "\(chain)")
             let failure = try #require(object["failure"] as? [String: Any])
             #expect((failure["message"] as? String)?.contains("rule \(rule)") == true)
         } else if row.result == "host_mismatch" {
