@@ -166,16 +166,17 @@ public struct TLSAudit: Sendable {
             if !served.isEmpty {
                 // The policy stops at the first failure, and OpenSSL checks the host before dates and
                 // signatures: separate runs say whether each of chain and host is good on its own.
-                // In certificate mode the pinned certificates are the only anchors, as in the policy.
+                // In certificate mode the pinned certificates are the only anchors, as in the policy; any
+                // certificate of the store is an anchor (partial chains), as in the policy.
                 let pinnedAnchors = options.policy.mode == .certificate
                 let anchors = pinnedAnchors ? try TrustStore(certificates: options.policy.pinnedCertificates) : options.trustStore
                 let chain = try ChainVerification(
                     served: served, store: anchors.store, host: nil, time: options.verificationTime,
-                    partialChain: pinnedAnchors, leniency: .strict)
+                    partialChain: true, leniency: .strict)
                 chainVerdict = chain.failure(host: serverName, expectedPins: []).map { .rejected($0) } ?? .trusted
                 let host = try ChainVerification(
                     served: served, store: anchors.store, host: serverName, time: options.verificationTime,
-                    partialChain: pinnedAnchors, leniency: .hostOnly)
+                    partialChain: true, leniency: .hostOnly)
                 hostVerdict = host.failure(host: serverName, expectedPins: []).map { .rejected($0) } ?? .trusted
             }
             evaluation = try options.policy.evaluate(
