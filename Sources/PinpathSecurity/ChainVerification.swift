@@ -128,7 +128,9 @@ struct ChainVerification {
             let broken = Self.firstBrokenLink(chain, servedCount: Int(X509_STORE_CTX_get_num_untrusted(context)))
         {
             chain = Array(chain[...broken.depth])
-            if verified || Self.isExcusedWhenAllowingInvalid(error) {
+            // A link that does not verify (a forgery) is the error to report, unless the host is wrong: the
+            // strict flag's structure checks run before signatures and would otherwise hide it.
+            if !Self.isHostError(error) {
                 verified = false
                 error = broken.error
                 depth = broken.depth
