@@ -207,6 +207,10 @@ SELF_SERVER=("basicConstraints = critical, CA:true" "keyUsage = -" "extendedKeyU
   "authorityKeyIdentifier = keyid:always, issuer:always")
 make self-server self leaf leaf "${SELF_SERVER[@]}"
 
+# End to end, served on loopback: leaves for 127.0.0.1 as well.
+make e2e-valid inter leaf leaf "subjectAltName = DNS:example.com, IP:127.0.0.1"
+make e2e-no-eku inter leaf leaf "subjectAltName = DNS:example.com, IP:127.0.0.1" "extendedKeyUsage = -"
+
 # Anchors
 chain anchor-inter leaf inter -- inter
 chain anchor-inter-not-served leaf -- inter
