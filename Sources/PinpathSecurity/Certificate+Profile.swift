@@ -30,16 +30,24 @@ extension Certificate {
     /// The certificate has a subject key identifier. Wraps `X509_get0_subject_key_id`.
     var hasSubjectKeyIdentifier: Bool { X509_get0_subject_key_id(x509) != nil }
 
-    /// The authority key identifier's fields, or `nil` without the extension. Wraps
+    /// Which fields the authority key identifier holds, or `nil` without the extension. Wraps
     /// `X509_get0_authority_key_id`, `X509_get0_authority_issuer` and `X509_get0_authority_serial`.
-    var authorityKeyIdentifier: (keyIdentifier: [UInt8]?, hasIssuer: Bool, hasSerial: Bool)? {
+    var authorityKeyIdentifier: (hasKeyIdentifier: Bool, hasIssuer: Bool, hasSerial: Bool)? {
         guard hasExtension(NID_authority_key_identifier) else { return nil }
-        let keyIdentifier = X509_get0_authority_key_id(x509).map { Self.bytes(of: $0) }
-        return (keyIdentifier, X509_get0_authority_issuer(x509) != nil, X509_get0_authority_serial(x509) != nil)
+        return (
+            X509_get0_authority_key_id(x509) != nil, X509_get0_authority_issuer(x509) != nil,
+            X509_get0_authority_serial(x509) != nil
+        )
     }
 
-    /// The subject key identifier's bytes, or `nil`. Wraps `X509_get0_subject_key_id`.
-    var subjectKeyIdentifier: [UInt8]? { X509_get0_subject_key_id(x509).map { Self.bytes(of: $0) } }
+    /// Whether the authority key identifier's keyIdentifier differs from the subject key identifier, both
+    /// present (a root naming another key than its own). Wraps `ASN1_OCTET_STRING_cmp`.
+    var namesAnotherKeyThanItsOwn: Bool {
+        guard let authority = X509_get0_authority_key_id(x509), let subject = X509_get0_subject_key_id(x509) else {
+            return false
+        }
+        return ASN1_OCTET_STRING_cmp(authority, subject) != 0
+    }
 
     /// Whether the certificate has an extension of kind `nid`. Wraps `X509_get_ext_by_NID`.
     func hasExtension(_ nid: Int32) -> Bool { X509_get_ext_by_NID(x509, nid, -1) >= 0 }
@@ -51,12 +59,13 @@ extension Certificate {
         return X509_EXTENSION_get_critical(ext) == 1
     }
 
-    /// The serial number: whether it is negative, and its magnitude without leading zero octets (OpenSSL
-    /// keeps no sign octet). Wraps `X509_get0_serialNumber`.
-    var serialNumber: (isNegative: Bool, magnitude: [UInt8]) {
-        guard let serial = X509_get0_serialNumber(x509) else { return (false, []) }
-        let bytes = Self.bytes(of: serial).drop { $0 == 0 }
-        return (ASN1_STRING_type(serial) == V_ASN1_NEG_INTEGER, Array(bytes))
+    /// The serial number: whether it is negative, and how many octets its value takes (0 for zero; OpenSSL
+    /// keeps the magnitude without a sign octet). Wraps `X509_get0_serialNumber`.
+    var serialNumber: (isNegative: Bool, octets: Int) {
+        guard let serial = X509_get0_serialNumber(x509), let data = ASN1_STRING_get0_data(serial) else { return (false, 0) }
+        let magnitude = UnsafeBufferPointer(start: data, count: Int(ASN1_STRING_length(serial)))
+        let leadingZeros = magnitude.prefix { $0 == 0 }.count
+        return (ASN1_STRING_type(serial) == V_ASN1_NEG_INTEGER, magnitude.count - leadingZeros)
     }
 
     /// The public key's algorithm (`NID_rsaEncryption`, `NID_X9_62_id_ecPublicKey`, `NID_ED25519`…), its size
@@ -87,10 +96,5 @@ extension Certificate {
         let descriptions = OpaquePointer(raw)
         defer { AUTHORITY_INFO_ACCESS_free(descriptions) }
         return .some(Int(OPENSSL_sk_num(descriptions)))
-    }
-
-    private static func bytes(of string: UnsafePointer<ASN1_STRING>) -> [UInt8] {
-        guard let data = ASN1_STRING_get0_data(string) else { return [] }
-        return Array(UnsafeBufferPointer(start: data, count: Int(ASN1_STRING_length(string))))
     }
 }

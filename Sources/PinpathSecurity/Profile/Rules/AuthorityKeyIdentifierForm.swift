@@ -11,16 +11,14 @@ struct AuthorityKeyIdentifierForm: ProfileRule {
         guard !path.leafIsItsOwnIssuer else { return nil }
         for (depth, certificate) in path.chain.enumerated() {
             guard let identifier = certificate.authorityKeyIdentifier else { continue }
-            guard let keyIdentifier = identifier.keyIdentifier else {
+            guard identifier.hasKeyIdentifier else {
                 return violation(path, depth: depth, "the authority key identifier has no keyIdentifier")
             }
             if identifier.hasIssuer || identifier.hasSerial {
                 return violation(
                     path, depth: depth, "the authority key identifier names the issuer's name or serial number (only a keyIdentifier is allowed)")
             }
-            if path.isAnchor(depth), certificate.isSelfIssued, let own = certificate.subjectKeyIdentifier,
-                own != keyIdentifier
-            {
+            if path.isAnchor(depth) && certificate.isSelfIssued && certificate.namesAnotherKeyThanItsOwn {
                 return violation(path, depth: depth, "the root's authority key identifier differs from its subject key identifier")
             }
         }

@@ -11,7 +11,7 @@ struct AuthorityKeyIdentifierPresent: ProfileRule {
             guard let identifier = certificate.authorityKeyIdentifier else {
                 return violation(path, depth: depth, "no authority key identifier (the certificate is not self-signed)")
             }
-            if identifier.keyIdentifier == nil {
+            if !identifier.hasKeyIdentifier {
                 return violation(path, depth: depth, "the authority key identifier has no keyIdentifier")
             }
         }

@@ -10,9 +10,9 @@ struct SerialNumber: ProfileRule {
         for (depth, certificate) in path.chain.enumerated() where depth == 0 || !path.isAnchor(depth) {
             let serial = certificate.serialNumber
             if serial.isNegative { return violation(path, depth: depth, "negative serial number") }
-            if serial.magnitude.isEmpty { return violation(path, depth: depth, "serial number zero") }
-            if serial.magnitude.count > 20 {
-                return violation(path, depth: depth, "serial number of \(serial.magnitude.count) octets (at most 20)")
+            if serial.octets == 0 { return violation(path, depth: depth, "serial number zero") }
+            if serial.octets > 20 {
+                return violation(path, depth: depth, "serial number of \(serial.octets) octets (at most 20)")
             }
         }
         return nil
