@@ -27,6 +27,19 @@ extension Certificate {
         extensionFlags & UInt32(EXFLAG_XKUSAGE) != 0 ? X509_get_extended_key_usage(x509) : nil
     }
 
+    /// Whether the extended key usage extension lists `oid`, given as its DER encoding (tag and length
+    /// included): a byte search of the extension's value, a SEQUENCE of such encodings, for a purpose OpenSSL
+    /// has no flag for. Wraps `X509_EXTENSION_get_data`.
+    func extendedKeyUsageLists(encodedOID oid: [UInt8]) -> Bool {
+        let index = X509_get_ext_by_NID(x509, NID_ext_key_usage, -1)
+        guard index >= 0, let ext = X509_get_ext(x509, index), let value = X509_EXTENSION_get_data(ext),
+            let data = ASN1_STRING_get0_data(value)
+        else { return false }
+        let bytes = UnsafeBufferPointer(start: data, count: Int(ASN1_STRING_length(value)))
+        guard bytes.count >= oid.count else { return false }
+        return (0...(bytes.count - oid.count)).contains { start in oid.indices.allSatisfy { bytes[start + $0] == oid[$0] } }
+    }
+
     /// The certificate has a subject key identifier. Wraps `X509_get0_subject_key_id`.
     var hasSubjectKeyIdentifier: Bool { X509_get0_subject_key_id(x509) != nil }
 

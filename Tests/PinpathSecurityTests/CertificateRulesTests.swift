@@ -31,10 +31,14 @@ struct CertificateRulesTests {
         var name: String
         var webpki: Expected
         var rfc5280: Expected
+        /// The host checked, or `nil` for none (`validatesDomainName` false).
+        var host: String? = "example.com"
         var testDescription: String { "\(name): webpki \(webpki), rfc5280 \(rfc5280)" }
 
         init(_ name: String, _ both: Expected) { (self.name, webpki, rfc5280) = (name, both, both) }
-        init(_ name: String, webpki: Expected, rfc5280: Expected) { (self.name, self.webpki, self.rfc5280) = (name, webpki, rfc5280) }
+        init(_ name: String, webpki: Expected, rfc5280: Expected, host: String? = "example.com") {
+            (self.name, self.webpki, self.rfc5280, self.host) = (name, webpki, rfc5280, host)
+        }
     }
 
     static let leafEKU = Expected.rule("webpki.leaf_eku_server_auth")
@@ -47,6 +51,7 @@ struct CertificateRulesTests {
         Case("leaf-eku-server-any", webpki: leafEKU, rfc5280: .accepted),
         Case("leaf-eku-server-codesigning", webpki: leafEKU, rfc5280: .accepted),
         Case("leaf-eku-critical", webpki: leafEKU, rfc5280: .accepted),
+        Case("leaf-eku-server-precert", webpki: leafEKU, rfc5280: .accepted),
         Case("leaf-eku-server-client", .accepted),
         Case("leaf-eku-client", .openSSL(X509_V_ERR_INVALID_PURPOSE)),
         Case("leaf-eku-any", .openSSL(X509_V_ERR_INVALID_PURPOSE)),
@@ -100,7 +105,8 @@ struct CertificateRulesTests {
         Case("leaf-serial-21-octets", .rule("rfc5280.serial_number")),
         Case("leaf-serial-zero", .rule("rfc5280.serial_number")),
         Case("leaf-serial-negative", .rule("rfc5280.serial_number")),
-        Case("leaf-v1", webpki: .rule("webpki.certificate_version"), rfc5280: .accepted),
+        // A v1 leaf has no SAN: checked without a host name, so that only its version is at stake.
+        Case("leaf-v1", webpki: .rule("webpki.certificate_version"), rfc5280: .accepted, host: nil),
         Case("inter-v1", .openSSL(X509_V_ERR_INVALID_CA)),
         Case("root-v1", .accepted),
         // Authority information access
@@ -120,11 +126,14 @@ struct CertificateRulesTests {
         Case("root-eku-server-long", webpki: .rule("webpki.root_without_eku"), rfc5280: .accepted),
     ]
 
-    static func evaluate(_ name: String, profile: VerificationProfile, maximumDepth: Int? = nil) throws -> TrustEvaluation {
+    static func evaluate(
+        _ name: String, profile: VerificationProfile, maximumDepth: Int? = nil, host: String? = "example.com"
+    ) throws -> TrustEvaluation {
         let pki = CertificateProfilePKI.shared
-        let policy = try SecurityPolicy(mode: .none, profile: profile, maximumChainDepth: maximumDepth)
+        let policy = try SecurityPolicy(
+            mode: .none, validatesDomainName: host != nil, profile: profile, maximumChainDepth: maximumDepth)
         return try policy.evaluate(
-            servedChain: try pki.served(name), host: "example.com", trustStore: try TrustStore(certificates: try pki.anchors(name)))
+            servedChain: try pki.served(name), host: host ?? "example.com", trustStore: try TrustStore(certificates: try pki.anchors(name)))
     }
 
     static func verdict(_ evaluation: TrustEvaluation) -> Expected {
@@ -136,7 +145,7 @@ struct CertificateRulesTests {
     @Test("Each case gives its verdict under each profile", arguments: cases)
     func verdicts(_ row: Case) throws {
         for (profile, expected) in [(VerificationProfile.webpki, row.webpki), (.rfc5280, row.rfc5280)] {
-            let evaluation = try Self.evaluate(row.name, profile: profile)
+            let evaluation = try Self.evaluate(row.name, profile: profile, host: row.host)
             #expect(Self.verdict(evaluation) == expected, "\(profile): \(evaluation.failure?.message ?? "trusted")")
             #expect(evaluation.allowsConnection == (expected == .accepted), "\(profile)")
             guard case .rule(let rule) = expected, let failure = evaluation.failure else { continue }

@@ -122,6 +122,7 @@ with_leaf leaf-eku-server-any "extendedKeyUsage = serverAuth, anyExtendedKeyUsag
 with_leaf leaf-eku-server-client "extendedKeyUsage = serverAuth, clientAuth"
 with_leaf leaf-eku-server-codesigning "extendedKeyUsage = serverAuth, codeSigning"
 with_leaf leaf-eku-critical "extendedKeyUsage = critical, serverAuth"
+with_leaf leaf-eku-server-precert "extendedKeyUsage = serverAuth, 1.3.6.1.4.1.11129.2.4.4"
 with_inter inter-eku-client "extendedKeyUsage = clientAuth"
 with_inter inter-eku-server "extendedKeyUsage = serverAuth, clientAuth"
 with_inter inter-eku-any "extendedKeyUsage = anyExtendedKeyUsage"
