@@ -77,8 +77,16 @@ struct ChainVerification {
         if let time {
             X509_VERIFY_PARAM_set_time(parameters, time_t(time.timeIntervalSince1970.rounded(.down)))
         }
-        if partialChain {
-            _ = X509_VERIFY_PARAM_set_flags(parameters, UInt(X509_V_FLAG_PARTIAL_CHAIN))
+        // RFC 5280's structure checks (critical basic constraints and key usage on CAs, no keyCertSign on a
+        // leaf, key identifiers present, no explicit curve parameters…), in every profile.
+        var flags = UInt(X509_V_FLAG_X509_STRICT | X509_V_FLAG_POLICY_CHECK)
+        if partialChain { flags |= UInt(X509_V_FLAG_PARTIAL_CHAIN) }
+        _ = X509_VERIFY_PARAM_set_flags(parameters, flags)
+        // The policy check (X509_V_FLAG_POLICY_CHECK) with anyPolicy as the initial set: what certificates'
+        // policy constraints require (requireExplicitPolicy, inhibitPolicyMapping, inhibitAnyPolicy) is
+        // enforced, nothing more. add0 takes ownership; a built-in NID's object is static, freeing it a no-op.
+        guard X509_VERIFY_PARAM_add0_policy(parameters, OBJ_nid2obj(NID_any_policy)) == 1 else {
+            throw SecurityError.openSSL(.openSSLFailure, "cannot set up the certificate policy check")
         }
         if let host {
             try Self.setHost(host, on: parameters, profile: profile)
@@ -98,18 +106,18 @@ struct ChainVerification {
             _ = X509_VERIFY_PARAM_set_flags(parameters, UInt(X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL))
         }
         switch leniency {
-        case .strict where crls.isEmpty:
-            break
         case .strict:
             X509_STORE_CTX_set_verify_cb(context) { ok, context in
                 guard ok == 0, let context else { return 1 }
-                return ChainVerification.isAnchorWithoutCRL(context) ? 1 : 0
+                return ChainVerification.isAnchorWithoutCRL(context)
+                    || ChainVerification.isStrictRefusalOfVersion1Root(context) ? 1 : 0
             }
         case .untrustedAnchor:
             X509_STORE_CTX_set_verify_cb(context) { ok, context in
                 guard ok == 0, let context else { return 1 }
                 return ChainVerification.isExcusedWhenAllowingInvalid(X509_STORE_CTX_get_error(context))
-                    || ChainVerification.isAnchorWithoutCRL(context) ? 1 : 0
+                    || ChainVerification.isAnchorWithoutCRL(context)
+                    || ChainVerification.isStrictRefusalOfVersion1Root(context) ? 1 : 0
             }
         case .hostOnly:
             X509_STORE_CTX_set_verify_cb(context) { ok, context in
@@ -140,7 +148,9 @@ struct ChainVerification {
             let broken = Self.firstBrokenLink(chain, servedCount: Int(X509_STORE_CTX_get_num_untrusted(context)))
         {
             chain = Array(chain[...broken.depth])
-            if verified || Self.isExcusedWhenAllowingInvalid(error) {
+            // A link that does not verify (a forgery) is the error to report, unless the host is wrong: the
+            // strict flag's structure checks run before signatures and would otherwise hide it.
+            if !Self.isHostError(error) {
                 verified = false
                 error = broken.error
                 depth = broken.depth
@@ -287,6 +297,19 @@ struct ChainVerification {
     /// or digest (security level), a malformed date field or the host.
     static func isExcusedWhenAllowingInvalid(_ error: Int32) -> Bool {
         isMissingAnchorError(error) || error == X509_V_ERR_CERT_HAS_EXPIRED || error == X509_V_ERR_CERT_NOT_YET_VALID
+    }
+
+    /// Whether the error is `X509_V_FLAG_X509_STRICT` refusing a v1 self-signed certificate at the top of the
+    /// chain as a CA (it has no basic constraints to say so). Without the flag OpenSSL takes such a root for a
+    /// CA, as RFC 5280 lets a trust anchor be any form; only the strict flag's structure checks should apply.
+    static func isStrictRefusalOfVersion1Root(_ context: OpaquePointer) -> Bool {
+        guard X509_STORE_CTX_get_error(context) == X509_V_ERR_INVALID_CA,
+            let certificate = X509_STORE_CTX_get_current_cert(context),
+            X509_get_version(certificate) == X509_VERSION_1,
+            X509_get_extension_flags(certificate) & UInt32(EXFLAG_SS) != 0,
+            let chain = X509_STORE_CTX_get0_chain(context)
+        else { return false }
+        return X509_STORE_CTX_get_error_depth(context) == pinpath_sk_X509_num(chain) - 1
     }
 
     /// Under `webpki` the subject's commonName is never taken for a host name

@@ -118,10 +118,12 @@ private struct Evaluator {
         return (.rejected(chainFailure(verification) ?? pinFailure(.pinMismatch, nil)), false)
     }
 
+    /// Every certificate of the store is an anchor, a trusted intermediate too (partial chains, as Go and
+    /// rustls-webpki): OpenSSL stops at the first trusted issuer, so the path is the shortest the store allows.
     private mutating func verifyWithTrustStore(_ leniency: ChainVerification.Leniency) throws -> ChainVerification {
         let verification = try ChainVerification(
             served: served, store: trustStore.store, host: policy.validatesDomainName ? host : nil, time: time,
-            partialChain: false, leniency: leniency, profile: policy.profile,
+            partialChain: true, leniency: leniency, profile: policy.profile,
             maximumDepth: policy.maximumChainDepth, crls: crls)
         verifiedChain = verification.chain
         return verification

@@ -211,18 +211,19 @@ public struct TLSAudit: Sendable {
                 if !served.isEmpty {
                     // The policy stops at the first failure, and OpenSSL checks the host before dates and
                     // signatures: separate runs say whether each of chain and host is good on its own.
-                    // In certificate mode the pinned certificates are the only anchors, as in the policy.
+                    // In certificate mode the pinned certificates are the only anchors, as in the policy; any
+                    // certificate of the store is an anchor (partial chains), as in the policy.
                     let pinnedAnchors = policy.mode == .certificate
                     let anchors = pinnedAnchors ? try TrustStore(certificates: policy.pinnedCertificates) : options.trustStore
                     let chain = try ChainVerification(
                         served: served, store: anchors.store, host: nil, time: options.verificationTime,
-                        partialChain: pinnedAnchors, leniency: .strict, profile: policy.profile,
+                        partialChain: true, leniency: .strict, profile: policy.profile,
                         maximumDepth: policy.maximumChainDepth, crls: policy.crls)
                     chainVerdict = chain.failure(host: label, expectedPins: []).map { .rejected($0) } ?? .trusted
                     if let serverName {
                         let host = try ChainVerification(
                             served: served, store: anchors.store, host: serverName, time: options.verificationTime,
-                            partialChain: pinnedAnchors, leniency: .hostOnly)
+                            partialChain: true, leniency: .hostOnly)
                         hostVerdict = host.failure(host: serverName, expectedPins: []).map { .rejected($0) } ?? .trusted
                     }
                 }

@@ -25,8 +25,11 @@ public struct VerificationProfile: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { name }
 
-    /// The rules of this profile, in the order they are checked.
-    var rules: [any ProfileRule] { ProfileRules.all.filter { $0.profiles.contains(self) } }
+    /// The rules of this profile, in the order they are checked (filtered once per profile, not per evaluation).
+    var rules: [any ProfileRule] { Self.rulesByProfile[self] ?? [] }
+
+    private static let rulesByProfile = Dictionary(
+        uniqueKeysWithValues: all.map { profile in (profile, ProfileRules.all.filter { $0.profiles.contains(profile) }) })
 
     /// The first rule the path breaks, or `nil`. A violation of a Baseline Requirements rule says whether
     /// the `rfc5280` profile would accept the path.
@@ -44,6 +47,11 @@ public struct VerificationProfile: Hashable, Sendable, CustomStringConvertible {
 /// file and this list.
 enum ProfileRules {
     static let all: [any ProfileRule] = [
+        // Certificate rules: depth, versions, serials, basic constraints, usages, key identifiers, AIA, policy
+        // constraints, keys (cheapest first; each reads OpenSSL's cached extension data).
+        MaximumDepth(), CertificateVersion(), SerialNumber(), LeafNotCertificateAuthority(), LeafServerAuthUsage(),
+        RootWithoutExtendedKeyUsage(), AuthorityKeyIdentifierPresent(), AuthorityKeyIdentifierForm(),
+        AuthorityInformationAccess(), PolicyConstraintsCritical(), PublicKeyAlgorithm(),
         // Names (the leaf's SAN and subject), then name constraints.
         SubjectAlternativeNameWellFormed(), SubjectAlternativeNameDNSSyntax(), SubjectAlternativeNameRequired(),
         SubjectAlternativeNameNotCritical(), CommonNameInSubjectAlternativeNames(), WildcardNotOverPublicSuffix(),

@@ -1,0 +1,12 @@
+/// The path holds at most the configured number of certificates, anchor included (`max_chain_depth`). OpenSSL
+/// alone allows 100.
+struct MaximumDepth: ProfileRule {
+    let name = "rfc5280.maximum_depth"
+    let profiles: Set<VerificationProfile> = [.webpki, .rfc5280]
+
+    func check(_ path: VerifiedPath) -> ProfileViolation? {
+        guard let limit = path.maximumDepth, path.chain.count > limit else { return nil }
+        return violation(
+            path, depth: max(limit, 0), "the path has \(path.chain.count) certificates, more than the maximum of \(limit)")
+    }
+}
