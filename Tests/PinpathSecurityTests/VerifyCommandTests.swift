@@ -175,6 +175,32 @@ struct VerifyCommandTests {
         }
     }
 
+    @Test("--crl: a revoked leaf exits 2 naming the revocation, a good one 0, a CRL missing for a certificate 2 (crl_missing)")
+    func crl() throws {
+        let pki = RevocationPKI.shared
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinpath-verify-crl-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        func chain(_ names: [String]) throws -> String {
+            let path = "\(directory)/\(names.joined(separator: "+")).pem"
+            try names.map { try String(contentsOfFile: pki.file("\($0).pem"), encoding: .utf8) }.joined()
+                .write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        let common = ["--host", "valid.test", "--ca-file", pki.file("root.pem"), "--json"]
+        let good = try Self.verify([try chain(["good", "inter"]), "--crl", pki.file("all.crl")] + common)
+        #expect(good.status == 0, "\(good.stdout)\(good.stderr)")
+        let revoked = try Self.verify([try chain(["revoked", "inter"]), "--crl", pki.file("all.crl")] + common)
+        #expect(revoked.status == 2, "\(revoked.stdout)\(revoked.stderr)")
+        #expect(revoked.stdout.contains("certificate revoked at depth 0"), "\(revoked.stdout)")
+        let missing = try Self.verify([try chain(["good", "inter"]), "--crl", pki.file("rootonly.crl")] + common)
+        #expect(missing.status == 2, "\(missing.stdout)\(missing.stderr)")
+        #expect(missing.stdout.contains("crl_missing"), "\(missing.stdout)")
+        let unreadable = try Self.verify([try chain(["good", "inter"]), "--crl", "\(directory)/none.crl"] + common)
+        #expect(unreadable.status == 64, "\(unreadable.stderr)")
+        #expect(unreadable.stderr.hasPrefix("pinpath: error: --crl "), "\(unreadable.stderr)")
+    }
+
     // MARK: - Helpers
 
     static func verify(_ arguments: [String]) throws -> Shell.Result {
