@@ -22,28 +22,13 @@ import Testing
 /// Every forged leaf names IP:127.0.0.1, IP:::1 and DNS:valid.test, so one set serves both the library tests
 /// and servers on loopback; every forged leaf's key is `attacker.key` (`<name>.key` is a copy).
 public final class ForgedPKI: Sendable {
-    public static let shared: ForgedPKI = {
-        do {
-            return try ForgedPKI(genuine: TestPKI.shared)
-        } catch {
-            Issue.record("cannot generate the forged PKI: \(error)")
-            return ForgedPKI(failedAt: FileManager.default.temporaryDirectory.path)
-        }
-    }()
+    public static let shared = ForgedPKI(
+        directory: GeneratedDirectory.make("pinpath-forged", what: "the forged PKI", script: script, arguments: [TestPKI.shared.directory]))
 
     /// The directory holding `<name>.pem` (and `<name>.key` for the genuine identities).
     public let directory: String
 
-    private init(genuine: TestPKI) throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinpath-forged-\(getpid())").path
-        try? FileManager.default.removeItem(atPath: directory)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        self.directory = directory
-        atexit { try? FileManager.default.removeItem(atPath: ForgedPKI.shared.directory) }
-        try Shell.check(["/bin/bash", "-c", Self.script, "make-forged-pki", directory, genuine.directory])
-    }
-
-    private init(failedAt directory: String) {
+    private init(directory: String) {
         self.directory = directory
     }
 

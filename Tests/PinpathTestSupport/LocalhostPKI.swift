@@ -5,28 +5,13 @@ import Testing
 /// once per test run with the openssl CLI. The request core and the agent connect by name, and `localhost` is
 /// the one name that reaches an `openssl s_server` on loopback without a network namespace.
 public final class LocalhostPKI: Sendable {
-    public static let shared: LocalhostPKI = {
-        do {
-            return try LocalhostPKI(issuers: TestPKI.shared)
-        } catch {
-            Issue.record("cannot generate the localhost leaves: \(error)")
-            return LocalhostPKI(failedAt: FileManager.default.temporaryDirectory.path)
-        }
-    }()
+    public static let shared = LocalhostPKI(
+        directory: GeneratedDirectory.make("pinpath-localhost", what: "the localhost leaves", script: script, arguments: [TestPKI.shared.directory]))
 
     /// The directory holding `<name>.pem` and `<name>.key` for each leaf of the script.
     public let directory: String
 
-    private init(issuers: TestPKI) throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinpath-localhost-\(getpid())").path
-        try? FileManager.default.removeItem(atPath: directory)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        self.directory = directory
-        atexit { try? FileManager.default.removeItem(atPath: LocalhostPKI.shared.directory) }
-        try Shell.check(["/bin/bash", "-c", Self.script, "make-localhost", directory, issuers.directory])
-    }
-
-    private init(failedAt directory: String) {
+    private init(directory: String) {
         self.directory = directory
     }
 

@@ -9,13 +9,9 @@ import Testing
 /// Keys are EC P-256; CAs carry critical basicConstraints, critical keyCertSign/cRLSign and key identifiers;
 /// leaves carry digitalSignature, serverAuth and key identifiers, and only the names a test gives them.
 public final class NamesPKI: Sendable {
-    public static let shared: NamesPKI = {
-        do {
-            return try NamesPKI()
-        } catch {
-            fatalError("cannot create the names PKI directory: \(error)")
-        }
-    }()
+    public static let shared = NamesPKI(
+        directory: GeneratedDirectory.make(
+            "pinpath-names-pki", what: "the names PKI directory", script: #"printf '[req]\ndistinguished_name=dn\n[dn]\n' > "$1/req.cnf""#))
 
     /// The directory holding `<name>.pem`, `<name>.key`.
     public let directory: String
@@ -30,13 +26,8 @@ public final class NamesPKI: Sendable {
         "subjectKeyIdentifier=hash", "authorityKeyIdentifier=keyid",
     ]
 
-    private init() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinpath-names-pki-\(getpid())").path
-        try? FileManager.default.removeItem(atPath: directory)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try "[req]\ndistinguished_name=dn\n[dn]\n".write(toFile: "\(directory)/req.cnf", atomically: true, encoding: .utf8)
+    private init(directory: String) {
         self.directory = directory
-        atexit { try? FileManager.default.removeItem(atPath: NamesPKI.shared.directory) }
     }
 
     public func path(_ name: String, _ suffix: String = "pem") -> String { "\(directory)/\(name).\(suffix)" }

@@ -9,28 +9,13 @@ import Testing
 /// extensions a public CA gives (critical basic constraints and key usage on CAs, SKI and AKI keyIdentifier,
 /// leaf EKU serverAuth); each other case changes one thing, named by the case (`leaf-no-eku`, `root-v1`…).
 public final class CertificateProfilePKI: Sendable {
-    public static let shared: CertificateProfilePKI = {
-        do {
-            return try CertificateProfilePKI()
-        } catch {
-            Issue.record("cannot generate the certificate-rule chains: \(error)")
-            return CertificateProfilePKI(failedAt: FileManager.default.temporaryDirectory.path)
-        }
-    }()
+    public static let shared = CertificateProfilePKI(
+        directory: GeneratedDirectory.make("pinpath-certrules", what: "the certificate-rule chains", script: script))
 
     /// The directory holding the cases' files and each certificate `<name>.pem` with its key `<name>.key`.
     public let directory: String
 
-    private init() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinpath-certrules-\(getpid())").path
-        try? FileManager.default.removeItem(atPath: directory)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        self.directory = directory
-        atexit { try? FileManager.default.removeItem(atPath: CertificateProfilePKI.shared.directory) }
-        try Shell.check(["/bin/bash", "-c", Self.script, "make-certificate-rule-chains", directory])
-    }
-
-    private init(failedAt directory: String) {
+    private init(directory: String) {
         self.directory = directory
     }
 

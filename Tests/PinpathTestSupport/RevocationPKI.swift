@@ -24,28 +24,13 @@ import Testing
 /// `good-by-inter.ocsp` (signed by `inter` itself), `forged-good.ocsp` (says `revoked` is good, signed by
 /// `forger`).
 public final class RevocationPKI: Sendable {
-    public static let shared: RevocationPKI = {
-        do {
-            return try RevocationPKI()
-        } catch {
-            Issue.record("cannot generate the revocation PKI: \(error)")
-            return RevocationPKI(failedAt: FileManager.default.temporaryDirectory.path)
-        }
-    }()
+    public static let shared = RevocationPKI(
+        directory: GeneratedDirectory.make("pinpath-revocation", what: "the revocation PKI", script: script))
 
     /// The directory holding the files named above.
     public let directory: String
 
-    private init() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinpath-revocation-\(getpid())").path
-        try? FileManager.default.removeItem(atPath: directory)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        self.directory = directory
-        atexit { try? FileManager.default.removeItem(atPath: RevocationPKI.shared.directory) }
-        try Shell.check(["/bin/bash", "-c", Self.script, "make-revocation-pki", directory])
-    }
-
-    private init(failedAt directory: String) {
+    private init(directory: String) {
         self.directory = directory
     }
 

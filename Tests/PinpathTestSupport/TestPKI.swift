@@ -5,29 +5,13 @@ import Testing
 /// The test PKI, generated once per test run with the openssl CLI into a temporary directory (badssl-style:
 /// roots, intermediates and one leaf per failure), and removed at exit.
 public final class TestPKI: Sendable {
-    public static let shared: TestPKI = {
-        do {
-            return try TestPKI()
-        } catch {
-            // Every test needs the PKI; a clear message beats a cascade of file-not-found failures.
-            Issue.record("cannot generate the test PKI: \(error)")
-            return TestPKI(failedAt: FileManager.default.temporaryDirectory.path)
-        }
-    }()
+    public static let shared = TestPKI(
+        directory: GeneratedDirectory.make("pinpath-pki", what: "the test PKI", script: script))
 
     /// The directory holding `<name>.pem`, `<name>.key` for each name in the script.
     public let directory: String
 
-    private init() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinpath-pki-\(getpid())").path
-        try? FileManager.default.removeItem(atPath: directory)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        self.directory = directory
-        atexit { try? FileManager.default.removeItem(atPath: TestPKI.shared.directory) }
-        try Shell.check(["/bin/bash", "-c", Self.script, "make-pki", directory])
-    }
-
-    private init(failedAt directory: String) {
+    private init(directory: String) {
         self.directory = directory
     }
 
