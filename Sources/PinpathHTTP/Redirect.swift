@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PinpathSecurity
 
 /// How a redirect changes the request, as browsers and libcurl do by default, and what it may not change:
 /// an https request does not continue over http, and another origin does not get the caller's headers.
@@ -35,7 +36,8 @@ enum Redirect {
             next.headers["Content-Type"] = nil
             next.headers["Content-Length"] = nil
         }
-        let sameOrigin = target.host?.lowercased() == request.url.host?.lowercased() && target.port == request.url.port
+        let sameOrigin = target.host.map(HostPattern.canonicalHost) == request.url.host.map(HostPattern.canonicalHost)
+            && target.port == request.url.port
             && scheme == request.url.scheme?.lowercased()
         if !sameOrigin {
             next.headers = HTTPHeaders(next.headers.filter { field in

@@ -99,7 +99,7 @@ public final class Session: Sendable {
         let options = options ?? configuration.defaultOptions
         let deadline = ContinuousClock.now + options.timeout
         var request = withDefaultHeaders(request)
-        let origin = request.url.host?.lowercased()
+        let origin = request.url.host.map(HostPattern.canonicalHost)
         let policies = HostPolicySet(configuration.policies.entries + options.policies.entries)
         var redirects = 0
         while true {
@@ -107,7 +107,7 @@ public final class Session: Sendable {
             hop.timeout = deadline - ContinuousClock.now
             // A request's own policy and trust store are for the host it names; any other host gets what a
             // first request to it would, as TrustKit scopes pins to domains.
-            let sameHost = request.url.host?.lowercased() == origin
+            let sameHost = request.url.host.map(HostPattern.canonicalHost) == origin
             if !sameHost || options.securityPolicy == nil {
                 let resolved = try Self.hostPolicy(for: request, in: policies)
                 hop.securityPolicy = resolved?.policy

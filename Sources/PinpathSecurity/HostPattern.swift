@@ -97,9 +97,41 @@ public struct HostPattern: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    private static func normalized(_ host: String) -> String {
+    private static func normalized(_ host: String) -> String { canonicalHost(host) }
+
+    /// A host in the one spelling that names it: lowercased, without a trailing dot or IPv6 brackets, and an IP
+    /// address in canonical form (`0:0::1` is `::1`, `::ffff:127.0.0.1` and `127.1` are `127.0.0.1`, as libcurl
+    /// and the kernel read them). Hosts are compared in this form wherever a policy is chosen, so that a
+    /// redirect cannot spell a pinned address another way and be held to no policy.
+    public static func canonicalHost(_ host: String) -> String {
         var host = host.lowercased()
         if host.hasSuffix(".") { host.removeLast() }
-        return host
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return canonicalAddress(host) ?? host
+    }
+
+    /// The canonical text of an IP address, or `nil` when `text` is not one. IPv4 in any form `inet_aton`
+    /// reads (the forms libcurl's URL parser normalizes: `127.1`, `0x7f.0.0.1`, `2130706433`); IPv6 by
+    /// `inet_pton`, an IPv4-mapped address as its IPv4 address. Wraps `inet_pton`, `inet_aton`, `inet_ntop`.
+    static func canonicalAddress(_ text: String) -> String? {
+        if text.contains(":") {
+            var address = in6_addr()
+            guard text.unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || $0 == ":" || $0 == "." }),
+                inet_pton(AF_INET6, text, &address) == 1
+            else { return nil }
+            let bytes = withUnsafeBytes(of: address) { Array($0) }
+            if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
+                return bytes[12...].map(String.init).joined(separator: ".")
+            }
+            var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            guard inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count)) != nil else { return nil }
+            return String(cString: buffer)
+        }
+        guard let first = text.unicodeScalars.first, ("0"..."9").contains(first),
+            text.unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || $0 == "." || $0 == "x" })
+        else { return nil }
+        var address = in_addr()
+        guard inet_aton(text, &address) != 0 else { return nil }
+        return withUnsafeBytes(of: address) { $0.map(String.init).joined(separator: ".") }
     }
 }

@@ -89,6 +89,19 @@ struct RedirectAttackTests {
         #expect(b.requests.isEmpty, "B received \(b.requests.map(\.path))")
     }
 
+    @Test("A redirect to B's address spelled another way is still held to B's policy: rejected, B receives nothing",
+          arguments: ["[0::1]", "[0:0:0:0:0:0:0:1]", "[::0:1]"])
+    func hopSpellingCannotDodgePolicy(_ spelling: String) async throws {
+        let a = try tlsServer(), b = try tlsServer("::1")
+        defer { a.stop(); b.stop() }
+        var options = Self.options()
+        options.policies = HostPolicySet([try hostBPolicy(.pins)])
+        let session = try Session(Session.Configuration(trustStore: try pki.trustStore()))
+        let result = await Self.send(session, a.redirect(302, to: "https://\(spelling):\(b.port)/secret"), options: options)
+        #expect(result.failure?.code == .policyRejected, "\(result)")
+        #expect(b.requests.isEmpty, "B received \(b.requests.map(\.path))")
+    }
+
     @Test("Control: when B's policy accepts B, the same redirect is followed and B receives the request")
     func hopFollowedWhenPolicyAccepts() async throws {
         let a = try tlsServer(), b = try tlsServer("::1")

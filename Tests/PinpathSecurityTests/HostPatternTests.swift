@@ -94,3 +94,20 @@ struct HostPatternTests {
         #expect(set.policy(for: "example.org") == nil)
     }
 }
+
+/// A pinned address spelled another way is the same host (issue 11, rule 5: a redirect to `[0::1]` must be held
+/// to the policy for `::1`).
+@Suite("Host patterns: one spelling per address")
+struct HostPatternAddressSpellingTests {
+    @Test(
+        "An address pattern matches every spelling of its address, and nothing else",
+        arguments: [
+            ("::1", "0::1", true), ("::1", "0:0:0:0:0:0:0:1", true), ("::1", "[::0:1]", true), ("::1", "::2", false),
+            ("127.0.0.1", "::ffff:127.0.0.1", true), ("127.0.0.1", "127.1", true), ("127.0.0.1", "0x7f.0.0.1", true),
+            ("127.0.0.1", "2130706433", true), ("127.0.0.1", "127.0.0.2", false), ("2001:db8::1", "2001:DB8:0::1", true),
+            ("::ffff:10.0.0.1", "10.0.0.1", true), ("1e100.net", "1e100.net", true),
+        ])
+    func spellings(_ pattern: String, _ host: String, _ matches: Bool) throws {
+        #expect(try HostPattern(parsing: pattern).matches(host) == matches)
+    }
+}
