@@ -1,19 +1,30 @@
+import FoundationEssentials
+
 /// URLs as messages, events and the terminal show them: without credentials, query or fragment, where
 /// tokens live (`?access_token=…`, `user:password@`, `#access_token=…` of OAuth's implicit flow).
 public enum DisplayURL {
-    /// `text` (a URL, or what a user typed as one) without its userinfo, query and fragment. Works on the
-    /// text itself, so it also redacts what no URL parser accepts: an error message quoting a malformed URL
-    /// must not leak the token in it either.
+    /// `text` (a URL, or what a user typed as one) without its userinfo, query and fragment.
+    ///
+    /// A URL that parses is rebuilt from its parts. Text that does not (an error message quoting a malformed
+    /// URL) is cut as text, erring towards showing less: a password with an unencoded `/`, `?`, `#` or `@` is
+    /// what makes such text malformed, so everything up to the last `@` counts as userinfo.
     public static func redacting(_ text: String) -> String {
+        if let url = URL(string: text), var parts = URLComponents(url: url, resolvingAgainstBaseURL: false),
+            parts.host?.isEmpty == false
+        {
+            parts.user = nil
+            parts.password = nil
+            parts.query = nil
+            parts.fragment = nil
+            if let shown = parts.string { return shown }
+        }
         var rest = Substring(text)
         var result = ""
         // Only a URL with an authority (`scheme://`) has userinfo; `mailto:a@b` keeps its address.
         if let scheme = rest.firstRange(of: "://") {
             result += rest[..<scheme.upperBound]
             rest = rest[scheme.upperBound...]
-            // Userinfo ends at the last `@` before the path; a `?` or `#` typed in a password does not end it.
-            let authority = rest[..<(rest.firstIndex(of: "/") ?? rest.endIndex)]
-            if let at = authority.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
+            if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
         }
         result += rest[..<(rest.firstIndex { $0 == "?" || $0 == "#" } ?? rest.endIndex)]
         return result

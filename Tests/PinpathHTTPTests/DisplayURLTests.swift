@@ -15,6 +15,10 @@ struct DisplayURLTests {
             ("https://api.test/a@b/c?d", "https://api.test/a@b/c"),
             ("mailto:a@b", "mailto:a@b"),
             ("https://[::1]:4433/health", "https://[::1]:4433/health"),
+            // Unencoded `/` in a password: the URL does not parse, and no part of the password may show.
+            ("https://admin:Zm9v/YmFy@localhost:9445/health", "https://localhost:9445/health"),
+            ("https://admin:pa/ss#w0rd@localhost/x", "https://localhost/x"),
+            ("https://api.test/x?email=a@b.test", "https://api.test/x"),
         ])
     func redacts(_ input: String, _ shown: String) {
         #expect(DisplayURL.redacting(input) == shown)
