@@ -9,7 +9,8 @@ public enum DisplayURL {
     /// URL) is cut as text, erring towards showing less: a password with an unencoded `/`, `?`, `#` or `@` is
     /// what makes such text malformed, so everything up to the last `@` counts as userinfo.
     public static func redacting(_ text: String) -> String {
-        if let url = URL(string: text), var parts = URLComponents(url: url, resolvingAgainstBaseURL: false),
+        if let url = URL(string: text, encodingInvalidCharacters: false),
+            var parts = URLComponents(url: url, resolvingAgainstBaseURL: false),
             parts.host?.isEmpty == false
         {
             parts.user = nil
