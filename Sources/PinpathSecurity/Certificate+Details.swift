@@ -7,12 +7,12 @@ extension Certificate {
     /// The start of the validity period. Wraps `X509_get0_notBefore`.
     ///
     /// A time OpenSSL cannot read counts as the far future, so such a certificate is never taken as valid yet.
-    public var notBefore: Date { Self.date(X509_get0_notBefore(x509)) ?? .distantFuture }
+    public var notBefore: Date { date(X509_get0_notBefore(x509)) ?? .distantFuture }
 
     /// The end of the validity period. Wraps `X509_get0_notAfter`.
     ///
     /// A time OpenSSL cannot read counts as the far past, so such a certificate is never taken as unexpired.
-    public var notAfter: Date { Self.date(X509_get0_notAfter(x509)) ?? .distantPast }
+    public var notAfter: Date { date(X509_get0_notAfter(x509)) ?? .distantPast }
 
     /// Whole days from `now` until ``notAfter``, rounded down: 0 on the last day, negative once expired.
     public func daysUntilExpiry(from now: Date = Date()) -> Int {
@@ -77,12 +77,6 @@ extension Certificate {
             .joined(separator: ":")
     }
 
-    private static func date(_ time: UnsafePointer<ASN1_TIME>?) -> Date? {
-        var parts = tm()
-        guard let time, ASN1_TIME_to_tm(time, &parts) == 1 else { return nil }
-        return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
-    }
-
     private static func alternativeName(_ name: GENERAL_NAME) -> String {
         switch name.type {
         case GEN_DNS: return "DNS:\(text(name.d.dNSName))"
@@ -107,10 +101,7 @@ extension Certificate {
     private static func address(_ string: UnsafeMutablePointer<ASN1_STRING>?) -> String {
         guard let string, let data = ASN1_STRING_get0_data(string) else { return "" }
         let length = Int(ASN1_STRING_length(string))
-        guard length == 4 || length == 16 else { return "<\(length)-byte address>" }
-        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        guard inet_ntop(length == 4 ? AF_INET : AF_INET6, data, &buffer, socklen_t(buffer.count)) != nil else { return "" }
-        return Self.string(nulTerminated: buffer)
+        return ipAddressText(UnsafeRawBufferPointer(start: data, count: length)) ?? "<\(length)-byte address>"
     }
 
     private static func string(nulTerminated buffer: [CChar]) -> String {

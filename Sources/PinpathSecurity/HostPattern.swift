@@ -112,7 +112,7 @@ public struct HostPattern: Hashable, Sendable, CustomStringConvertible {
 
     /// The canonical text of an IP address, or `nil` when `text` is not one. IPv4 in any form `inet_aton`
     /// reads (the forms libcurl's URL parser normalizes: `127.1`, `0x7f.0.0.1`, `2130706433`); IPv6 by
-    /// `inet_pton`, an IPv4-mapped address as its IPv4 address. Wraps `inet_pton`, `inet_aton`, `inet_ntop`.
+    /// `inet_pton`, an IPv4-mapped address as its IPv4 address. Wraps `inet_pton` and `inet_aton`.
     static func canonicalAddress(_ text: String) -> String? {
         if text.contains(":") {
             var address = in6_addr()
@@ -120,18 +120,14 @@ public struct HostPattern: Hashable, Sendable, CustomStringConvertible {
                 inet_pton(AF_INET6, text, &address) == 1
             else { return nil }
             let bytes = withUnsafeBytes(of: address) { Array($0) }
-            if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
-                return bytes[12...].map(String.init).joined(separator: ".")
-            }
-            var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-            guard inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count)) != nil else { return nil }
-            return String(cString: buffer)
+            let mapped = bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF
+            return (mapped ? bytes[12...] : bytes[...]).withUnsafeBytes(ipAddressText)
         }
         guard let first = text.unicodeScalars.first, ("0"..."9").contains(first),
             text.unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || $0 == "." || $0 == "x" })
         else { return nil }
         var address = in_addr()
         guard inet_aton(text, &address) != 0 else { return nil }
-        return withUnsafeBytes(of: address) { $0.map(String.init).joined(separator: ".") }
+        return withUnsafeBytes(of: address, ipAddressText)
     }
 }

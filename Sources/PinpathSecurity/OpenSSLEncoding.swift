@@ -1,5 +1,7 @@
 import COpenSSL
 import CShims
+import FoundationEssentials
+import Glibc
 
 /// Runs `body` with a fresh memory BIO and returns what it wrote, or `nil` when the BIO or the write failed.
 func writingToMemoryBIO(_ body: (OpaquePointer) -> Bool) -> String? {
@@ -42,4 +44,21 @@ func derDecoding(
         }
         return object
     }
+}
+
+/// An ASN.1 time (a certificate's validity, an OCSP response's dates) as a `Date`, or `nil` when OpenSSL cannot
+/// read it. Wraps `ASN1_TIME_to_tm`.
+func date(_ time: UnsafePointer<ASN1_TIME>?) -> Date? {
+    var parts = tm()
+    guard let time, ASN1_TIME_to_tm(time, &parts) == 1 else { return nil }
+    return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
+}
+
+/// The text of a 4- or 16-byte IP address as `inet_ntop` writes it (dotted decimal; RFC 5952 for IPv6), or `nil`
+/// for another length. Wraps `inet_ntop`.
+func ipAddressText(_ bytes: UnsafeRawBufferPointer) -> String? {
+    guard bytes.count == 4 || bytes.count == 16, let base = bytes.baseAddress else { return nil }
+    var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+    guard inet_ntop(bytes.count == 4 ? AF_INET : AF_INET6, base, &buffer, socklen_t(buffer.count)) != nil else { return nil }
+    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }

@@ -66,7 +66,7 @@ public struct OCSPStaple: Sendable, Equatable {
         }
         defer { OCSP_BASICRESP_free(basic) }
         responder = Self.responderID(basic)
-        producedAt = Self.date(OCSP_resp_get0_produced_at(basic))
+        producedAt = date(OCSP_resp_get0_produced_at(basic))
 
         guard let issuer else {
             throw SecurityError(.invalidInput, "the stapled OCSP response cannot be checked: the leaf's issuer is not in the verified chain")
@@ -89,9 +89,9 @@ public struct OCSPStaple: Sendable, Equatable {
         case V_OCSP_CERTSTATUS_REVOKED: self.status = .revoked
         default: self.status = .unknown
         }
-        thisUpdate = Self.date(this)
-        nextUpdate = Self.date(next)
-        revokedAt = Self.date(revoked)
+        thisUpdate = date(this)
+        nextUpdate = date(next)
+        revokedAt = date(revoked)
         problem = Self.signatureProblem(basic, issuer: issuer)
             ?? Self.validityProblem(this: this, next: next, now: now)
     }
@@ -148,13 +148,4 @@ public struct OCSPStaple: Sendable, Equatable {
         return "key:" + hash.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
     }
 
-    private static func date(_ time: UnsafePointer<ASN1_GENERALIZEDTIME>?) -> Date? {
-        var parts = tm()
-        guard let time, ASN1_TIME_to_tm(time, &parts) == 1 else { return nil }
-        return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
-    }
-
-    private static func date(_ time: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?) -> Date? {
-        date(UnsafePointer(time))
-    }
 }

@@ -25,7 +25,8 @@ struct CommonNameInSubjectAlternativeNames: ProfileRule {
         for name in names {
             switch name {
             case .dns(let bytes): dnsNames.insert(bytes)
-            case .ipAddress(let bytes): if let text = Self.canonicalText(ofAddress: bytes) { addresses.insert(text) }
+            case .ipAddress(let bytes):
+                if let text = bytes.withUnsafeBytes(ipAddressText) { addresses.insert(Array(text.utf8)) }
             default: continue
             }
         }
@@ -54,15 +55,5 @@ struct CommonNameInSubjectAlternativeNames: ProfileRule {
         var v4 = in_addr()
         var v6 = in6_addr()
         return inet_aton(string, &v4) != 0 || inet_pton(AF_INET6, string, &v6) == 1
-    }
-
-    /// An address as `inet_ntop` writes it: dotted decimal, or RFC 5952's form for IPv6. Wraps `inet_ntop`.
-    static func canonicalText(ofAddress bytes: [UInt8]) -> [UInt8]? {
-        guard bytes.count == 4 || bytes.count == 16 else { return nil }
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        guard inet_ntop(bytes.count == 4 ? AF_INET : AF_INET6, bytes, &text, socklen_t(text.count)) != nil else {
-            return nil
-        }
-        return text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
     }
 }
