@@ -20,6 +20,13 @@ final class MonitorLoop {
     /// When names that failed to resolve are tried again (while the network is reachable).
     private var nextResolutionRetry: ContinuousClock.Instant?
     static let resolutionRetryInterval: Duration = .seconds(30)
+    /// The kernel announces some changes a moment before route look-ups see them (a deleted route is
+    /// announced, then unlinked from the table; an address's prefix routes go after its RTM_DELADDR).
+    /// Once the kernel goes quiet, the path is evaluated again after each of these delays, so a change
+    /// whose announcement came early is still reported.
+    static let settleRechecks: [Duration] = [.milliseconds(50), .seconds(1)]
+    /// The next settle recheck, the ones after it, and the triggers since the kernel was last quiet.
+    private var settle: (due: ContinuousClock.Instant, later: ArraySlice<Duration>, triggers: [Trigger])?
 
     init(configuration: ReachabilityMonitor.Configuration, core: MonitorCore, targets: [WatchedTarget]) {
         self.configuration = configuration
@@ -94,6 +101,7 @@ final class MonitorLoop {
             } else if ready == 0, needsResync {
                 resync()
             }
+            if let due = settle?.due, ContinuousClock.now >= due { recheckSettled() }
             if let retry = nextResolutionRetry, ContinuousClock.now >= retry {
                 nextResolutionRetry = nil
                 resolveHostTargets { $0.resolution == .failed }
@@ -102,12 +110,26 @@ final class MonitorLoop {
     }
 
     /// Milliseconds `poll` may sleep: for ever, unless a resync is owed (the kernel kept interrupting the
-    /// dump: retry every 100 ms) or failed names are due to be resolved again.
+    /// dump: retry every 100 ms), a settle recheck is due, or failed names are due to be resolved again.
     private func pollTimeout() -> Int32 {
         if needsResync { return 100 }
-        guard let retry = nextResolutionRetry else { return -1 }
-        let milliseconds = (retry - ContinuousClock.now) / .milliseconds(1)
+        guard let next = [settle?.due, nextResolutionRetry].compactMap({ $0 }).min() else { return -1 }
+        let milliseconds = (next - ContinuousClock.now) / .milliseconds(1)
         return Int32(clamping: max(0, Int(milliseconds.rounded(.up))))
+    }
+
+    /// Restarts the settle rechecks from now, remembering what the kernel did so a late change is explained.
+    private func scheduleSettleRechecks(after triggers: [Trigger]) {
+        var pending = settle?.triggers ?? []
+        for trigger in triggers where !pending.contains(trigger) { pending.append(trigger) }
+        let delays = Self.settleRechecks[...]
+        settle = (.now + delays.first!, delays.dropFirst(), pending)
+    }
+
+    private func recheckSettled() {
+        guard let current = settle else { return }
+        settle = current.later.first.map { (.now + $0, current.later.dropFirst(), current.triggers) }
+        recompute(current.triggers)
     }
 
     // MARK: Netlink messages
@@ -123,6 +145,7 @@ final class MonitorLoop {
             resync()
         } else if !messages.isEmpty {
             recompute(triggers)
+            if !triggers.isEmpty { scheduleSettleRechecks(after: triggers) }
         }
     }
 
@@ -134,7 +157,9 @@ final class MonitorLoop {
         guard let fresh = try? readKernelState() else { return }
         state = fresh
         needsResync = false
-        recompute([Trigger(reason: .resync, interfaceName: nil)])
+        let triggers = [Trigger(reason: .resync, interfaceName: nil)]
+        recompute(triggers)
+        scheduleSettleRechecks(after: triggers)
     }
 
     private func apply(_ message: NetlinkMessage) -> Trigger? {
