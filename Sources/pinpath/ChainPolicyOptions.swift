@@ -128,11 +128,7 @@ struct ChainPolicyOptions: ParsableArguments {
     /// `--at`: RFC 3339, a bare date (midnight UTC) or `@UNIX-SECONDS`.
     func verificationTime() throws -> Date? {
         guard let at else { return nil }
-        if at.hasPrefix("@"), let seconds = Int64(at.dropFirst()) {
-            return Date(timeIntervalSince1970: TimeInterval(seconds))
-        }
-        let text = at.count == 10 ? at + "T00:00:00Z" : at
-        guard let date = try? Date.ISO8601FormatStyle().parse(text) else {
+        guard let date = UTCTime.parse(at) else {
             throw CommandFailure.usage("--at \"\(at)\" is not a time (use 2026-01-31, 2026-01-31T12:00:00Z or @UNIX-SECONDS)")
         }
         return date
