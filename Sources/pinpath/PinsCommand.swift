@@ -1,5 +1,4 @@
 import ArgumentParser
-import PinpathAgent
 import PinpathSecurity
 
 struct PinsCommand: AsyncParsableCommand {
@@ -24,30 +23,26 @@ struct PinsCommand: AsyncParsableCommand {
     var format: Format = .pin
 
     func validate() throws {
-        guard !files.isEmpty else { throw ValidationError("give at least one certificate, key or CSR file") }
+        try ArgumentRefusal.checking { () throws(CommandFailure) in
+            guard !files.isEmpty else { throw CommandFailure.usage("give at least one certificate, key or CSR file") }
+        }
     }
 
     func run() async throws {
-        try await reportingFailures {
-            // Read everything first, so a bad file late in the list does not leave half the output printed.
-            var lines = ""
-            for file in files {
-                let found: [KeyMaterial]
-                do {
-                    found = try KeyMaterial.load(contentsOf: file)
-                } catch let error as SecurityError {
-                    throw CommandFailure.data(error.message)
-                }
-                for material in found {
-                    let pin = format == .hpkp ? material.spkiPin.hpkp : material.spkiPin.description
-                    lines += "\(pin) \(material.label)\n"
-                }
-            }
-            do throws(EventWriterError) {
-                try LineOutput().write(lines)
+        // Read everything first, so a bad file late in the list does not leave half the output printed.
+        var lines = ""
+        for file in files {
+            let found: [KeyMaterial]
+            do {
+                found = try KeyMaterial.load(contentsOf: file)
             } catch {
-                throw CommandFailure.output(error.description)
+                throw CommandFailure.data("\(error)")
+            }
+            for material in found {
+                let pin = format == .hpkp ? material.spkiPin.hpkp : material.spkiPin.description
+                lines += "\(pin) \(material.label)\n"
             }
         }
+        try writeOutput(lines)
     }
 }
