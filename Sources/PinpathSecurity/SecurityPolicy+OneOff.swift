@@ -8,7 +8,7 @@ extension SecurityPolicy {
     /// - Parameters:
     ///   - pins: SPKI pins; any certificate of the verified chain with a pinned key satisfies them.
     ///   - pinnedCertificates: the anchors of a `certificate` policy; give them without `pins`.
-    ///   - profile, maximumChainDepth, crls, revocation: as ``init(mode:pins:pinnedCertificates:allowInvalidCertificates:validatesDomainName:enforce:expires:requiresBackupPin:now:profile:maximumChainDepth:crls:revocation:)``.
+    ///   - profile, maximumChainDepth, crls, revocation: as for the initializer.
     /// - Throws: ``SecurityError`` with code `invalidPolicy` when the initializer refuses the combination.
     public static func oneOff(
         pins: [SPKIPin] = [], pinnedCertificates: [Certificate] = [], profile: VerificationProfile = .webpki,

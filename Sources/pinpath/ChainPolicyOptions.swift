@@ -1,5 +1,4 @@
 import ArgumentParser
-import FoundationEssentials
 import PinpathSecurity
 
 /// `--profile` and `--max-depth`: the rules a verified path must meet beyond OpenSSL's (`audit`, `request`,
@@ -74,7 +73,8 @@ struct ChainPolicyOptions: ParsableArguments {
             }
             if mode == .certificate {
                 guard !file.certificates.isEmpty else {
-                    throw CommandFailure.usage("--pin-file \(path): --mode certificate needs certificates; it holds only pins, keys or CSRs")
+                    throw CommandFailure.usage(
+                        "--pin-file \(path): --mode certificate needs certificates; it holds only pins, keys or CSRs")
                 }
                 certificates += file.certificates
             } else {

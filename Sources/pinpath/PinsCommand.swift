@@ -22,12 +22,6 @@ struct PinsCommand: AsyncParsableCommand {
     @Option(help: "pin: sha256/<base64> (OkHttp, TrustKit); hpkp: pin-sha256=\"<base64>\" (RFC 7469).")
     var format: Format = .pin
 
-    func validate() throws {
-        try ArgumentRefusal.checking { () throws(CommandFailure) in
-            guard !files.isEmpty else { throw CommandFailure.usage("give at least one certificate, key or CSR file") }
-        }
-    }
-
     func run() async throws {
         // Read everything first, so a bad file late in the list does not leave half the output printed.
         var lines = ""

@@ -108,7 +108,8 @@ struct RequestCommand: AsyncParsableCommand {
             try writeOutput(response.body)
         }
         guard (200..<300).contains(response.statusCode) else {
-            throw CommandFailure.outcome(5, "\(request.method) \(request.displayURL): status \(response.statusCode) is not acceptable (200-299)")
+            let status = "status \(response.statusCode) is not acceptable (200-299)"
+            throw CommandFailure.outcome(5, "\(request.method) \(request.displayURL): \(status)")
         }
     }
 
