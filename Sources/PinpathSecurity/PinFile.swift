@@ -12,7 +12,7 @@ public struct PinFile: Sendable {
     /// - Throws: ``SecurityError`` naming `path` (and the line, for a bad pin line): `unreadableFile`,
     ///   `invalidPin`, or `invalidInput` for a file with nothing usable.
     public init(contentsOf path: String) throws {
-        let bytes = try readWholeFile(path)
+        let bytes = try readInputFile(path)
         let text = String(decoding: bytes, as: UTF8.self)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
             .map { line in String(line.prefix { $0 != "#" }.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed()) }

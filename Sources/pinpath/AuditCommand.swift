@@ -2,6 +2,7 @@ import ArgumentParser
 import Glibc
 import PinpathAgent
 import PinpathSecurity
+import PinpathSupport
 
 struct AuditCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,6 @@
 import ArgumentParser
 import PinpathSecurity
+import PinpathSupport
 
 /// `--profile` and `--max-depth`: the rules a verified path must meet beyond OpenSSL's (`audit`, `request`,
 /// `verify`).

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import PinpathAgent
+import PinpathSupport
 
 /// A failure to report as `pinpath: error: …` on standard error with a sysexits code, never a stack trace.
 /// A command's `run()` and `validate()` throw it; ``Pinpath/main()`` reports it.
@@ -45,7 +46,7 @@ func writeOutput(_ text: String) throws(CommandFailure) {
 
 /// Writes `bytes` on standard output; a failure to write is exit 74.
 func writeOutput(_ bytes: [UInt8]) throws(CommandFailure) {
-    do throws(EventWriterError) {
+    do throws(OutputError) {
         try LineOutput().write(bytes)
     } catch {
         throw CommandFailure.output(error.description)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import PinpathSecurity
+import PinpathSupport
 
 struct PinsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

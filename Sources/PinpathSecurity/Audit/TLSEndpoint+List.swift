@@ -4,7 +4,7 @@ extension TLSEndpoint {
     /// - Throws: ``SecurityError`` naming `path`: `unreadableFile`, or `invalidInput` naming the line
     ///   (`hosts.txt:3: "https://a.test/" is not HOST[:PORT] …`).
     public static func list(contentsOf path: String, defaultPort: Int = 443) throws -> [TLSEndpoint] {
-        let text = String(decoding: try readWholeFile(path), as: UTF8.self)
+        let text = String(decoding: try readInputFile(path), as: UTF8.self)
         var endpoints: [TLSEndpoint] = []
         for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let entry = line.prefix { $0 != "#" }.trimmingPrefix { $0.isWhitespace }
