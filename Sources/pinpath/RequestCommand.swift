@@ -212,7 +212,6 @@ struct RequestCommand: AsyncParsableCommand {
 
     static func summary(_ response: HTTPResponse) -> JSONValue {
         let timings = response.timings
-        func ms(_ seconds: Double) -> JSONValue { .double((seconds * 1_000_000).rounded() / 1000) }
         return .object([
             ("url", .string(DisplayURL.redacting(response.url.absoluteString))),
             ("status", .int(response.statusCode)),
@@ -221,11 +220,8 @@ struct RequestCommand: AsyncParsableCommand {
             ("redirects", .int(response.redirectCount)),
             ("headers", .object(response.headers.fields.map { ($0.name.lowercased(), .string($0.value)) })),
             ("body_bytes", .int(response.body.count)),
-            ("phases_ms", .object([
-                ("resolve", ms(timings.resolve)), ("connect", ms(timings.connect)), ("tls", ms(timings.tls)),
-                ("processing", ms(timings.processing)), ("transfer", ms(timings.transfer)),
-            ])),
-            ("total_ms", ms(timings.total)),
+            ("phases_ms", TimingsJSON.phasesMilliseconds(timings)),
+            ("total_ms", TimingsJSON.milliseconds(timings.total)),
             ("tls", response.tls.map { tls in
                 .object([
                     ("version", .string(tls.version)), ("cipher", .string(tls.cipher)),

@@ -18,7 +18,7 @@ import Foundation
 /// Every method may be called from any thread.
 public final class AsyncEventWriter: Sendable {
     /// The event type of the drop report.
-    public static let droppedEvent = "events.dropped"
+    public static let droppedEvent = EventCatalog.eventsDropped.name
 
     /// Counters since start, for metrics (`pinpath_events_dropped_total`).
     public struct Statistics: Sendable, Equatable {
@@ -53,6 +53,10 @@ public final class AsyncEventWriter: Sendable {
         // Lets the thread write what is queued and end, rather than wait forever for lines.
         shared.lockedWaking { ($0.closing = true, wake: true) }
     }
+
+    /// Queues one event built by ``AgentEvents``; returns at once (see ``emit(event:fields:)``).
+    @discardableResult
+    func emit(_ event: AgentEvent) -> Bool { emit(event: event.name, fields: event.fields) }
 
     /// Queues one event line; returns at once.
     /// - Returns: `false` when the line was dropped: the queue is full (counted, reported later by an
@@ -262,8 +266,8 @@ private final class Drain: @unchecked Sendable {
     }
 
     private func put(notice count: Int, reason: String, error: String?, time: String) -> Bool {
-        let fields: [(String, JSONValue)] = [("count", .int(count)), ("reason", .string(reason)), ("error", .string(error))]
-        return put(time: time, body: EventLine.body(event: AsyncEventWriter.droppedEvent, fields: fields))
+        let notice = AgentEvents.dropped(count: count, reason: reason, errorName: error)
+        return put(time: time, body: EventLine.body(event: notice.name, fields: notice.fields))
     }
 
     /// Writes one line with the next `seq`; `seq` moves only when the sink took the line.
