@@ -51,7 +51,7 @@ struct AuditCommand: AsyncParsableCommand {
     func validate() throws {
         try ArgumentRefusal.checking { () throws(CommandFailure) in
             guard timeout > .zero, timeout <= .seconds(86_400) else {
-                throw CommandFailure.usage("--timeout must be more than 0 and at most 86400 seconds (got \(timeout.seconds))")
+                throw CommandFailure.usage("--timeout must be more than 0 and at most 86400 seconds (got \(timeout.inSeconds))")
             }
         }
     }

@@ -63,10 +63,5 @@ extension Duration: @retroactive ExpressibleByArgument {
     }
 
     /// The seconds, as the help shows a default (`10.0`).
-    public var defaultValueDescription: String { "\(seconds)" }
-
-    /// The length in seconds, fractions included; for messages that echo a value given in seconds.
-    var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
+    public var defaultValueDescription: String { "\(inSeconds)" }
 }

@@ -56,7 +56,7 @@ public struct ExpiryCheck: Sendable {
     /// The warnings to emit for the verified chain seen at `now`, leaf first. Call after each probe that
     /// verified a chain.
     public mutating func check(chain: [Certificate], now: Date) -> [Warning] {
-        let windowSeconds = Double(window.components.seconds)
+        let windowSeconds = window.inSeconds
         var seen: [Certificate: Int] = [:]
         var warnings: [Warning] = []
         for (depth, certificate) in chain.enumerated() {

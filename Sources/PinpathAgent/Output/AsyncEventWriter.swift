@@ -156,7 +156,7 @@ private final class Shared: @unchecked Sendable {
 
     /// Waits until `done` holds or `timeout` passes; returns whether it holds.
     func wait(timeout: Duration, until done: (State) -> Bool) -> Bool {
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18
+        let seconds = timeout.inSeconds
         let deadline = Date(timeIntervalSinceNow: seconds)
         condition.lock()
         defer { condition.unlock() }
