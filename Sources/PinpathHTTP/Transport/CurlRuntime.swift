@@ -1,4 +1,5 @@
 import CCurl
+import CShims
 
 /// libcurl, initialised once per process, and the check that it is the OpenSSL build: the trust gate runs
 /// inside OpenSSL's handshake (`CURLOPT_SSL_CTX_FUNCTION`), which no other TLS backend offers.
