@@ -1,6 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import PinpathSecurity
+import PinpathSupport
 
 // Parsed by name, listed in the help from `allCases` (RawRepresentable and CaseIterable in PinpathSecurity).
 extension VerificationProfile: ExpressibleByArgument {}
@@ -127,11 +128,7 @@ struct ChainPolicyOptions: ParsableArguments {
     /// `--at`: RFC 3339, a bare date (midnight UTC) or `@UNIX-SECONDS`.
     func verificationTime() throws -> Date? {
         guard let at else { return nil }
-        if at.hasPrefix("@"), let seconds = Int64(at.dropFirst()) {
-            return Date(timeIntervalSince1970: TimeInterval(seconds))
-        }
-        let text = at.count == 10 ? at + "T00:00:00Z" : at
-        guard let date = try? Date.ISO8601FormatStyle().parse(text) else {
+        guard let date = UTCTime.parse(at) else {
             throw CommandFailure.usage("--at \"\(at)\" is not a time (use 2026-01-31, 2026-01-31T12:00:00Z or @UNIX-SECONDS)")
         }
         return date
@@ -152,7 +149,7 @@ struct PinFile {
         do {
             bytes = try readWholeFile(path)
         } catch {
-            throw CommandFailure.usage("--pin-file \(error.message)")
+            throw CommandFailure.usage("--pin-file \(error)")
         }
         let text = String(decoding: bytes, as: UTF8.self)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
@@ -162,7 +159,7 @@ struct PinFile {
                 let found = try KeyMaterial.load(bytes: bytes, source: path)
                 return PinFile(pins: found.map(\.spkiPin), certificates: found.compactMap(\.certificate))
             } catch let error as SecurityError {
-                throw CommandFailure.usage("--pin-file \(error.message)")
+                throw CommandFailure.usage("--pin-file \(error)")
             }
         }
         var file = PinFile()

@@ -28,7 +28,7 @@ public final class EventWriter: Sendable {
         let body = EventLine.body(event: event, fields: fields)
         try state.withLock { state throws(EventWriterError) in
             // The time is read under the lock so that times, like seq, never go backwards between lines.
-            EventLine.assemble(seq: state.seq + 1, time: EventTime.now(), body: body, into: &state.buffer)
+            EventLine.assemble(seq: state.seq + 1, time: UTCTime.now(), body: body, into: &state.buffer)
             try output.write(state.buffer)
             state.seq += 1
         }
@@ -86,85 +86,4 @@ enum EventLine {
         } while value > 0
         buffer[start...].reverse()
     }
-}
-
-/// A file descriptor that takes whole lines: each goes out in one `write(2)` (retried on EINTR and short
-/// writes), unbuffered, so a line is visible to a reader as soon as it is written.
-public struct LineOutput: Sendable {
-    /// The descriptor written to.
-    public let descriptor: Int32
-
-    /// - Parameter descriptor: standard output by default. Not closed here.
-    public init(descriptor: Int32 = STDOUT_FILENO) {
-        self.descriptor = descriptor
-    }
-
-    /// Writes `line`, which should end with a newline.
-    /// - Throws: `EventWriterError` with the errno of the failed `write(2)`.
-    public func write(_ line: String) throws(EventWriterError) {
-        var line = line
-        // withUTF8 rethrows untyped errors: carry the typed one out as a value.
-        let failure = line.withUTF8 { bytes in Result { () throws(EventWriterError) in try write(UnsafeRawBufferPointer(bytes)) } }
-        try failure.get()
-    }
-
-    /// Writes `bytes` whole; see ``write(_:)-(UnsafeRawBufferPointer)``.
-    public func write(_ bytes: [UInt8]) throws(EventWriterError) {
-        let failure = bytes.withUnsafeBytes { bytes in Result { () throws(EventWriterError) in try write(bytes) } }
-        try failure.get()
-    }
-
-    /// Writes `bytes` whole, unless `write(2)` fails: then the error says why and part of them may have been
-    /// written (``FileSink`` takes such a part back out of its file).
-    /// - Throws: `EventWriterError` with the errno of the failed `write(2)` and how many bytes did go out.
-    public func write(_ bytes: UnsafeRawBufferPointer) throws(EventWriterError) {
-        var offset = 0
-        while offset < bytes.count {
-            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw EventWriterError(errno: errno, bytesWritten: offset)
-            }
-            offset += written
-        }
-    }
-}
-
-/// The event output failed: `errno` says how (EPIPE for a closed pipe, ENOSPC for a full disk).
-public struct EventWriterError: Error, Sendable, CustomStringConvertible {
-    /// The errno of the failed call.
-    public let errno: Int32
-    /// How many bytes of the line went out before the failure (a short write); 0 when none did.
-    public let bytesWritten: Int
-
-    /// - Parameters:
-    ///   - errno: why the output failed.
-    ///   - bytesWritten: how much of the line was written before it failed.
-    public init(errno: Int32, bytesWritten: Int = 0) {
-        self.errno = errno
-        self.bytesWritten = bytesWritten
-    }
-
-    /// The errno's symbolic name (`EPIPE`, `ENOSPC`, …) for event fields, or `errno N` for a rare one.
-    public var errnoName: String {
-        switch errno {
-        case EPIPE: "EPIPE"
-        case ENOSPC: "ENOSPC"
-        case EDQUOT: "EDQUOT"
-        case EFBIG: "EFBIG"
-        case EIO: "EIO"
-        case EAGAIN: "EAGAIN"
-        case EBADF: "EBADF"
-        case EACCES: "EACCES"
-        case ENOENT: "ENOENT"
-        case EROFS: "EROFS"
-        case EMFILE: "EMFILE"
-        case ENFILE: "ENFILE"
-        case ELOOP: "ELOOP"
-        default: "errno \(errno)"
-        }
-    }
-
-    /// `cannot write an event: <strerror>`.
-    public var description: String { "cannot write an event: \(String(cString: strerror(errno)))" }
 }

@@ -69,7 +69,7 @@ public final class AsyncEventWriter: Sendable {
             }
             // The time is read under the lock, so that queue order is time order: read before it, a producer
             // preempted on its way in went out after a later line (12 ms backwards under the fault storm).
-            state.queue.append(Shared.Line(time: EventTime.now(), body: body))
+            state.queue.append(Shared.Line(time: UTCTime.now(), body: body))
             state.outstanding += 1
             state.statistics.accepted += 1
             // The thread sleeps only on an empty queue, so only the first line of a batch needs to wake it.
@@ -171,7 +171,7 @@ private final class Shared: @unchecked Sendable {
         while !state.hasWork { condition.wait() }
         swap(&batch, &state.queue)
         defer { (state.unreportedQueueFull, state.reopenRequested) = (0, false) }
-        return (state.unreportedQueueFull, state.reopenRequested, state.closing, EventTime.now())
+        return (state.unreportedQueueFull, state.reopenRequested, state.closing, UTCTime.now())
     }
 }
 

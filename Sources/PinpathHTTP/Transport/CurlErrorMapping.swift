@@ -1,5 +1,5 @@
 import CCurl
-import CShims  // it includes <curl/curl.h> too, and clang may credit libcurl's constants to it
+import CCurlShims  // it includes <curl/curl.h> too, and clang may credit libcurl's constants to it
 import Glibc
 import PinpathReachability
 import PinpathSecurity

@@ -1,5 +1,6 @@
 import CCurl
-import CShims
+import CCurlShims
+import PinpathSupport
 
 /// The options a transfer sets on its easy handle before the engine adds it: URL, limits, method and body,
 /// headers, TLS and the callbacks (``Transfer+Callbacks.swift``).
@@ -116,9 +117,9 @@ extension Transfer {
         }
     }
 
+    /// At least 1: libcurl reads 0 as no timeout (CURLOPT_TIMEOUT_MS) or its own default (CURLOPT_CONNECTTIMEOUT_MS).
     private static func milliseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
+        max(1, Int(duration.wholeMilliseconds))
     }
 
     private func set(_ option: CURLoption, _ value: Int, offset: Bool = false) throws(HTTPError) {

@@ -1,6 +1,6 @@
 import CCurl
 import COpenSSL
-import CShims
+import CCurlShims
 
 /// What libcurl knows about a transfer (`curl_easy_getinfo`): status, protocol, address, timings, the
 /// socket's error and the OpenSSL session. Read on the engine thread, during or after the transfer.
