@@ -3,7 +3,7 @@ import CCurlShims
 import PinpathSupport
 
 /// The options a transfer sets on its easy handle before the engine adds it: URL, limits, method and body,
-/// headers, TLS and the callbacks (``Transfer+Callbacks.swift``).
+/// headers, TLS and the callbacks (`Transfer+Callbacks.swift`).
 extension Transfer {
     func configure(clientCertificate: ClientCertificate?) throws(HTTPError) {
         try request.headers.validate()

@@ -5,8 +5,8 @@ import PinpathReachability
 import PinpathSecurity
 import Synchronization
 
-/// One request on one libcurl easy handle: its options (``Transfer+Options.swift``), its callbacks and what
-/// they collect (``Transfer+Callbacks.swift``), and its outcome.
+/// One request on one libcurl easy handle: its options (`Transfer+Options.swift`), its callbacks and what
+/// they collect (`Transfer+Callbacks.swift`), and its outcome.
 ///
 /// `@unchecked Sendable`: it is built on the caller's task and from then on touched only by the engine
 /// thread (libcurl calls every callback there), except ``cancelled``, which is atomic.
