@@ -79,8 +79,7 @@ public final class Session: Sendable {
     /// thread and waits for it; later requests fail with `cancelled` at once. Idempotent.
     ///
     /// Call it before the process exits while requests may still be running: OpenSSL's exit handler frees
-    /// tables that a handshake on that thread may be reading at that moment (AddressSanitizer caught
-    /// `pinpath run` doing so on SIGTERM with probes in flight).
+    /// tables that a handshake on the session's thread may be reading at that moment.
     public func shutdown() { engine.stop() }
 
     /// libcurl's version and TLS backend, after checking that it is the OpenSSL build.
