@@ -8,7 +8,7 @@ import PinpathHTTP
 /// `JSONEncoder` and a second parse unchanged (numbers compared by value).
 enum JSONCheck {
     static func check(_ bytes: [UInt8]) throws(InvariantViolation) {
-        let value: ParameterValue
+        let value: JSONValue
         do {
             value = try JSONParser.parse(bytes)
         } catch {
@@ -35,13 +35,13 @@ enum JSONCheck {
     }
 
     /// Equal as JSON: `1` and `1.0` are the same number (JSONEncoder writes a whole double without `.0`).
-    static func sameJSON(_ a: ParameterValue, _ b: ParameterValue) -> Bool {
+    static func sameJSON(_ a: JSONValue, _ b: JSONValue) -> Bool {
         switch (a, b) {
         case (.int(let x), .double(let y)), (.double(let y), .int(let x)): return Double(x) == y
         case (.double(let x), .double(let y)): return x == y
         case (.array(let x), .array(let y)): return x.count == y.count && zip(x, y).allSatisfy(sameJSON)
-        case (.dictionary(let x), .dictionary(let y)):
-            return x.count == y.count && x.allSatisfy { key, value in y[key].map { sameJSON(value, $0) } ?? false }
+        case (.object(let x), .object(let y)):
+            return x.count == y.count && x.allSatisfy { key, value in b[key].map { sameJSON(value, $0) } ?? false }
         default: return a == b
         }
     }

@@ -33,10 +33,10 @@ enum QueryStringCheck {
                 "\(context): \(excerpt(String(component))) does not decode to the value \(String(describing: pair.value))")
             decoded.append((pair.key, value))
         }
-        if isReadableBack(.dictionary(parameters), nested: false) {
+        if isReadableBack(.object(parameters), nested: false) {
             var rebuilt = RebuiltValue.table([:], lastKey: nil)
             for pair in decoded { try rebuilt.insert(pair, context: context) }
-            try require(rebuilt.matches(pruned(.dictionary(parameters))), "\(context): reads back as \(rebuilt), not as the parameters")
+            try require(rebuilt.matches(pruned(.object(parameters))), "\(context): reads back as \(rebuilt), not as the parameters")
         }
     }
 
@@ -53,7 +53,7 @@ enum QueryStringCheck {
         return parameters
     }
 
-    static func value(_ input: inout FuzzBytes, depth: Int) -> ParameterValue {
+    static func value(_ input: inout FuzzBytes, depth: Int) -> JSONValue {
         switch input.number(below: depth < 4 ? 9 : 7) {
         case 0: return .null
         case 1: return .bool(input.bool())
@@ -63,11 +63,11 @@ enum QueryStringCheck {
         case 5, 6: return .string(input.string(maximumLength: 12, alphabet: alphabet))
         case 7: return .array((0..<input.number(below: 4)).map { _ in value(&input, depth: depth + 1) })
         default:
-            var entries: [String: ParameterValue] = [:]
+            var entries: [String: JSONValue] = [:]
             for _ in 0..<input.number(below: 4) {
                 entries[input.string(maximumLength: 4, alphabet: alphabet)] = value(&input, depth: depth + 1)
             }
-            return .dictionary(entries)
+            return .object(entries)
         }
     }
 
@@ -103,27 +103,27 @@ enum QueryStringCheck {
 
     /// Whether AFNetworking's format names every value unambiguously: `a[]` must mean an array (so no empty
     /// nested key), brackets in a key would read as nesting, and `a[][b]` could be one dictionary or several.
-    static func isReadableBack(_ value: ParameterValue, nested: Bool) -> Bool {
+    static func isReadableBack(_ value: JSONValue, nested: Bool) -> Bool {
         switch value {
-        case .dictionary(let entries):
+        case .object(let entries):
             return entries.allSatisfy { key, value in
                 !key.unicodeScalars.contains { $0 == "[" || $0 == "]" } && (!nested || !key.isEmpty)
                     && isReadableBack(value, nested: true)
             }
         case .array(let elements):
-            return elements.allSatisfy { if case .array = $0 { false } else if case .dictionary = $0 { false } else { true } }
+            return elements.allSatisfy { if case .array = $0 { false } else if case .object = $0 { false } else { true } }
         default:
             return true
         }
     }
 
     /// The value as a query string can carry it: empty arrays and dictionaries carry nothing. (`.none`, not
-    /// `nil`: ParameterValue is ExpressibleByNilLiteral, so `c ? nil : value` would be `.null`.)
-    static func pruned(_ value: ParameterValue) -> ParameterValue? {
+    /// `nil`: JSONValue is ExpressibleByNilLiteral, so `c ? nil : value` would be `.null`.)
+    static func pruned(_ value: JSONValue) -> JSONValue? {
         switch value {
-        case .dictionary(let entries):
-            let kept = entries.compactMapValues(pruned)
-            return kept.isEmpty ? .none : .dictionary(kept)
+        case .object(let entries):
+            let kept = entries.compactMap { key, value in pruned(value).map { (key, $0) } }
+            return kept.isEmpty ? .none : .object(kept)
         case .array(let elements):
             return elements.isEmpty ? .none : value
         default:
@@ -191,10 +191,10 @@ indirect enum RebuiltValue: CustomStringConvertible {
 
     /// Whether this tree carries `value` as AFNetworking writes scalars: `null` a bare key, booleans `1` and
     /// `0`, integers in decimal, doubles with 16 significant digits.
-    func matches(_ value: ParameterValue?) -> Bool {
+    func matches(_ value: JSONValue?) -> Bool {
         switch (self, value) {
-        case (.table(let entries, _), .dictionary(let expected)?):
-            return entries.count == expected.count && expected.allSatisfy { entries[$0.key]?.matches($0.value) ?? false }
+        case (.table(let entries, _), .object(let expected)?):
+            return entries.count == expected.count && expected.allSatisfy { entries[$0.0]?.matches($0.1) ?? false }
         case (.table(let entries, _), nil):
             return entries.isEmpty
         case (.list(let elements), .array(let expected)?):
@@ -206,7 +206,7 @@ indirect enum RebuiltValue: CustomStringConvertible {
         }
     }
 
-    private static func text(_ text: String?, carries value: ParameterValue) -> Bool {
+    private static func text(_ text: String?, carries value: JSONValue) -> Bool {
         switch value {
         case .null: return text == nil
         case .bool(let flag): return text == (flag ? "1" : "0")
@@ -219,7 +219,7 @@ indirect enum RebuiltValue: CustomStringConvertible {
             // 16 digits round the largest doubles (±1.7976931348623157e308) up past the largest, to ±inf.
             if read.isInfinite, number.isFinite { return read.sign == number.sign && abs(number) >= 1.797693134862315e308 }
             return read == number || abs(read - number) <= abs(number).ulp * 16
-        case .array, .dictionary: return false
+        case .array, .object: return false
         }
     }
 

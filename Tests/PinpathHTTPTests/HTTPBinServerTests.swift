@@ -34,13 +34,13 @@ struct HTTPBinServerTests {
         }
         let response = HTTPResponse(url: server.baseURL.appendingPathComponent("get"), statusCode: statusCode, headers: headers, body: Array(raw[split.upperBound...]))
         let json = try #require(try JSONResponseDecoder().decode(response))
-        guard case .dictionary(let object) = json, case .dictionary(let args)? = object["args"], case .dictionary(let sent)? = object["headers"] else {
+        guard case .object = json, let args = json["args"], case .object = args, let sent = json["headers"], case .object = sent else {
             Issue.record("unexpected JSON: \(json)")
             return
         }
         #expect(args["probe"] == "1")
         #expect(sent["X-Pinpath"] == "yes")
-        #expect(object["url"] == .string("http://127.0.0.1:\(server.port)/get?probe=1"))
+        #expect(json["url"] == .string("http://127.0.0.1:\(server.port)/get?probe=1"))
 
         server.stop()
         #expect(throws: (any Error).self) { try TLSServer.connectLoopback(port: server.port) }

@@ -22,8 +22,8 @@ final class HTTPBinTests {
     deinit { server.stop() }
 
     /// The echoed JSON object of a response.
-    func echo(_ response: HTTPResponse) throws -> [String: ParameterValue] {
-        guard case .dictionary(let object)? = try JSONResponseDecoder().decode(response) else {
+    func echo(_ response: HTTPResponse) throws -> JSONValue {
+        guard let object = try JSONResponseDecoder().decode(response), case .object = object else {
             throw ShellError(description: "not a JSON object: \(String(decoding: response.body, as: UTF8.self))")
         }
         return object
@@ -32,7 +32,7 @@ final class HTTPBinTests {
     struct Vector: Sendable, CustomTestStringConvertible {
         var parameters: Parameters
         /// What httpbin's `args` (or `form`) must hold: the parameters, flattened as their names were sent.
-        var echoed: [String: ParameterValue]
+        var echoed: [String: JSONValue]
         var testDescription: String { "\(parameters)" }
     }
 
@@ -49,15 +49,15 @@ final class HTTPBinTests {
     @Test("GET puts parameters in the query string: httpbin's args equal what was meant", arguments: vectors)
     func queryVectors(_ vector: Vector) async throws {
         let response = try await session.get("get", parameters: vector.parameters)
-        #expect(try echo(response)["args"] == .dictionary(vector.echoed))
+        #expect(try echo(response)["args"] == .object(vector.echoed))
     }
 
     @Test("POST, PUT and PATCH put parameters in a form body", arguments: [HTTPMethod.post, .put, .patch])
     func formBodies(_ method: HTTPMethod) async throws {
         let response = try await session.request(method, method.rawValue.lowercased(), parameters: Self.vectors[4].parameters)
         let object = try echo(response)
-        #expect(object["form"] == .dictionary(Self.vectors[4].echoed))
-        guard case .dictionary(let headers)? = object["headers"] else { Issue.record("no headers"); return }
+        #expect(object["form"] == .object(Self.vectors[4].echoed))
+        guard let headers = object["headers"], case .object = headers else { Issue.record("no headers"); return }
         #expect(headers["Content-Type"] == "application/x-www-form-urlencoded")
     }
 
@@ -85,7 +85,7 @@ final class HTTPBinTests {
         let json = try Session(Session.Configuration(baseURL: server.baseURL, requestSerializer: JSONRequestSerializer()))
         let sent: Parameters = ["name": "pinpath", "nested": ["list": [1, 2.5, true, nil]]]
         let response = try await json.post("post", parameters: sent)
-        #expect(try echo(response)["json"] == .dictionary(sent))
+        #expect(try echo(response)["json"] == .object(sent))
     }
 
     @Test("A multipart upload streams a file and comes back in files and form")
@@ -141,7 +141,7 @@ final class HTTPBinTests {
     func gzipAndHeaders() async throws {
         let gzip = try echo(try await session.get("gzip"))
         #expect(gzip["gzipped"] == true)
-        guard case .dictionary(let headers)? = try echo(try await session.get("headers"))["headers"],
+        guard let headers = try echo(try await session.get("headers"))["headers"], case .object = headers,
             case .string(let agent)? = headers["User-Agent"]
         else { Issue.record("no User-Agent echoed"); return }
         #expect(agent.hasPrefix("pinpath/\(PinpathVersion.current) (Linux "))

@@ -103,10 +103,10 @@ struct ResponseValidationTests {
 
     struct Shape: Decodable, Equatable {
         var b: Inner
-        var g: [ParameterValue]
+        var g: [JSONValue]
         struct Inner: Decodable, Equatable {
             var c: Int?
-            var d: [ParameterValue]
+            var d: [JSONValue]
         }
     }
 

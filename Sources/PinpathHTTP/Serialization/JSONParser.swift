@@ -1,4 +1,4 @@
-/// A strict RFC 8259 parser into ``ParameterValue`` that says where the text went wrong.
+/// A strict RFC 8259 parser into `JSONValue` that says where the text went wrong.
 ///
 /// `--json-body` must be refused where a strict server would refuse it, and invalid JSON, sent or received,
 /// must be reported with its line and column. FoundationEssentials' `JSONDecoder` (the only JSON reader this
@@ -24,7 +24,7 @@ package struct JSONParser {
     private var depth = 0
 
     /// Parses one JSON value, with optional whitespace around it and nothing else.
-    package static func parse(_ bytes: [UInt8]) throws(SyntaxError) -> ParameterValue {
+    package static func parse(_ bytes: [UInt8]) throws(SyntaxError) -> JSONValue {
         var parser = JSONParser(bytes: bytes)
         parser.skipWhitespace()
         let value = try parser.parseValue()
@@ -37,7 +37,7 @@ package struct JSONParser {
 
     private var current: UInt8? { index < bytes.count ? bytes[index] : nil }
 
-    private mutating func parseValue() throws(SyntaxError) -> ParameterValue {
+    private mutating func parseValue() throws(SyntaxError) -> JSONValue {
         guard let byte = current else { throw error("unexpected end of text, expected a value") }
         switch byte {
         case UInt8(ascii: "{"): return try parseObject()
@@ -51,21 +51,22 @@ package struct JSONParser {
         }
     }
 
-    private mutating func parseObject() throws(SyntaxError) -> ParameterValue {
-        var entries: [String: ParameterValue] = [:]
+    /// Members in the text's order; a repeated key keeps its last value, as most JSON readers do.
+    private mutating func parseObject() throws(SyntaxError) -> JSONValue {
+        var members: [(String, JSONValue)] = []
         try parseContainer(closing: "}") { (parser) throws(SyntaxError) in
             guard parser.current == UInt8(ascii: "\"") else { throw parser.error("expected a string key, found \(parser.describe(parser.current))") }
             let key = try parser.parseString()
             parser.skipWhitespace()
             try parser.expect(":")
             parser.skipWhitespace()
-            entries[key] = try parser.parseValue()
+            members.append((key, try parser.parseValue()))
         }
-        return .dictionary(entries)
+        return .object(uniquingKeys: members)
     }
 
-    private mutating func parseArray() throws(SyntaxError) -> ParameterValue {
-        var elements: [ParameterValue] = []
+    private mutating func parseArray() throws(SyntaxError) -> JSONValue {
+        var elements: [JSONValue] = []
         try parseContainer(closing: "]") { (parser) throws(SyntaxError) in elements.append(try parser.parseValue()) }
         return .array(elements)
     }
@@ -165,7 +166,7 @@ package struct JSONParser {
         }
     }
 
-    private mutating func parseNumber() throws(SyntaxError) -> ParameterValue {
+    private mutating func parseNumber() throws(SyntaxError) -> JSONValue {
         let start = index
         if current == UInt8(ascii: "-") { index += 1 }
         if current == UInt8(ascii: "0") {

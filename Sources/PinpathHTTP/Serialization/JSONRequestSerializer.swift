@@ -21,7 +21,7 @@ public struct JSONRequestSerializer: RequestSerializer {
             return try HTTPRequestSerializer().request(method, url, relativeTo: baseURL, parameters: parameters, headers: headers)
         }
         guard let parameters else { return try HTTPRequest(method, resolving: url, relativeTo: baseURL, headers: headers) }
-        return try request(method, url, relativeTo: baseURL, json: ParameterValue.dictionary(parameters), headers: headers)
+        return try request(method, url, relativeTo: baseURL, json: JSONValue.object(parameters), headers: headers)
     }
 
     /// Builds a request whose body is `value` encoded as JSON, whatever the method (the caller asked for a body).

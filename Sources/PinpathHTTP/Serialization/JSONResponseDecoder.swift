@@ -8,7 +8,7 @@ public struct JSONResponseDecoder: Sendable {
 
     /// Checks status and content type before decoding.
     public var validator: ResponseValidator
-    /// Removes dictionary entries whose value is `null`, at every depth, before the value is returned.
+    /// Removes object members whose value is `null`, at every depth, before the value is returned.
     public var removesKeysWithNullValues: Bool
 
     /// Creates a decoder.
@@ -27,10 +27,10 @@ public struct JSONResponseDecoder: Sendable {
     /// - Returns: The value, or `nil` for an empty or whitespace-only body (a `HEAD`, a 204, Rails' `" "`).
     /// - Throws: ``HTTPError`` `unacceptableStatus` or `unacceptableContentType` from the validator, or
     ///   `invalidResponse` when the body is not JSON (with the line and column); each carries the response.
-    public func decode(_ response: HTTPResponse) throws(HTTPError) -> ParameterValue? {
+    public func decode(_ response: HTTPResponse) throws(HTTPError) -> JSONValue? {
         try validator.validate(response)
         guard response.body.contains(where: { !Self.isWhitespace($0) }) else { return nil }
-        let value: ParameterValue
+        let value: JSONValue
         do {
             value = try JSONParser.parse(response.body)
         } catch {

@@ -3,12 +3,12 @@ import Glibc
 /// AFNetworking's query strings (`AFQueryStringFromParameters`), byte for byte: used in URLs for GET, HEAD
 /// and DELETE and as the `application/x-www-form-urlencoded` body otherwise.
 ///
-/// Keys are sorted at every level; a nested dictionary gives `a[b]=c`, an array `a[]=x&a[]=y`, `null` the
-/// bare key; an empty array or dictionary gives nothing. Keys and values are escaped by ``escape(_:)``.
+/// Keys are sorted at every level; a nested object gives `a[b]=c`, an array `a[]=x&a[]=y`, `null` the
+/// bare key; an empty array or object gives nothing. Keys and values are escaped by ``escape(_:)``.
 public enum QueryString {
     /// The query string for `parameters`, without a leading `?`; empty for no parameters.
     public static func encode(_ parameters: Parameters) -> String {
-        pairs(key: nil, value: .dictionary(parameters)).map { pair in
+        pairs(key: nil, value: .object(parameters)).map { pair in
             pair.value.map { "\(escape(pair.key))=\(escape($0))" } ?? escape(pair.key)
         }.joined(separator: "&")
     }
@@ -17,7 +17,7 @@ public enum QueryString {
     /// with `nil` for a `null` value. Multipart forms use these as their text fields, as AFNetworking does.
     /// `package` for the fuzz entry points (Tests/PinpathFuzzing), which decode the query string back to these.
     package static func pairs(_ parameters: Parameters) -> [(key: String, value: String?)] {
-        pairs(key: nil, value: .dictionary(parameters))
+        pairs(key: nil, value: .object(parameters))
     }
 
     /// Percent-escapes everything but ASCII letters, digits and `-._~/?` (`AFPercentEscapedStringFromString`:
@@ -47,9 +47,11 @@ public enum QueryString {
     }
 
     /// `AFQueryStringPairsFromKeyAndValue`.
-    private static func pairs(key: String?, value: ParameterValue) -> [(key: String, value: String?)] {
+    private static func pairs(key: String?, value: JSONValue) -> [(key: String, value: String?)] {
         switch value {
-        case .dictionary(let entries):
+        case .object(let members):
+            // As a dictionary, as AFNetworking's are: a repeated name has its last value.
+            let entries = Dictionary(members, uniquingKeysWith: { _, last in last })
             return entries.keys.sorted(by: precedesInFoundationOrder).flatMap { name in
                 pairs(key: key.map { "\($0)[\(name)]" } ?? name, value: entries[name]!)
             }
@@ -68,14 +70,14 @@ public enum QueryString {
 
     /// The `description` AFNetworking takes of a value: `NSNumber` writes booleans as `1` and `0` and doubles
     /// with `%0.16g` (so `1.0` is `1` and `0.1` is `0.1`).
-    private static func scalarDescription(_ value: ParameterValue) -> String? {
+    private static func scalarDescription(_ value: JSONValue) -> String? {
         switch value {
         case .null: return nil
         case .bool(let value): return value ? "1" : "0"
         case .int(let value): return String(value)
         case .double(let value): return formatted(value)
         case .string(let value): return value
-        case .array, .dictionary: preconditionFailure("containers are flattened by pairs(key:value:)")
+        case .array, .object: preconditionFailure("containers are flattened by pairs(key:value:)")
         }
     }
 

@@ -1,25 +1,126 @@
 /// A JSON value whose objects keep their keys in the order written, so event lines read naturally
 /// (`schema`, `time`, `seq`, `event` first). Encoding is hand-written: it is on the event hot path and
 /// Foundation's encoder neither keeps key order nor avoids allocations.
-public enum JSONValue: Sendable, Equatable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
-    ExpressibleByBooleanLiteral
+///
+/// Equality and hashing are JSON's: two objects with the same members are equal whatever their order, and an
+/// object's repeated key counts with its last value, as a JSON reader takes it. Integers and floating-point
+/// numbers are kept apart, so that `1` is written `1` and not `1.0`. This is also what request parameters hold
+/// and what a JSON response decodes into (PinpathHTTP).
+public enum JSONValue: Sendable, Hashable, ExpressibleByNilLiteral, ExpressibleByBooleanLiteral,
+    ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral,
+    ExpressibleByDictionaryLiteral
 {
+    /// JSON `null`; in a query string, the bare key.
     case null
+    /// `true` or `false`; in a query string `1` or `0`, as AFNetworking writes an `NSNumber` boolean.
     case bool(Bool)
+    /// An integer.
     case int(Int)
+    /// A floating-point number. NaN and the infinities are written `null` by ``encode(into:)``, and refused by
+    /// `Encodable` (`EncodingError.invalidValue`, as `JSONEncoder` refuses them).
     case double(Double)
+    /// A string.
     case string(String)
+    /// An array; in a query string, `key[]=value` for each element.
     case array([JSONValue])
+    /// An object, its members in the order they are written; in a query string, `key[name]=value` for each.
     case object([(String, JSONValue)])
 
-    public init(stringLiteral value: String) { self = .string(value) }
-    public init(integerLiteral value: Int) { self = .int(value) }
+    /// `nil` is ``null``.
+    public init(nilLiteral: ()) { self = .null }
+    /// A boolean literal.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// An integer literal.
+    public init(integerLiteral value: Int) { self = .int(value) }
+    /// A floating-point literal.
+    public init(floatLiteral value: Double) { self = .double(value) }
+    /// A string literal.
+    public init(stringLiteral value: String) { self = .string(value) }
+    /// An array literal.
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    /// An object literal, in the order written; a repeated key keeps its last value (at its first place).
+    public init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(uniquingKeys: elements) }
 
     /// `.string(value)`, or `.null` for `nil`.
     public static func string(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
 
-    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool { lhs.encoded() == rhs.encoded() }
+    /// An object of the dictionary's members, keys sorted by UTF-16 code unit (Foundation's `compare:`), so
+    /// that the same dictionary is always written the same way.
+    public static func object(_ dictionary: [String: JSONValue]) -> JSONValue {
+        .object(dictionary.sorted { $0.key.utf16.lexicographicallyPrecedes($1.key.utf16) }.map { ($0.key, $0.value) })
+    }
+
+    /// An object of `members` in their order, a repeated key keeping its last value at the place of its first.
+    /// `package` for PinpathHTTP's JSON parser, which reads objects this way.
+    package static func object(uniquingKeys members: [(String, JSONValue)]) -> JSONValue {
+        var places: [String: Int] = [:]
+        places.reserveCapacity(members.count)
+        var unique: [(String, JSONValue)] = []
+        unique.reserveCapacity(members.count)
+        for (key, value) in members {
+            if let place = places[key] {
+                unique[place].1 = value
+            } else {
+                places[key] = unique.count
+                unique.append((key, value))
+            }
+        }
+        return .object(unique)
+    }
+
+    /// The value of an object's member `key` (the last, if the key is repeated); `nil` for a missing key or a
+    /// value that is not an object.
+    public subscript(key: String) -> JSONValue? {
+        guard case .object(let members) = self else { return nil }
+        return members.last { $0.0 == key }?.1
+    }
+
+    /// The value with every object member whose value is `null` removed, at every depth, as AFNetworking's
+    /// `removesKeysWithNullValues`: `null` elements of arrays stay (they have no key).
+    public func removingKeysWithNullValues() -> JSONValue {
+        switch self {
+        case .array(let elements):
+            return .array(elements.map { $0.removingKeysWithNullValues() })
+        case .object(let members):
+            return .object(members.filter { $0.1 != .null }.map { ($0.0, $0.1.removingKeysWithNullValues()) })
+        default:
+            return self
+        }
+    }
+
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case (.bool(let left), .bool(let right)): return left == right
+        case (.int(let left), .int(let right)): return left == right
+        case (.double(let left), .double(let right)): return left == right
+        case (.string(let left), .string(let right)): return left == right
+        case (.array(let left), .array(let right)): return left == right
+        case (.object(let left), .object(let right)):
+            // Members in the same order are the common case; any other order compares as JSON reads it.
+            if left.count == right.count, zip(left, right).allSatisfy({ $0.0 == $1.0 && $0.1 == $1.1 }) { return true }
+            return Self.membersByKey(left) == Self.membersByKey(right)
+        default: return false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null: hasher.combine(0)
+        case .bool(let value): hasher.combine(1); hasher.combine(value)
+        case .int(let value): hasher.combine(2); hasher.combine(value)
+        case .double(let value): hasher.combine(3); hasher.combine(value)
+        case .string(let value): hasher.combine(4); hasher.combine(value)
+        case .array(let values): hasher.combine(5); hasher.combine(values)
+        // A dictionary's hash does not depend on its order, as equality does not.
+        case .object(let members): hasher.combine(6); hasher.combine(Self.membersByKey(members))
+        }
+    }
+
+    /// The members as a JSON reader takes them: a repeated key has its last value.
+    private static func membersByKey(_ members: [(String, JSONValue)]) -> [String: JSONValue] {
+        Dictionary(members, uniquingKeysWith: { _, last in last })
+    }
 
     /// The compact encoding, one line, no trailing newline.
     public func encoded() -> String {
@@ -29,6 +130,7 @@ public enum JSONValue: Sendable, Equatable, ExpressibleByStringLiteral, Expressi
         return output
     }
 
+    /// Appends the compact encoding to `output`; NaN and the infinities are written `null`.
     public func encode(into output: inout String) {
         switch self {
         case .null: output += "null"
