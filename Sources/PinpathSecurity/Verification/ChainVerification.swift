@@ -6,18 +6,6 @@ import Glibc
 /// One run of `X509_verify_cert` over a served chain: the verdict and the chain OpenSSL built, cut at the first
 /// certificate whose signature does not verify.
 struct ChainVerification {
-    /// Which of OpenSSL's verification errors a run lets pass.
-    enum Leniency: Sendable {
-        /// None: the chain must end at an anchor of the store, with every signature, constraint and date right.
-        case strict
-        /// Allow invalid certificates: only the anchor may be missing or untrusted, and dates may be out of
-        /// range (``isExcusedWhenAllowingInvalid(_:)``). Every signature of the built chain is still checked.
-        case untrustedAnchor
-        /// Every chain error, so that the host check alone decides: for reports that judge the host on its
-        /// own (the audit), never for a trust decision.
-        case hostOnly
-    }
-
     /// Whether OpenSSL accepted the chain (and the host, when one was set), with the errors the leniency
     /// excuses, and every signature link of ``chain`` verified.
     let verified: Bool
@@ -89,7 +77,7 @@ struct ChainVerification {
             throw SecurityError.openSSL(.openSSLFailure, "cannot set up the certificate policy check")
         }
         if let host {
-            try Self.setHost(host, on: parameters, profile: profile)
+            try HostNameCheck.configure(host, on: parameters, profile: profile)
         }
         // The context only borrows the stack: it is freed after the verification (the CRLs are the caller's).
         var revocationLists: OpaquePointer?
@@ -105,26 +93,7 @@ struct ChainVerification {
             X509_STORE_CTX_set0_crls(context, stack)
             _ = X509_VERIFY_PARAM_set_flags(parameters, UInt(X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL))
         }
-        switch leniency {
-        case .strict:
-            X509_STORE_CTX_set_verify_cb(context) { ok, context in
-                guard ok == 0, let context else { return 1 }
-                return ChainVerification.isAnchorWithoutCRL(context)
-                    || ChainVerification.isStrictRefusalOfVersion1Root(context) ? 1 : 0
-            }
-        case .untrustedAnchor:
-            X509_STORE_CTX_set_verify_cb(context) { ok, context in
-                guard ok == 0, let context else { return 1 }
-                return ChainVerification.isExcusedWhenAllowingInvalid(X509_STORE_CTX_get_error(context))
-                    || ChainVerification.isAnchorWithoutCRL(context)
-                    || ChainVerification.isStrictRefusalOfVersion1Root(context) ? 1 : 0
-            }
-        case .hostOnly:
-            X509_STORE_CTX_set_verify_cb(context) { ok, context in
-                guard ok == 0, let context else { return 1 }
-                return ChainVerification.isHostError(X509_STORE_CTX_get_error(context)) ? 0 : 1
-            }
-        }
+        leniency.installCallback(on: context)
         let result = X509_verify_cert(context)
         guard result >= 0 else {
             throw SecurityError.openSSL(.openSSLFailure, "certificate verification could not run")
@@ -163,8 +132,8 @@ struct ChainVerification {
             let servedCount = Int(X509_STORE_CTX_get_num_untrusted(context))
             let path = VerifiedPath(
                 chain: chain, servedCount: servedCount, endsAtAnchor: chain.count > servedCount,
-                host: host.map(Self.bareHost), maximumDepth: maximumDepth)
-            violation = profile.firstViolation(on: path)
+                host: host.map(HostNameCheck.bare), maximumDepth: maximumDepth)
+            violation = try profile.firstViolation(on: path)
             if let violation {
                 verified = false
                 error = X509_V_ERR_APPLICATION_VERIFICATION
@@ -174,7 +143,7 @@ struct ChainVerification {
         // Under `webpki` a leaf without a SAN fails the host check even when its commonName is the host: say
         // which rule refuses it rather than only "not for this host".
         if !verified && leniency != .hostOnly && Self.isHostError(error), let leaf = chain.first, let host,
-            let refused = Self.commonNameFallbackRefused(leaf: leaf, host: Self.bareHost(host), profile: profile)
+            let refused = HostNameCheck.commonNameFallbackRefused(leaf: leaf, host: HostNameCheck.bare(host), profile: profile)
         {
             violation = refused
             depth = 0
@@ -186,155 +155,6 @@ struct ChainVerification {
         self.violation = violation
     }
 
-    /// The violation of `webpki.san_required` when that alone made the host check fail: the leaf has no SAN and
-    /// OpenSSL's commonName fallback, which the `webpki` profile turns off, would have matched `host`. Wraps
-    /// `X509_check_host`.
-    private static func commonNameFallbackRefused(
-        leaf: Certificate, host: String, profile: VerificationProfile
-    ) -> ProfileViolation? {
-        let rule = SubjectAlternativeNameRequired()
-        guard profile.rules.contains(where: { $0.name == rule.name }), !isIPAddress(host),
-            X509_check_host(leaf.x509, host, 0, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS), nil) == 1,
-            var violation = rule.check(
-                VerifiedPath(chain: [leaf], servedCount: 1, endsAtAnchor: false, host: host, maximumDepth: nil))
-        else { return nil }
-        violation.acceptedByRFC5280 = true
-        return violation
-    }
-
-    /// A host as certificates name it: no IPv6 brackets, no root's dot.
-    static func bareHost(_ host: String) -> String {
-        var name = host
-        if name.hasPrefix("[") && name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
-        if name.hasSuffix(".") { name.removeLast() }
-        return name
-    }
-
-    /// The first certificate of `chain` (leaf first) whose signature does not verify, and why: one not signed
-    /// by the next certificate's key, or a self-signed certificate at the top, sent by the server (it is among
-    /// the first `servedCount`), that is not signed by its own key. A certificate at the top that is not
-    /// self-signed has no issuer here to check it with: its key is proven by the link below it. Wraps
-    /// `X509_verify` and `X509_self_signed`.
-    private static func firstBrokenLink(_ chain: [Certificate], servedCount: Int) -> (depth: Int, error: Int32)? {
-        defer { _ = drainOpenSSLErrors() }  // a failed X509_verify queues the reason, already said by the code
-        for (depth, certificate) in chain.enumerated() {
-            let issuer: Certificate
-            if depth + 1 < chain.count {
-                issuer = chain[depth + 1]
-            } else if depth < servedCount && X509_self_signed(certificate.x509, 0) == 1 {
-                issuer = certificate
-            } else {
-                break
-            }
-            guard let key = X509_get0_pubkey(issuer.x509) else {
-                return (depth, X509_V_ERR_UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY)
-            }
-            if X509_verify(certificate.x509, key) != 1 { return (depth, X509_V_ERR_CERT_SIGNATURE_FAILURE) }
-        }
-        return nil
-    }
-
     /// OpenSSL's text for the error (`certificate has expired`).
     var errorMessage: String { String(cString: X509_verify_cert_error_string(Int(error))) }
-
-    /// The failure to report for `host`, or `nil` when the verification passed (with chain errors ignored if
-    /// that was asked for): a host mismatch or an invalid chain, with the pins of the chain built.
-    func failure(host: String, expectedPins: [SPKIPin]) -> TrustFailure? {
-        guard !verified else { return nil }
-        if let violation {
-            return TrustFailure(
-                reason: .chainInvalid, verifyError: nil, depth: violation.depth,
-                message: "\(host): certificate rejected: \(violation)", expectedPins: expectedPins,
-                seenPins: chain.map(\.spkiPin), violation: violation)
-        }
-        if let reason = TrustFailure.Reason.revocation(verifyError: error) {
-            let subject = depth < chain.count ? " (\(chain[depth].subject))" : ""
-            let what = reason == .revoked ? "certificate revoked" : "revocation check failed"
-            return TrustFailure(
-                reason: reason, verifyError: error, depth: depth,
-                message: "\(host): \(what) at depth \(depth)\(subject): \(errorMessage) (X509_V_ERR \(error))",
-                expectedPins: expectedPins, seenPins: chain.map(\.spkiPin))
-        }
-        let hostError = Self.isHostError(error)
-        let message = hostError
-            ? "\(host): the certificate is not for this host (\(errorMessage))"
-            : "\(host): certificate verify failed at depth \(depth): \(errorMessage) (X509_V_ERR \(error))"
-        return TrustFailure(
-            reason: hostError ? .hostMismatch : .chainInvalid, verifyError: error, depth: depth, message: message,
-            expectedPins: expectedPins, seenPins: chain.map(\.spkiPin))
-    }
-
-    /// Whether the context reports a missing CRL for the top of the chain: the trust anchor (or the
-    /// self-signed certificate allowed in its place), which RFC 5280 §6.1 leaves out of the path it checks, and
-    /// whose revocation no issuer above it could state. OpenSSL's `CRL_CHECK_ALL` asks a CRL for it too.
-    static func isAnchorWithoutCRL(_ context: OpaquePointer) -> Bool {
-        guard X509_STORE_CTX_get_error(context) == X509_V_ERR_UNABLE_TO_GET_CRL,
-            let chain = X509_STORE_CTX_get0_chain(context)
-        else { return false }
-        return Int(X509_STORE_CTX_get_error_depth(context)) == Int(pinpath_sk_X509_num(chain)) - 1
-    }
-
-    static func isHostError(_ error: Int32) -> Bool {
-        error == X509_V_ERR_HOSTNAME_MISMATCH || error == X509_V_ERR_IP_ADDRESS_MISMATCH
-            || error == X509_V_ERR_EMAIL_MISMATCH
-    }
-
-    /// Whether the error means no certificate of the store anchors the chain (in certificate mode: nothing
-    /// pinned is in it), rather than something wrong with the certificates.
-    static func isMissingAnchorError(_ error: Int32) -> Bool {
-        [
-            X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY,
-            X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT, X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN,
-            X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE, X509_V_ERR_CERT_UNTRUSTED,
-        ].contains(error)
-    }
-
-    /// What allowing invalid certificates excuses (AFNetworking's "invalid or expired"): a missing or untrusted
-    /// anchor (``isMissingAnchorError(_:)``: self-signed, an unknown root, an issuer nobody sent) and validity
-    /// dates. Never a signature (`X509_V_ERR_CERT_SIGNATURE_FAILURE`, `UNABLE_TO_DECRYPT_CERT_SIGNATURE`,
-    /// `UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY`: the chain would be linked by names only, and a pin in it worthless),
-    /// nor a CA or key-usage constraint (`INVALID_CA`: a customer's leaf signing another host's leaf), a weak key
-    /// or digest (security level), a malformed date field or the host.
-    static func isExcusedWhenAllowingInvalid(_ error: Int32) -> Bool {
-        isMissingAnchorError(error) || error == X509_V_ERR_CERT_HAS_EXPIRED || error == X509_V_ERR_CERT_NOT_YET_VALID
-    }
-
-    /// Whether the error is `X509_V_FLAG_X509_STRICT` refusing a v1 self-signed certificate at the top of the
-    /// chain as a CA (it has no basic constraints to say so). Without the flag OpenSSL takes such a root for a
-    /// CA, as RFC 5280 lets a trust anchor be any form; only the strict flag's structure checks should apply.
-    static func isStrictRefusalOfVersion1Root(_ context: OpaquePointer) -> Bool {
-        guard X509_STORE_CTX_get_error(context) == X509_V_ERR_INVALID_CA,
-            let certificate = X509_STORE_CTX_get_current_cert(context),
-            X509_get_version(certificate) == X509_VERSION_1,
-            X509_get_extension_flags(certificate) & UInt32(EXFLAG_SS) != 0,
-            let chain = X509_STORE_CTX_get0_chain(context)
-        else { return false }
-        return X509_STORE_CTX_get_error_depth(context) == pinpath_sk_X509_num(chain) - 1
-    }
-
-    /// Under `webpki` the subject's commonName is never taken for a host name
-    /// (`X509_CHECK_FLAG_NEVER_CHECK_SUBJECT`); `rfc5280` keeps OpenSSL's fallback to it for a leaf without
-    /// a DNS SAN (RFC 6125 §6.4.4).
-    private static func setHost(_ host: String, on parameters: OpaquePointer, profile: VerificationProfile) throws {
-        var name = host
-        if name.hasPrefix("[") && name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
-        if isIPAddress(name) {
-            guard X509_VERIFY_PARAM_set1_ip_asc(parameters, name) == 1 else {
-                throw SecurityError.openSSL(.invalidInput, "\"\(host)\" is not an IP address OpenSSL accepts")
-            }
-            return
-        }
-        if name.hasSuffix(".") { name.removeLast() }  // certificates name hosts without the root's dot
-        let neverSubject = profile == .webpki ? UInt32(X509_CHECK_FLAG_NEVER_CHECK_SUBJECT) : 0
-        X509_VERIFY_PARAM_set_hostflags(parameters, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS) | neverSubject)
-        guard !name.isEmpty, X509_VERIFY_PARAM_set1_host(parameters, name, 0) == 1 else {
-            throw SecurityError.openSSL(.invalidInput, "\"\(host)\" is not a host name OpenSSL accepts")
-        }
-    }
-
-    /// Whether `text` is an IPv4 or IPv6 address (no brackets). Wraps `inet_pton`.
-    static func isIPAddress(_ text: String) -> Bool {
-        var buffer = [UInt8](repeating: 0, count: 16)
-        return inet_pton(AF_INET, text, &buffer) == 1 || inet_pton(AF_INET6, text, &buffer) == 1
-    }
 }

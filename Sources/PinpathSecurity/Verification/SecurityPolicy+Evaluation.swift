@@ -35,113 +35,26 @@ extension SecurityPolicy {
             }
             policy.maximumChainDepth = maximumDepth
         }
-        var evaluator = Evaluator(
-            policy: policy, served: servedChain, host: host, trustStore: trustStore, time: verificationTime,
-            crls: self.crls + crls)
-        let (verdict, allows) = try evaluator.run(now: now)
+        var context = EvaluationContext(
+            policy: policy, served: servedChain, host: host, trustStore: trustStore, verificationTime: verificationTime,
+            now: now, crls: self.crls + crls)
+        var verdict = TrustEvaluation.Verdict.trusted
+        for rule in TrustRules.ordered {
+            if case .failsToMeetRule(let failure) = try rule.evaluate(&context) {
+                verdict = .rejected(failure)
+                break
+            }
+        }
         return TrustEvaluation(
-            verdict: verdict, allowsConnection: allows, host: host, port: port, date: now, policy: policy,
-            servedChain: servedChain, verifiedChain: evaluator.verifiedChain)
-    }
-}
-
-/// The steps of one evaluation; keeps the last chain OpenSSL built for the result.
-private struct Evaluator {
-    let policy: SecurityPolicy
-    let served: [Certificate]
-    let host: String
-    let trustStore: TrustStore
-    let time: Date?
-    let crls: [CertificateRevocationList]
-    var verifiedChain: [Certificate] = []
-
-    mutating func run(now: Date) throws -> (TrustEvaluation.Verdict, Bool) {
-        guard !served.isEmpty else {
-            let failure = TrustFailure(
-                reason: .chainInvalid, verifyError: nil, depth: nil, message: "\(host): the server sent no certificate",
-                expectedPins: policy.sortedPins, seenPins: [])
-            return (.rejected(failure), false)
-        }
-        switch policy.mode {
-        case .none:
-            // Only this combination accepts anything; SecurityPolicy refuses it with validatesDomainName.
-            if policy.allowInvalidCertificates && !policy.validatesDomainName {
-                _ = try verifyWithTrustStore(.untrustedAnchor)  // for the verified chain in the result
-                return (.trusted, true)
-            }
-            let verification = try verifyWithTrustStore(.strict)
-            if let failure = chainFailure(verification) { return (.rejected(failure), false) }
-            return (.trusted, true)
-        case .publicKey, .certificate:
-            if !policy.pinsApply(at: now) {
-                // Expired pins leave the host unpinned (TrustKit), and an unpinned chain that need not be
-                // valid would be anyone's: the trust store decides, whatever allowInvalidCertificates says.
-                let verification = try verifyWithTrustStore(.strict)
-                if let failure = chainFailure(verification) { return (.rejected(failure), false) }
-                let failure = pinFailure(.pinsExpired, "\(host): pins expired at \(policy.expires.map { $0.formatted(.iso8601) } ?? "?"), not checked")
-                return (.rejected(failure), true)
-            }
-            return policy.mode == .publicKey ? try publicKeyPinning() : try certificatePinning()
-        }
+            verdict: verdict, allowsConnection: policy.allowsConnection(after: verdict), host: host, port: port,
+            date: now, policy: policy, servedChain: servedChain, verifiedChain: context.verifiedChain)
     }
 
-    /// `public_key`: validate against the trust store (only the anchor and dates excused when invalid
-    /// certificates are allowed), then some certificate of the verified chain must have a pinned key.
-    /// Report-only lets a pin failure through only on a chain the trust store accepts as it is.
-    private mutating func publicKeyPinning() throws -> (TrustEvaluation.Verdict, Bool) {
-        let relaxed = policy.allowInvalidCertificates && policy.enforce
-        let verification = try verifyWithTrustStore(relaxed ? .untrustedAnchor : .strict)
-        if let failure = chainFailure(verification) { return (.rejected(failure), false) }
-        if verification.chain.contains(where: { policy.pins.contains($0.spkiPin) }) { return (.trusted, true) }
-        return (.rejected(pinFailure(.pinMismatch, nil)), !policy.enforce)
-    }
-
-    /// `certificate`: the pinned certificates are the only anchors (a pinned intermediate or leaf suffices), the
-    /// chain must validate against them, and a pinned certificate must be in the verified chain.
-    private mutating func certificatePinning() throws -> (TrustEvaluation.Verdict, Bool) {
-        let anchors = try TrustStore(certificates: policy.pinnedCertificates)
-        let verification = try ChainVerification(
-            served: served, store: anchors.store, host: policy.validatesDomainName ? host : nil, time: time,
-            partialChain: true, leniency: .strict, profile: policy.profile,
-            maximumDepth: policy.maximumChainDepth, crls: crls)
-        verifiedChain = verification.chain
-        let anchored = verification.chain.contains { policy.pinnedCertificates.contains($0) }
-        if verification.verified && anchored { return (.trusted, true) }
-        if verification.verified || ChainVerification.isMissingAnchorError(verification.error) {
-            let failure = pinFailure(.pinMismatch, nil)
-            guard !policy.enforce else { return (.rejected(failure), false) }
-            // Report-only: the connection proceeds if the chain is good by the ordinary trust store.
-            let fallback = try verifyWithTrustStore(.strict)
-            if let chainFailure = chainFailure(fallback) { return (.rejected(chainFailure), false) }
-            return (.rejected(failure), true)
-        }
-        return (.rejected(chainFailure(verification) ?? pinFailure(.pinMismatch, nil)), false)
-    }
-
-    /// Every certificate of the store is an anchor, a trusted intermediate too (partial chains, as Go and
-    /// rustls-webpki): OpenSSL stops at the first trusted issuer, so the path is the shortest the store allows.
-    private mutating func verifyWithTrustStore(_ leniency: ChainVerification.Leniency) throws -> ChainVerification {
-        let verification = try ChainVerification(
-            served: served, store: trustStore.store, host: policy.validatesDomainName ? host : nil, time: time,
-            partialChain: true, leniency: leniency, profile: policy.profile,
-            maximumDepth: policy.maximumChainDepth, crls: crls)
-        verifiedChain = verification.chain
-        return verification
-    }
-
-    /// The failure a verification reports, or `nil` when it passed (with chain errors ignored if allowed).
-    private func chainFailure(_ verification: ChainVerification) -> TrustFailure? {
-        verification.failure(host: host, expectedPins: policy.sortedPins)
-    }
-
-    /// A pin failure in OkHttp's shape: each verified certificate's pin and subject, then the pins expected.
-    private func pinFailure(_ reason: TrustFailure.Reason, _ summary: String?) -> TrustFailure {
-        var lines = [summary ?? "\(host): certificate pinning failure!", "  Peer certificate chain:"]
-        lines += verifiedChain.map { "    \($0.spkiPin): \($0.subject)" }
-        lines.append("  Pinned certificates for \(policy.notedHostname ?? host):")
-        lines += policy.sortedPins.map { "    \($0)" }
-        return TrustFailure(
-            reason: reason, verifyError: nil, depth: nil, message: lines.joined(separator: "\n"),
-            expectedPins: policy.sortedPins, seenPins: verifiedChain.map(\.spkiPin))
+    /// Whether a connection may proceed on `verdict`: trusted, or a failure the policy only reports (pins that
+    /// expired, a pin mismatch under report-only). The rules before such a failure passed, so the chain and
+    /// the name are valid: ``PinnedCertificateInChain`` checks the trust store before it reports a mismatch.
+    private func allowsConnection(after verdict: TrustEvaluation.Verdict) -> Bool {
+        guard case .rejected(let failure) = verdict else { return true }
+        return failure.reason == .pinsExpired || (failure.reason == .pinMismatch && !enforce)
     }
 }
