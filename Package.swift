@@ -5,6 +5,7 @@ let package = Package(
     name: "pinpath",
     platforms: [.macOS(.v15)],  // Linux is the target; this only keeps SwiftPM's availability checks quiet.
     products: [
+        .library(name: "PinpathSupport", targets: ["PinpathSupport"]),
         .library(name: "PinpathReachability", targets: ["PinpathReachability"]),
         .library(name: "PinpathSecurity", targets: ["PinpathSecurity"]),
         .library(name: "PinpathHTTP", targets: ["PinpathHTTP"]),
@@ -28,20 +29,30 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // The public suffix list (Debian's `publicsuffix`, read by libpsl): wildcards never span a public suffix.
         .systemLibrary(name: "CPSL", pkgConfig: "libpsl", providers: [.apt(["libpsl-dev", "publicsuffix"])]),
-        // Pass-throughs for what Swift cannot import (variadics, function-like macros, _GNU_SOURCE-only symbols).
-        .target(name: "CShims", dependencies: ["COpenSSL", "CCurl"]),
+        // Pass-throughs for what Swift cannot import (variadics, function-like macros, _GNU_SOURCE-only symbols),
+        // one target per C library so that each layer needs only its own library's headers.
+        .target(name: "CLinuxShims"),  // glibc: setns, eventfd, recvmmsg, thread names, mallopt
+        .target(name: "COpenSSLShims", dependencies: ["COpenSSL"]),
+        .target(name: "CCurlShims", dependencies: ["CCurl"]),
 
-        .target(name: "PinpathReachability", dependencies: ["CNetlink", "CShims"]),
-        .target(name: "PinpathSecurity", dependencies: ["COpenSSL", "CShims", "CPSL"]),
+        // What every layer shares: threads, whole-file reads, line output, times and durations, JSON values,
+        // the version. Depends on no C library but glibc.
+        .target(name: "PinpathSupport", dependencies: ["CLinuxShims"]),
+        .target(name: "PinpathReachability", dependencies: ["PinpathSupport", "CNetlink", "CLinuxShims"]),
+        .target(name: "PinpathSecurity", dependencies: ["PinpathSupport", "COpenSSL", "COpenSSLShims", "CPSL"]),
         // libcurl gated by the two above: reachability before connecting, the security policy in the handshake.
-        .target(name: "PinpathHTTP", dependencies: ["CCurl", "COpenSSL", "CShims", "PinpathReachability", "PinpathSecurity"]),
+        .target(
+            name: "PinpathHTTP",
+            dependencies: [
+                "PinpathSupport", "CCurl", "CCurlShims", "COpenSSL", "PinpathReachability", "PinpathSecurity",
+            ]),
         .target(
             name: "PinpathAgent",
-            dependencies: ["PinpathReachability", "PinpathSecurity", "PinpathHTTP", .product(name: "Yams", package: "Yams")]),
+            dependencies: ["PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", .product(name: "Yams", package: "Yams")]),
         .executableTarget(
             name: "pinpath",
             dependencies: [
-                "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathAgent", "CShims",
+                "PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathAgent", "CLinuxShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 

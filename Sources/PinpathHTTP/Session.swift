@@ -3,6 +3,7 @@ import Glibc
 import PinpathReachability
 import PinpathSecurity
 import Synchronization
+import PinpathSupport
 
 /// Sends HTTP(S) requests through two gates: the reachability monitor before connecting, and the security
 /// policy inside the TLS handshake, before any request byte leaves. AFNetworking's `AFHTTPSessionManager`
@@ -229,9 +230,4 @@ public final class Session: Sendable {
             index == 0 ? tag : "\(tag);q=0.\(10 - index)"
         }.joined(separator: ", ")
     }
-}
-
-/// pinpath's version, as the CLI and the `User-Agent` report it.
-public enum PinpathVersion {
-    public static let current = "0.1.0"
 }

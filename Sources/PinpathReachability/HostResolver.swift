@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import PinpathSupport
 
 /// Resolves host names with `getaddrinfo`, bounded in time. glibc's resolver cannot be cancelled, so a
 /// look-up that outlives the bound finishes on its worker thread and its answer is dropped.
@@ -14,7 +15,7 @@ enum HostResolver {
     static func resolve(_ name: String, timeout: Duration) async -> WatchedTarget.Resolution {
         let answer = OneShot<WatchedTarget.Resolution>()
         DispatchQueue.global().async { answer.fulfil(getAddresses(name)) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(timeout.nanoseconds))) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(timeout.wholeNanoseconds))) {
             answer.fulfil(.failed)
         }
         return await answer.value()
@@ -64,9 +65,3 @@ extension IPAddress {
     }
 }
 
-extension Duration {
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-    }
-}

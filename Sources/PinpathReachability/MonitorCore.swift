@@ -1,4 +1,4 @@
-import CShims
+import CLinuxShims
 import Glibc
 import Synchronization
 

@@ -1,5 +1,5 @@
 import CNetlink
-import CShims
+import CLinuxShims
 import Glibc
 
 /// The netlink side of the monitor. Lives on the monitor thread and is touched by nothing else: it owns

@@ -1,4 +1,4 @@
-import CShims
+import PinpathSupport
 import Dispatch
 import Glibc
 import Synchronization
@@ -64,7 +64,12 @@ public final class ReachabilityMonitor: Sendable {
         let core = try MonitorCore(resolutionTimeout: configuration.resolutionTimeout)
         let loop = MonitorLoop(configuration: configuration, core: core, targets: watched)
         let readiness = OneShot<Result<NetworkPath, ReachabilityError>>()
-        let thread = try DedicatedThread(name: "pinpath-netlink") { loop.run(ready: readiness.fulfil) }
+        let thread: DedicatedThread
+        do {
+            thread = try DedicatedThread(name: "pinpath-netlink") { loop.run(ready: readiness.fulfil) }
+        } catch {
+            throw ReachabilityError(.netlinkUnavailable, error.description)
+        }
         if case .failure(let error) = await readiness.value() {
             thread.join()
             throw error
@@ -162,8 +167,7 @@ public final class ReachabilityMonitor: Sendable {
             answer.withLock { $0 = try? result.get() }
             answered.signal()
         })
-        let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
-        guard answered.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success else { return nil }
+        guard answered.wait(timeout: .now() + .nanoseconds(Int(timeout.wholeNanoseconds))) == .success else { return nil }
         return answer.withLock { $0 }
     }
 

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import PinpathAgent
 import PinpathSecurity
+import PinpathSupport
 
 struct AuditCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -131,7 +132,7 @@ struct AuditCommand: AsyncParsableCommand {
             do {
                 bytes = try readWholeFile(hostFile)
             } catch {
-                throw CommandFailure.usage("--file \(error.message)")
+                throw CommandFailure.usage("--file \(error)")
             }
             for (number, line) in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
                 let text = line.prefix { $0 != "#" }.trimmingPrefix { $0.isWhitespace }

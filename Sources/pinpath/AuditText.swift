@@ -1,6 +1,7 @@
 import FoundationEssentials
 import PinpathAgent
 import PinpathSecurity
+import PinpathSupport
 
 /// Renderings of a ``TLSAudit``: a block of text per host for people, one JSON object per line for machines.
 enum AuditText {

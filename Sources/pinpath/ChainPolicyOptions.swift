@@ -1,6 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import PinpathSecurity
+import PinpathSupport
 
 // Parsed by name, listed in the help from `allCases` (RawRepresentable and CaseIterable in PinpathSecurity).
 extension VerificationProfile: ExpressibleByArgument {}
@@ -152,7 +153,7 @@ struct PinFile {
         do {
             bytes = try readWholeFile(path)
         } catch {
-            throw CommandFailure.usage("--pin-file \(error.message)")
+            throw CommandFailure.usage("--pin-file \(error)")
         }
         let text = String(decoding: bytes, as: UTF8.self)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
@@ -162,7 +163,7 @@ struct PinFile {
                 let found = try KeyMaterial.load(bytes: bytes, source: path)
                 return PinFile(pins: found.map(\.spkiPin), certificates: found.compactMap(\.certificate))
             } catch let error as SecurityError {
-                throw CommandFailure.usage("--pin-file \(error.message)")
+                throw CommandFailure.usage("--pin-file \(error)")
             }
         }
         var file = PinFile()

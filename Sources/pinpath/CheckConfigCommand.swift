@@ -4,6 +4,7 @@ import Glibc
 import PinpathAgent
 import PinpathHTTP
 import PinpathSecurity
+import PinpathSupport
 
 struct CheckConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

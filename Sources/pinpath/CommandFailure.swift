@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import PinpathAgent
+import PinpathSupport
 
 /// A failure to report as `pinpath: error: …` on standard error with a sysexits code, never a stack trace.
 enum CommandFailure: Error {

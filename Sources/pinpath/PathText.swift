@@ -1,5 +1,6 @@
 import PinpathAgent
 import PinpathReachability
+import PinpathSupport
 
 /// Human-readable renderings for the terminal.
 enum PathText {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import PinpathHTTP
+import PinpathSupport
 
 @main
 struct Pinpath: AsyncParsableCommand {

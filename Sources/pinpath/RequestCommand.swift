@@ -5,6 +5,7 @@ import PinpathAgent
 import PinpathHTTP
 import PinpathReachability
 import PinpathSecurity
+import PinpathSupport
 
 struct RequestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,9 +1,10 @@
 import ArgumentParser
-import CShims
+import CLinuxShims
 import Dispatch
 import Glibc
 import PinpathAgent
 import Synchronization
+import PinpathSupport
 
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import PinpathAgent
 import PinpathReachability
+import PinpathSupport
 
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import PinpathAgent
 import PinpathSecurity
+import PinpathSupport
 
 struct VerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

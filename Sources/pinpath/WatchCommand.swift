@@ -4,6 +4,7 @@ import Glibc
 import PinpathAgent
 import PinpathReachability
 import Synchronization
+import PinpathSupport
 
 struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,4 +1,5 @@
 import Foundation
+import PinpathSupport
 import PinpathTestSupport
 import Testing
 

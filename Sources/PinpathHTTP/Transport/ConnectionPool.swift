@@ -1,5 +1,5 @@
 import CCurl
-import CShims
+import CCurlShims
 import PinpathSecurity
 
 /// The connections that requests made under one set of trust terms (policy, trust store) may share: a

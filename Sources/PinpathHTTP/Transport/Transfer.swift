@@ -1,6 +1,6 @@
 import CCurl
 import COpenSSL
-import CShims
+import CCurlShims
 import FoundationEssentials
 import Glibc
 import PinpathReachability

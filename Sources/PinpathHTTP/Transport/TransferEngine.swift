@@ -1,7 +1,8 @@
 import CCurl
-import CShims
+import CCurlShims
 import PinpathReachability
 import Synchronization
+import PinpathSupport
 
 /// Drives every transfer of a session on one thread with libcurl's multi interface, which blocks in
 /// `curl_multi_poll` and is woken by `curl_multi_wakeup` when a transfer is added or cancelled.

@@ -1,5 +1,5 @@
 import CNetlink
-import CShims
+import CLinuxShims
 import Glibc
 
 /// Owns one libnl route socket. Not thread-safe: the monitor thread is its only user.

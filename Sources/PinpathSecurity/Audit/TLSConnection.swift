@@ -1,5 +1,5 @@
 import COpenSSL
-import CShims
+import COpenSSLShims
 import Glibc
 
 /// One TLS client connection made for an audit: owns the socket, its `SSL_CTX` and its `SSL`, and frees them in

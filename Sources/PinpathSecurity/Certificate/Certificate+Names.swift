@@ -1,5 +1,5 @@
 import COpenSSL
-import CShims
+import COpenSSLShims
 
 /// A name of a GeneralNames sequence (a subject alternative name, or the base of a name constraint) as
 /// encoded, bytes untouched, so that the rules judge what the certificate says rather than a decoded guess.

@@ -1,5 +1,5 @@
 import COpenSSL
-import CShims
+import COpenSSLShims
 
 /// One X.509 certificate. Owns an OpenSSL `X509` reference and releases it when deallocated.
 ///

@@ -1,5 +1,5 @@
 import COpenSSL
-import CShims
+import COpenSSLShims
 import Glibc
 
 /// One certificate, public key, private key or CSR found in a file, with the pin of its public key.
@@ -32,7 +32,7 @@ public struct KeyMaterial: Sendable {
     /// - Throws: ``SecurityError`` naming `path`: `unreadableFile`, or `invalidInput` for a damaged block,
     ///   an encrypted private key, or a file with nothing usable.
     public static func load(contentsOf path: String) throws -> [KeyMaterial] {
-        try load(bytes: readWholeFile(path), source: path)
+        try load(bytes: readInputFile(path), source: path)
     }
 
     /// Loads from bytes already in memory; `source` names them in errors. `package` for the fuzz entry points

@@ -1,5 +1,5 @@
 import COpenSSL
-import CShims
+import COpenSSLShims
 
 /// One X.509 certificate revocation list (RFC 5280 §5), as a CA publishes it. Owns an OpenSSL `X509_CRL`
 /// reference and releases it when deallocated.
@@ -44,7 +44,7 @@ public final class CertificateRevocationList: @unchecked Sendable, Hashable, Cus
     /// - Throws: ``SecurityError`` naming `path`: `unreadableFile`, or `invalidInput` when a block is damaged or
     ///   the file holds no CRL.
     public static func lists(contentsOf path: String) throws -> [CertificateRevocationList] {
-        let bytes = try readWholeFile(path)
+        let bytes = try readInputFile(path)
         guard bytes.starts(with: Array("-----BEGIN ".utf8)) || String(decoding: bytes, as: UTF8.self).contains("-----BEGIN ")
         else {
             guard let crl = derDecoding(bytes, { d2i_X509_CRL(nil, $0, $1) }, free: { X509_CRL_free($0) }) else {

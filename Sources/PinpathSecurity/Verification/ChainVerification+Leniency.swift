@@ -1,5 +1,5 @@
 import COpenSSL
-import CShims
+import COpenSSLShims
 
 /// Which of OpenSSL's verification errors a run lets pass, and how those errors are told apart.
 extension ChainVerification {

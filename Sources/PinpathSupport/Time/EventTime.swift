@@ -9,8 +9,9 @@ public enum EventTime {
         return format(seconds: spec.tv_sec, microseconds: Int(spec.tv_nsec / 1000))
     }
 
-    /// Formats into a fixed 27-byte buffer: this runs once per event line.
-    static func format(seconds: Int, microseconds: Int) -> String {
+    /// The time `seconds` and `microseconds` after the Unix epoch. Formats into a fixed 27-byte buffer: this
+    /// runs once per event line.
+    public static func format(seconds: Int, microseconds: Int) -> String {
         var time = seconds
         var parts = tm()
         gmtime_r(&time, &parts)

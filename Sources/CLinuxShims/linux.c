@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
-#include "pinpath_shims.h"
+#include "pinpath_linux.h"
 
 int pinpath_setns_net(int fd) { return setns(fd, CLONE_NEWNET); }
 

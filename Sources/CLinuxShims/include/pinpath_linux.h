@@ -1,5 +1,5 @@
-#ifndef PINPATH_SHIMS_H
-#define PINPATH_SHIMS_H
+#ifndef PINPATH_LINUX_H
+#define PINPATH_LINUX_H
 
 // setns(2) is declared only under _GNU_SOURCE, which Swift's Glibc module does not define.
 int pinpath_setns_net(int fd);

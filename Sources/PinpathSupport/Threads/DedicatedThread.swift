@@ -1,7 +1,8 @@
-import CShims
+import CLinuxShims
 import Glibc
 
-/// A POSIX thread that runs one closure and can be joined: the monitor's netlink loop and the HTTP engine's libcurl loop each live on one.
+/// A POSIX thread that runs one closure and can be joined: the monitor's netlink loop and the HTTP engine's
+/// libcurl loop each live on one.
 /// A dedicated thread, not a task: each blocks in `poll` (and the monitor may switch its network namespace), and
 /// neither may happen on the concurrency pool.
 package struct DedicatedThread: Sendable {
@@ -9,7 +10,8 @@ package struct DedicatedThread: Sendable {
 
     /// Starts the thread. `body` is `sending`: it moves to the new thread, so the compiler checks that the
     /// caller keeps no use of what it captured.
-    package init(name: String, _ body: sending @escaping () -> Void) throws {
+    /// - Throws: ``SystemCallError`` when `pthread_create` fails (EAGAIN: a thread limit was reached).
+    package init(name: String, _ body: sending @escaping () -> Void) throws(SystemCallError) {
         let box = Unmanaged.passRetained(Body(name: name, run: body)).toOpaque()
         let created = pthread_create(&thread, nil, { argument in
             let body = Unmanaged<Body>.fromOpaque(argument!).takeRetainedValue()
@@ -19,7 +21,7 @@ package struct DedicatedThread: Sendable {
         }, box)
         guard created == 0 else {
             Unmanaged<Body>.fromOpaque(box).release()
-            throw ReachabilityError(.netlinkUnavailable, "cannot start the thread \(name): \(String(cString: strerror(created)))")
+            throw SystemCallError("start the thread", name, errno: created)
         }
     }
 

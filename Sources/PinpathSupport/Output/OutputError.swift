@@ -1,0 +1,40 @@
+import Glibc
+
+/// Writing to an output failed: `errno` says how (EPIPE for a closed pipe, ENOSPC for a full disk).
+public struct OutputError: Error, Sendable, CustomStringConvertible {
+    /// The errno of the failed call.
+    public let errno: Int32
+    /// How many bytes of the line went out before the failure (a short write); 0 when none did.
+    public let bytesWritten: Int
+
+    /// - Parameters:
+    ///   - errno: why the output failed.
+    ///   - bytesWritten: how much of the line was written before it failed.
+    public init(errno: Int32, bytesWritten: Int = 0) {
+        self.errno = errno
+        self.bytesWritten = bytesWritten
+    }
+
+    /// The errno's symbolic name (`EPIPE`, `ENOSPC`, …) for event fields, or `errno N` for a rare one.
+    public var errnoName: String {
+        switch errno {
+        case EPIPE: "EPIPE"
+        case ENOSPC: "ENOSPC"
+        case EDQUOT: "EDQUOT"
+        case EFBIG: "EFBIG"
+        case EIO: "EIO"
+        case EAGAIN: "EAGAIN"
+        case EBADF: "EBADF"
+        case EACCES: "EACCES"
+        case ENOENT: "ENOENT"
+        case EROFS: "EROFS"
+        case EMFILE: "EMFILE"
+        case ENFILE: "ENFILE"
+        case ELOOP: "ELOOP"
+        default: "errno \(errno)"
+        }
+    }
+
+    /// `cannot write an event: <strerror>` (the agent and `pinpath watch` write events through it).
+    public var description: String { "cannot write an event: \(String(cString: strerror(errno)))" }
+}
