@@ -7,12 +7,11 @@ import Glibc
 enum HostNameCheck {
     /// Sets the host OpenSSL checks in the same `X509_verify_cert` run as the chain, so that a wrong host is
     /// reported before the dates and signatures OpenSSL checks later. Wraps `X509_VERIFY_PARAM_set1_host` (no
-    /// partial wildcards) and `X509_VERIFY_PARAM_set1_ip_asc`. Under `webpki` the subject's commonName is never taken for a host name
-    /// (`X509_CHECK_FLAG_NEVER_CHECK_SUBJECT`); `rfc5280` keeps OpenSSL's fallback to it for a leaf without
-    /// a DNS SAN (RFC 6125 §6.4.4).
+    /// partial wildcards) and `X509_VERIFY_PARAM_set1_ip_asc`. Under `webpki` the subject's commonName is never
+    /// taken for a host name (`X509_CHECK_FLAG_NEVER_CHECK_SUBJECT`); `rfc5280` keeps OpenSSL's fallback to it
+    /// for a leaf without a DNS SAN (RFC 6125 §6.4.4).
     static func configure(_ host: String, on parameters: OpaquePointer, profile: VerificationProfile) throws {
-        var name = host
-        if name.hasPrefix("[") && name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+        var name = withoutBrackets(host)
         if isIPAddress(name) {
             guard X509_VERIFY_PARAM_set1_ip_asc(parameters, name) == 1 else {
                 throw SecurityError.openSSL(.invalidInput, "\"\(host)\" is not an IP address OpenSSL accepts")
@@ -51,10 +50,14 @@ enum HostNameCheck {
 
     /// A host as certificates name it: no IPv6 brackets, no root's dot.
     static func bare(_ host: String) -> String {
-        var name = host
-        if name.hasPrefix("[") && name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+        var name = withoutBrackets(host)
         if name.hasSuffix(".") { name.removeLast() }
         return name
+    }
+
+    /// An IPv6 address as written in a URL (`[::1]`) without its brackets; any other text as it is.
+    private static func withoutBrackets(_ host: String) -> String {
+        host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
     }
 
     /// Whether `text` is an IPv4 or IPv6 address (no brackets). Wraps `inet_pton`.
