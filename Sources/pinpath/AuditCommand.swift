@@ -1,5 +1,4 @@
 import ArgumentParser
-import FoundationEssentials
 import Glibc
 import PinpathAgent
 import PinpathSecurity
@@ -30,7 +29,7 @@ struct AuditCommand: AsyncParsableCommand {
             """)
 
     @Argument(help: "HOST[:PORT] to audit; an IPv6 address in brackets when a port follows ([::1]:443).")
-    var hosts: [String] = []
+    var hosts: [TLSEndpoint] = []
 
     @Option(name: .customLong("file"), help: "Also audit the HOST[:PORT] lines of this file (# comments and blank lines ignored).")
     var hostFile: String?
@@ -39,120 +38,78 @@ struct AuditCommand: AsyncParsableCommand {
     var servername: String?
 
     @Option(help: "Connect to this ADDR[:PORT] instead of resolving each HOST (the port defaults to HOST's).")
-    var connect: String?
+    var connect: ConnectAddress?
 
     @OptionGroup var chainPolicy: ChainPolicyOptions
 
     @Option(help: "Seconds allowed for the TCP connection and the TLS handshake of each host.")
-    var timeout: Double = 10
+    var timeout: Duration = .seconds(10)
 
     @Flag(help: "Print one JSON object per host.")
     var json = false
 
-    /// How many hosts are audited at once.
-    static let concurrency = 8
+    func validate() throws {
+        try ArgumentRefusal.checking { () throws(CommandFailure) in
+            guard timeout > .zero, timeout <= .seconds(86_400) else {
+                throw CommandFailure.usage("--timeout must be more than 0 and at most 86400 seconds (got \(timeout.inSeconds))")
+            }
+        }
+    }
 
     func run() async throws {
-        var worst = 0
-        try await reportingFailures {
-            try checkOptions()
-            let endpoints = try parsedEndpoints()
-            let options = TLSAudit.Options(
-                policy: try chainPolicy.policy(), trustStore: try chainPolicy.trustStore(),
-                serverName: try servername.map { try parseServerName($0, option: "--servername") }, connectTo: nil,
-                verificationTime: try chainPolicy.verificationTime(), timeout: .seconds(timeout))
-            worst = try await audit(endpoints, options: options)
+        let endpoints = try allEndpoints()
+        let options = TLSAudit.Options(
+            policy: try chainPolicy.policy(), trustStore: try chainPolicy.trustStore(),
+            serverName: try servername.map { try parseServerName($0, option: "--servername") },
+            verificationTime: chainPolicy.at?.date, timeout: timeout)
+        let batch = TLSAuditBatch(endpoints) { endpoint in
+            var options = options
+            options.connectTo = connect?.endpoint(defaultPort: endpoint.port)
+            return options
         }
+        let progress = AuditProgress(total: endpoints.count)
+        let render = json ? AuditText.json : AuditText.text
+        var worst = 0
+        var first = true
+        try await batch.run(progress: progress.show(done:)) { audit throws(CommandFailure) in
+            progress.clear()
+            try writeOutput(render(audit, first))
+            first = false
+            worst = max(worst, audit.outcome.severity)
+        }
+        progress.clear()
         if worst != 0 { throw ExitCode(Int32(worst)) }
     }
 
-    /// Audits `concurrency` endpoints at a time and prints each result as soon as those before it are printed;
-    /// returns the worst outcome's severity.
-    private func audit(_ endpoints: [TLSEndpoint], options: TLSAudit.Options) async throws -> Int {
-        let progress = AuditProgress(total: endpoints.count)
-        let render = json ? AuditText.json : AuditText.text
-        var pending: [Int: TLSAudit] = [:]
-        var printed = 0
-        var worst = 0
-        var perEndpoint: [TLSAudit.Options] = []
-        for endpoint in endpoints {
-            var options = options
-            options.connectTo = try connect.map { try parseEndpoint($0, option: "--connect", defaultPort: endpoint.port) }
-            perEndpoint.append(options)
-        }
-        try await withThrowingTaskGroup(of: (Int, TLSAudit).self) { group in
-            var next = 0
-            func startNext() {
-                guard next < endpoints.count else { return }
-                let index = next, endpoint = endpoints[index], options = perEndpoint[index]
-                group.addTask { (index, await TLSAudit.run(endpoint, options: options)) }
-                next += 1
-            }
-            for _ in 0..<Self.concurrency { startNext() }
-            progress.show(done: 0)
-            while let (index, result) = try await group.next() {
-                pending[index] = result
-                startNext()
-                while let ready = pending.removeValue(forKey: printed) {
-                    progress.clear()
-                    try write(render(ready, printed == 0))
-                    worst = max(worst, ready.outcome.severity)
-                    printed += 1
-                }
-                progress.show(done: printed + pending.count)
-            }
-        }
-        progress.clear()
-        return worst
-    }
-
-    private func write(_ text: String) throws {
-        do throws(EventWriterError) {
-            try LineOutput().write(text)
-        } catch {
-            throw CommandFailure.output(error.description)
-        }
-    }
-
-    // MARK: - Arguments
-
-    /// Checks that options make sense together. Here rather than in `validate()`, so that the message is
-    /// pinpath's one line (`pinpath: error: …`) and not ArgumentParser's usage block.
-    private func checkOptions() throws {
-        guard timeout > 0, timeout <= 86_400 else {
-            throw CommandFailure.usage("--timeout must be more than 0 and at most 86400 seconds (got \(timeout))")
-        }
-        try chainPolicy.check()
-    }
-
-    private func parsedEndpoints() throws -> [TLSEndpoint] {
-        var texts = hosts.map { ($0, String?.none) }
+    /// The HOST arguments, then the lines of `--file`.
+    private func allEndpoints() throws(CommandFailure) -> [TLSEndpoint] {
+        var endpoints = hosts
         if let hostFile {
-            let bytes: [UInt8]
             do {
-                bytes = try readWholeFile(hostFile)
+                endpoints += try TLSEndpoint.list(contentsOf: hostFile)
             } catch {
                 throw CommandFailure.usage("--file \(error)")
             }
-            for (number, line) in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-                let text = line.prefix { $0 != "#" }.trimmingPrefix { $0.isWhitespace }
-                if let last = text.lastIndex(where: { !$0.isWhitespace }) {
-                    texts.append((String(text[...last]), "--file \(hostFile):\(number + 1)"))
-                }
-            }
         }
-        guard !texts.isEmpty else { throw CommandFailure.usage("give at least one HOST[:PORT], or --file with some") }
-        return try texts.map { text, place in try parseEndpoint(text, option: place, defaultPort: 443) }
+        guard !endpoints.isEmpty else { throw CommandFailure.usage("give at least one HOST[:PORT], or --file with some") }
+        return endpoints
+    }
+}
+
+/// `--connect ADDR[:PORT]`: where to connect instead of resolving each HOST; the port defaults to HOST's.
+struct ConnectAddress: ExpressibleByArgument {
+    let host: String
+    let port: Int?
+
+    init?(argument: String) {
+        // Port 0 is refused when written, so it marks "no port given".
+        let parsed = ArgumentRefusal.parse({ try TLSEndpoint(parsing: argument, defaultPort: 0) }, message: { "--connect: \($0)" })
+        guard let parsed else { return nil }
+        host = parsed.host
+        port = parsed.port == 0 ? nil : parsed.port
     }
 
-    /// Parses HOST[:PORT]; `place` (an option, a file and line) starts the message when the text came from one.
-    private func parseEndpoint(_ text: String, option place: String?, defaultPort: Int) throws -> TLSEndpoint {
-        do {
-            return try TLSEndpoint(parsing: text, defaultPort: defaultPort)
-        } catch let error as SecurityError {
-            throw CommandFailure.usage(place.map { "\($0): \(error.message)" } ?? error.message)
-        }
-    }
+    func endpoint(defaultPort: Int) -> TLSEndpoint { TLSEndpoint(host: host, port: port ?? defaultPort) }
 }
 
 /// The progress line on standard error, only when it is a terminal: `pinpath audit: 3/10 hosts`.

@@ -30,30 +30,24 @@ struct CheckConfigCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        try await reportingFailures {
-            let result = Result { () throws(ConfigurationError) in try AgentConfiguration.load(path: config) }
-            let text: String
-            switch (result, json) {
-            case (.success(let configuration), false):
-                text = Self.summary(configuration)
-                let lines = configuration.warnings.map { "pinpath: warning: \($0)\n" }.joined()
-                try? LineOutput(descriptor: STDERR_FILENO).write(lines)
-            case (.success(let configuration), true): text = Self.json(configuration).encoded() + "\n"
-            case (.failure(let error), false):
-                // Problems go to stderr, one per line, each in the CLI's error form.
-                let lines = error.problems.map { "pinpath: error: \($0)\n" }.joined()
-                try? LineOutput(descriptor: STDERR_FILENO).write(lines)
-                throw ExitCode(78)
-            case (.failure(let error), true):
-                text = JSONValue.object([("valid", false), ("problems", .array(error.problems.map(\.jsonValue)))]).encoded() + "\n"
-            }
-            do throws(EventWriterError) {
-                try LineOutput().write(text)
-            } catch {
-                throw CommandFailure.output(error.description)
-            }
-            if case .failure = result { throw ExitCode(78) }
+        let result = Result { () throws(ConfigurationError) in try AgentConfiguration.load(path: config) }
+        let text: String
+        switch (result, json) {
+        case (.success(let configuration), false):
+            text = Self.summary(configuration)
+            let lines = configuration.warnings.map { "pinpath: warning: \($0)\n" }.joined()
+            try? LineOutput(descriptor: STDERR_FILENO).write(lines)
+        case (.success(let configuration), true): text = Self.json(configuration).encoded() + "\n"
+        case (.failure(let error), false):
+            // Problems go to stderr, one per line, each in the CLI's error form.
+            let lines = error.problems.map { "pinpath: error: \($0)\n" }.joined()
+            try? LineOutput(descriptor: STDERR_FILENO).write(lines)
+            throw ExitCode(78)
+        case (.failure(let error), true):
+            text = JSONValue.object([("valid", false), ("problems", .array(error.problems.map(\.jsonValue)))]).encoded() + "\n"
         }
+        try writeOutput(text)
+        if case .failure = result { throw ExitCode(78) }
     }
 
     /// A few lines a person can check at a glance: what will be probed, how, and under which policy.

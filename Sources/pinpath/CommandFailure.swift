@@ -4,6 +4,7 @@ import PinpathAgent
 import PinpathSupport
 
 /// A failure to report as `pinpath: error: …` on standard error with a sysexits code, never a stack trace.
+/// A command's `run()` and `validate()` throw it; ``Pinpath/main()`` reports it.
 enum CommandFailure: Error {
     case usage(String)
     case data(String)
@@ -28,16 +29,36 @@ enum CommandFailure: Error {
             return message
         }
     }
+
+    /// Writes the one line on standard error and returns the exit code to leave with.
+    func report() -> ExitCode {
+        // Messages may quote the server (its certificates' names, its TLS alerts).
+        let message = TerminalText.escaped(message, keepingNewlines: true)
+        try? LineOutput(descriptor: STDERR_FILENO).write("pinpath: error: \(message)\n")
+        return exitCode
+    }
 }
 
-/// Runs a command body, printing a `CommandFailure` as one line on stderr and exiting with its code.
+/// Writes `text` on standard output; a failure to write is exit 74.
+func writeOutput(_ text: String) throws(CommandFailure) {
+    try writeOutput(Array(text.utf8))
+}
+
+/// Writes `bytes` on standard output; a failure to write is exit 74.
+func writeOutput(_ bytes: [UInt8]) throws(CommandFailure) {
+    do throws(OutputError) {
+        try LineOutput().write(bytes)
+    } catch {
+        throw CommandFailure.output(error.description)
+    }
+}
+
+/// Runs a command body, reporting a ``CommandFailure`` it throws as ``Pinpath/main()`` does, and ending with
+/// its exit code.
 func reportingFailures(_ body: () async throws -> Void) async throws {
     do {
         try await body()
     } catch let failure as CommandFailure {
-        // Messages may quote the server (its certificates' names, its TLS alerts).
-        let message = TerminalText.escaped(failure.message, keepingNewlines: true)
-        try? LineOutput(descriptor: STDERR_FILENO).write("pinpath: error: \(message)\n")
-        throw failure.exitCode
+        throw failure.report()
     }
 }

@@ -39,9 +39,9 @@ enum PathText {
         switch event {
         case .path(let change):
             let families = "ipv4 \(change.path.ipv4 != nil ? "yes" : "no"), ipv6 \(change.path.ipv6 != nil ? "yes" : "no")"
-            return "\(EventTime.now()) \(summary(change.path)); \(families) [\(change.reason.rawValue)]\n"
+            return "\(UTCTime.now()) \(summary(change.path)); \(families) [\(change.reason.rawValue)]\n"
         case .target(let change):
-            return "\(EventTime.now()) target \(targetLine(change.target)) [\(change.reason.rawValue)]\n"
+            return "\(UTCTime.now()) target \(targetLine(change.target)) [\(change.reason.rawValue)]\n"
         }
     }
 

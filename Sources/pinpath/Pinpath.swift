@@ -18,4 +18,21 @@ struct Pinpath: AsyncParsableCommand {
             AuditCommand.self, VerifyCommand.self, PinsCommand.self,
         ]
     )
+
+    /// ArgumentParser's `main`, except that pinpath's own failures (a refused value or option, a
+    /// ``CommandFailure`` from `run()`) are one `pinpath: error: …` line with their exit code.
+    static func main() async {
+        do {
+            var command = try await asyncParseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let failure as CommandFailure {
+            exit(withError: failure.report())
+        } catch {
+            exit(withError: ArgumentRefusal.recorded?.report() ?? error)
+        }
+    }
 }

@@ -1,5 +1,4 @@
 import ArgumentParser
-import PinpathAgent
 import PinpathSecurity
 import PinpathSupport
 
@@ -24,31 +23,21 @@ struct PinsCommand: AsyncParsableCommand {
     @Option(help: "pin: sha256/<base64> (OkHttp, TrustKit); hpkp: pin-sha256=\"<base64>\" (RFC 7469).")
     var format: Format = .pin
 
-    func validate() throws {
-        guard !files.isEmpty else { throw ValidationError("give at least one certificate, key or CSR file") }
-    }
-
     func run() async throws {
-        try await reportingFailures {
-            // Read everything first, so a bad file late in the list does not leave half the output printed.
-            var lines = ""
-            for file in files {
-                let found: [KeyMaterial]
-                do {
-                    found = try KeyMaterial.load(contentsOf: file)
-                } catch let error as SecurityError {
-                    throw CommandFailure.data(error.message)
-                }
-                for material in found {
-                    let pin = format == .hpkp ? material.spkiPin.hpkp : material.spkiPin.description
-                    lines += "\(pin) \(material.label)\n"
-                }
-            }
-            do throws(EventWriterError) {
-                try LineOutput().write(lines)
+        // Read everything first, so a bad file late in the list does not leave half the output printed.
+        var lines = ""
+        for file in files {
+            let found: [KeyMaterial]
+            do {
+                found = try KeyMaterial.load(contentsOf: file)
             } catch {
-                throw CommandFailure.output(error.description)
+                throw CommandFailure.data("\(error)")
+            }
+            for material in found {
+                let pin = format == .hpkp ? material.spkiPin.hpkp : material.spkiPin.description
+                lines += "\(pin) \(material.label)\n"
             }
         }
+        try writeOutput(lines)
     }
 }

@@ -46,7 +46,7 @@ struct RequestCommand: AsyncParsableCommand {
     var param: [String] = []
 
     @Option(name: .customLong("pin"), help: "A pin sha256/<base64> for the URL's host (repeatable); any certificate of the verified chain may match.")
-    var pins: [String] = []
+    var pins: [SPKIPin] = []
 
     @OptionGroup var revocationOptions: RevocationOptions
 
@@ -56,10 +56,10 @@ struct RequestCommand: AsyncParsableCommand {
     @OptionGroup var profileOptions: ProfileOptions
 
     @Option(help: "The total time allowed, in seconds.")
-    var timeout: Double = 30
+    var timeout: Duration = .seconds(30)
 
     @Option(help: "When the target is not reachable, wait up to this many seconds for the network instead of failing at once.")
-    var waitForConnectivity: Double?
+    var waitForConnectivity: Duration?
 
     @Flag(help: "Do not follow redirects.")
     var noRedirects = false
@@ -74,38 +74,43 @@ struct RequestCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        guard [data != nil, jsonBody != nil, !form.isEmpty].filter({ $0 }).count <= 1 else {
-            throw ValidationError("give one body: -d, --json-body or --form")
-        }
-        guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
-        if let waitForConnectivity, !(waitForConnectivity >= 0 && waitForConnectivity.isFinite) {
-            throw ValidationError("--wait-for-connectivity must be a number of seconds, 0 or more")
+        try ArgumentRefusal.checking { () throws(CommandFailure) in
+            guard [data != nil, jsonBody != nil, !form.isEmpty].filter({ $0 }).count <= 1 else {
+                throw CommandFailure.usage("give one body: -d, --json-body or --form")
+            }
+            guard timeout > .zero else { throw CommandFailure.usage("--timeout must be a positive number of seconds") }
+            if let waitForConnectivity, waitForConnectivity < .zero {
+                throw CommandFailure.usage("--wait-for-connectivity must be a number of seconds, 0 or more")
+            }
         }
     }
 
     func run() async throws {
-        try await reportingFailures {
-            let request = try buildRequest()
-            let (configuration, options) = try sessionSetup(for: request.url)
-            let monitor = try? await ReachabilityMonitor.start()  // without netlink, requests go ungated
-            defer { monitor?.stop() }
-            let session: Session
-            do throws(HTTPError) {
-                session = try Session(configuration, monitor: monitor)
-            } catch {
-                throw CommandFailure.unavailable(error.message)
-            }
-            let response: HTTPResponse
-            do throws(HTTPError) {
-                response = try await session.send(request, options: options)
-            } catch {
-                // The category first, as the agent's events name it: scripts match it, people read the rest.
-                throw CommandFailure.outcome(Self.exitCode(for: error.code), "\(error.code): \(error.message)")
-            }
-            try write(response)
-            guard (200..<300).contains(response.statusCode) else {
-                throw CommandFailure.outcome(5, "\(request.method) \(request.displayURL): status \(response.statusCode) is not acceptable (200-299)")
-            }
+        let request = try buildRequest()
+        let (configuration, options) = try sessionSetup(for: request.url)
+        let monitor = try? await ReachabilityMonitor.start()  // without netlink, requests go ungated
+        defer { monitor?.stop() }
+        let session: Session
+        do throws(HTTPError) {
+            session = try Session(configuration, monitor: monitor)
+        } catch {
+            throw CommandFailure.unavailable(error.message)
+        }
+        let response: HTTPResponse
+        do throws(HTTPError) {
+            response = try await session.send(request, options: options)
+        } catch {
+            // The category first, as the agent's events name it: scripts match it, people read the rest.
+            throw CommandFailure.outcome(Self.exitCode(for: error.code), "\(error.code): \(error.message)")
+        }
+        if json {
+            try writeOutput(Self.summary(response).encoded() + "\n")
+        } else {
+            try writeOutput(response.body)
+        }
+        guard (200..<300).contains(response.statusCode) else {
+            let status = "status \(response.statusCode) is not acceptable (200-299)"
+            throw CommandFailure.outcome(5, "\(request.method) \(request.displayURL): \(status)")
         }
     }
 
@@ -183,23 +188,18 @@ struct RequestCommand: AsyncParsableCommand {
             do { configuration.trustStore = try TrustStore(caFile: caFile) } catch { throw CommandFailure.usage("--ca-file \(error)") }
         }
         var options = RequestOptions()
-        options.timeout = .milliseconds(Int(timeout * 1000))
+        options.timeout = timeout
         options.connectTimeout = min(options.connectTimeout, options.timeout)
         options.followRedirects = !noRedirects
         options.allowsInsecureRedirects = allowInsecureRedirect
         options.keepsHeadersAcrossOrigins = locationTrusted
-        if let waitForConnectivity { options.reachability = .waitForConnectivity(.milliseconds(Int(waitForConnectivity * 1000))) }
-        let maximumDepth = try profileOptions.maximumDepth()
+        if let waitForConnectivity { options.reachability = .waitForConnectivity(waitForConnectivity) }
         // The URL's host gets a policy of its own when pinned or held to other rules than the default ones.
-        if !pins.isEmpty || profileOptions.profile != .webpki || maximumDepth != nil || revocationOptions.isSet {
-            let parsed: [SPKIPin]
-            do { parsed = try pins.map { try SPKIPin(parsing: $0) } } catch { throw CommandFailure.usage("--pin \(error)") }
+        if !pins.isEmpty || profileOptions.isSet || revocationOptions.isSet {
             let crls = try revocationOptions.crls()
             do {
-                // One pin is enough for a one-off request: the backup-pin rule protects long-lived configurations.
-                let policy = try SecurityPolicy(
-                    mode: parsed.isEmpty ? .none : .publicKey, pins: parsed, requiresBackupPin: false,
-                    profile: profileOptions.profile, maximumChainDepth: maximumDepth, crls: crls,
+                let policy = try SecurityPolicy.oneOff(
+                    pins: pins, profile: profileOptions.profile, maximumChainDepth: profileOptions.maxDepth, crls: crls,
                     revocation: revocationOptions.revocation)
                 let host = url.host(percentEncoded: false).map { $0.hasPrefix("[") ? String($0.dropFirst().dropLast()) : $0 } ?? ""
                 configuration.policies = HostPolicySet([HostPolicy(patterns: [try HostPattern(parsing: host)], policy: policy)])
@@ -210,22 +210,8 @@ struct RequestCommand: AsyncParsableCommand {
         return (configuration, options)
     }
 
-    private func write(_ response: HTTPResponse) throws {
-        let output = LineOutput()
-        do throws(EventWriterError) {
-            if json {
-                try output.write(Self.summary(response).encoded() + "\n")
-            } else {
-                try output.write(response.body)
-            }
-        } catch {
-            throw CommandFailure.output(error.description)
-        }
-    }
-
     static func summary(_ response: HTTPResponse) -> JSONValue {
         let timings = response.timings
-        func ms(_ seconds: Double) -> JSONValue { .double((seconds * 1_000_000).rounded() / 1000) }
         return .object([
             ("url", .string(DisplayURL.redacting(response.url.absoluteString))),
             ("status", .int(response.statusCode)),
@@ -234,11 +220,8 @@ struct RequestCommand: AsyncParsableCommand {
             ("redirects", .int(response.redirectCount)),
             ("headers", .object(response.headers.fields.map { ($0.name.lowercased(), .string($0.value)) })),
             ("body_bytes", .int(response.body.count)),
-            ("phases_ms", .object([
-                ("resolve", ms(timings.resolve)), ("connect", ms(timings.connect)), ("tls", ms(timings.tls)),
-                ("processing", ms(timings.processing)), ("transfer", ms(timings.transfer)),
-            ])),
-            ("total_ms", ms(timings.total)),
+            ("phases_ms", TimingsJSON.phasesMilliseconds(timings)),
+            ("total_ms", TimingsJSON.milliseconds(timings.total)),
             ("tls", response.tls.map { tls in
                 .object([
                     ("version", .string(tls.version)), ("cipher", .string(tls.cipher)),

@@ -11,16 +11,14 @@ struct RevocationOptions: ParsableArguments {
 
     /// The CRLs of every `--crl` file, in order.
     /// - Throws: ``CommandFailure/usage(_:)`` naming the file that cannot be read or holds no CRL.
-    func crls() throws -> [CertificateRevocationList] {
+    func crls() throws(CommandFailure) -> [CertificateRevocationList] {
         do {
             return try crlFiles.flatMap { try CertificateRevocationList.lists(contentsOf: $0) }
-        } catch let error as SecurityError {
-            throw CommandFailure.usage("--crl \(error.message)")
+        } catch {
+            throw CommandFailure.usage("--crl \(error)")
         }
     }
 
     /// Whether a policy beyond the default one is needed for these options.
     var isSet: Bool { !crlFiles.isEmpty || revocation != .none }
 }
-
-extension RevocationMode: ExpressibleByArgument {}

@@ -11,16 +11,9 @@ struct StatusCommand: AsyncParsableCommand {
     @OptionGroup var options: MonitorOptions
 
     func run() async throws {
-        try await reportingFailures {
-            let monitor = try await options.startMonitor()
-            let path = monitor.currentPath
-            monitor.stop()
-            let text = options.json ? ReachabilityJSON.snapshot(path).encoded() + "\n" : PathText.snapshot(path)
-            do throws(EventWriterError) {
-                try LineOutput().write(text)
-            } catch {
-                throw CommandFailure.output(error.description)
-            }
-        }
+        let monitor = try await options.startMonitor()
+        let path = monitor.currentPath
+        monitor.stop()
+        try writeOutput(options.json ? ReachabilityJSON.snapshot(path).encoded() + "\n" : PathText.snapshot(path))
     }
 }

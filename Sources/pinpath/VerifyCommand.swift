@@ -34,37 +34,17 @@ struct VerifyCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        var severity = 0
-        try await reportingFailures {
-            try chainPolicy.check()
-            let serverName = try host.map { try parseServerName($0, option: "--host") }
-            let options = TLSAudit.Options(
-                policy: try chainPolicy.policy(), trustStore: try chainPolicy.trustStore(), serverName: serverName,
-                verificationTime: try chainPolicy.verificationTime())
-            let audit = TLSAudit(chainAtRest: try chain(), file: chainFile, options: options)
-            let text = json ? AuditText.json(audit, first: true) : AuditText.text(audit, first: true)
-            do throws(EventWriterError) {
-                try LineOutput().write(text)
-            } catch {
-                throw CommandFailure.output(error.description)
-            }
-            severity = audit.outcome.severity
-        }
-        if severity != 0 { throw ExitCode(Int32(severity)) }
-    }
-
-    /// The certificates of CHAIN, in order.
-    private func chain() throws -> [Certificate] {
-        let found: [KeyMaterial]
+        let options = TLSAudit.Options(
+            policy: try chainPolicy.policy(), trustStore: try chainPolicy.trustStore(),
+            serverName: try host.map { try parseServerName($0, option: "--host") }, verificationTime: chainPolicy.at?.date)
+        let chain: [Certificate]
         do {
-            found = try KeyMaterial.load(contentsOf: chainFile)
-        } catch let error as SecurityError {
-            throw CommandFailure.data(error.message)
+            chain = try Certificate.chain(contentsOf: chainFile)
+        } catch {
+            throw CommandFailure.data("\(error)")
         }
-        let certificates = found.compactMap(\.certificate)
-        guard !certificates.isEmpty else {
-            throw CommandFailure.data("\(chainFile): no certificate (it holds only keys or CSRs)")
-        }
-        return certificates
+        let audit = TLSAudit(chainAtRest: chain, file: chainFile, options: options)
+        try writeOutput(json ? AuditText.json(audit, first: true) : AuditText.text(audit, first: true))
+        if audit.outcome.severity != 0 { throw ExitCode(Int32(audit.outcome.severity)) }
     }
 }

@@ -15,9 +15,9 @@ struct EventEncodingTests {
 
     @Test("Times are RFC 3339 UTC with microseconds")
     func time() {
-        #expect(EventTime.format(seconds: 0, microseconds: 7) == "1970-01-01T00:00:00.000007Z")
-        #expect(EventTime.format(seconds: 1_795_392_000, microseconds: 123_456) == "2026-11-23T00:00:00.123456Z")
-        #expect(EventTime.now().count == "2026-11-23T00:00:00.123456Z".count)
+        #expect(UTCTime.format(seconds: 0, microseconds: 7) == "1970-01-01T00:00:00.000007Z")
+        #expect(UTCTime.format(seconds: 1_795_392_000, microseconds: 123_456) == "2026-11-23T00:00:00.123456Z")
+        #expect(UTCTime.now().count == "2026-11-23T00:00:00.123456Z".count)
     }
 
     @Test("Each event is one line in the envelope, seq counting from 1")

@@ -70,7 +70,7 @@ struct ProbeSchedulerTests {
             let due = try #require(scheduler.due(name))
             let offset = ProbeSchedule(endpoint: name, interval: .seconds(60)).offset
             // Back on its own slots: the same phase as before.
-            #expect(ProbeSchedule.nanoseconds(origin.duration(to: due) - offset) % 60_000_000_000 == 0)
+            #expect((origin.duration(to: due) - offset).wholeNanoseconds % 60_000_000_000 == 0)
         }
     }
 
@@ -117,6 +117,6 @@ struct ProbeSchedulerTests {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         let realtime = Duration.seconds(spec.tv_sec) + .nanoseconds(spec.tv_nsec)
-        #expect(abs(Double(ProbeSchedule.nanoseconds(origin.duration(to: now) - realtime))) < 1e9)
+        #expect(abs(Double((origin.duration(to: now) - realtime).wholeNanoseconds)) < 1e9)
     }
 }

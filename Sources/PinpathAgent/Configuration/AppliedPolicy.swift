@@ -1,3 +1,4 @@
+import PinpathHTTP
 import PinpathSecurity
 
 /// The security policy an endpoint's TLS handshakes are held to, resolved at load time from its `policy`
@@ -61,33 +62,43 @@ public struct AppliedPolicy: Sendable, Equatable {
     ///   - policies: every valid configured policy, in file order.
     /// - Throws: ``Conflict`` when two of them name different CA files, or the named one cannot apply to `host`.
     init?(host: String, named: PolicyConfiguration?, among policies: [PolicyConfiguration]) throws(Conflict) {
-        let bareHost = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
-        var applying: [(configuration: PolicyConfiguration, entry: HostPolicy, named: Bool)] = []
+        // The named policy applies whatever its `hosts`: it enters the choice as an exact pattern for the
+        // host, first; the others enter with their own patterns, in file order. The choice itself is the one
+        // the request core makes for every request (``HostPolicyChoice``).
+        var candidates: [(configuration: PolicyConfiguration, entry: HostPolicy, named: Bool)] = []
         if let named {
-            guard let exact = try? HostPattern(parsing: bareHost) else { throw Conflict(unmatchableHost: host) }
-            applying.append((named, HostPolicy(patterns: [exact], policy: named.policy, trustStore: named.trustStore), true))
+            guard let exact = try? HostPattern(parsing: URLHost.withoutBrackets(host)) else { throw Conflict(unmatchableHost: host) }
+            candidates.append((named, HostPolicy(patterns: [exact], policy: named.policy, trustStore: named.trustStore), true))
         }
-        for configured in policies where configured.name != named?.name && configured.hostPolicy.pattern(matching: bareHost) != nil {
-            applying.append((configured, configured.hostPolicy, false))
+        for configured in policies where configured.name != named?.name {
+            candidates.append((configured, configured.hostPolicy, false))
         }
-        guard !applying.isEmpty else { return nil }
-        let withStores = applying.filter { $0.configuration.trustStore != nil }
-        if let first = withStores.first, let other = withStores.first(where: { $0.configuration.trustStore != first.configuration.trustStore }) {
-            throw Conflict(first.configuration, other.configuration, named: named?.name)
-        }
+        let set = HostPolicySet(candidates.map(\.entry))
         let resolution: HostPolicySet.Resolution?
         do {
-            resolution = try HostPolicySet(applying.map(\.entry)).resolution(for: bareHost)
+            resolution = try HostPolicyChoice.resolution(forURLHost: host, in: set)
         } catch {
+            // Name the policies and their CA files, as the configuration spells them.
+            let withStores = HostPolicyChoice.matches(forURLHost: host, in: set).map { candidates[$0.index].configuration }
+                .filter { $0.trustStore != nil }
+            if let first = withStores.first, let other = withStores.first(where: { $0.trustStore != first.trustStore }) {
+                throw Conflict(first, other, named: named?.name)
+            }
             throw Conflict(error.message)
         }
-        // Every entry was chosen because it applies to the host; one the set does not match would be dropped.
-        guard let resolution, resolution.matches.count == applying.count else { throw Conflict(unmatchableHost: host) }
-        sources = zip(applying, resolution.matches).map { applied, match in
-            Source(name: applied.configuration.name, pattern: applied.named ? nil : match.pattern)
+        // Every host the named policy's exact pattern was parsed from should match it; one that does not would
+        // drop the policy the endpoint names.
+        guard let resolution else {
+            if named != nil { throw Conflict(unmatchableHost: host) }
+            return nil
+        }
+        guard named == nil || resolution.matches.first?.index == 0 else { throw Conflict(unmatchableHost: host) }
+        sources = resolution.matches.map { match in
+            let candidate = candidates[match.index]
+            return Source(name: candidate.configuration.name, pattern: candidate.named ? nil : match.pattern)
         }
         policy = resolution.policy
-        caFile = withStores.first?.configuration.caFile
+        caFile = resolution.matches.lazy.map { candidates[$0.index].configuration }.first { $0.trustStore != nil }?.caFile
         trustStore = resolution.trustStore
     }
 }

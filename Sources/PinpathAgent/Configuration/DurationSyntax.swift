@@ -50,7 +50,7 @@ public enum DurationSyntax {
     /// The shortest exact form in the largest unit that divides the duration: `90s` for 1.5 minutes,
     /// `14d`, `500ms`; sub-millisecond parts are dropped (the syntax cannot write them).
     public static func format(_ duration: Duration) -> String {
-        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        let milliseconds = duration.wholeMilliseconds
         guard milliseconds != 0 else { return "0s" }
         let unit = units.first { milliseconds % $0.milliseconds == 0 } ?? units[units.count - 1]
         return "\(milliseconds / unit.milliseconds)\(unit.suffix)"

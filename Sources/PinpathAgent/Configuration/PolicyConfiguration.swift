@@ -140,29 +140,10 @@ extension ConfigurationDecoder {
     /// pins no longer apply.
     func date(_ node: Node, _ keyPath: String) -> Date? {
         guard let text = string(node, keyPath, "a date (YYYY-MM-DD)") else { return nil }
-        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts.map(\.count) == [4, 2, 2],
-            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-            (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day)
-        else {
+        guard let date = UTCTime.day(text) else {
             report(.invalidValue, at: node, keyPath, "\"\(text)\" is not a date (use YYYY-MM-DD, such as 2027-06-30)")
             return nil
         }
-        return Date(timeIntervalSince1970: Double(daysSinceEpoch(year: year, month: month, day: day)) * 86_400)
-    }
-
-    private func daysIn(month: Int, year: Int) -> Int {
-        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-        return [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
-    }
-
-    /// Days from 1970-01-01 in the proleptic Gregorian calendar (Howard Hinnant's `days_from_civil`).
-    private func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
+        return date
     }
 }

@@ -4,31 +4,28 @@ import PinpathReachability
 /// `pinpath watch --json` and the agent write.
 public enum ReachabilityJSON {
     /// Event type names.
-    public static let pathChanged = "reachability.changed"
-    public static let targetChanged = "reachability.target_changed"
+    public static let pathChanged = EventCatalog.reachabilityChanged.name
+    public static let targetChanged = EventCatalog.reachabilityTargetChanged.name
 
     /// The event name and fields (everything after the envelope) for one change.
     public static func event(_ event: ReachabilityEvent) -> (name: String, fields: [(String, JSONValue)]) {
+        let built = agentEvent(event)
+        return (built.name, built.fields)
+    }
+
+    static func agentEvent(_ event: ReachabilityEvent) -> AgentEvent {
         switch event {
         case .path(let change):
             let path = change.path
-            return (
-                pathChanged,
-                [
-                    ("status", .string(path.status.rawValue)),
-                    ("previous_status", .string(change.previous?.status.rawValue)),
-                    ("interface", .string(path.primaryInterface?.name)),
-                    ("kind", .string(path.primaryInterface?.kind.rawValue)),
-                    ("reason", .string(change.reason.rawValue)),
-                    ("ipv4", .bool(path.ipv4 != nil)),
-                    ("ipv6", .bool(path.ipv6 != nil)),
-                    ("expensive", .bool(path.isExpensive)),
-                    ("gateways", .array(path.gateways.map { .string($0.description) })),
-                ]
+            return AgentEvent(
+                EventCatalog.reachabilityChanged,
+                fields(of: path, [.status]) + [("previous_status", .string(change.previous?.status.rawValue))]
+                    + fields(of: path, [.interface, .kind]) + [("reason", .string(change.reason.rawValue))]
+                    + fields(of: path, [.ipv4, .ipv6, .expensive, .gateways])
             )
         case .target(let change):
-            return (
-                targetChanged,
+            return AgentEvent(
+                EventCatalog.reachabilityTargetChanged,
                 [
                     ("target", .string(change.target.target)),
                     ("status", .string(change.target.status.rawValue)),
@@ -42,20 +39,41 @@ public enum ReachabilityJSON {
         }
     }
 
+    /// The path in brief, as `agent.started` carries it: `status`, `interface`, `kind`, `ipv4`, `ipv6`.
+    public static func summary(_ path: NetworkPath) -> JSONValue {
+        .object(fields(of: path, [.status, .interface, .kind, .ipv4, .ipv6]))
+    }
+
     /// The whole snapshot, as `pinpath status --json` prints it.
     public static func snapshot(_ path: NetworkPath) -> JSONValue {
-        .object([
-            ("status", .string(path.status.rawValue)),
-            ("interface", .string(path.primaryInterface?.name)),
-            ("kind", .string(path.primaryInterface?.kind.rawValue)),
-            ("expensive", .bool(path.isExpensive)),
-            ("ipv4", .bool(path.ipv4 != nil)),
-            ("ipv6", .bool(path.ipv6 != nil)),
-            ("gateways", .array(path.gateways.map { .string($0.description) })),
-            ("routes", .array(IPFamily.allCases.compactMap { family in path.path(for: family).map { route(family, $0) } })),
-            ("interfaces", .array(path.interfaces.map(interface))),
-            ("targets", .array(path.targets.map(target))),
-        ])
+        .object(
+            fields(of: path, [.status, .interface, .kind, .expensive, .ipv4, .ipv6, .gateways]) + [
+                ("routes", .array(IPFamily.allCases.compactMap { family in path.path(for: family).map { route(family, $0) } })),
+                ("interfaces", .array(path.interfaces.map(interface))),
+                ("targets", .array(path.targets.map(target))),
+            ])
+    }
+
+    /// A path's own fields, written the same way in every shape that carries them; each shape names the
+    /// ones it carries, in its order.
+    enum PathField: String {
+        case status, interface, kind, expensive, ipv4, ipv6, gateways
+
+        func value(in path: NetworkPath) -> JSONValue {
+            switch self {
+            case .status: .string(path.status.rawValue)
+            case .interface: .string(path.primaryInterface?.name)
+            case .kind: .string(path.primaryInterface?.kind.rawValue)
+            case .expensive: .bool(path.isExpensive)
+            case .ipv4: .bool(path.ipv4 != nil)
+            case .ipv6: .bool(path.ipv6 != nil)
+            case .gateways: .array(path.gateways.map { .string($0.description) })
+            }
+        }
+    }
+
+    static func fields(of path: NetworkPath, _ names: [PathField]) -> [(String, JSONValue)] {
+        names.map { ($0.rawValue, $0.value(in: path)) }
     }
 
     static func route(_ family: IPFamily, _ route: FamilyPath) -> JSONValue {

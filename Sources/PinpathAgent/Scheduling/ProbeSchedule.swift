@@ -14,7 +14,7 @@ public struct ProbeSchedule: Sendable, Hashable {
     ///   - endpoint: the endpoint's name, which fixes its offset.
     ///   - interval: how often; at least a nanosecond.
     public init(endpoint: String, interval: Duration) {
-        let nanoseconds = Self.nanoseconds(interval)
+        let nanoseconds = interval.wholeNanoseconds
         precondition(nanoseconds > 0, "a probe interval must be positive")
         self.init(interval: interval, offset: .nanoseconds(Int64(Self.stableHash(endpoint) % UInt64(nanoseconds))))
     }
@@ -28,8 +28,8 @@ public struct ProbeSchedule: Sendable, Hashable {
     /// The first probe time strictly after `time`: `offset + k × interval` for the smallest such `k`.
     /// Times are durations since the scheduler's origin and may be negative.
     public func nextDue(after time: Duration) -> Duration {
-        let period = Self.nanoseconds(interval)
-        let sinceFirst = Self.nanoseconds(time - offset)
+        let period = interval.wholeNanoseconds
+        let sinceFirst = (time - offset).wholeNanoseconds
         // Floor division, so that times before the first probe land on the right period too.
         var periods = sinceFirst / period
         if sinceFirst < 0 && sinceFirst % period != 0 { periods -= 1 }
@@ -46,7 +46,7 @@ public struct ProbeSchedule: Sendable, Hashable {
     /// order it is given in).
     public static func spread(_ endpoints: [String], over window: Duration) -> [(endpoint: String, offset: Duration)] {
         let ordered = endpoints.map { (stableHash($0), $0) }.sorted { $0 < $1 }
-        let step = nanoseconds(window) / Int64(max(ordered.count, 1))
+        let step = window.wholeNanoseconds / Int64(max(ordered.count, 1))
         return ordered.enumerated().map { index, entry in (entry.1, .nanoseconds(Int64(index) * step)) }
     }
 
@@ -58,11 +58,5 @@ public struct ProbeSchedule: Sendable, Hashable {
             hash &*= 0x0000_0100_0000_01b3
         }
         return hash
-    }
-
-    /// Whole nanoseconds: Int64 holds 292 years of them, far more than any interval or origin distance.
-    static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }

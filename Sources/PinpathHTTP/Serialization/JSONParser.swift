@@ -1,7 +1,11 @@
 /// A strict RFC 8259 parser into ``ParameterValue`` that says where the text went wrong.
 ///
-/// `JSONDecoder` would do for well-formed input, but it accepts trailing commas (`[1,]`) and reports no
-/// position; `--json-body` must refuse what a server would refuse and point at the mistake.
+/// `--json-body` must be refused where a strict server would refuse it, and invalid JSON, sent or received,
+/// must be reported with its line and column. FoundationEssentials' `JSONDecoder` (the only JSON reader this
+/// module imports) is lenient: it accepts a trailing comma (`[1,]`, `{"a":1,}`), a UTF-8 byte-order mark
+/// and UTF-16 text; and on Swift 6.3 for Linux its error for malformed text says only "The given data was
+/// not valid JSON.", with no underlying error. Foundation's `JSONSerialization` places the error (a
+/// character offset, "around character 12") but is as lenient, and would bring all of Foundation in.
 /// `package` (with ``parse(_:)`` and ``SyntaxError``) for the fuzz entry points in Tests/PinpathFuzzing.
 package struct JSONParser {
     /// Why and where the text is not JSON. Lines and columns count from 1; columns count bytes.

@@ -1,24 +1,160 @@
 import CCurl
+import CCurlShims  // it includes <curl/curl.h> too, and clang may credit libcurl's constants to it
+import Glibc
+import PinpathReachability
+import PinpathSecurity
 
-extension HTTPError.Code {
-    /// The category of a libcurl failure, as the agent reports it.
-    init(curlCode: CURLcode) {
-        switch curlCode {
-        case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL: self = .invalidURL
-        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: self = .resolveFailed
-        case CURLE_COULDNT_CONNECT: self = .connectFailed
-        case CURLE_OPERATION_TIMEDOUT: self = .timedOut
-        case CURLE_PEER_FAILED_VERIFICATION: self = .tlsInvalid
-        case CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_ENGINE_NOTFOUND,
-            CURLE_SSL_ISSUER_ERROR, CURLE_SSL_CRL_BADFILE, CURLE_SSL_SHUTDOWN_FAILED, CURLE_USE_SSL_FAILED:
-            self = .tlsFailed
-        case CURLE_TOO_MANY_REDIRECTS: self = .tooManyRedirects
-        case CURLE_WEIRD_SERVER_REPLY, CURLE_GOT_NOTHING, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_PARTIAL_FILE,
-            CURLE_HTTP2, CURLE_HTTP2_STREAM, CURLE_BAD_CONTENT_ENCODING, CURLE_FILESIZE_EXCEEDED, CURLE_HTTP3:
-            self = .protocolError
-        case CURLE_ABORTED_BY_CALLBACK: self = .cancelled
-        case CURLE_READ_ERROR: self = .unreadableFile
-        default: self = .transferFailed
+/// How a failed libcurl transfer becomes an ``HTTPError``.
+///
+/// The verdicts of the transfer's own gates come first, because libcurl reports them only as their effect:
+/// the security policy rejecting the server in the handshake (a failed handshake to libcurl), and the
+/// reachability monitor skipping every address (a failed connect). Every other failure goes through
+/// ``rules``, one table from libcurl's result code to the error's code, with rows that look further where
+/// libcurl's code names something other than what happened.
+enum CurlErrorMapping {
+    /// What the mapping knows about a failed transfer.
+    struct Failure {
+        let code: CURLcode
+        /// The request, for messages (`GET https://example.com/path`).
+        let request: String
+        /// libcurl's message for this failure (`CURLOPT_ERRORBUFFER`), if it wrote one.
+        let libcurlMessage: String?
+        /// The `errno` of the last failed socket operation; 0 for none.
+        let socketError: Int32
+        /// The security policy's result in the handshake of the connection this transfer opened, if one ran.
+        let handshake: Result<TrustEvaluation, SecurityError>?
+        /// The first address the reachability gate skipped, when no socket was opened at all.
+        let skippedAddress: TargetReachability?
+        /// The transfer was https.
+        let usedTLS: Bool
+        /// libcurl connected to an address.
+        let connected: Bool
+        /// The blank line ending the last response's header section arrived.
+        let headersComplete: Bool
+        /// ``RequestOptions/maximumBodySize``.
+        let maximumBodySize: Int
+
+        /// libcurl's message, or its text for the code, with the socket's error when libcurl left it out.
+        ///
+        /// libcurl 7.88 says "Couldn't connect to server" whether the server refused (RST), a router answered
+        /// that the host is unreachable (ICMP), or the route was missing: the socket's error tells them apart.
+        var detail: String {
+            var detail = libcurlMessage ?? String(cString: curl_easy_strerror(code))
+            if code == CURLE_COULDNT_CONNECT, socketError != 0 {
+                let text = String(cString: strerror(socketError))
+                if !detail.contains(text) { detail += " (\(text))" }
+            }
+            return detail
         }
+    }
+
+    /// One row of ``rules``: a failure with one of `codes` for which `condition` holds (always, without one)
+    /// is an error of `kind`, whose message `message` writes (libcurl's ``Failure/detail`` without one).
+    struct Rule: Sendable {
+        let codes: Set<CURLcode>
+        let kind: HTTPError.Code
+        let condition: (@Sendable (Failure) -> Bool)?
+        let message: (@Sendable (Failure) -> String)?
+
+        init(
+            _ codes: Set<CURLcode>, _ kind: HTTPError.Code, when condition: (@Sendable (Failure) -> Bool)? = nil,
+            message: (@Sendable (Failure) -> String)? = nil
+        ) {
+            self.codes = codes
+            self.kind = kind
+            self.condition = condition
+            self.message = message
+        }
+
+        func matches(_ failure: Failure) -> Bool { codes.contains(failure.code) && condition?(failure) ?? true }
+    }
+
+    /// OpenSSL's error strings name the library that raised them (`error:0A00045C:SSL routines::tlsv13 alert
+    /// certificate required`); libcurl copies them into its message.
+    static let openSSLErrorMarker = "SSL routines"
+    /// OpenSSL's reason text for every alert the peer sent (`sslv3 alert handshake failure`, `tlsv13 alert …`).
+    static let receivedAlertMarker = " alert "
+    /// libcurl's limit on one response header line (`CURL_MAX_HTTP_HEADER`), in KiB.
+    static let headerLineLimitKiB = Int(CURL_MAX_HTTP_HEADER) / 1024
+
+    /// The table: the first row that matches gives the error's code; a code no row names is
+    /// ``HTTPError/Code/transferFailed``. Rows with a condition come before the plain row for their code.
+    static let rules: [Rule] = [
+        // libcurl refuses a body larger than the limit from its Content-Length (CURLOPT_MAXFILESIZE_LARGE).
+        Rule(
+            [CURLE_FILESIZE_EXCEEDED], .protocolError,
+            message: { "the response body is larger than \($0.maximumBodySize) bytes (libcurl: \($0.detail))" }),
+        // A TLS 1.3 server that refuses the client (a client certificate required, or missing) sends its
+        // alert after the client's side of the handshake is done, so libcurl meets it in SSL_read and reports
+        // CURLE_RECV_ERROR. curl's message then carries OpenSSL's reason, whose text for every received alert
+        // is "… alert …" ("tlsv13 alert certificate required"). A reset is reported with the socket's error
+        // text instead ("Connection reset by peer") and stays a protocol error.
+        Rule(
+            [CURLE_RECV_ERROR, CURLE_SEND_ERROR], .tlsFailed,
+            when: { $0.usedTLS && $0.detail.contains(openSSLErrorMarker) && $0.detail.contains(receivedAlertMarker) },
+            message: { "the server ended TLS with an alert: \($0.detail)" }),
+        // Once connected, libcurl 7.88 reports two broken responses with codes that name something else: a
+        // status line it cannot parse, or none at all (HTTP/0.9), as CURLE_UNSUPPORTED_PROTOCOL, and a header
+        // line over CURL_MAX_HTTP_HEADER (its header buffer is full) as CURLE_OUT_OF_MEMORY with no message.
+        // The URL was checked before sending, so both are the server breaking HTTP.
+        Rule(
+            [CURLE_UNSUPPORTED_PROTOCOL], .protocolError, when: isBrokenResponse,
+            message: { "the server's status line is not HTTP: \($0.detail)" }),
+        Rule(
+            [CURLE_OUT_OF_MEMORY], .protocolError, when: isBrokenResponse,
+            message: { "a response header line is longer than libcurl's limit of \(headerLineLimitKiB) KiB (libcurl: \($0.detail))" }),
+        Rule([CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL], .invalidURL),
+        Rule([CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY], .resolveFailed),
+        Rule([CURLE_COULDNT_CONNECT], .connectFailed),
+        Rule([CURLE_OPERATION_TIMEDOUT], .timedOut),
+        Rule([CURLE_PEER_FAILED_VERIFICATION], .tlsInvalid),
+        Rule(
+            [
+                CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_ENGINE_NOTFOUND,
+                CURLE_SSL_ISSUER_ERROR, CURLE_SSL_CRL_BADFILE, CURLE_SSL_SHUTDOWN_FAILED, CURLE_USE_SSL_FAILED,
+            ], .tlsFailed),
+        Rule([CURLE_TOO_MANY_REDIRECTS], .tooManyRedirects),
+        Rule(
+            [
+                CURLE_WEIRD_SERVER_REPLY, CURLE_GOT_NOTHING, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_PARTIAL_FILE,
+                CURLE_HTTP2, CURLE_HTTP2_STREAM, CURLE_BAD_CONTENT_ENCODING, CURLE_HTTP3,
+            ], .protocolError),
+        Rule([CURLE_ABORTED_BY_CALLBACK], .cancelled),
+        Rule([CURLE_READ_ERROR], .unreadableFile),
+    ]
+
+    /// A connection was made and the response's header section did not end: what went wrong is the response.
+    private static func isBrokenResponse(_ failure: Failure) -> Bool { failure.connected && !failure.headersComplete }
+
+    /// The error for `failure`.
+    static func error(for failure: Failure) -> HTTPError {
+        let code = failure.code, curlCode = Int(code.rawValue), request = failure.request
+        // A refused OCSP staple fails the handshake in OpenSSL's status callback, which libcurl reports as a
+        // connect error rather than a verification failure.
+        if code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CONNECT_ERROR, let result = failure.handshake {
+            switch result {
+            case .success(let evaluation) where !evaluation.allowsConnection:
+                let rejection = evaluation.failure
+                let pins = rejection?.reason == .pinMismatch || rejection?.reason == .pinsExpired
+                return HTTPError(
+                    pins ? .policyRejected : .tlsInvalid, "\(request): \(rejection?.message ?? "rejected by the security policy")",
+                    evaluation: evaluation, curlCode: curlCode)
+            case .failure(let error):
+                return HTTPError(.tlsFailed, "\(request): \(error.message)", curlCode: curlCode)
+            default:
+                break
+            }
+        }
+        if code == CURLE_COULDNT_CONNECT, let skipped = failure.skippedAddress {
+            let reason = skipped.reason?.rawValue ?? "not reachable"
+            return HTTPError(
+                .notReachable,
+                "\(request): no resolved address is reachable (\(skipped.address.map { "\($0)" } ?? "?"): \(reason))",
+                reachability: skipped)
+        }
+        guard let rule = rules.first(where: { $0.matches(failure) }) else {
+            return HTTPError(.transferFailed, "\(request): \(failure.detail)", curlCode: curlCode)
+        }
+        return HTTPError(rule.kind, "\(request): \(rule.message?(failure) ?? failure.detail)", curlCode: curlCode)
     }
 }

@@ -1,4 +1,5 @@
 import CCurl
+import CCurlShims  // it includes <curl/curl.h> too, and clang may credit libcurl's constants to it
 
 /// libcurl, initialised once per process, and the check that it is the OpenSSL build: the trust gate runs
 /// inside OpenSSL's handshake (`CURLOPT_SSL_CTX_FUNCTION`), which no other TLS backend offers.

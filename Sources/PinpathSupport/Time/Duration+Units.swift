@@ -21,7 +21,7 @@ extension Duration {
     }
 
     /// Seconds as a floating-point number, for rates and JSON fields.
-    public var secondsValue: Double {
+    public var inSeconds: Double {
         Double(components.seconds) + Double(components.attoseconds) * 1e-18
     }
 }

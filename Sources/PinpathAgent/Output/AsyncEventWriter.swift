@@ -18,7 +18,7 @@ import Foundation
 /// Every method may be called from any thread.
 public final class AsyncEventWriter: Sendable {
     /// The event type of the drop report.
-    public static let droppedEvent = "events.dropped"
+    public static let droppedEvent = EventCatalog.eventsDropped.name
 
     /// Counters since start, for metrics (`pinpath_events_dropped_total`).
     public struct Statistics: Sendable, Equatable {
@@ -54,6 +54,10 @@ public final class AsyncEventWriter: Sendable {
         shared.lockedWaking { ($0.closing = true, wake: true) }
     }
 
+    /// Queues one event built by ``AgentEvents``; returns at once (see ``emit(event:fields:)``).
+    @discardableResult
+    func emit(_ event: AgentEvent) -> Bool { emit(event: event.name, fields: event.fields) }
+
     /// Queues one event line; returns at once.
     /// - Returns: `false` when the line was dropped: the queue is full (counted, reported later by an
     ///   `events.dropped` line) or the writer is closed (not counted).
@@ -69,7 +73,7 @@ public final class AsyncEventWriter: Sendable {
             }
             // The time is read under the lock, so that queue order is time order: read before it, a producer
             // preempted on its way in went out after a later line (12 ms backwards under the fault storm).
-            state.queue.append(Shared.Line(time: EventTime.now(), body: body))
+            state.queue.append(Shared.Line(time: UTCTime.now(), body: body))
             state.outstanding += 1
             state.statistics.accepted += 1
             // The thread sleeps only on an empty queue, so only the first line of a batch needs to wake it.
@@ -152,7 +156,7 @@ private final class Shared: @unchecked Sendable {
 
     /// Waits until `done` holds or `timeout` passes; returns whether it holds.
     func wait(timeout: Duration, until done: (State) -> Bool) -> Bool {
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) * 1e-18
+        let seconds = timeout.inSeconds
         let deadline = Date(timeIntervalSinceNow: seconds)
         condition.lock()
         defer { condition.unlock() }
@@ -171,7 +175,7 @@ private final class Shared: @unchecked Sendable {
         while !state.hasWork { condition.wait() }
         swap(&batch, &state.queue)
         defer { (state.unreportedQueueFull, state.reopenRequested) = (0, false) }
-        return (state.unreportedQueueFull, state.reopenRequested, state.closing, EventTime.now())
+        return (state.unreportedQueueFull, state.reopenRequested, state.closing, UTCTime.now())
     }
 }
 
@@ -262,8 +266,8 @@ private final class Drain: @unchecked Sendable {
     }
 
     private func put(notice count: Int, reason: String, error: String?, time: String) -> Bool {
-        let fields: [(String, JSONValue)] = [("count", .int(count)), ("reason", .string(reason)), ("error", .string(error))]
-        return put(time: time, body: EventLine.body(event: AsyncEventWriter.droppedEvent, fields: fields))
+        let notice = AgentEvents.dropped(count: count, reason: reason, errorName: error)
+        return put(time: time, body: EventLine.body(event: notice.name, fields: notice.fields))
     }
 
     /// Writes one line with the next `seq`; `seq` moves only when the sink took the line.

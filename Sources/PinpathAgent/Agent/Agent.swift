@@ -75,7 +75,7 @@ public final class Agent: Sendable {
         let monitor: ReachabilityMonitor
         let session: Session
         do {
-            monitor = try await ReachabilityMonitor.start(targets: watchedTargets(configuration))
+            monitor = try await ReachabilityMonitor.start(targets: configuration.watchedTargets)
         } catch {
             _ = writer.close(timeout: .seconds(1))
             throw .unavailable("netlink is unavailable: \(error)")
@@ -91,21 +91,14 @@ public final class Agent: Sendable {
         let agent = Agent(
             core: core, writer: writer, monitor: monitor, session: session, notifier: notifier, path: configurationPath,
             environment: environment)
-        _ = writer.emit(event: AgentEvents.started, fields: [
-            ("version", .string(PinpathVersion.current)),
-            ("config", .string(configurationPath)),
-            ("endpoints", .int(configuration.endpoints.count)),
-            ("once", .bool(once)),
-            ("path", AgentEvents.path(monitor.currentPath)),
-            ("warnings", .array(configuration.warnings.map(\.jsonValue))),
-        ])
+        writer.emit(AgentEvents.started(
+            configurationPath: configurationPath, configuration: configuration, once: once, path: monitor.currentPath))
         // Reachability events are written on the monitor's thread, in the kernel's order; the endpoints'
         // consequences follow on the agent's actor.
         monitor.onChange { event in
-            let (name, fields) = ReachabilityJSON.event(event)
             if case .path(let change) = event, change.reason == .initial { return }  // agent.started has it
             if case .target(let change) = event, change.reason == .initial { return }
-            _ = writer.emit(event: name, fields: fields)
+            writer.emit(AgentEvents.reachability(event))
             Task { await core.pathChanged() }
         }
         return agent
@@ -133,16 +126,9 @@ public final class Agent: Sendable {
         metrics.cancel()
         await writeMetrics()
         let counters = await core.counters
-        let statistics = writer.statistics
-        _ = writer.emit(event: AgentEvents.stopping, fields: [
-            ("reason", .string(stopReason.withLock { $0 } ?? "stopped")),
-            ("uptime_s", .double(((ContinuousClock.now - started) / .milliseconds(1)).rounded() / 1000)),
-            ("probes", .int(counters.probes)),
-            ("failures", .int(counters.failures)),
-            ("pin_failures", .int(counters.pinFailures)),
-            ("events_dropped", .int(statistics.dropped)),
-            ("schedule_lateness_ms", counters.lateness.json),
-        ])
+        writer.emit(AgentEvents.stopping(
+            reason: stopReason.withLock { $0 } ?? "stopped", uptime: ContinuousClock.now - started, counters: counters,
+            eventsDropped: writer.statistics.dropped))
         _ = writer.close(timeout: .seconds(2))
         monitor.stop()
         // Probes still in flight after the grace period were cancelled, but their transfers may still be inside
@@ -176,32 +162,15 @@ public final class Agent: Sendable {
         do {
             configuration = try AgentConfiguration.load(path: configurationPath, environment: environment)
         } catch {
-            _ = writer.emit(event: AgentEvents.rejected, fields: [
-                ("config", .string(configurationPath)),
-                ("errors", .array(error.problems.map(\.jsonValue))),
-            ])
+            writer.emit(AgentEvents.rejected(configurationPath: configurationPath, error))
             return
         }
-        let previous = await core.configuration
-        for target in Self.watchedTargets(previous) where !Self.watchedTargets(configuration).contains(target) {
-            monitor.removeTarget(target)
-        }
-        for target in Self.watchedTargets(configuration) where !Self.watchedTargets(previous).contains(target) {
-            _ = try? await monitor.addTarget(target)
-        }
-        let (added, removed, changed) = await core.replace(with: configuration)
-        var fields: [(String, JSONValue)] = [
-            ("config", .string(configurationPath)),
-            ("endpoints", .int(configuration.endpoints.count)),
-            ("added", .array(added.map(JSONValue.string))),
-            ("removed", .array(removed.map(JSONValue.string))),
-            ("changed", .array(changed.map(JSONValue.string))),
-            ("warnings", .array(configuration.warnings.map(\.jsonValue))),
-        ]
-        if configuration.events != previous.events || configuration.metricsTextfile != previous.metricsTextfile {
-            fields.append(("restart_required", .array(["events", "metrics"].map(JSONValue.string))))
-        }
-        _ = writer.emit(event: AgentEvents.reloaded, fields: fields)
+        // Reloads run one at a time, so the running configuration cannot change before `replace`.
+        let change = ConfigurationChange(from: await core.configuration, to: configuration)
+        for target in change.removedTargets { monitor.removeTarget(target) }
+        for target in change.addedTargets { _ = try? await monitor.addTarget(target) }
+        await core.replace(with: configuration, change: change)
+        writer.emit(AgentEvents.reloaded(configurationPath: configurationPath, configuration: configuration, change: change))
     }
 
     /// Reopens a file output by name (SIGUSR1, after logrotate moved it).
@@ -220,13 +189,6 @@ public final class Agent: Sendable {
                 throw .output("cannot open the events file: \(error)")
             }
         }
-    }
-
-    /// The monitor's targets: the configured ones, then each endpoint's host, once each.
-    static func watchedTargets(_ configuration: AgentConfiguration) -> [ReachabilityTarget] {
-        var seen = Set<ReachabilityTarget>()
-        let hosts = configuration.endpoints.compactMap(EndpointTracker.host(of:)).compactMap { try? ReachabilityTarget(parsing: $0) }
-        return (configuration.reachabilityTargets + hosts).filter { seen.insert($0).inserted }
     }
 
     private func writeMetricsPeriodically() async {
@@ -252,7 +214,7 @@ public final class Agent: Sendable {
             return failure != nil && failure != last
         }
         if isNew, let failure {
-            _ = writer.emit(event: AgentEvents.metricsWriteFailed, fields: [("file", .string(path)), ("error", .string(failure))])
+            writer.emit(AgentEvents.metricsWriteFailed(file: path, error: failure))
         }
     }
 }

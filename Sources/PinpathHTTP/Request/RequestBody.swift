@@ -1,30 +1,3 @@
-import FoundationEssentials
-
-/// One HTTP request as the transport sends it: serializers build it, the ``Session`` sends it.
-public struct HTTPRequest: Sendable {
-    /// The method.
-    public var method: HTTPMethod
-    /// The absolute http or https URL, query included.
-    public var url: URL
-    /// The header fields; `Content-Type` and `Content-Length` for the body are set by the serializer.
-    public var headers: HTTPHeaders
-    /// The body, if any.
-    public var body: RequestBody?
-
-    public init(method: HTTPMethod, url: URL, headers: HTTPHeaders = HTTPHeaders(), body: RequestBody? = nil) {
-        self.method = method
-        self.url = url
-        self.headers = headers
-        self.body = body
-    }
-}
-
-extension HTTPRequest {
-    /// The URL as messages and events show it: without credentials, query string or fragment, which may
-    /// carry secrets (``DisplayURL/redacting(_:)``).
-    public var displayURL: String { DisplayURL.redacting(url.absoluteString) }
-}
-
 /// A request body: bytes in memory, or a stream read while sending (files are never loaded whole).
 public enum RequestBody: Sendable {
     /// The bytes to send.

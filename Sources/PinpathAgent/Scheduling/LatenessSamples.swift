@@ -7,7 +7,7 @@ struct LatenessSamples: Sendable {
     private var next = 0
 
     mutating func record(_ lateness: Duration) {
-        let microseconds = Int32(clamping: lateness.components.seconds * 1_000_000 + lateness.components.attoseconds / 1_000_000_000_000)
+        let microseconds = Int32(clamping: lateness.wholeMicroseconds)
         if samples.count < Self.capacity {
             samples.append(microseconds)
         } else {

@@ -43,16 +43,19 @@ struct EndpointTracker: Sendable {
     /// The host the endpoint connects to, as the monitor watches it (brackets removed from IPv6 literals).
     static func host(of endpoint: EndpointConfiguration) -> String? {
         guard let host = endpoint.url.host(percentEncoded: false), !host.isEmpty else { return nil }
-        return host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        return URLHost.withoutBrackets(host)
     }
 
-    /// Whether the monitor says the endpoint can be tried: its host's own verdict when it is watched (a name
-    /// that failed to resolve is left to the probe, which reports it as a resolve failure), else the path's.
+    /// Whether the monitor says the endpoint can be tried, by the gate's rule (``WatchedHostVerdict``): its
+    /// host's own verdict when it is watched (a name that failed to resolve is left to the probe, which
+    /// reports it as a resolve failure), else the path's.
     static func isReachable(_ endpoint: EndpointConfiguration, on path: NetworkPath) -> Bool {
-        if let host = host(of: endpoint), let target = path.target(host) {
-            return target.status == .reachable || target.reason == .dnsFailed
+        guard let host = host(of: endpoint) else { return path.status == .reachable }
+        switch WatchedHostVerdict(host, on: path) {
+        case .reachable, .leftToResolver: return true
+        case .notReachable: return false
+        case .notWatched: return path.status == .reachable
         }
-        return path.status == .reachable
     }
 
     /// The metrics of this endpoint.
@@ -61,10 +64,7 @@ struct EndpointTracker: Sendable {
         return TextfileMetrics.Endpoint(
             name: endpoint.name,
             probeSucceeded: lastProbe?.succeeded,
-            phaseDurations: timings.map { timings in
-                [("resolve", timings.resolve), ("connect", timings.connect), ("tls", timings.tls),
-                 ("processing", timings.processing), ("transfer", timings.transfer)]
-            } ?? [],
+            phaseDurations: timings.map { TimingsJSON.phases($0).map { ($0.name, $0.seconds) } } ?? [],
             state: state.status,
             earliestCertificateExpiry: lastProbe?.earliestServedExpiry?.timeIntervalSince1970,
             lastChainExpiry: lastProbe?.verifiedChainExpiry?.timeIntervalSince1970,

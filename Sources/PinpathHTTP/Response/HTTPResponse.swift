@@ -1,5 +1,4 @@
 import FoundationEssentials
-import PinpathSecurity
 
 /// What the server answered, with where and how: the address connected to, TLS details and phase timings.
 public struct HTTPResponse: Sendable {
@@ -43,38 +42,4 @@ public struct HTTPResponse: Sendable {
         self.timings = timings
         self.redirectCount = redirectCount
     }
-}
-
-/// The negotiated TLS session and what the server presented.
-public struct TLSDetails: Sendable {
-    /// `TLSv1.3`.
-    public var version: String
-    /// `TLS_AES_256_GCM_SHA384`.
-    public var cipher: String
-    /// The security policy's evaluation of this connection's handshake: the served and verified chains, and
-    /// a report-only pin failure that let the connection through. `nil` on a reused connection.
-    public var evaluation: TrustEvaluation?
-
-    public init(version: String, cipher: String, evaluation: TrustEvaluation? = nil) {
-        self.version = version
-        self.cipher = cipher
-        self.evaluation = evaluation
-    }
-
-    /// The SPKI pins of the chain OpenSSL verified, leaf first.
-    public var verifiedChainPins: [String] { evaluation?.verifiedChain.map(\.spkiPin.description) ?? [] }
-}
-
-/// Time spent in each phase of one request, as blackbox_exporter splits it: resolve, connect (TCP), tls
-/// (handshake), processing (request sent → first response byte), transfer (first byte → last). Seconds.
-public struct PhaseTimings: Sendable, Equatable {
-    public var resolve: Double = 0
-    public var connect: Double = 0
-    public var tls: Double = 0
-    public var processing: Double = 0
-    public var transfer: Double = 0
-    /// The whole request, redirects included.
-    public var total: Double = 0
-
-    public init() {}
 }

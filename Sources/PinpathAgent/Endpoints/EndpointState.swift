@@ -102,19 +102,3 @@ public struct EndpointState: Sendable, Equatable {
         return Transition(previous: status, current: next, cause: cause, consecutive: consecutive)
     }
 }
-
-extension EndpointState.Transition {
-    /// The event type a transition is reported as.
-    public static let eventName = "endpoint.state_changed"
-
-    /// The transition's event fields: `state`, `previous_state` (null from `unknown`), `cause` and
-    /// `consecutive`. The caller puts the endpoint's name and the deciding probe's details around them.
-    public var fields: [(String, JSONValue)] {
-        [
-            ("state", .string(current.rawValue)),
-            ("previous_state", previous == .unknown ? .null : .string(previous.rawValue)),
-            ("cause", .string(cause.rawValue)),
-            ("consecutive", .int(consecutive)),
-        ]
-    }
-}

@@ -28,7 +28,7 @@ public final class EventWriter: Sendable {
         let body = EventLine.body(event: event, fields: fields)
         try state.withLock { state throws(EventWriterError) in
             // The time is read under the lock so that times, like seq, never go backwards between lines.
-            EventLine.assemble(seq: state.seq + 1, time: EventTime.now(), body: body, into: &state.buffer)
+            EventLine.assemble(seq: state.seq + 1, time: UTCTime.now(), body: body, into: &state.buffer)
             try output.write(state.buffer)
             state.seq += 1
         }

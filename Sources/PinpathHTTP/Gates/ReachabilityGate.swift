@@ -41,12 +41,10 @@ struct ReachabilityGate: Sendable {
     /// Why `host` cannot be reached now, or `nil` when it may be tried.
     private func blockingVerdict(host: String, family: RequestOptions.AddressFamily) async -> TargetReachability? {
         let path = monitor.currentPath
-        // A target the monitor watches (the agent registers its endpoints' hosts) has its own verdict, with
-        // its resolved addresses' routes.
-        // A name the monitor failed to resolve is left to libcurl's own resolver: that is the service's
-        // problem (or DNS's), not the path's, and the request reports it as a resolve failure.
-        if let watched = path.target(host), watched.reason != .dnsFailed {
-            return watched.status == .reachable ? nil : watched
+        switch WatchedHostVerdict(host, on: path) {
+        case .reachable: return nil
+        case .notReachable(let watched): return watched
+        case .leftToResolver, .notWatched: break
         }
         if let address = IPAddress(host) {
             guard let verdict = try? await monitor.reachability(of: .address(address)) else { return nil }
@@ -88,6 +86,36 @@ struct ReachabilityGate: Sendable {
         let via = verdict.address.map { "\($0)" }.flatMap { $0 == verdict.target ? nil : " (\($0))" } ?? ""
         let wait = waited.map { " after waiting \($0)" } ?? ""
         return HTTPError(.notReachable, "\(request): \(verdict.target)\(via) is not reachable\(wait): \(reason)", reachability: verdict)
+    }
+}
+
+/// The gate's rule for a host the monitor watches, exported so that the agent judges its endpoints as the
+/// gate will judge their requests.
+///
+/// A watched target (the agent registers its endpoints' hosts) has its own verdict, with its resolved
+/// addresses' routes. A name the monitor failed to resolve is left to libcurl's own resolver: that is the
+/// service's problem (or DNS's), not the path's, and the request reports it as a resolve failure.
+public enum WatchedHostVerdict: Sendable, Equatable {
+    /// The monitor watches the host and it is reachable.
+    case reachable
+    /// The monitor watches the host and it is not reachable: the gate refuses it with this verdict.
+    case notReachable(TargetReachability)
+    /// The monitor watches the host but could not resolve its name: the request goes ahead and reports it.
+    case leftToResolver
+    /// The monitor does not watch the host: the path as a whole decides.
+    case notWatched
+
+    /// The verdict on `host` (a bare name or address, no brackets) in `path`.
+    public init(_ host: String, on path: NetworkPath) {
+        guard let watched = path.target(host) else {
+            self = .notWatched
+            return
+        }
+        if watched.reason == .dnsFailed {
+            self = .leftToResolver
+        } else {
+            self = watched.status == .reachable ? .reachable : .notReachable(watched)
+        }
     }
 }
 

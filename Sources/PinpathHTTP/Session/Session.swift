@@ -79,8 +79,7 @@ public final class Session: Sendable {
     /// thread and waits for it; later requests fail with `cancelled` at once. Idempotent.
     ///
     /// Call it before the process exits while requests may still be running: OpenSSL's exit handler frees
-    /// tables that a handshake on that thread may be reading at that moment (AddressSanitizer caught
-    /// `pinpath run` doing so on SIGTERM with probes in flight).
+    /// tables that a handshake on the session's thread may be reading at that moment.
     public func shutdown() { engine.stop() }
 
     /// libcurl's version and TLS backend, after checking that it is the OpenSSL build.
@@ -135,10 +134,9 @@ public final class Session: Sendable {
     /// The per-host policies that apply to `request`'s host combined, with their trust store; `nil` when
     /// none matches (the session's defaults apply).
     private static func hostPolicy(for request: HTTPRequest, in policies: HostPolicySet) throws(HTTPError) -> HostPolicySet.Resolution? {
-        guard !policies.entries.isEmpty, let host = request.url.host(percentEncoded: false) else { return nil }
-        let bareHost = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        guard let host = request.url.host(percentEncoded: false) else { return nil }
         do {
-            return try policies.resolution(for: bareHost)
+            return try HostPolicyChoice.resolution(forURLHost: host, in: policies)
         } catch {
             throw HTTPError(.policyRejected, "\(request.method) \(request.displayURL): \(error.message)")
         }
@@ -151,7 +149,7 @@ public final class Session: Sendable {
         else {
             throw HTTPError(.invalidURL, "\(label): not an absolute http or https URL")
         }
-        let bareHost = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        let bareHost = URLHost.withoutBrackets(host)
         if let gate, options.reachability != .ignore {
             try await gate.admit(host: bareHost, options: options, request: label)
         }
@@ -172,7 +170,9 @@ public final class Session: Sendable {
     }
 
     private func verifier(host: String, port: Int, options: RequestOptions) throws(HTTPError) -> HandshakeVerifier {
-        let policy = options.securityPolicy ?? configuration.policies.policy(for: host) ?? chainValidation
+        // `send` has chosen the host's policy (``HostPolicyChoice``, the session's policies included): none
+        // matched when it is `nil`.
+        let policy = options.securityPolicy ?? chainValidation
         let store: TrustStore
         if let chosen = options.trustStore ?? configuration.trustStore { store = chosen } else { store = try systemStore() }
         return HandshakeVerifier(policy: policy, host: host, port: port, trustStore: store)

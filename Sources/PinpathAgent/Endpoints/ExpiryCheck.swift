@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PinpathSecurity
 
 /// Decides when to emit `tls.certificate_expiring` for one endpoint: when a certificate of its verified
 /// chain is within the warning window, once when it enters the window and then once a day, when its whole
@@ -55,7 +56,7 @@ public struct ExpiryCheck: Sendable {
     /// The warnings to emit for the verified chain seen at `now`, leaf first. Call after each probe that
     /// verified a chain.
     public mutating func check(chain: [Certificate], now: Date) -> [Warning] {
-        let windowSeconds = Double(window.components.seconds)
+        let windowSeconds = window.inSeconds
         var seen: [Certificate: Int] = [:]
         var warnings: [Warning] = []
         for (depth, certificate) in chain.enumerated() {
@@ -71,5 +72,13 @@ public struct ExpiryCheck: Sendable {
         }
         warned = seen
         return warnings
+    }
+
+    /// The warnings due for the verified chain of a handshake's evaluation (see ``check(chain:now:)``).
+    mutating func check(_ evaluation: TrustEvaluation, now: Date) -> [Warning] {
+        let chain = evaluation.verifiedChain.map {
+            Certificate(identity: $0.sha256Fingerprint, subject: $0.subject, notAfter: $0.notAfter)
+        }
+        return check(chain: chain, now: now)
     }
 }

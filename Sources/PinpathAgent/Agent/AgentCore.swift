@@ -1,0 +1,213 @@
+import FoundationEssentials
+import PinpathHTTP
+import PinpathReachability
+
+/// The agent's scheduling loop, on one actor: it takes due probes from the schedule, starts them through the
+/// admission (``ProbeAdmission``), hands their results and the path's changes to the endpoints
+/// (``EndpointRegistry``) and writes the events those return. Probes run as their own tasks and report back
+/// here.
+actor AgentCore {
+    private let writer: AsyncEventWriter
+    private let monitor: ReachabilityMonitor
+    private let probe: EndpointProbe
+    nonisolated let isOnce: Bool
+    private(set) var configuration: AgentConfiguration
+    private var endpoints: EndpointRegistry
+    private var scheduler = ProbeScheduler(origin: ProbeScheduler.wallClockAlignedOrigin())
+    private var admission = ProbeAdmission()
+    private var stopping = false
+    private var sleeper: CheckedContinuation<Void, Never>?
+    /// Counts the loop's sleeps, so that a timer can tell whether the sleep it was set for is still on.
+    private var sleepNumber = 0
+
+    /// What `agent.stopping` reports.
+    struct Counters: Sendable {
+        var probes = 0
+        var failures = 0
+        var pinFailures = 0
+        /// How late probes started against their schedule: the most recent samples, in microseconds.
+        var lateness = LatenessSamples()
+    }
+
+    var counters: Counters {
+        Counters(
+            probes: endpoints.probes, failures: endpoints.failures, pinFailures: endpoints.pinFailures,
+            lateness: admission.lateness)
+    }
+
+    init(configuration: AgentConfiguration, writer: AsyncEventWriter, monitor: ReachabilityMonitor, session: Session, once: Bool) {
+        self.configuration = configuration
+        self.writer = writer
+        self.monitor = monitor
+        self.probe = EndpointProbe(session: session)
+        self.isOnce = once
+        endpoints = EndpointRegistry(configuration.endpoints, thresholdsOfOne: once)
+        guard !once else { return }
+        let now = ContinuousClock.now
+        for endpoint in configuration.endpoints {
+            scheduler.add(endpoint.name, interval: endpoint.interval, now: now)
+        }
+        // A first result for every endpoint soon after start rather than up to an interval later, spread at
+        // about 200 a second (at least over one second, at most over the interval) so that a restart with
+        // many endpoints is not a burst: 10,000 endpoints at 60 s are 167 probes a second anyway.
+        let names = configuration.endpoints.map(\.name)
+        if let shortest = configuration.endpoints.map(\.interval).min() {
+            let window = min(shortest, max(.seconds(1), .milliseconds(5 * names.count)))
+            scheduler.probeSoon(names, now: now, window: window)
+        }
+    }
+
+    // MARK: The loop
+
+    /// Probes every endpoint on its schedule until ``stop()``.
+    func run() async {
+        while !stopping {
+            let now = ContinuousClock.now
+            while let due = scheduler.takeDue(now: now) { launch(due.endpoint, due: due.due) }
+            if stopping { break }
+            await sleep(until: scheduler.nextDue)
+        }
+    }
+
+    /// Probes every endpoint once, concurrently, and waits for all of them (`pinpath run --once`).
+    /// - Returns: whether every endpoint ended `up`.
+    func runOnce() async -> Bool {
+        let now = ContinuousClock.now
+        for name in endpoints.order { launch(name, due: now) }
+        await waitForProbes(timeout: nil)
+        return endpoints.allUp
+    }
+
+    /// Starts a probe, or leaves it queued in the admission until there is room. Lateness counts from `due`
+    /// to the actual start.
+    private func launch(_ name: String, due: ContinuousClock.Instant) {
+        guard !admission.isRunning(name), endpoints.probeTarget(name) != nil else { return }  // still running: skip this slot
+        if admission.admit(name, due: due) { start(name, due: due) }
+    }
+
+    private func start(_ name: String, due: ContinuousClock.Instant) {
+        guard let (endpoint, generation) = endpoints.probeTarget(name) else { return }
+        let probe = self.probe
+        let task = Task {
+            let result = await probe.probe(endpoint)
+            self.handle(result, generation: generation)
+        }
+        admission.started(name, task: task, due: isOnce ? nil : due)
+    }
+
+    /// Starts queued probes while there is room.
+    private func startWaiting() {
+        while let (name, due) = admission.nextWaiting() { start(name, due: due) }
+    }
+
+    /// Sleeps until `deadline` or ``wake()``, whichever comes first.
+    ///
+    /// Each sleep's timer wakes that sleep only (by its number): a timer that outlives its sleep (cancelled
+    /// because something else woke the loop, or firing just as it was woken) must not end the next one, or
+    /// every early wake (a reload, the path coming back) would leave the loop spinning, each cancelled timer
+    /// waking the next sleep and being cancelled in turn.
+    private func sleep(until deadline: ContinuousClock.Instant?) async {
+        sleepNumber += 1
+        let number = sleepNumber
+        var timer: Task<Void, Never>?
+        await withCheckedContinuation { continuation in
+            sleeper = continuation
+            if let deadline {
+                timer = Task { [weak self] in
+                    do {
+                        try await Task.sleep(until: deadline, tolerance: .milliseconds(1))
+                    } catch {
+                        return  // cancelled: its sleep is already over
+                    }
+                    await self?.wake(sleepNumber: number)
+                }
+            }
+        }
+        timer?.cancel()
+    }
+
+    /// Ends the current sleep, if any: something changed that the loop must look at.
+    private func wake() {
+        sleeper?.resume()
+        sleeper = nil
+    }
+
+    /// Ends sleep number `number` if it is still the current one.
+    private func wake(sleepNumber number: Int) {
+        guard number == sleepNumber else { return }
+        wake()
+    }
+
+    // MARK: Results and the path
+
+    private func handle(_ result: ProbeResult, generation: Int) {
+        admission.finished(result.endpoint)
+        startWaiting()
+        let monitor = self.monitor
+        let events = endpoints.record(
+            result, generation: generation, reportEveryProbe: configuration.events.probes == .all || isOnce,
+            currentPath: { monitor.currentPath })
+        write(events)
+    }
+
+    /// Re-reads the monitor's snapshot: endpoints whose path or target went away become `unreachable` and are
+    /// not probed; those that came back are probed at once, spread over a second.
+    func pathChanged() {
+        guard !isOnce else { return }
+        let (events, unreachable, returning) = endpoints.pathChanged(monitor.currentPath)
+        write(events)
+        for name in unreachable { scheduler.suspend(name) }
+        if !returning.isEmpty {
+            scheduler.probeSoon(returning, now: .now)
+            wake()
+        }
+    }
+
+    // MARK: Reload and stop
+
+    /// Replaces the configuration with `new`, `change` being the difference from the running one: new
+    /// endpoints are scheduled, removed ones forgotten, changed ones start afresh; unchanged ones keep their
+    /// state.
+    func replace(with new: AgentConfiguration, change: ConfigurationChange) {
+        let now = ContinuousClock.now
+        for name in change.removed { scheduler.remove(name) }
+        for endpoint in endpoints.apply(change, endpoints: new.endpoints) {
+            scheduler.add(endpoint.name, interval: endpoint.interval, now: now)
+        }
+        configuration = new
+        pathChanged()  // new endpoints may start out unreachable
+        wake()
+    }
+
+    /// Stops scheduling; the loop returns.
+    func stop() {
+        stopping = true
+        admission.dropWaiting()
+        wake()
+    }
+
+    /// Waits for the probes in flight, at most `timeout`; then cancels the rest (their transfers stop).
+    func waitForProbes(timeout: Duration?) async {
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        // Probes leave the admission as they report; a short poll keeps this simple and is only used at the end.
+        while !admission.isIdle {
+            if let deadline, ContinuousClock.now >= deadline {
+                admission.cancelRunning()
+                return
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    // MARK: Metrics
+
+    /// The metrics of every endpoint if something changed since the last call, else `nil`.
+    func metricsIfChanged() -> [TextfileMetrics.Endpoint]? { endpoints.metricsIfChanged() }
+
+    /// The metrics could not be written: offer them again at the next call.
+    func metricsNotWritten() { endpoints.metricsNotWritten() }
+
+    private func write(_ events: [AgentEvent]) {
+        for event in events { _ = writer.emit(event) }
+    }
+}

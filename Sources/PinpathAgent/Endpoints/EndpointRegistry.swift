@@ -1,0 +1,146 @@
+import FoundationEssentials
+import PinpathReachability
+
+/// Every endpoint's tracker, and what probe results, path changes and reloads do to them: the endpoint
+/// states, the pin report suppression, the expiry warnings, the counters and the metrics. It writes
+/// nothing: each change returns the events it causes, in order, for the agent to write.
+///
+/// A value with no locking: the agent's actor owns it.
+struct EndpointRegistry {
+    private var trackers: [String: EndpointTracker] = [:]
+    /// The endpoints' names, in configuration order.
+    private(set) var order: [String] = []
+    private var reports = PinReportDeduplicator()
+    /// Results recorded, failed ones, and pin failures among them.
+    private(set) var probes = 0
+    private(set) var failures = 0
+    private(set) var pinFailures = 0
+    /// Bumped by each reload: results of probes started before a reload changed their endpoint are dropped.
+    private var generation = 0
+    private var metricsDirty = false
+
+    /// - Parameter thresholdsOfOne: decide each state on one result (`run --once`).
+    init(_ endpoints: [EndpointConfiguration], thresholdsOfOne: Bool) {
+        for endpoint in endpoints {
+            trackers[endpoint.name] = EndpointTracker(endpoint, generation: 0, thresholdsOfOne: thresholdsOfOne)
+            order.append(endpoint.name)
+        }
+    }
+
+    /// What a probe of `name` needs: its configuration and the generation its result must carry back.
+    func probeTarget(_ name: String) -> (endpoint: EndpointConfiguration, generation: Int)? {
+        trackers[name].map { ($0.endpoint, $0.generation) }
+    }
+
+    /// Whether every endpoint is `up`.
+    var allUp: Bool { order.allSatisfy { trackers[$0]?.state.status == .up } }
+
+    // MARK: Results
+
+    /// Applies a probe's result to its endpoint.
+    /// - Parameters:
+    ///   - generation: the generation the probe started with; a result from before a reload that changed
+    ///     the endpoint is dropped.
+    ///   - reportEveryProbe: write `probe.completed` for it.
+    ///   - currentPath: the monitor's snapshot now, asked only for an `unreachable` result.
+    /// - Returns: the events the result causes, in order.
+    mutating func record(
+        _ result: ProbeResult, generation: Int, reportEveryProbe: Bool, currentPath: () -> NetworkPath
+    ) -> [AgentEvent] {
+        guard var tracker = trackers[result.endpoint], tracker.generation == generation else { return [] }
+        defer { trackers[result.endpoint] = tracker }
+        let endpoint = tracker.endpoint
+        var events: [AgentEvent] = []
+        probes += 1
+        if result.outcome == .failure { failures += 1 }
+        tracker.lastProbe = EndpointTracker.LastProbe(result)
+        metricsDirty = true
+
+        if reportEveryProbe { events.append(AgentEvents.probeCompleted(result)) }
+        if let evaluation = result.pinFailure {
+            tracker.pinFailures += 1
+            pinFailures += 1
+            switch reports.decide(PinReportDeduplicator.Key(evaluation.report), now: .now) {
+            case .emit(let suppressed):
+                events.append(AgentEvents.pinFailure(endpoint, evaluation, suppressed: suppressed))
+            case .suppress:
+                break
+            }
+        }
+        if let evaluation = result.evaluation, !evaluation.verifiedChain.isEmpty {
+            for warning in tracker.expiry.check(evaluation, now: Date()) {
+                events.append(AgentEvents.certificateExpiring(endpoint, evaluation, warning))
+            }
+        }
+        let input: EndpointState.Input
+        switch result.outcome {
+        case .success: input = .probeSucceeded
+        case .failure: input = .probeFailed
+        case .unreachable:
+            // The gate and the monitor's events see the same snapshot; a verdict that is already stale (the
+            // path came back while the probe ran) says nothing about the endpoint.
+            guard !EndpointTracker.isReachable(endpoint, on: currentPath()) else { return events }
+            input = .pathUnreachable
+        }
+        if let transition = tracker.state.apply(input) {
+            events.append(AgentEvents.stateChanged(endpoint, transition, probe: result))
+        }
+        return events
+    }
+
+    // MARK: The path
+
+    /// Applies the monitor's snapshot: endpoints whose path or target went away become `unreachable`; those
+    /// that came back may be probed again.
+    /// - Returns: the events, the endpoints that became unreachable (not to be probed) and those that came
+    ///   back (to be probed soon), in configuration order.
+    mutating func pathChanged(_ path: NetworkPath) -> (events: [AgentEvent], unreachable: [String], returning: [String]) {
+        var events: [AgentEvent] = [], unreachable: [String] = [], returning: [String] = []
+        for name in order {
+            guard var tracker = trackers[name] else { continue }
+            let reachable = EndpointTracker.isReachable(tracker.endpoint, on: path)
+            if !reachable && tracker.state.pathIsReachable {
+                if let transition = tracker.state.apply(.pathUnreachable) {
+                    events.append(AgentEvents.stateChanged(tracker.endpoint, transition, probe: nil))
+                }
+                unreachable.append(name)
+                metricsDirty = true
+            } else if reachable && !tracker.state.pathIsReachable {
+                _ = tracker.state.apply(.pathReachable)
+                returning.append(name)
+            }
+            trackers[name] = tracker
+        }
+        return (events, unreachable, returning)
+    }
+
+    // MARK: Reload
+
+    /// Applies a reload: removed endpoints are forgotten, new and changed ones start afresh (their probes in
+    /// flight are dropped when they report), unchanged ones keep their state.
+    /// - Returns: the endpoints that start afresh, to be scheduled.
+    mutating func apply(_ change: ConfigurationChange, endpoints: [EndpointConfiguration]) -> [EndpointConfiguration] {
+        generation += 1
+        for name in change.removed { trackers[name] = nil }
+        let afresh = Set(change.added + change.changed)
+        let restarted = endpoints.filter { afresh.contains($0.name) }
+        for endpoint in restarted {
+            trackers[endpoint.name] = EndpointTracker(endpoint, generation: generation)
+        }
+        order = endpoints.map(\.name)
+        metricsDirty = true
+        return restarted
+    }
+
+    // MARK: Metrics
+
+    /// The metrics of every endpoint if something changed since the last call, else `nil`.
+    mutating func metricsIfChanged() -> [TextfileMetrics.Endpoint]? {
+        guard metricsDirty else { return nil }
+        metricsDirty = false
+        return order.compactMap { trackers[$0]?.metrics }
+    }
+
+    /// The metrics could not be written: offer them again at the next call.
+    mutating func metricsNotWritten() { metricsDirty = true }
+}

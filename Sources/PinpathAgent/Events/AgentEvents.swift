@@ -1,0 +1,151 @@
+import FoundationEssentials
+import PinpathHTTP
+import PinpathReachability
+import PinpathSecurity
+
+/// Builds every event the agent writes (the reachability ones in ``ReachabilityJSON``, the types and their
+/// fields listed in ``EventCatalog``). The one place event fields are made: the rest of the agent hands
+/// values here and writes what comes back.
+enum AgentEvents {
+    static func started(
+        configurationPath: String, configuration: AgentConfiguration, once: Bool, path: NetworkPath
+    ) -> AgentEvent {
+        AgentEvent(EventCatalog.agentStarted, [
+            ("version", .string(PinpathVersion.current)),
+            ("config", .string(configurationPath)),
+            ("endpoints", .int(configuration.endpoints.count)),
+            ("once", .bool(once)),
+            ("path", ReachabilityJSON.summary(path)),
+            ("warnings", .array(configuration.warnings.map(\.jsonValue))),
+        ])
+    }
+
+    static func stopping(
+        reason: String, uptime: Duration, counters: AgentCore.Counters, eventsDropped: Int
+    ) -> AgentEvent {
+        AgentEvent(EventCatalog.agentStopping, [
+            ("reason", .string(reason)),
+            ("uptime_s", .double((uptime / .milliseconds(1)).rounded() / 1000)),
+            ("probes", .int(counters.probes)),
+            ("failures", .int(counters.failures)),
+            ("pin_failures", .int(counters.pinFailures)),
+            ("events_dropped", .int(eventsDropped)),
+            ("schedule_lateness_ms", counters.lateness.json),
+        ])
+    }
+
+    static func reloaded(configurationPath: String, configuration: AgentConfiguration, change: ConfigurationChange) -> AgentEvent {
+        var fields: [(String, JSONValue)] = [
+            ("config", .string(configurationPath)),
+            ("endpoints", .int(configuration.endpoints.count)),
+            ("added", .array(change.added.map(JSONValue.string))),
+            ("removed", .array(change.removed.map(JSONValue.string))),
+            ("changed", .array(change.changed.map(JSONValue.string))),
+            ("warnings", .array(configuration.warnings.map(\.jsonValue))),
+        ]
+        if !change.restartRequired.isEmpty {
+            fields.append(("restart_required", .array(change.restartRequired.map(JSONValue.string))))
+        }
+        return AgentEvent(EventCatalog.configReloaded, fields)
+    }
+
+    static func rejected(configurationPath: String, _ error: ConfigurationError) -> AgentEvent {
+        AgentEvent(EventCatalog.configRejected, [
+            ("config", .string(configurationPath)),
+            ("errors", .array(error.problems.map(\.jsonValue))),
+        ])
+    }
+
+    static func reachability(_ event: ReachabilityEvent) -> AgentEvent {
+        ReachabilityJSON.agentEvent(event)
+    }
+
+    static func probeCompleted(_ result: ProbeResult) -> AgentEvent {
+        AgentEvent(EventCatalog.probeCompleted, [("endpoint", .string(result.endpoint))] + probe(result))
+    }
+
+    /// A probe's result as `probe.completed` carries it, and as `endpoint.state_changed` nests it.
+    private static func probe(_ result: ProbeResult) -> [(String, JSONValue)] {
+        let timings = result.timings
+        return [
+            ("outcome", .string(result.outcome.rawValue)),
+            ("status_code", result.statusCode.map(JSONValue.int) ?? .null),
+            ("phases_ms", timings.map(TimingsJSON.phasesMilliseconds) ?? .null),
+            ("total_ms", timings.map { TimingsJSON.milliseconds($0.total) } ?? .null),
+            ("remote_address", .string(result.remoteAddress)),
+            ("tls_version", .string(result.tlsVersion)),
+            ("error_category", .string(result.errorCategory)),
+            ("message", .string(result.message)),
+        ]
+    }
+
+    static func stateChanged(_ endpoint: EndpointConfiguration, _ transition: EndpointState.Transition, probe: ProbeResult?) -> AgentEvent {
+        let url = HTTPRequest(method: endpoint.method, url: endpoint.url).displayURL
+        return AgentEvent(
+            EventCatalog.endpointStateChanged,
+            [("endpoint", .string(endpoint.name)), ("url", .string(url))] + transition.fields
+                + [("probe", probe.map { .object(Self.probe($0)) } ?? .null)])
+    }
+
+    static func pinFailure(_ endpoint: EndpointConfiguration, _ evaluation: TrustEvaluation, suppressed: Int) -> AgentEvent {
+        let report = evaluation.report
+        return AgentEvent(EventCatalog.pinFailure, [
+            ("endpoint", .string(endpoint.name)),
+            ("enforced", .bool(!evaluation.allowsConnection)),
+            ("message", .string(evaluation.failure?.message)),
+            ("suppressed", .int(suppressed)),
+        ] + report.fields.map { ($0.name, json($0.value)) })
+    }
+
+    static func certificateExpiring(
+        _ endpoint: EndpointConfiguration, _ evaluation: TrustEvaluation, _ warning: ExpiryCheck.Warning
+    ) -> AgentEvent {
+        AgentEvent(EventCatalog.certificateExpiring, [
+            ("endpoint", .string(endpoint.name)),
+            ("host", .string(evaluation.host)),
+            ("subject", .string(warning.certificate.subject)),
+            ("depth", .int(warning.depth)),
+            ("not_after", rfc3339(warning.certificate.notAfter)),
+            ("days_left", .int(warning.daysLeft)),
+            ("earliest_served_expiry", rfc3339(evaluation.servedChain.map(\.notAfter).min())),
+            ("verified_chain_expiry", rfc3339(evaluation.verifiedChain.map(\.notAfter).min())),
+        ])
+    }
+
+    /// `errorName`: the errno's name of the last failed write (`ENOSPC`), `nil` for a full queue.
+    static func dropped(count: Int, reason: String, errorName: String?) -> AgentEvent {
+        AgentEvent(EventCatalog.eventsDropped, [("count", .int(count)), ("reason", .string(reason)), ("error", .string(errorName))])
+    }
+
+    static func metricsWriteFailed(file: String, error: String) -> AgentEvent {
+        AgentEvent(EventCatalog.metricsWriteFailed, [("file", .string(file)), ("error", .string(error))])
+    }
+
+    private static func json(_ value: ReportValue) -> JSONValue {
+        switch value {
+        case .string(let text): return .string(text)
+        case .integer(let number): return .int(number)
+        case .boolean(let flag): return .bool(flag)
+        case .strings(let texts): return .array(texts.map(JSONValue.string))
+        case .null: return .null
+        }
+    }
+
+    private static func rfc3339(_ date: Date?) -> JSONValue { .string(date.map { $0.formatted(.iso8601) }) }
+}
+
+extension EndpointState.Transition {
+    /// The event type a transition is reported as.
+    public static let eventName = EventCatalog.endpointStateChanged.name
+
+    /// The transition's event fields: `state`, `previous_state` (null from `unknown`), `cause` and
+    /// `consecutive`. The caller puts the endpoint's name and the deciding probe's details around them.
+    public var fields: [(String, JSONValue)] {
+        [
+            ("state", .string(current.rawValue)),
+            ("previous_state", previous == .unknown ? .null : .string(previous.rawValue)),
+            ("cause", .string(cause.rawValue)),
+            ("consecutive", .int(consecutive)),
+        ]
+    }
+}

@@ -1,0 +1,91 @@
+/// One type of event the agent writes: its name and the names of its fields (everything after the
+/// envelope), in the order they are written.
+public struct EventKind: Sendable, Equatable {
+    /// The `event` value, such as `agent.started`.
+    public let name: String
+    /// The fields after the envelope, in order.
+    public let fields: [String]
+}
+
+/// Every event the agent writes, with its fields. The builders in ``AgentEvents`` and ``ReachabilityJSON``
+/// write exactly these (checked when an event is built), and a test checks the README's event reference
+/// against this table, so the output, the table and the documentation cannot drift apart.
+public enum EventCatalog {
+    /// Once, after the first path snapshot.
+    public static let agentStarted = EventKind(
+        name: "agent.started", fields: ["version", "config", "endpoints", "once", "path", "warnings"])
+    /// The last line.
+    public static let agentStopping = EventKind(
+        name: "agent.stopping",
+        fields: ["reason", "uptime_s", "probes", "failures", "pin_failures", "events_dropped", "schedule_lateness_ms"])
+    /// A reload applied a valid file. `restart_required` is written only when the events output or the
+    /// metrics textfile changed.
+    public static let configReloaded = EventKind(
+        name: "config.reloaded", fields: ["config", "endpoints", "added", "removed", "changed", "warnings", "restart_required"])
+    /// A reload found the file invalid; the running configuration stays.
+    public static let configRejected = EventKind(name: "config.rejected", fields: ["config", "errors"])
+    /// The path as a whole changed.
+    public static let reachabilityChanged = EventKind(
+        name: "reachability.changed",
+        fields: ["status", "previous_status", "interface", "kind", "reason", "ipv4", "ipv6", "expensive", "gateways"])
+    /// A watched host (a configured target, an endpoint's host) changed.
+    public static let reachabilityTargetChanged = EventKind(
+        name: "reachability.target_changed",
+        fields: ["target", "status", "previous_status", "interface", "reason", "detail", "address"])
+    /// An endpoint's state changed.
+    public static let endpointStateChanged = EventKind(
+        name: "endpoint.state_changed", fields: ["endpoint", "url", "state", "previous_state", "cause", "consecutive", "probe"])
+    /// Every probe, with `events.probes: all` (and `run --once`).
+    public static let probeCompleted = EventKind(
+        name: "probe.completed",
+        fields: [
+            "endpoint", "outcome", "status_code", "phases_ms", "total_ms", "remote_address", "tls_version", "error_category",
+            "message",
+        ])
+    /// A pin mismatch (enforced or report-only), not suppressed. The fields after `suppressed` are the pin failure report's (RFC 7469's and TrustKit's names).
+    public static let pinFailure = EventKind(
+        name: "pin.failure",
+        fields: [
+            "endpoint", "enforced", "message", "suppressed", "date-time", "hostname", "port", "noted-hostname",
+            "include-subdomains", "effective-expiration-date", "served-certificate-chain", "validated-certificate-chain",
+            "known-pins", "enforce-pinning", "validation-result",
+        ])
+    /// A verified-chain certificate is within the warning window.
+    public static let certificateExpiring = EventKind(
+        name: "tls.certificate_expiring",
+        fields: ["endpoint", "host", "subject", "depth", "not_after", "days_left", "earliest_served_expiry", "verified_chain_expiry"])
+    /// The first line written after lines were lost.
+    public static let eventsDropped = EventKind(name: "events.dropped", fields: ["count", "reason", "error"])
+    /// The metrics textfile could not be written (once until the error changes).
+    public static let metricsWriteFailed = EventKind(name: "metrics.write_failed", fields: ["file", "error"])
+
+    /// Every event, in the README's order.
+    public static let all: [EventKind] = [
+        agentStarted, agentStopping, configReloaded, configRejected, reachabilityChanged, reachabilityTargetChanged,
+        endpointStateChanged, probeCompleted, pinFailure, certificateExpiring, eventsDropped, metricsWriteFailed,
+    ]
+}
+
+/// One event ready to write: its type and its fields.
+struct AgentEvent {
+    let name: String
+    let fields: [(String, JSONValue)]
+
+    /// An event of `kind`. The fields must be the catalog's, in its order; an optional field (such as
+    /// `restart_required`) may be left out.
+    init(_ kind: EventKind, _ fields: [(String, JSONValue)]) {
+        assert(Self.conforms(fields.map(\.0), to: kind.fields), "\(kind.name): fields \(fields.map(\.0)) differ from the catalog's")
+        name = kind.name
+        self.fields = fields
+    }
+
+    /// Whether `names` are `catalog` in order, some left out.
+    private static func conforms(_ names: [String], to catalog: [String]) -> Bool {
+        var remaining = catalog[...]
+        for name in names {
+            guard let index = remaining.firstIndex(of: name) else { return false }
+            remaining = remaining[(index + 1)...]
+        }
+        return true
+    }
+}

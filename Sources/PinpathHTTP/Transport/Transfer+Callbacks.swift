@@ -1,0 +1,127 @@
+import CCurl
+import COpenSSL
+import CCurlShims
+import Glibc
+import PinpathReachability
+import PinpathSecurity
+
+/// What libcurl calls back during a transfer, on the engine thread: the TLS context and connection checks
+/// (the trust gate), the address check (the reachability gate), and the body and header bytes. A callback
+/// that must stop the transfer records why in ``callbackFailure`` and returns libcurl's abort value.
+extension Transfer {
+    /// libcurl made a TLS context for a new connection (one per connection in 7.88): the verifier goes on it
+    /// and lives as long as the connection.
+    func installVerifier(on sslContext: OpaquePointer) -> CURLcode {
+        guard let verifier else { return CURLE_OK }
+        do {
+            try verifier.install(on: sslContext)
+            return CURLE_OK
+        } catch {
+            callbackFailure = HTTPError(.tlsFailed, "\(description): \(error.message)")
+            return CURLE_ABORTED_BY_CALLBACK
+        }
+    }
+
+    /// The connection is ready (new or taken from the pool) and nothing is sent yet: it may carry the request
+    /// only if its handshake was verified under this request's terms, for this host and port, and allowed.
+    /// The pools keep other connections from being offered; this refuses one if that ever fails.
+    func admitConnection() -> Int32 {
+        guard let verifier else { return CURL_PREREQFUNC_OK }
+        guard let ssl = TransferInfo(handle: handle).ssl, let sslContext = SSL_get_SSL_CTX(ssl),
+            let checked = HandshakeVerifier.installed(on: sslContext), checked.connectionServes(verifier)
+        else {
+            callbackFailure = HTTPError(
+                .tlsFailed,
+                "\(description): refused to send on a connection that was not verified under this request's security policy "
+                    + "and trust store (nothing was sent)")
+            return CURL_PREREQFUNC_ABORT
+        }
+        connectionVerifier = checked
+        return CURL_PREREQFUNC_OK
+    }
+
+    func receiveBody(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
+        guard body.count + count <= options.maximumBodySize else {
+            callbackFailure = HTTPError(
+                .protocolError, "\(description): the response body is larger than \(options.maximumBodySize) bytes")
+            return 0  // libcurl stops with CURLE_WRITE_ERROR
+        }
+        data.withMemoryRebound(to: UInt8.self, capacity: count) { body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count)) }
+        return count
+    }
+
+    func receiveHeader(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
+        // Parsed from the bytes: this runs for every header line of every response.
+        let line = UnsafeRawBufferPointer(start: data, count: count).bindMemory(to: UInt8.self)
+        if line.starts(with: Self.statusLinePrefix) {
+            // A new response (100 Continue, or the final one): only the last one's fields count.
+            responseHeaders = HTTPHeaders()
+            headersComplete = false
+            if tlsSession == nil { tlsSession = TransferInfo(handle: handle).tlsSession }
+        } else if line.count <= 2 && line.allSatisfy({ $0 == 0x0D || $0 == 0x0A }) {
+            headersComplete = true  // the blank line after a response's header section
+        } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+            let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
+            var start = colon + 1, end = line.count
+            while start < end && isSpace(line[start]) { start += 1 }
+            while end > start && isSpace(line[end - 1]) { end -= 1 }
+            responseHeaders.add(
+                name: String(decoding: line[..<colon], as: UTF8.self), value: String(decoding: line[start..<end], as: UTF8.self))
+        }
+        return count
+    }
+
+    private static let statusLinePrefix = Array("HTTP/".utf8)
+
+    func sendBody(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
+        guard let bodyReader else { return 0 }
+        do {
+            return try bodyReader.read(into: UnsafeMutableRawBufferPointer(start: data, count: count))
+        } catch {
+            callbackFailure = error
+            return Int(CURL_READFUNC_ABORT)
+        }
+    }
+
+    /// libcurl needs the body again from its start: a new pass over the source. No other position can be
+    /// reached on a stream.
+    func rewindBody(_ offset: curl_off_t, _ origin: Int32) -> Int32 {
+        guard offset == 0, origin == SEEK_SET, let bodySource else { return CURL_SEEKFUNC_CANTSEEK }
+        do {
+            bodyReader = try bodySource.makeReader()
+            return CURL_SEEKFUNC_OK
+        } catch {
+            callbackFailure = error
+            return CURL_SEEKFUNC_FAIL
+        }
+    }
+
+    /// Creates the socket for an address unless the reachability monitor says it has no usable route.
+    func openSocket(_ purpose: curlsocktype, _ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
+        let family = address.pointee.family
+        if let addressCheck, purpose == CURLSOCKTYPE_IPCXN, let ip = Self.ipAddress(pinpath_curl_sockaddr(address)),
+            let verdict = addressCheck(ip), verdict.status == .notReachable
+        {
+            skippedAddresses.append(verdict)
+            return CURL_SOCKET_BAD  // libcurl tries the next address
+        }
+        let fd = socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
+        if fd >= 0 { socketsOpened += 1 }
+        return fd
+    }
+
+    private static func ipAddress(_ address: UnsafePointer<sockaddr>) -> IPAddress? {
+        switch Int32(address.pointee.sa_family) {
+        case AF_INET:
+            return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer in
+                withUnsafeBytes(of: pointer.pointee.sin_addr) { IPAddress(bytes: $0) }
+            }
+        case AF_INET6:
+            return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
+                withUnsafeBytes(of: pointer.pointee.sin6_addr) { IPAddress(bytes: $0) }
+            }
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,145 @@
+import CCurl
+import CCurlShims
+import PinpathSupport
+
+/// The options a transfer sets on its easy handle before the engine adds it: URL, limits, method and body,
+/// headers, TLS and the callbacks (`Transfer+Callbacks.swift`).
+extension Transfer {
+    func configure(clientCertificate: ClientCertificate?) throws(HTTPError) {
+        try request.headers.validate()
+        try set(CURLOPT_URL, request.url.absoluteString)
+        try set(CURLOPT_NOSIGNAL, 1)  // several threads; timeouts are libcurl's own
+        try set(CURLOPT_ERRORBUFFER, pointer: errorBuffer)
+        try set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(options.connectTimeout))
+        try set(CURLOPT_TIMEOUT_MS, Self.milliseconds(options.timeout))
+        try set(CURLOPT_FOLLOWLOCATION, 0)  // the session follows redirects itself, so each hop is gated
+        try set(CURLOPT_ACCEPT_ENCODING, "")  // every encoding this libcurl decodes
+        try set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        try set(CURLOPT_PROTOCOLS_STR, "http,https")
+        // A body announced (Content-Length) larger than the limit is refused before any of it is read;
+        // receiveBody still counts, for chunked bodies and servers that announce less than they send. Not for
+        // HEAD: libcurl would apply it to the length of the body a HEAD response only describes.
+        if request.method != .head { try set(CURLOPT_MAXFILESIZE_LARGE, options.maximumBodySize, offset: true) }
+        switch options.addressFamily {
+        case .any: break
+        case .ipv4: try set(CURLOPT_IPRESOLVE, Int(CURL_IPRESOLVE_V4))
+        case .ipv6: try set(CURLOPT_IPRESOLVE, Int(CURL_IPRESOLVE_V6))
+        }
+        if options.freshConnection {
+            try set(CURLOPT_FRESH_CONNECT, 1)
+            try set(CURLOPT_FORBID_REUSE, 1)
+        }
+        try check(pinpath_curl_set_data_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveBody(data!, size * count)
+        })
+        try set(CURLOPT_WRITEDATA, pointer: context)
+        try check(pinpath_curl_set_data_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, context in
+            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveHeader(data!, size * count)
+        })
+        try set(CURLOPT_HEADERDATA, pointer: context)
+        try configureMethodAndBody()
+        try configureHeaders()
+        if request.url.scheme?.lowercased() == "https" {
+            try configureTLS(clientCertificate: clientCertificate)
+        }
+        if addressCheck != nil {
+            try check(pinpath_curl_set_open_socket_callback(handle) { context, purpose, address in
+                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().openSocket(purpose, address!)
+            })
+            try set(CURLOPT_OPENSOCKETDATA, pointer: context)
+        }
+    }
+
+    private func configureMethodAndBody() throws(HTTPError) {
+        let method = request.method
+        switch method {
+        case .head: try set(CURLOPT_NOBODY, 1)
+        case .post: break
+        case .get where bodySource == nil: break
+        // A body is sent as libcurl sends a POST's (read callback, exact size) under the method's own name.
+        default: try set(CURLOPT_CUSTOMREQUEST, method.rawValue)
+        }
+        guard let bodySource else {
+            if method == .post { try set(CURLOPT_POSTFIELDSIZE_LARGE, 0, offset: true); try set(CURLOPT_POST, 1) }
+            return
+        }
+        bodyReader = try bodySource.makeReader()
+        try set(CURLOPT_POST, 1)
+        try set(CURLOPT_POSTFIELDSIZE_LARGE, bodySource.count, offset: true)
+        try check(pinpath_curl_set_data_callback(handle, CURLOPT_READFUNCTION) { data, size, count, context in
+            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().sendBody(data!, size * count)
+        })
+        try set(CURLOPT_READDATA, pointer: context)
+        try check(pinpath_curl_set_seek_callback(handle) { context, offset, origin in
+            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().rewindBody(offset, origin)
+        })
+        try set(CURLOPT_SEEKDATA, pointer: context)
+    }
+
+    private func configureHeaders() throws(HTTPError) {
+        var fields = request.headers.fields.map { field in
+            // An empty value is written `Name;`: libcurl drops `Name:` as a request to remove its own header.
+            field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)"
+        }
+        // libcurl waits up to a second for `100 Continue` before sending a large body; servers rarely send it.
+        if bodySource != nil && request.headers["Expect"] == nil { fields.append("Expect:") }
+        for field in fields {
+            guard let list = curl_slist_append(headerList, field) else {
+                throw HTTPError(.engineUnavailable, "libcurl cannot store a header (out of memory?)")
+            }
+            headerList = list
+        }
+        if let headerList { try set(CURLOPT_HTTPHEADER, pointer: headerList) }
+    }
+
+    /// Peer verification stays on (with it off, OpenSSL ignores the callback's verdict) and runs our policy
+    /// with the session's shared trust store, so libcurl loads no CA file per connection. The session cache is
+    /// off: a resumed TLS 1.3 session does not call the callback, and every connection must be checked.
+    private func configureTLS(clientCertificate: ClientCertificate?) throws(HTTPError) {
+        guard let verifier else { throw HTTPError(.engineUnavailable, "an https transfer without a verifier") }
+        try set(CURLOPT_SSL_VERIFYPEER, 1)
+        try set(CURLOPT_SSL_VERIFYHOST, verifier.policy.validatesDomainName ? 2 : 0)
+        try set(CURLOPT_CAINFO, pointer: nil)
+        try set(CURLOPT_CAPATH, pointer: nil)
+        try set(CURLOPT_SSL_SESSIONID_CACHE, 0)
+        try check(pinpath_curl_set_ssl_ctx_callback(handle) { _, sslContext, context in
+            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().installVerifier(on: OpaquePointer(sslContext!))
+        })
+        try set(CURLOPT_SSL_CTX_DATA, pointer: context)
+        try check(pinpath_curl_set_prereq_callback(handle) { context, _, _, _, _ in
+            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().admitConnection()
+        })
+        try set(CURLOPT_PREREQDATA, pointer: context)
+        if let clientCertificate {
+            try set(CURLOPT_SSLCERT, clientCertificate.certificatePath)
+            if let key = clientCertificate.keyPath { try set(CURLOPT_SSLKEY, key) }
+            if let password = clientCertificate.password { try set(CURLOPT_KEYPASSWD, password) }
+        }
+    }
+
+    /// At least 1: libcurl reads 0 as no timeout (CURLOPT_TIMEOUT_MS) or its own default (CURLOPT_CONNECTTIMEOUT_MS).
+    private static func milliseconds(_ duration: Duration) -> Int {
+        max(1, Int(duration.wholeMilliseconds))
+    }
+
+    private func set(_ option: CURLoption, _ value: Int, offset: Bool = false) throws(HTTPError) {
+        try check(offset ? pinpath_curl_setopt_off_t(handle, option, curl_off_t(value)) : pinpath_curl_setopt_long(handle, option, value))
+    }
+
+    private func set(_ option: CURLoption, _ value: String) throws(HTTPError) {
+        // libcurl copies string options (since 7.17), so the temporary C string may go.
+        try check(pinpath_curl_setopt_pointer(handle, option, value))
+    }
+
+    private func set(_ option: CURLoption, pointer: UnsafeRawPointer?) throws(HTTPError) {
+        try check(pinpath_curl_setopt_pointer(handle, option, pointer))
+    }
+
+    private func check(_ code: CURLcode) throws(HTTPError) {
+        guard code == CURLE_OK else {
+            throw HTTPError(
+                .engineUnavailable, "libcurl refused an option: \(String(cString: curl_easy_strerror(code)))",
+                curlCode: Int(code.rawValue))
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import CCurl
+import COpenSSL
+import CCurlShims
+
+/// What libcurl knows about a transfer (`curl_easy_getinfo`): status, protocol, address, timings, the
+/// socket's error and the OpenSSL session. Read on the engine thread, during or after the transfer.
+struct TransferInfo {
+    let handle: UnsafeMutableRawPointer
+
+    /// The last response's status code; 0 before one arrived.
+    var responseCode: Int { long(CURLINFO_RESPONSE_CODE) }
+
+    /// The `errno` of the last failed socket operation (a refused or unreachable connect); 0 for none.
+    var socketError: Int32 { Int32(clamping: long(CURLINFO_OS_ERRNO)) }
+
+    var httpVersion: String {
+        switch long(CURLINFO_HTTP_VERSION) {
+        case Int(CURL_HTTP_VERSION_1_0): return "HTTP/1.0"
+        case Int(CURL_HTTP_VERSION_2_0): return "HTTP/2"
+        case Int(CURL_HTTP_VERSION_3): return "HTTP/3"
+        default: return "HTTP/1.1"
+        }
+    }
+
+    /// The address and port connected to (`127.0.0.1:8443`, `[::1]:443`); `nil` before a connection.
+    var remoteAddress: String? {
+        var ip: UnsafeMutablePointer<CChar>?
+        guard pinpath_curl_getinfo_string(handle, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK, let ip, ip.pointee != 0 else { return nil }
+        let address = String(cString: ip)
+        let port = long(CURLINFO_PRIMARY_PORT)
+        return address.contains(":") ? "[\(address)]:\(port)" : "\(address):\(port)"
+    }
+
+    /// blackbox_exporter's phases from libcurl's cumulative times.
+    var timings: PhaseTimings {
+        let resolved = seconds(CURLINFO_NAMELOOKUP_TIME_T), connected = seconds(CURLINFO_CONNECT_TIME_T)
+        let handshaken = seconds(CURLINFO_APPCONNECT_TIME_T), sent = seconds(CURLINFO_PRETRANSFER_TIME_T)
+        let firstByte = seconds(CURLINFO_STARTTRANSFER_TIME_T), total = seconds(CURLINFO_TOTAL_TIME_T)
+        var timings = PhaseTimings()
+        timings.resolve = resolved
+        timings.connect = max(0, connected - resolved)
+        timings.tls = handshaken > 0 ? max(0, handshaken - connected) : 0
+        timings.processing = max(0, firstByte - max(sent, connected, handshaken))
+        timings.transfer = max(0, total - firstByte)
+        timings.total = total
+        return timings
+    }
+
+    /// The OpenSSL `SSL*` of the transfer's connection, once it has one.
+    var ssl: OpaquePointer? {
+        var info: UnsafeMutablePointer<curl_tlssessioninfo>?
+        guard pinpath_curl_getinfo_tls_session(handle, &info) == CURLE_OK, let info,
+            info.pointee.backend == CURLSSLBACKEND_OPENSSL, let internals = info.pointee.internals
+        else { return nil }
+        return OpaquePointer(internals)
+    }
+
+    /// The negotiated protocol version and cipher (`TLSv1.3`, `TLS_AES_256_GCM_SHA384`), once connected.
+    var tlsSession: (version: String, cipher: String)? {
+        guard let ssl else { return nil }
+        let version = String(cString: SSL_get_version(ssl))
+        let cipher = SSL_get_current_cipher(ssl).map { String(cString: SSL_CIPHER_get_name($0)) } ?? "?"
+        return (version, cipher)
+    }
+
+    private func long(_ info: CURLINFO) -> Int {
+        var value = 0
+        _ = pinpath_curl_getinfo_long(handle, info, &value)
+        return value
+    }
+
+    /// A `*_TIME_T` time (microseconds) in seconds.
+    private func seconds(_ info: CURLINFO) -> Double {
+        var value: curl_off_t = 0
+        _ = pinpath_curl_getinfo_off_t(handle, info, &value)
+        return Double(value) / 1_000_000
+    }
+}

@@ -1,0 +1,71 @@
+/// Audits many endpoints, a bounded number at a time, and hands the results back in the order given: what
+/// `pinpath audit` runs, for a Swift program that audits a list of hosts itself.
+///
+/// Each audit waits on the network on a thread of its own (``TLSAudit/run(_:options:)``), so the bound is about
+/// sockets and the servers' patience, not CPU.
+public struct TLSAuditBatch: Sendable {
+    /// How many endpoints are audited at once unless a caller says otherwise.
+    public static let defaultConcurrency = 8
+
+    /// The endpoints, in the order their results are delivered.
+    public let endpoints: [TLSEndpoint]
+    /// How many audits run at once (at least 1).
+    public let concurrency: Int
+    private let options: [TLSAudit.Options]
+
+    /// Creates a batch.
+    /// - Parameters:
+    ///   - endpoints: the endpoints, in the order their results are delivered.
+    ///   - concurrency: how many audits run at once; values below 1 count as 1.
+    ///   - options: the options of each endpoint, asked once per endpoint before any audit starts.
+    public init(
+        _ endpoints: [TLSEndpoint], concurrency: Int = defaultConcurrency, options: (TLSEndpoint) throws -> TLSAudit.Options
+    ) rethrows {
+        self.endpoints = endpoints
+        self.concurrency = max(1, concurrency)
+        self.options = try endpoints.map(options)
+    }
+
+    /// Runs the audits and calls `deliver` with each result once every result before it was delivered, so the
+    /// output keeps the order of ``endpoints`` while later audits run.
+    /// - Parameters:
+    ///   - progress: called when the batch starts (with 0) and after each audit finishes, with the number
+    ///     finished so far (delivered or waiting for an earlier one); for a progress line.
+    ///   - deliver: called with each result in order, on the calling task.
+    /// - Throws: what `deliver` throws; that ends the batch: no further audit starts, and those in flight finish
+    ///   with their results unused.
+    public func run<Failure: Error>(
+        progress: (_ finished: Int) -> Void = { _ in }, deliver: (TLSAudit) throws(Failure) -> Void
+    ) async throws(Failure) {
+        let endpoints = endpoints, options = options, concurrency = concurrency
+        var failure: Failure?
+        await withTaskGroup(of: (Int, TLSAudit).self) { group in
+            var next = 0
+            func startNext() {
+                guard next < endpoints.count else { return }
+                let index = next
+                group.addTask { (index, await TLSAudit.run(endpoints[index], options: options[index])) }
+                next += 1
+            }
+            for _ in 0..<concurrency { startNext() }
+            progress(0)
+            var waiting: [Int: TLSAudit] = [:]
+            var delivered = 0
+            while let (index, result) = await group.next() {
+                waiting[index] = result
+                startNext()
+                while let ready = waiting.removeValue(forKey: delivered) {
+                    do throws(Failure) {
+                        try deliver(ready)
+                    } catch {
+                        failure = error
+                        return
+                    }
+                    delivered += 1
+                }
+                progress(delivered + waiting.count)
+            }
+        }
+        if let failure { throw failure }
+    }
+}

@@ -1,0 +1,70 @@
+import FoundationEssentials
+import Testing
+
+@testable import PinpathAgent
+
+/// The README's event reference (the table under the agent's `### Events`) against ``EventCatalog``, the
+/// table of every event the agent writes.
+@Suite("Event catalog")
+struct EventCatalogTests {
+    /// Each documented event and the fields its row lists, outside parentheses (which hold values and notes).
+    static func documentedEvents() throws -> [(names: [String], fields: [String])] {
+        let readme = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appending(path: "README.md")
+        let text = try String(contentsOf: readme, encoding: .utf8)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        let start = try #require(lines.firstIndex(of: "### Events"), "the README has no ### Events section")
+        let section = lines[(start + 1)...].prefix { !$0.hasPrefix("## ") && !$0.hasPrefix("### ") }
+        return section.filter { $0.hasPrefix("| `") }.map { row in
+            let cells = row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+            return (names: codeSpans(in: cells[0], outsideParentheses: true), fields: codeSpans(in: cells[2], outsideParentheses: true))
+        }
+    }
+
+    /// The `code` spans of `text`, only those at parenthesis depth 0 when `outsideParentheses`.
+    static func codeSpans(in text: String, outsideParentheses: Bool) -> [String] {
+        var spans: [String] = [], depth = 0, current: String?
+        for character in text {
+            if var span = current {
+                if character == "`" {
+                    if depth == 0 || !outsideParentheses { spans.append(span) }
+                    current = nil
+                } else {
+                    span.append(character)
+                    current = span
+                }
+                continue
+            }
+            switch character {
+            case "`": current = ""
+            case "(": depth += 1
+            case ")": depth -= 1
+            default: break
+            }
+        }
+        return spans
+    }
+
+    @Test("The README documents every event of the catalog, and no other")
+    func everyEventDocumented() throws {
+        let documented = try Self.documentedEvents().flatMap(\.names)
+        #expect(Set(documented).count == documented.count, "an event is documented twice")
+        #expect(Set(documented) == Set(EventCatalog.all.map(\.name)))
+    }
+
+    @Test("The README lists each event's fields as the catalog does, in order", arguments: EventCatalog.all)
+    func fieldsDocumented(kind: EventKind) throws {
+        let rows = try Self.documentedEvents().filter { $0.names.contains(kind.name) }
+        let row = try #require(rows.first, "\(kind.name) is not documented")
+        #expect(row.fields == kind.fields, "\(kind.name)")
+    }
+
+    @Test("The event builders write the catalog's fields")
+    func buildersFollowTheCatalog() {
+        #expect(AgentEvents.dropped(count: 1, reason: "queue_full", errorName: nil).fields.map(\.0) == EventCatalog.eventsDropped.fields)
+        #expect(AgentEvents.metricsWriteFailed(file: "m.prom", error: "EACCES").fields.map(\.0) == EventCatalog.metricsWriteFailed.fields)
+        let result = ProbeResult(endpoint: "api", outcome: .failure, started: Date())
+        #expect(AgentEvents.probeCompleted(result).fields.map(\.0) == EventCatalog.probeCompleted.fields)
+        #expect(AgentEvents.probeCompleted(result).name == "probe.completed")
+    }
+}
