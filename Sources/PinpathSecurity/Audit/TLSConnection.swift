@@ -62,7 +62,7 @@ final class TLSConnection {
     func handshake(serverName: String?, deadline: ContinuousClock.Instant) throws(TLSConnectionError) -> Handshake {
         SSL_set_verify(ssl, SSL_VERIFY_NONE, nil)
         SSL_set_security_level(ssl, 0)
-        if let serverName, !ChainVerification.isIPAddress(serverName), pinpath_SSL_set_tlsext_host_name(ssl, serverName) != 1 {
+        if let serverName, !HostNameCheck.isIPAddress(serverName), pinpath_SSL_set_tlsext_host_name(ssl, serverName) != 1 {
             throw Self.openSSLError(.openSSLFailure, "\(label): OpenSSL refuses the server name \"\(serverName)\"")
         }
         guard pinpath_SSL_request_ocsp_staple(ssl) == 1 else {
