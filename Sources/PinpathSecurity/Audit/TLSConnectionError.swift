@@ -1,3 +1,5 @@
+import PinpathSupport
+
 /// Why an audit got no TLS handshake: the name did not resolve, nothing answered, or what answered did not
 /// speak TLS. The message starts with the endpoint (`valid.test:443: connection refused`).
 public typealias TLSConnectionError = CodedError<TLSConnectionErrorCode>

@@ -1,3 +1,4 @@
+import PinpathSupport
 import COpenSSL
 
 /// A failure to load security material, to configure a policy, or to run an evaluation (not "untrusted",

@@ -1,5 +1,6 @@
 import COpenSSL
 import Glibc
+import PinpathSupport
 
 /// The host-name part of a verification: what OpenSSL is told to match, and which profile rule explains a
 /// refusal. It is not a separate pass: OpenSSL checks the host inside the chain's own run, and the order of
@@ -11,7 +12,7 @@ enum HostNameCheck {
     /// taken for a host name (`X509_CHECK_FLAG_NEVER_CHECK_SUBJECT`); `rfc5280` keeps OpenSSL's fallback to it
     /// for a leaf without a DNS SAN (RFC 6125 §6.4.4).
     static func configure(_ host: String, on parameters: OpaquePointer, profile: VerificationProfile) throws {
-        var name = withoutBrackets(host)
+        var name = URLHost.withoutBrackets(host)
         if isIPAddress(name) {
             guard X509_VERIFY_PARAM_set1_ip_asc(parameters, name) == 1 else {
                 throw SecurityError.openSSL(.invalidInput, "\"\(host)\" is not an IP address OpenSSL accepts")
@@ -50,14 +51,9 @@ enum HostNameCheck {
 
     /// A host as certificates name it: no IPv6 brackets, no root's dot.
     static func bare(_ host: String) -> String {
-        var name = withoutBrackets(host)
+        var name = URLHost.withoutBrackets(host)
         if name.hasSuffix(".") { name.removeLast() }
         return name
-    }
-
-    /// An IPv6 address as written in a URL (`[::1]`) without its brackets; any other text as it is.
-    private static func withoutBrackets(_ host: String) -> String {
-        host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
     }
 
     /// Whether `text` is an IPv4 or IPv6 address (no brackets). Wraps `inet_pton`.

@@ -1,7 +1,8 @@
-/// The shape of this module's public errors (swift-certificates' `CertificateError`, swift-subprocess'
+/// The shape of the layers' public errors (swift-certificates' `CertificateError`, swift-subprocess'
 /// `SubprocessError`): a code from an extensible set, which can grow without breaking callers as an enum
-/// would, and a sentence for a person, which is also the description. ``SecurityError`` and
-/// ``TLSConnectionError`` are this struct over their own codes.
+/// would, and a sentence for a person, which is also the description. `ReachabilityError`, `SecurityError`
+/// and `TLSConnectionError` are this struct over their own codes; `HTTPError` and `ConfigurationProblem`
+/// carry more (the response, the place in the file) and are their own structs.
 public struct CodedError<Codes: ErrorCode>: Error, Sendable, Equatable, CustomStringConvertible {
     /// The error's code type (`SecurityError.Code.invalidPin`).
     public typealias Code = Codes
@@ -11,7 +12,7 @@ public struct CodedError<Codes: ErrorCode>: Error, Sendable, Equatable, CustomSt
     /// A sentence for a person that names the input and what was wrong.
     public let message: String
 
-    init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
