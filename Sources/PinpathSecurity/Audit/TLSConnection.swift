@@ -1,6 +1,7 @@
 import COpenSSL
 import COpenSSLShims
 import Glibc
+import PinpathSupport
 
 /// One TLS client connection made for an audit: owns the socket, its `SSL_CTX` and its `SSL`, and frees them in
 /// `deinit`. Each connection has its own OpenSSL objects, so audits on different threads share nothing.
@@ -177,8 +178,7 @@ final class TLSConnection {
             let remaining = ContinuousClock.now.duration(to: deadline)
             guard remaining > .zero else { return .timedOut }
             // Rounded up, so a wait never ends just before the deadline and spins.
-            let (seconds, attoseconds) = remaining.components
-            let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+            let milliseconds = Int32(clamping: remaining.millisecondsRoundedUp)
             var entry = pollfd(fd: fd, events: Int16(events), revents: 0)
             let ready = poll(&entry, 1, milliseconds)
             if ready > 0 { return .ready }
