@@ -91,7 +91,7 @@ final class MonitorLoop {
                 var commands = core.takeCommands()[...]
                 while let command = commands.popFirst() {
                     if case .stop = command {
-                        commands.forEach { $0.reject() }
+                        for command in commands { command.reject() }
                         return
                     }
                     handle(command)
