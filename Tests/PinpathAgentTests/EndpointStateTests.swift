@@ -16,6 +16,8 @@ struct EndpointStateTests {
         var testDescription: String { name }
     }
 
+    // One letter each, so that a row of the table reads as the sequence it tests.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     static let S = Input.probeSucceeded, F = Input.probeFailed, U = Input.pathUnreachable, R = Input.pathReachable
 
     static let rows: [Row] = [

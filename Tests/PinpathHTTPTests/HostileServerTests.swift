@@ -216,7 +216,7 @@ struct HostileServerTests {
             server.stop()
             #expect(ContinuousClock.now - started < TestTime.scaled(.seconds(1)), "stop() took \(ContinuousClock.now - started)")
             #expect(server.runningThreads == 0 && server.openSockets == 0, "\(behaviour): \(server.runningThreads) threads, \(server.openSockets) sockets")
-            clients.forEach { close($0) }
+            for client in clients { close(client) }
         }
     }
 }

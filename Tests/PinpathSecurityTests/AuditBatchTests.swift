@@ -12,7 +12,7 @@ struct AuditBatchTests {
         let batch = TLSAuditBatch(endpoints, concurrency: 3) { _ in options }
         var delivered: [TLSEndpoint] = []
         var progress: [Int] = []
-        await batch.run(progress: { progress.append($0) }) { audit in delivered.append(audit.endpoint) }
+        await batch.run(progress: { progress.append($0) }, deliver: { audit in delivered.append(audit.endpoint) })
         #expect(delivered == endpoints)
         #expect(progress.first == 0 && progress.last == endpoints.count && progress == progress.sorted())
     }

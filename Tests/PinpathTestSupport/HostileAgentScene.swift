@@ -87,7 +87,7 @@ public final class HostileAgentScene {
     }
 
     /// Stops every server (joins their threads, closes their sockets). Safe to call twice.
-    public func stop() { servers.forEach { $0.stop() } }
+    public func stop() { for server in servers { server.stop() } }
 }
 
 extension TestPKI {

@@ -129,7 +129,7 @@ public final class HostileServer {
         close(listener)
         close(state.wake)
         close(state.wakeWriter)
-        backends.forEach { $0.stop() }
+        for backend in backends { backend.stop() }
     }
 
     deinit { stop() }

@@ -64,7 +64,7 @@ public enum Shell {
         if let stdout { posix_spawn_file_actions_adddup2(&actions, stdout, 1) }
         if let stderr { posix_spawn_file_actions_adddup2(&actions, stderr, 2) }
         var argv = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
+        defer { for argument in argv { free(argument) } }
         // The child starts with no signal blocked and every handler at its default, as from a shell: it
         // would otherwise inherit the test thread's mask, where SIGINT and SIGTERM are blocked, and ignore them.
         var attributes = posix_spawnattr_t()

@@ -1,4 +1,5 @@
 import PinpathSecurity
+import PinpathSupport
 
 /// Chooses the security policy for a host: every entry of a ``HostPolicySet`` whose patterns match it,
 /// combined into the strictest, with the one trust store they name.

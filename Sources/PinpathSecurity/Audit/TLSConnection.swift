@@ -1,6 +1,7 @@
 import COpenSSL
 import COpenSSLShims
 import Glibc
+import PinpathSupport
 
 /// One TLS client connection made for an audit: owns the socket, its `SSL_CTX` and its `SSL`, and frees them in
 /// `deinit`. Each connection has its own OpenSSL objects, so audits on different threads share nothing.
@@ -62,7 +63,7 @@ final class TLSConnection {
     func handshake(serverName: String?, deadline: ContinuousClock.Instant) throws(TLSConnectionError) -> Handshake {
         SSL_set_verify(ssl, SSL_VERIFY_NONE, nil)
         SSL_set_security_level(ssl, 0)
-        if let serverName, !ChainVerification.isIPAddress(serverName), pinpath_SSL_set_tlsext_host_name(ssl, serverName) != 1 {
+        if let serverName, !HostNameCheck.isIPAddress(serverName), pinpath_SSL_set_tlsext_host_name(ssl, serverName) != 1 {
             throw Self.openSSLError(.openSSLFailure, "\(label): OpenSSL refuses the server name \"\(serverName)\"")
         }
         guard pinpath_SSL_request_ocsp_staple(ssl) == 1 else {
@@ -177,8 +178,7 @@ final class TLSConnection {
             let remaining = ContinuousClock.now.duration(to: deadline)
             guard remaining > .zero else { return .timedOut }
             // Rounded up, so a wait never ends just before the deadline and spins.
-            let (seconds, attoseconds) = remaining.components
-            let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+            let milliseconds = Int32(clamping: remaining.millisecondsRoundedUp)
             var entry = pollfd(fd: fd, events: Int16(events), revents: 0)
             let ready = poll(&entry, 1, milliseconds)
             if ready > 0 { return .ready }

@@ -1,5 +1,5 @@
 /// The rules a verified path must also satisfy, beyond what OpenSSL checks (path building, signatures,
-/// dates, basic constraints): a list of ``ProfileRule``s, each checked on the path OpenSSL built.
+/// dates, basic constraints): a list of ``ProfileRule``s (``ProfileRules/all``), each checked on the path OpenSSL built.
 ///
 /// - ``webpki`` (the default): RFC 5280 plus the CA/Browser Forum Baseline Requirements for TLS server
 ///   certificates, as browsers, Go and rustls-webpki apply them.
@@ -33,29 +33,13 @@ public struct VerificationProfile: Hashable, Sendable, CustomStringConvertible {
 
     /// The first rule the path breaks, or `nil`. A violation of a Baseline Requirements rule says whether
     /// the `rfc5280` profile would accept the path.
-    func firstViolation(on path: VerifiedPath) -> ProfileViolation? {
+    func firstViolation(on path: VerifiedPath) throws -> ProfileViolation? {
+        var path = path
         for rule in rules {
-            guard var violation = rule.check(path) else { continue }
+            guard case .failsToMeetRule(var violation) = try rule.evaluate(&path) else { continue }
             violation.acceptedByRFC5280 = self == .webpki && !rule.profiles.contains(.rfc5280)
             return violation
         }
         return nil
     }
-}
-
-/// Every rule pinpath checks beyond OpenSSL, each in its own file under `Rules/`. Adding a rule touches its
-/// file and this list.
-enum ProfileRules {
-    static let all: [any ProfileRule] = [
-        // Certificate rules: depth, versions, serials, basic constraints, usages, key identifiers, AIA, policy
-        // constraints, keys (cheapest first; each reads OpenSSL's cached extension data).
-        MaximumDepth(), CertificateVersion(), SerialNumber(), LeafNotCertificateAuthority(), LeafServerAuthUsage(),
-        RootWithoutExtendedKeyUsage(), AuthorityKeyIdentifierPresent(), AuthorityKeyIdentifierForm(),
-        AuthorityInformationAccess(), PolicyConstraintsCritical(), PublicKeyAlgorithm(),
-        // Names (the leaf's SAN and subject), then name constraints.
-        SubjectAlternativeNameWellFormed(), SubjectAlternativeNameDNSSyntax(), SubjectAlternativeNameRequired(),
-        SubjectAlternativeNameNotCritical(), CommonNameInSubjectAlternativeNames(), WildcardNotOverPublicSuffix(),
-        NameConstraintsOnlyOnCAs(), NameConstraintsWellFormed(), NameConstraintsCritical(),
-        NameConstraintsOnWildcards(),
-    ]
 }

@@ -5,14 +5,14 @@ struct AuthorityInformationAccess: ProfileRule {
     let name = "rfc5280.authority_information_access"
     let profiles: Set<VerificationProfile> = [.webpki, .rfc5280]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
         for (depth, certificate) in path.chain.enumerated() {
             switch certificate.authorityInformationAccessCount {
             case .none, .some(.some(1...)): continue
-            case .some(.none): return violation(path, depth: depth, "malformed authority information access extension")
-            case .some(.some): return violation(path, depth: depth, "empty authority information access extension")
+            case .some(.none): return fails(path, depth: depth, "malformed authority information access extension")
+            case .some(.some): return fails(path, depth: depth, "empty authority information access extension")
             }
         }
-        return nil
+        return .meetsRule
     }
 }

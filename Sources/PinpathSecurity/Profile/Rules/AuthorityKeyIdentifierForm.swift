@@ -7,21 +7,21 @@ struct AuthorityKeyIdentifierForm: ProfileRule {
     let name = "webpki.authority_key_identifier_form"
     let profiles: Set<VerificationProfile> = [.webpki]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
-        guard !path.leafIsItsOwnIssuer else { return nil }
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
+        guard !path.leafIsItsOwnIssuer else { return .meetsRule }
         for (depth, certificate) in path.chain.enumerated() {
             guard let identifier = certificate.authorityKeyIdentifier else { continue }
             guard identifier.hasKeyIdentifier else {
-                return violation(path, depth: depth, "the authority key identifier has no keyIdentifier")
+                return fails(path, depth: depth, "the authority key identifier has no keyIdentifier")
             }
             if identifier.hasIssuer || identifier.hasSerial {
-                return violation(
+                return fails(
                     path, depth: depth, "the authority key identifier names the issuer's name or serial number (only a keyIdentifier is allowed)")
             }
             if path.isAnchor(depth) && certificate.isSelfIssued && certificate.namesAnotherKeyThanItsOwn {
-                return violation(path, depth: depth, "the root's authority key identifier differs from its subject key identifier")
+                return fails(path, depth: depth, "the root's authority key identifier differs from its subject key identifier")
             }
         }
-        return nil
+        return .meetsRule
     }
 }

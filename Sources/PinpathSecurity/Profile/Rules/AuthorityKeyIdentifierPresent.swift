@@ -5,16 +5,16 @@ struct AuthorityKeyIdentifierPresent: ProfileRule {
     let name = "rfc5280.authority_key_identifier"
     let profiles: Set<VerificationProfile> = [.webpki, .rfc5280]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
         for (depth, certificate) in path.chain.enumerated() where !certificate.isSelfSigned {
             guard certificate.version >= 2 else { continue }  // a v1 certificate has no extensions to carry it
             guard let identifier = certificate.authorityKeyIdentifier else {
-                return violation(path, depth: depth, "no authority key identifier (the certificate is not self-signed)")
+                return fails(path, depth: depth, "no authority key identifier (the certificate is not self-signed)")
             }
             if !identifier.hasKeyIdentifier {
-                return violation(path, depth: depth, "the authority key identifier has no keyIdentifier")
+                return fails(path, depth: depth, "the authority key identifier has no keyIdentifier")
             }
         }
-        return nil
+        return .meetsRule
     }
 }

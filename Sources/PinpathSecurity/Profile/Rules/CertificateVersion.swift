@@ -5,10 +5,10 @@ struct CertificateVersion: ProfileRule {
     let name = "webpki.certificate_version"
     let profiles: Set<VerificationProfile> = [.webpki]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
         for (depth, certificate) in path.chain.enumerated() where !path.isAnchor(depth) && certificate.version != 2 {
-            return violation(path, depth: depth, "X.509 v\(certificate.version + 1) certificate (v3 is required)")
+            return fails(path, depth: depth, "X.509 v\(certificate.version + 1) certificate (v3 is required)")
         }
-        return nil
+        return .meetsRule
     }
 }

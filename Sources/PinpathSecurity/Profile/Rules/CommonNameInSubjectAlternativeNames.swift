@@ -18,7 +18,7 @@ struct CommonNameInSubjectAlternativeNames: ProfileRule {
     let name = "webpki.cn_in_san"
     let profiles: Set<VerificationProfile> = [.webpki]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
         let names = path.leaf.subjectAlternativeNameExtension?.value ?? []
         var dnsNames: Set<[UInt8]> = []
         var addresses: Set<[UInt8]> = []
@@ -33,19 +33,19 @@ struct CommonNameInSubjectAlternativeNames: ProfileRule {
         for commonName in path.leaf.commonNames {
             if Self.readsAsAddress(commonName) {
                 guard !addresses.contains(commonName) else { continue }
-                return violation(
+                return fails(
                     path, depth: 0,
                     "the commonName \(DNSNameSyntax.quoted(commonName)) is not one of the IP address SANs in "
                         + "canonical form")
             }
             if !dnsNames.isEmpty && commonName.contains(UInt8(ascii: ".")) && !dnsNames.contains(commonName) {
-                return violation(
+                return fails(
                     path, depth: 0,
                     "the commonName \(DNSNameSyntax.quoted(commonName)) is not a byte-for-byte copy of one of the "
                         + "DNS SANs")
             }
         }
-        return nil
+        return .meetsRule
     }
 
     /// Whether a resolver would take `text` for an address. Wraps `inet_aton` (which also takes the hex,

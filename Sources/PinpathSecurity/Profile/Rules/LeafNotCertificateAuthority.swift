@@ -5,8 +5,8 @@ struct LeafNotCertificateAuthority: ProfileRule {
     let name = "webpki.leaf_not_ca"
     let profiles: Set<VerificationProfile> = [.webpki]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
-        guard !path.leafIsItsOwnIssuer, path.leaf.isCertificateAuthority else { return nil }
-        return violation(path, depth: 0, "the leaf is a CA certificate (basic constraints cA: TRUE)")
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
+        guard !path.leafIsItsOwnIssuer, path.leaf.isCertificateAuthority else { return .meetsRule }
+        return fails(path, depth: 0, "the leaf is a CA certificate (basic constraints cA: TRUE)")
     }
 }

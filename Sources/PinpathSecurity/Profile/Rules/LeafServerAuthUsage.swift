@@ -16,23 +16,23 @@ struct LeafServerAuthUsage: ProfileRule {
     /// 1.3.6.1.4.1.11129.2.4.4, DER-encoded.
     private static let precertificateSigning: [UInt8] = [0x06, 0x0A, 0x2B, 0x06, 0x01, 0x04, 0x01, 0xD6, 0x79, 0x02, 0x04, 0x04]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
-        guard !path.leafIsItsOwnIssuer else { return nil }
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
+        guard !path.leafIsItsOwnIssuer else { return .meetsRule }
         guard let usage = path.leaf.extendedKeyUsage else {
-            return violation(path, depth: 0, "the leaf has no extended key usage extension (serverAuth is required)")
+            return fails(path, depth: 0, "the leaf has no extended key usage extension (serverAuth is required)")
         }
         if usage & UInt32(XKU_SSL_SERVER) == 0 {
-            return violation(path, depth: 0, "the leaf's extended key usage does not include serverAuth")
+            return fails(path, depth: 0, "the leaf's extended key usage does not include serverAuth")
         }
         if let purpose = Self.forbidden.first(where: { usage & UInt32($0.bit) != 0 }) {
-            return violation(path, depth: 0, "the leaf's extended key usage includes \(purpose.name) beside serverAuth")
+            return fails(path, depth: 0, "the leaf's extended key usage includes \(purpose.name) beside serverAuth")
         }
         if path.leaf.extendedKeyUsageLists(encodedOID: Self.precertificateSigning) {
-            return violation(path, depth: 0, "the leaf's extended key usage includes precertificate signing (RFC 6962)")
+            return fails(path, depth: 0, "the leaf's extended key usage includes precertificate signing (RFC 6962)")
         }
         if path.leaf.isCriticalExtension(NID_ext_key_usage) {
-            return violation(path, depth: 0, "the leaf's extended key usage extension is marked critical")
+            return fails(path, depth: 0, "the leaf's extended key usage extension is marked critical")
         }
-        return nil
+        return .meetsRule
     }
 }

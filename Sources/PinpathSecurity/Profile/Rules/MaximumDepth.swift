@@ -4,9 +4,9 @@ struct MaximumDepth: ProfileRule {
     let name = "rfc5280.maximum_depth"
     let profiles: Set<VerificationProfile> = [.webpki, .rfc5280]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
-        guard let limit = path.maximumDepth, path.chain.count > limit else { return nil }
-        return violation(
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
+        guard let limit = path.maximumDepth, path.chain.count > limit else { return .meetsRule }
+        return fails(
             path, depth: max(limit, 0), "the path has \(path.chain.count) certificates, more than the maximum of \(limit)")
     }
 }

@@ -5,12 +5,12 @@ struct NameConstraintsCritical: ProfileRule {
     let name = "rfc5280.name_constraints_critical"
     let profiles: Set<VerificationProfile> = [.rfc5280]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
         for (depth, certificate) in path.chain.enumerated().dropFirst() {
             if let constraints = certificate.nameConstraintsExtension, !constraints.critical {
-                return violation(path, depth: depth, "the name constraints extension is not critical")
+                return fails(path, depth: depth, "the name constraints extension is not critical")
             }
         }
-        return nil
+        return .meetsRule
     }
 }

@@ -9,23 +9,23 @@ struct NameConstraintsOnWildcards: ProfileRule {
     let name = "rfc5280.name_constraints_wildcards"
     let profiles: Set<VerificationProfile> = [.webpki, .rfc5280]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
         let wildcardDomains = Self.dnsNames(of: path.leaf).compactMap { name -> [UInt8]? in
             name.starts(with: Array("*.".utf8)) ? Array(name.dropFirst(2)).map(Self.lowercased) : nil
         }
-        guard !wildcardDomains.isEmpty else { return nil }
+        guard !wildcardDomains.isEmpty else { return .meetsRule }
         for (depth, certificate) in path.chain.enumerated().dropFirst() {
             for case .dns(let excluded) in certificate.nameConstraintsExtension?.value?.excluded ?? [] {
                 let subtree = excluded.map(Self.lowercased)
                 for domain in wildcardDomains where Self.isOneLabelBelow(subtree, domain) {
-                    return violation(
+                    return fails(
                         path, depth: depth,
                         "the leaf's wildcard \"*.\(String(decoding: domain, as: UTF8.self))\" matches the excluded "
                             + "subtree \(DNSNameSyntax.quoted(excluded))")
                 }
             }
         }
-        return nil
+        return .meetsRule
     }
 
     /// Whether `subtree` is `label.domain` for a single label: the names `*.domain` can match.

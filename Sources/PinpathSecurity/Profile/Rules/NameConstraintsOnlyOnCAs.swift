@@ -5,8 +5,8 @@ struct NameConstraintsOnlyOnCAs: ProfileRule {
     let name = "rfc5280.name_constraints_only_on_cas"
     let profiles: Set<VerificationProfile> = [.webpki, .rfc5280]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
-        guard path.leaf.nameConstraintsExtension != nil else { return nil }
-        return violation(path, depth: 0, "the leaf carries name constraints, which only CA certificates may")
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
+        guard path.leaf.nameConstraintsExtension != nil else { return .meetsRule }
+        return fails(path, depth: 0, "the leaf carries name constraints, which only CA certificates may")
     }
 }

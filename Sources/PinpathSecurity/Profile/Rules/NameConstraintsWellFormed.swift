@@ -9,26 +9,26 @@ struct NameConstraintsWellFormed: ProfileRule {
     let name = "rfc5280.name_constraints_well_formed"
     let profiles: Set<VerificationProfile> = [.webpki, .rfc5280]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
         for (depth, certificate) in path.chain.enumerated().dropFirst() {
             guard let constraints = certificate.nameConstraintsExtension else { continue }
             guard let value = constraints.value else {
-                return violation(path, depth: depth, "the name constraints extension cannot be decoded")
+                return fails(path, depth: depth, "the name constraints extension cannot be decoded")
             }
             if (value.permitted ?? []).isEmpty && (value.excluded ?? []).isEmpty {
-                return violation(path, depth: depth, "the name constraints extension has no subtree")
+                return fails(path, depth: depth, "the name constraints extension has no subtree")
             }
             for (kind, subtrees) in [("permitted", value.permitted), ("excluded", value.excluded)] {
                 guard let subtrees else { continue }
-                if subtrees.isEmpty { return violation(path, depth: depth, "the \(kind) subtrees are present but empty") }
+                if subtrees.isEmpty { return fails(path, depth: depth, "the \(kind) subtrees are present but empty") }
                 for base in subtrees {
                     if let problem = Self.problem(in: base) {
-                        return violation(path, depth: depth, "a \(kind) name constraint \(problem)")
+                        return fails(path, depth: depth, "a \(kind) name constraint \(problem)")
                     }
                 }
             }
         }
-        return nil
+        return .meetsRule
     }
 
     static func problem(in base: GeneralName) -> String? {

@@ -7,11 +7,11 @@ struct PolicyConstraintsCritical: ProfileRule {
     let name = "rfc5280.policy_constraints_critical"
     let profiles: Set<VerificationProfile> = [.webpki, .rfc5280]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
         for (depth, certificate) in path.chain.enumerated()
         where certificate.hasExtension(NID_policy_constraints) && !certificate.isCriticalExtension(NID_policy_constraints) {
-            return violation(path, depth: depth, "the policy constraints extension is not marked critical")
+            return fails(path, depth: depth, "the policy constraints extension is not marked critical")
         }
-        return nil
+        return .meetsRule
     }
 }

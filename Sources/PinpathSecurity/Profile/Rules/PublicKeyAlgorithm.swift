@@ -11,13 +11,13 @@ struct PublicKeyAlgorithm: ProfileRule {
 
     private static let curves: Set<String> = ["prime256v1", "secp384r1", "secp521r1"]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
         for (depth, certificate) in path.chain.enumerated() {
             if let problem = Self.problem(certificate.publicKeyAlgorithm) {
-                return violation(path, depth: depth, problem)
+                return fails(path, depth: depth, problem)
             }
         }
-        return nil
+        return .meetsRule
     }
 
     private static func problem(_ key: (nid: Int32, bits: Int, curve: String?)?) -> String? {

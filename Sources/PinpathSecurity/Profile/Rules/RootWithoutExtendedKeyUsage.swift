@@ -5,10 +5,10 @@ struct RootWithoutExtendedKeyUsage: ProfileRule {
     let name = "webpki.root_without_eku"
     let profiles: Set<VerificationProfile> = [.webpki]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
         let top = path.chain.count - 1
         guard top > 0, path.isAnchor(top), path.chain[top].isSelfSigned, path.chain[top].extendedKeyUsage != nil
-        else { return nil }
-        return violation(path, depth: top, "the root carries an extended key usage extension")
+        else { return .meetsRule }
+        return fails(path, depth: top, "the root carries an extended key usage extension")
     }
 }

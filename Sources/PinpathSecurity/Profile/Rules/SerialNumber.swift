@@ -6,15 +6,15 @@ struct SerialNumber: ProfileRule {
     let name = "rfc5280.serial_number"
     let profiles: Set<VerificationProfile> = [.webpki, .rfc5280]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
         for (depth, certificate) in path.chain.enumerated() where depth == 0 || !path.isAnchor(depth) {
             let serial = certificate.serialNumber
-            if serial.isNegative { return violation(path, depth: depth, "negative serial number") }
-            if serial.octets == 0 { return violation(path, depth: depth, "serial number zero") }
+            if serial.isNegative { return fails(path, depth: depth, "negative serial number") }
+            if serial.octets == 0 { return fails(path, depth: depth, "serial number zero") }
             if serial.octets > 20 {
-                return violation(path, depth: depth, "serial number of \(serial.octets) octets (at most 20)")
+                return fails(path, depth: depth, "serial number of \(serial.octets) octets (at most 20)")
             }
         }
-        return nil
+        return .meetsRule
     }
 }

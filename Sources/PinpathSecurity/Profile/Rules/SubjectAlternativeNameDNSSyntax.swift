@@ -6,12 +6,12 @@ struct SubjectAlternativeNameDNSSyntax: ProfileRule {
     let name = "rfc5280.san_dns_syntax"
     let profiles: Set<VerificationProfile> = [.webpki, .rfc5280]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
         for case .dns(let bytes) in path.leaf.subjectAlternativeNameExtension?.value ?? [] {
             if let problem = DNSNameSyntax.problem(inPresented: bytes) {
-                return violation(path, depth: 0, "the DNS SAN \(DNSNameSyntax.quoted(bytes)) \(problem)")
+                return fails(path, depth: 0, "the DNS SAN \(DNSNameSyntax.quoted(bytes)) \(problem)")
             }
         }
-        return nil
+        return .meetsRule
     }
 }

@@ -4,10 +4,10 @@ struct SubjectAlternativeNameNotCritical: ProfileRule {
     let name = "webpki.san_not_critical"
     let profiles: Set<VerificationProfile> = [.webpki]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
         guard let san = path.leaf.subjectAlternativeNameExtension, san.critical, !path.leaf.hasEmptySubject else {
-            return nil
+            return .meetsRule
         }
-        return violation(path, depth: 0, "the subject alternative name is critical although the subject is not empty")
+        return fails(path, depth: 0, "the subject alternative name is critical although the subject is not empty")
     }
 }

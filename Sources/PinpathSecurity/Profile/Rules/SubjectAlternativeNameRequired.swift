@@ -6,9 +6,9 @@ struct SubjectAlternativeNameRequired: ProfileRule {
     let name = "webpki.san_required"
     let profiles: Set<VerificationProfile> = [.webpki]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
-        guard path.leaf.subjectAlternativeNameExtension == nil else { return nil }
-        return violation(
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
+        guard path.leaf.subjectAlternativeNameExtension == nil else { return .meetsRule }
+        return fails(
             path, depth: 0,
             "the leaf has no subject alternative name; its subject commonName is not a host name")
     }

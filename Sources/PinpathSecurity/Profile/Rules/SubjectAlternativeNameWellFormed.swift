@@ -7,30 +7,30 @@ struct SubjectAlternativeNameWellFormed: ProfileRule {
     let name = "rfc5280.san_well_formed"
     let profiles: Set<VerificationProfile> = [.webpki, .rfc5280]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
         let leaf = path.leaf
         guard let san = leaf.subjectAlternativeNameExtension else {
-            guard leaf.hasEmptySubject else { return nil }
-            return violation(path, depth: 0, "the subject is empty and there is no subject alternative name")
+            guard leaf.hasEmptySubject else { return .meetsRule }
+            return fails(path, depth: 0, "the subject is empty and there is no subject alternative name")
         }
         guard let names = san.value else {
-            return violation(path, depth: 0, "the subject alternative name extension cannot be decoded")
+            return fails(path, depth: 0, "the subject alternative name extension cannot be decoded")
         }
-        if names.isEmpty { return violation(path, depth: 0, "the subject alternative name extension is empty") }
+        if names.isEmpty { return fails(path, depth: 0, "the subject alternative name extension is empty") }
         if leaf.hasEmptySubject && !san.critical {
-            return violation(path, depth: 0, "the subject is empty but the subject alternative name is not critical")
+            return fails(path, depth: 0, "the subject is empty but the subject alternative name is not critical")
         }
         for name in names {
             switch name {
             case .ipAddress(let bytes) where bytes.count != 4 && bytes.count != 16:
-                return violation(path, depth: 0, "an IP address SAN has \(bytes.count) bytes (4 or 16 expected)")
+                return fails(path, depth: 0, "an IP address SAN has \(bytes.count) bytes (4 or 16 expected)")
             case .email(let bytes) where !Self.isMailbox(bytes):
-                return violation(path, depth: 0, "the email SAN \(DNSNameSyntax.quoted(bytes)) is not one mailbox")
+                return fails(path, depth: 0, "the email SAN \(DNSNameSyntax.quoted(bytes)) is not one mailbox")
             default:
                 continue
             }
         }
-        return nil
+        return .meetsRule
     }
 
     /// `local@domain` with exactly one `@` and both parts present (RFC 5280 §4.2.1.6 uses RFC 5321's

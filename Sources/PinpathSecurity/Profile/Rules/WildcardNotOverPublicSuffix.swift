@@ -6,15 +6,15 @@ struct WildcardNotOverPublicSuffix: ProfileRule {
     let name = "webpki.wildcard_public_suffix"
     let profiles: Set<VerificationProfile> = [.webpki]
 
-    func check(_ path: VerifiedPath) -> ProfileViolation? {
+    func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
         for case .dns(let bytes) in path.leaf.subjectAlternativeNameExtension?.value ?? [] {
             guard bytes.starts(with: Array("*.".utf8)) else { continue }
             let domain = String(decoding: bytes.dropFirst(2), as: UTF8.self)
             if PublicSuffixList.isPublicSuffix(domain) {
-                return violation(
+                return fails(
                     path, depth: 0, "the wildcard \(DNSNameSyntax.quoted(bytes)) covers the public suffix \"\(domain)\"")
             }
         }
-        return nil
+        return .meetsRule
     }
 }

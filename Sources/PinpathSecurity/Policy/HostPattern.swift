@@ -1,4 +1,5 @@
 import Glibc
+import PinpathSupport
 
 /// A host name pattern as OkHttp's `CertificatePinner` and TrustKit read them: an exact host, `*.domain`
 /// (exactly one more label) or `**.domain` (zero or more labels, so the domain itself too).
@@ -106,7 +107,7 @@ public struct HostPattern: Hashable, Sendable, CustomStringConvertible {
     public static func canonicalHost(_ host: String) -> String {
         var host = host.lowercased()
         if host.hasSuffix(".") { host.removeLast() }
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        host = URLHost.withoutBrackets(host)
         return canonicalAddress(host) ?? host
     }
 

@@ -39,14 +39,3 @@ extension SecurityPolicy {
         includeSubdomains = noted.entry.includeSubdomains || noted.pattern.depth == .anyLabels
     }
 }
-
-extension PinningMode {
-    /// Orders the modes by what they demand of a chain: `none` < `public_key` < `certificate`.
-    var strictness: Int {
-        switch self {
-        case .none: 0
-        case .publicKey: 1
-        case .certificate: 2
-        }
-    }
-}

@@ -1,6 +1,7 @@
 import CNetlink
 import CLinuxShims
 import Glibc
+import PinpathSupport
 
 /// The netlink side of the monitor. Lives on the monitor thread and is touched by nothing else: it owns
 /// the sockets, the kernel state and the targets, and hands finished snapshots and events to `MonitorCore`.
@@ -90,7 +91,7 @@ final class MonitorLoop {
                 var commands = core.takeCommands()[...]
                 while let command = commands.popFirst() {
                     if case .stop = command {
-                        commands.forEach { $0.reject() }
+                        for command in commands { command.reject() }
                         return
                     }
                     handle(command)
@@ -114,8 +115,7 @@ final class MonitorLoop {
     private func pollTimeout() -> Int32 {
         if needsResync { return 100 }
         guard let next = [settle?.due, nextResolutionRetry].compactMap({ $0 }).min() else { return -1 }
-        let milliseconds = (next - ContinuousClock.now) / .milliseconds(1)
-        return Int32(clamping: max(0, Int(milliseconds.rounded(.up))))
+        return Int32(clamping: max(0, ContinuousClock.now.duration(to: next).millisecondsRoundedUp))
     }
 
     /// Restarts the settle rechecks from now, remembering what the kernel did so a late change is explained.

@@ -1,4 +1,5 @@
 import Glibc
+import PinpathSupport
 
 /// An IPv4 or IPv6 address, as the kernel reports it.
 ///
@@ -45,10 +46,8 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
     /// Parses a numeric IPv4 or IPv6 address (`inet_pton`); `nil` for anything else, host names included.
     /// A bracketed IPv6 literal (`[::1]`) is accepted, as in URLs.
     public init?(_ text: String) {
-        var text = Substring(text)
-        if text.hasPrefix("["), text.hasSuffix("]") { text = text.dropFirst().dropLast() }
         var buffer = [UInt8](repeating: 0, count: 16)
-        let string = String(text)
+        let string = URLHost.withoutBrackets(text)
         if inet_pton(AF_INET, string, &buffer) == 1 {
             self.init(bytes: buffer.prefix(4))
         } else if inet_pton(AF_INET6, string, &buffer) == 1 {

@@ -85,5 +85,5 @@ final class SignalHandlers {
         }
     }
 
-    func cancel() { sources.forEach { $0.cancel() } }
+    func cancel() { for source in sources { source.cancel() } }
 }

@@ -54,6 +54,8 @@ extension VerificationProfile: ExpressibleByArgument {}
 
 extension RevocationMode: ExpressibleByArgument {}
 
+// swift-format-ignore: AvoidRetroactiveConformances
+// The executable owns both sides of its command line; no library sees this conformance.
 extension Duration: @retroactive ExpressibleByArgument {
     /// A number of seconds, as the command line has always taken them (`--timeout 2.5`); refused when not a
     /// finite number or beyond any sensible wait (10^12 s), which `Duration` could not hold exactly.

@@ -6,4 +6,13 @@ public enum PinningMode: String, Sendable, CaseIterable {
     case publicKey = "public_key"
     /// The pinned certificates are the only trust anchors, and one of them must be in the verified chain.
     case certificate
+
+    /// Orders the modes by what they demand of a chain: `none` < `public_key` < `certificate`.
+    var strictness: Int {
+        switch self {
+        case .none: 0
+        case .publicKey: 1
+        case .certificate: 2
+        }
+    }
 }

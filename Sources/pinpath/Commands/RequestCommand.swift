@@ -201,7 +201,7 @@ struct RequestCommand: AsyncParsableCommand {
                 let policy = try SecurityPolicy.oneOff(
                     pins: pins, profile: profileOptions.profile, maximumChainDepth: profileOptions.maxDepth, crls: crls,
                     revocation: revocationOptions.revocation)
-                let host = url.host(percentEncoded: false).map { $0.hasPrefix("[") ? String($0.dropFirst().dropLast()) : $0 } ?? ""
+                let host = url.host(percentEncoded: false).map(URLHost.withoutBrackets) ?? ""
                 configuration.policies = HostPolicySet([HostPolicy(patterns: [try HostPattern(parsing: host)], policy: policy)])
             } catch {
                 throw CommandFailure.usage("\(pins.isEmpty ? "--profile" : "--pin"): \(error)")

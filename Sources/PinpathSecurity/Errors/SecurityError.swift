@@ -1,0 +1,49 @@
+import PinpathSupport
+import COpenSSL
+
+/// A failure to load security material, to configure a policy, or to run an evaluation (not "untrusted",
+/// which is a ``TrustEvaluation`` verdict). Its message names the input and what was wrong, with OpenSSL's
+/// reasons when it had any.
+public typealias SecurityError = CodedError<SecurityErrorCode>
+
+/// What went wrong in a ``SecurityError``, as an extensible set of codes.
+public struct SecurityErrorCode: ErrorCode {
+    /// The name, as written in logs and JSON.
+    public let name: String
+    /// A file that cannot be read (missing, a directory, no permission).
+    public static let unreadableFile = Self(name: "unreadable_file")
+    /// Input that is not a certificate, key or CSR OpenSSL can parse (PEM or DER).
+    public static let invalidInput = Self(name: "invalid_input")
+    /// A pin string that is not `sha256/` and the base64 of exactly 32 bytes.
+    public static let invalidPin = Self(name: "invalid_pin")
+    /// A host pattern that is not a host, `*.domain` or `**.domain`.
+    public static let invalidHostPattern = Self(name: "invalid_host_pattern")
+    /// A policy that AFNetworking or TrustKit would refuse (it would accept anything, or has no pins).
+    public static let invalidPolicy = Self(name: "invalid_policy")
+    /// OpenSSL itself failed (out of memory, a missing algorithm).
+    public static let openSSLFailure = Self(name: "openssl_failure")
+}
+
+extension SecurityError {
+    /// An error whose message ends with OpenSSL's queued reasons, draining the queue so that no stale reason
+    /// is blamed on a later call (the queue is per thread).
+    static func openSSL(_ code: Code, _ message: String) -> SecurityError {
+        let reasons = drainOpenSSLErrors()
+        return SecurityError(code, reasons.isEmpty ? message : "\(message) (\(reasons.joined(separator: "; ")))")
+    }
+}
+
+/// Empties this thread's OpenSSL error queue and returns its reasons, oldest first.
+func drainOpenSSLErrors() -> [String] {
+    var reasons: [String] = []
+    while true {
+        let code = ERR_get_error()
+        if code == 0 { break }
+        if let reason = ERR_reason_error_string(code) {
+            reasons.append(String(cString: reason))
+        } else {
+            reasons.append("OpenSSL error \(code)")
+        }
+    }
+    return reasons
+}
