@@ -104,29 +104,17 @@ public enum JSONValue: Sendable, Hashable, ExpressibleByNilLiteral, ExpressibleB
         }
     }
 
+    /// Hashes the payload only: values of different kinds are never equal, so they need not hash apart.
     public func hash(into hasher: inout Hasher) {
         switch self {
-        case .null:
-            hasher.combine(0)
-        case .bool(let value):
-            hasher.combine(1)
-            hasher.combine(value)
-        case .int(let value):
-            hasher.combine(2)
-            hasher.combine(value)
-        case .double(let value):
-            hasher.combine(3)
-            hasher.combine(value)
-        case .string(let value):
-            hasher.combine(4)
-            hasher.combine(value)
-        case .array(let values):
-            hasher.combine(5)
-            hasher.combine(values)
-        case .object(let members):
-            // A dictionary's hash does not depend on its order, as equality does not.
-            hasher.combine(6)
-            hasher.combine(Self.membersByKey(members))
+        case .null: break
+        case .bool(let value): hasher.combine(value)
+        case .int(let value): hasher.combine(value)
+        case .double(let value): hasher.combine(value)
+        case .string(let value): hasher.combine(value)
+        case .array(let values): hasher.combine(values)
+        // A dictionary's hash does not depend on its order, as equality does not.
+        case .object(let members): hasher.combine(Self.membersByKey(members))
         }
     }
 
