@@ -48,7 +48,9 @@ let package = Package(
             ]),
         .target(
             name: "PinpathAgent",
-            dependencies: ["PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", .product(name: "Yams", package: "Yams")]),
+            dependencies: [
+                "PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", .product(name: "Yams", package: "Yams"),
+            ]),
         .executableTarget(
             name: "pinpath",
             dependencies: [

@@ -112,11 +112,12 @@ struct AsyncEventWriterTests {
         #expect(writer.flush(timeout: .seconds(10)))
         #expect(writer.emit(event: "f", fields: []))
         #expect(writer.close(timeout: .seconds(10)))
-        #expect(sink.lines.map(ParsedLine.init) == [
-            ParsedLine(seq: 1, event: "a"), ParsedLine(seq: 2, event: "b"), ParsedLine(seq: 3, event: "c"),
-            ParsedLine(seq: 4, event: "events.dropped", rest: #","count":2,"reason":"queue_full","error":null}"# + "\n"),
-            ParsedLine(seq: 5, event: "f"),
-        ])
+        #expect(
+            sink.lines.map(ParsedLine.init) == [
+                ParsedLine(seq: 1, event: "a"), ParsedLine(seq: 2, event: "b"), ParsedLine(seq: 3, event: "c"),
+                ParsedLine(seq: 4, event: "events.dropped", rest: #","count":2,"reason":"queue_full","error":null}"# + "\n"),
+                ParsedLine(seq: 5, event: "f"),
+            ])
         #expect(writer.statistics == .init(accepted: 4, written: 5, droppedQueueFull: 2, droppedWriteFailed: 0))
     }
 
@@ -134,11 +135,12 @@ struct AsyncEventWriterTests {
         sink.fail(with: nil)
         writer.emit(event: "after", fields: [])
         #expect(writer.close(timeout: .seconds(10)))
-        #expect(sink.lines.map(ParsedLine.init) == [
-            ParsedLine(seq: 1, event: "before"),
-            ParsedLine(seq: 2, event: "events.dropped", rest: #","count":2,"reason":"write_failed","error":"ENOSPC"}"# + "\n"),
-            ParsedLine(seq: 3, event: "after"),
-        ])
+        #expect(
+            sink.lines.map(ParsedLine.init) == [
+                ParsedLine(seq: 1, event: "before"),
+                ParsedLine(seq: 2, event: "events.dropped", rest: #","count":2,"reason":"write_failed","error":"ENOSPC"}"# + "\n"),
+                ParsedLine(seq: 3, event: "after"),
+            ])
     }
 
     @Test("time never goes backwards: concurrent producers, and drop reports written after the lines they follow")
@@ -163,7 +165,13 @@ struct AsyncEventWriterTests {
         // Fixed-width RFC 3339 with microseconds: text order is time order.
         let times = lines.map { String($0.split(separator: #""time":""#)[1].prefix(27)) }
         let backwards = zip(times, times.dropFirst()).enumerated().filter { $0.element.1 < $0.element.0 }
-        #expect(backwards.count == 0, "\(backwards.count) lines earlier than the one before, first: \(backwards.first.map { "\($0.offset + 2): \($0.element)" } ?? "")")
+        #expect(
+            backwards.count == 0,
+            """
+            \(backwards.count) lines earlier than the one before, first: \
+            \(backwards.first.map { "\($0.offset + 2): \($0.element)" } ?? "")
+            """
+        )
     }
 
     @Test("reopen reopens the sink on the writer's thread, and a pending report goes out then")
@@ -177,9 +185,10 @@ struct AsyncEventWriterTests {
         writer.reopen()
         #expect(writer.close(timeout: .seconds(10)))
         #expect(sink.reopens == 1)
-        #expect(sink.lines.map(ParsedLine.init) == [
-            ParsedLine(seq: 1, event: "events.dropped", rest: #","count":1,"reason":"write_failed","error":"EIO"}"# + "\n")
-        ])
+        #expect(
+            sink.lines.map(ParsedLine.init) == [
+                ParsedLine(seq: 1, event: "events.dropped", rest: #","count":1,"reason":"write_failed","error":"EIO"}"# + "\n")
+            ])
     }
 
     @Test("flush gives up at its deadline while the output blocks; close ends the writer")

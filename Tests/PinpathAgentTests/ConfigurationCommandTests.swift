@@ -18,7 +18,8 @@ struct ConfigurationCommandTests {
 
     @Test("An invalid file: every problem as a pinpath: error line on stderr, exit 78")
     func invalid() throws {
-        let file = try Self.write("""
+        let file = try Self.write(
+            """
             endpoints:
               - name: api
                 url: https://api.example.com/
@@ -29,11 +30,12 @@ struct ConfigurationCommandTests {
         let result = try Shell.run([Shell.pinpath, "check-config", "--config", file])
         #expect(result.status == 78)
         #expect(result.stdout.isEmpty)
-        #expect(result.stderr == """
-            pinpath: error: \(file):4:15: endpoints[0].interval: "5 minutes" is not a duration (use 300s or 5m)
-            pinpath: error: \(file):5:13: endpoints[0].policy: policy "missing" is not defined (there is no policies: section)
+        #expect(
+            result.stderr == """
+                pinpath: error: \(file):4:15: endpoints[0].interval: "5 minutes" is not a duration (use 300s or 5m)
+                pinpath: error: \(file):5:13: endpoints[0].policy: policy "missing" is not defined (there is no policies: section)
 
-            """)
+                """)
     }
 
     @Test("--json: one object either way, exit 0 or 78")
@@ -42,7 +44,10 @@ struct ConfigurationCommandTests {
         defer { try? FileManager.default.removeItem(atPath: file) }
         let bad = try Shell.run([Shell.pinpath, "check-config", "--json", "--config", file])
         #expect(bad.status == 78)
-        #expect(bad.stdout == #"{"valid":false,"problems":[{"file":"\#(file)","line":1,"column":50,"key":"endpoints[0].intervall","code":"unknown_key","message":"unknown key \"intervall\"; did you mean \"interval\"?"}]}"# + "\n")
+        #expect(
+            bad.stdout
+                == #"{"valid":false,"problems":[{"file":"\#(file)","line":1,"column":50,"key":"endpoints[0].intervall","code":"unknown_key","message":"unknown key \"intervall\"; did you mean \"interval\"?"}]}"#
+                + "\n")
         let good = try Shell.run([Shell.pinpath, "check-config", "--json", "--config", exampleConfiguration])
         #expect(good.status == 0)
         #expect(good.stdout.hasPrefix(#"{"valid":true,"file":"\#(exampleConfiguration)","#))
@@ -59,7 +64,8 @@ struct ConfigurationCommandTests {
 
     @Test("A policy that accepts any certificate loads with a warning on stderr and in --json, exit 0")
     func acceptsAnyCertificateWarning() throws {
-        let file = try Self.write("""
+        let file = try Self.write(
+            """
             policies:
               dev-anything:
                 mode: none
@@ -69,9 +75,18 @@ struct ConfigurationCommandTests {
         defer { try? FileManager.default.removeItem(atPath: file) }
         let text = try Shell.run([Shell.pinpath, "check-config", "--config", file])
         #expect(text.status == 0)
-        #expect(text.stderr.hasPrefix("pinpath: warning: \(file):2:3: policies.dev-anything: allow_invalid_certificates with validates_domain_name: false and no pins accepts any certificate"), "\(text.stderr)")
+        #expect(
+            text.stderr.hasPrefix(
+                """
+                pinpath: warning: \(file):2:3: policies.dev-anything: allow_invalid_certificates with validates_domain_name: false \
+                and no pins accepts any certificate
+                """
+            ), "\(text.stderr)")
         let json = try Shell.run([Shell.pinpath, "check-config", "--json", "--config", file])
-        #expect(json.stdout.contains(#""warnings":[{"file":"\#(file)","line":2,"column":3,"key":"policies.dev-anything","code":"accepts_any_certificate""#), "\(json.stdout)")
+        #expect(
+            json.stdout.contains(
+                #""warnings":[{"file":"\#(file)","line":2,"column":3,"key":"policies.dev-anything","code":"accepts_any_certificate""#),
+            "\(json.stdout)")
     }
 
     static func write(_ text: String) throws -> String {

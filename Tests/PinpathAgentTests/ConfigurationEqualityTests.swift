@@ -85,7 +85,8 @@ struct ConfigurationEqualityTests {
         let endpointLines = baseEndpoint.enumerated().map { index, pair in
             "\(index == 0 ? "  - " : "    ")\(pair.key): \(endpoint[pair.key] ?? pair.value)"
         }
-        return (["policies:", "  api:"] + policyLines
+        return
+            (["policies:", "  api:"] + policyLines
             + ["  other: { mode: public_key, pins: [\"\(pinC)\"], require_backup_pin: false, hosts: \(otherHosts) }", "endpoints:"]
             + endpointLines).joined(separator: "\n") + "\n"
     }
@@ -121,7 +122,9 @@ struct ConfigurationEqualityTests {
     func redirectPolicies() throws {
         #expect(try Self.endpoint(Self.yaml()) != Self.endpoint(Self.yaml(otherHosts: "[\"elsewhere.test\"]")))
         let noRedirects = ["follow_redirects": "false"]
-        #expect(try Self.endpoint(Self.yaml(endpoint: noRedirects)) == Self.endpoint(Self.yaml(endpoint: noRedirects, otherHosts: "[\"elsewhere.test\"]")))
+        #expect(
+            try Self.endpoint(Self.yaml(endpoint: noRedirects))
+                == Self.endpoint(Self.yaml(endpoint: noRedirects, otherHosts: "[\"elsewhere.test\"]")))
     }
 
     @Test("The same CA file path with other certificates in it is a change")

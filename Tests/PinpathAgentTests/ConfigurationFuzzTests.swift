@@ -40,13 +40,19 @@ struct ConfigurationSyntaxPositionTests {
         ("a:\n" + (1..<100).map { String(repeating: " ", count: $0) + "b\($0):\n" }.joined(), 65, 65),
     ])
     func deepNesting(text: String, line: Int, column: Int) {
-        #expect(configurationProblems(text) == ["test.yaml:\(line):\(column): nested deeper than 64 levels; the configuration needs 5 (is this the right file?)"])
+        #expect(
+            configurationProblems(text) == [
+                "test.yaml:\(line):\(column): nested deeper than 64 levels; the configuration needs 5 (is this the right file?)"
+            ])
     }
 
     @Test("64 levels are still read (and refused only for what they hold)")
     func nestingAtTheLimit() {
         let text = "a: " + String(repeating: "[", count: 63) + String(repeating: "]", count: 63)
-        #expect(configurationProblems(text) == ["test.yaml:1:1: a: unknown key \"a\"; known keys: events, policies, endpoints, reachability, metrics"])
+        #expect(
+            configurationProblems(text) == [
+                "test.yaml:1:1: a: unknown key \"a\"; known keys: events, policies, endpoints, reachability, metrics"
+            ])
     }
 
     /// Found in review while fuzzing: `ca_file: /dev/zero` was read until memory ran out, and the agent aborted.

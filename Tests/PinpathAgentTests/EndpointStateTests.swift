@@ -24,17 +24,30 @@ struct EndpointStateTests {
         Row(name: "first success is up at once", steps: [(S, "UP"), (S, "up")]),
         Row(name: "first failure waits for the threshold", steps: [(F, "unknown"), (F, "DOWN"), (F, "down")]),
         Row(name: "a success between failures resets the count", steps: [(S, "UP"), (F, "up"), (S, "up"), (F, "up"), (F, "DOWN")]),
-        Row(name: "down needs success_threshold successes", thresholds: (2, 3),
+        Row(
+            name: "down needs success_threshold successes", thresholds: (2, 3),
             steps: [(F, "unknown"), (F, "DOWN"), (S, "down"), (S, "down"), (F, "down"), (S, "down"), (S, "down"), (S, "UP")]),
         Row(name: "from unknown a success decides even with success_threshold 3", thresholds: (2, 3), steps: [(S, "UP")]),
-        Row(name: "failure_threshold 1 reports down on the first failure", thresholds: (1, 1), steps: [(F, "DOWN"), (S, "UP"), (F, "DOWN")]),
-        Row(name: "path loss is unreachable at once, from any state",
-            steps: [(U, "UNREACHABLE"), (R, "unreachable"), (S, "UP"), (U, "UNREACHABLE"), (R, "unreachable"), (F, "unreachable"), (F, "DOWN"), (U, "UNREACHABLE")]),
-        Row(name: "results that arrive while the path is unreachable are ignored",
-            steps: [(S, "UP"), (U, "UNREACHABLE"), (S, "unreachable"), (F, "unreachable"), (F, "unreachable"), (U, "unreachable"), (R, "unreachable"), (S, "UP")]),
-        Row(name: "a failure before the path loss does not count after it",
+        Row(
+            name: "failure_threshold 1 reports down on the first failure", thresholds: (1, 1),
+            steps: [(F, "DOWN"), (S, "UP"), (F, "DOWN")]),
+        Row(
+            name: "path loss is unreachable at once, from any state",
+            steps: [
+                (U, "UNREACHABLE"), (R, "unreachable"), (S, "UP"), (U, "UNREACHABLE"), (R, "unreachable"), (F, "unreachable"), (F, "DOWN"),
+                (U, "UNREACHABLE"),
+            ]),
+        Row(
+            name: "results that arrive while the path is unreachable are ignored",
+            steps: [
+                (S, "UP"), (U, "UNREACHABLE"), (S, "unreachable"), (F, "unreachable"), (F, "unreachable"), (U, "unreachable"),
+                (R, "unreachable"), (S, "UP"),
+            ]),
+        Row(
+            name: "a failure before the path loss does not count after it",
             steps: [(S, "UP"), (F, "up"), (U, "UNREACHABLE"), (R, "unreachable"), (F, "unreachable"), (F, "DOWN")]),
-        Row(name: "path back while reachable changes nothing", steps: [(S, "UP"), (R, "up"), (F, "up"), (R, "up"), (F, "up"), (F, "DOWN")]),
+        Row(
+            name: "path back while reachable changes nothing", steps: [(S, "UP"), (R, "up"), (F, "up"), (R, "up"), (F, "up"), (F, "DOWN")]),
     ]
 
     @Test("Transitions", arguments: rows)
@@ -45,7 +58,8 @@ struct EndpointStateTests {
             let transition = state.apply(input)
             #expect(state.status.rawValue == expected.lowercased(), "step \(index): \(input)")
             if expected == expected.uppercased() {
-                #expect(transition?.previous == before && transition?.current == state.status && transition?.cause == input,
+                #expect(
+                    transition?.previous == before && transition?.current == state.status && transition?.cause == input,
                     "step \(index): \(input)")
             } else {
                 #expect(transition == nil, "step \(index): \(input)")
@@ -61,11 +75,13 @@ struct EndpointStateTests {
         let third = state.apply(.probeFailed)
         let down = try #require(third)
         #expect(down == .init(previous: .unknown, current: .down, cause: .probeFailed, consecutive: 3))
-        #expect(JSONValue.object(down.fields).encoded()
-            == #"{"state":"down","previous_state":null,"cause":"probe_failed","consecutive":3}"#)
+        #expect(
+            JSONValue.object(down.fields).encoded()
+                == #"{"state":"down","previous_state":null,"cause":"probe_failed","consecutive":3}"#)
         let next = state.apply(.probeSucceeded)
         let up = try #require(next)
-        #expect(JSONValue.object(up.fields).encoded()
-            == #"{"state":"up","previous_state":"down","cause":"probe_succeeded","consecutive":1}"#)
+        #expect(
+            JSONValue.object(up.fields).encoded()
+                == #"{"state":"up","previous_state":"down","cause":"probe_succeeded","consecutive":1}"#)
     }
 }

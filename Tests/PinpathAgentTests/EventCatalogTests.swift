@@ -23,7 +23,9 @@ struct EventCatalogTests {
 
     /// The `code` spans of `text`, only those at parenthesis depth 0 when `outsideParentheses`.
     static func codeSpans(in text: String, outsideParentheses: Bool) -> [String] {
-        var spans: [String] = [], depth = 0, current: String?
+        var spans: [String] = []
+        var depth = 0
+        var current: String?
         for character in text {
             if var span = current {
                 if character == "`" {

@@ -117,7 +117,8 @@ struct FileSinkTests {
         _ = try Shell.check(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mountPoint])
         // Lazy, so a descriptor still open (the sink's, if an expectation failed early) cannot keep it mounted.
         defer { _ = try? Shell.run(["umount", "-l", mountPoint]) }
-        let filler = "\(mountPoint)/filler", page = "\(mountPoint)/page"
+        let filler = "\(mountPoint)/filler"
+        let page = "\(mountPoint)/page"
         #expect(FileManager.default.createFile(atPath: filler, contents: Data(count: 16_384)))
         #expect(FileManager.default.createFile(atPath: page, contents: Data(count: 4_096)))
 
@@ -141,7 +142,9 @@ struct FileSinkTests {
         #expect(unlink(page) == 0)
         let plain = open("\(mountPoint)/plain.log", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         #expect(plain >= 0)
-        #expect(throws: EventWriterError.self) { try Self.write(DescriptorSink(descriptor: plain), String(repeating: "y", count: 5_000) + "\n") }
+        #expect(throws: EventWriterError.self) {
+            try Self.write(DescriptorSink(descriptor: plain), String(repeating: "y", count: 5_000) + "\n")
+        }
         #expect(lseek(plain, 0, SEEK_END) == 0)
         try Self.write(DescriptorSink(descriptor: plain), "short\n")
         #expect(lseek(plain, 0, SEEK_END) == 6)
@@ -157,7 +160,9 @@ struct FileSinkTests {
         #expect(all.suffix(2).map(\.event) == ["events.dropped", "test.after"])
         #expect(all.suffix(2).first?.rest.hasSuffix(#","reason":"write_failed","error":"ENOSPC"}"# + "\n") == true)
         // Every line lost is counted once, by the reports.
-        let reported = all.filter { $0.event == "events.dropped" }.map { Int($0.rest.dropFirst(#","count":"#.count).prefix { $0.isNumber })! }
+        let reported = all.filter { $0.event == "events.dropped" }.map {
+            Int($0.rest.dropFirst(#","count":"#.count).prefix { $0.isNumber })!
+        }
         #expect(reported.reduce(0, +) == 400 - fillLines)
         #expect(writer.statistics.droppedWriteFailed == 400 - fillLines)
     }

@@ -12,8 +12,10 @@ struct PinReportDeduplicatorTests {
 
     func at(hours: Double) -> ContinuousClock.Instant { start.advanced(by: .seconds(hours * 3600)) }
 
-    static func key(host: String = "api.example.com", port: Int = 443, served: [String] = ["LEAF", "INT"],
-        validated: [String] = ["LEAF", "INT", "ROOT"], pins: [String] = [#"pin-sha256="AAAA""#], result: Int = 1) -> Key {
+    static func key(
+        host: String = "api.example.com", port: Int = 443, served: [String] = ["LEAF", "INT"],
+        validated: [String] = ["LEAF", "INT", "ROOT"], pins: [String] = [#"pin-sha256="AAAA""#], result: Int = 1
+    ) -> Key {
         Key(host: host, port: port, servedChain: served, validatedChain: validated, knownPins: pins, validationResult: result)
     }
 
@@ -30,10 +32,12 @@ struct PinReportDeduplicatorTests {
         #expect(deduplicator.decide(key, now: at(hours: 80)) == .emit(suppressed: 0))
     }
 
-    @Test("Each part of the key makes a different report", arguments: [
-        key(host: "other.example.com"), key(port: 8443), key(served: ["LEAF"]), key(validated: []),
-        key(pins: [#"pin-sha256="BBBB""#]), key(result: 2),
-    ])
+    @Test(
+        "Each part of the key makes a different report",
+        arguments: [
+            key(host: "other.example.com"), key(port: 8443), key(served: ["LEAF"]), key(validated: []),
+            key(pins: [#"pin-sha256="BBBB""#]), key(result: 2),
+        ])
     func distinct(other: Key) {
         var deduplicator = PinReportDeduplicator()
         #expect(deduplicator.decide(Self.key(), now: at(hours: 0)) == .emit(suppressed: 0))
@@ -70,7 +74,8 @@ struct PinReportDeduplicatorTests {
                 now: Date(timeIntervalSince1970: seconds)
             ).report
         }
-        let first = try report(at: 1_795_392_000), second = try report(at: 1_795_478_400)
+        let first = try report(at: 1_795_392_000)
+        let second = try report(at: 1_795_478_400)
         #expect(first.dateTime != second.dateTime)
         #expect(Key(first) == Key(second))
         #expect(Key(first).validationResult == 1 && Key(first).validatedChain.count == 3)

@@ -80,7 +80,9 @@ struct PlantedLinkTests {
         #expect(!scene.isLink("pinpath.prom"), "the rename replaced the planted link with the metrics")
         let metrics = try String(contentsOfFile: scene.directory.file("pinpath.prom"), encoding: .utf8)
         #expect(metrics.contains("pinpath_probe_success{endpoint=\"slow\"} 0"), "\(metrics)")
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: scene.directory.path).filter { $0.hasSuffix(".tmp") && $0 != "pinpath.prom.tmp" }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: scene.directory.path).filter {
+            $0.hasSuffix(".tmp") && $0 != "pinpath.prom.tmp"
+        }
         #expect(leftovers.isEmpty, "no temporary file is left behind: \(leftovers)")
     }
 
@@ -106,7 +108,8 @@ struct PlantedLinkTests {
         #expect(status == 0, "the agent kept running and stopped cleanly")
         #expect(scene.victimIntact)
         #expect(scene.isLink("events.jsonl"))
-        #expect(scene.directory.read("stderr")?.contains("cannot reopen the events output (a symbolic link is in its place") == true,
-                "the refusal is reported where the service manager logs: \(scene.directory.read("stderr") ?? "")")
+        #expect(
+            scene.directory.read("stderr")?.contains("cannot reopen the events output (a symbolic link is in its place") == true,
+            "the refusal is reported where the service manager logs: \(scene.directory.read("stderr") ?? "")")
     }
 }

@@ -4,9 +4,11 @@ import Testing
 
 @Suite("Probe schedule")
 struct ProbeScheduleTests {
-    @Test("The stable hash is 64-bit FNV-1a", arguments: [
-        ("", 0xcbf2_9ce4_8422_2325 as UInt64), ("a", 0xaf63_dc4c_8601_ec8c), ("foobar", 0x8594_4171_f739_67e8),
-    ])
+    @Test(
+        "The stable hash is 64-bit FNV-1a",
+        arguments: [
+            ("", 0xcbf2_9ce4_8422_2325 as UInt64), ("a", 0xaf63_dc4c_8601_ec8c), ("foobar", 0x8594_4171_f739_67e8),
+        ])
     func fnv(name: String, hash: UInt64) {
         #expect(ProbeSchedule.stableHash(name) == hash)
     }
@@ -34,10 +36,12 @@ struct ProbeScheduleTests {
     }
 
     /// Times in seconds from the origin, for a 10 s interval whose offset is replaced by `offset`.
-    @Test("The next due time is the first slot strictly after the time", arguments: [
-        (3, -25, -17), (3, -7, 3), (3, 0, 3), (3, 2.9, 3), (3, 3, 13), (3, 12.5, 13), (3, 13, 23), (0, 0, 10),
-        (0, -10, 0), (9.5, 100, 109.5),
-    ] as [(Double, Double, Double)])
+    @Test(
+        "The next due time is the first slot strictly after the time",
+        arguments: [
+            (3, -25, -17), (3, -7, 3), (3, 0, 3), (3, 2.9, 3), (3, 3, 13), (3, 12.5, 13), (3, 13, 23), (0, 0, 10),
+            (0, -10, 0), (9.5, 100, 109.5),
+        ] as [(Double, Double, Double)])
     func nextDue(offset: Double, time: Double, due: Double) {
         let schedule = ProbeSchedule(interval: .seconds(10), offset: .seconds(offset))
         #expect(schedule.nextDue(after: .seconds(time)) == .seconds(due))

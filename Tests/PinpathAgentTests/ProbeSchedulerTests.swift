@@ -45,7 +45,9 @@ struct ProbeSchedulerTests {
         #expect(late.first?.lateness == origin.advanced(by: offset).duration(to: at(45)))
         let next = try #require(scheduler.nextDue)
         #expect(next > at(45) && next <= at(55))
-        #expect(origin.advanced(by: offset).duration(to: next) == .seconds(40) || origin.advanced(by: offset).duration(to: next) == .seconds(50))
+        #expect(
+            origin.advanced(by: offset).duration(to: next) == .seconds(40) || origin.advanced(by: offset).duration(to: next) == .seconds(50)
+        )
     }
 
     @Test("A suspended endpoint is not handed out; probeSoon spreads the affected ones over a second")

@@ -22,12 +22,23 @@ struct ProfileConfigurationTests {
         #expect(try SecurityPolicy(mode: .none).profile == .webpki)
     }
 
-    @Test("Bad values are problems at their line and column", arguments: [
-        ("    profile: browser", #"test.yaml:8:14: policies.p.profile: "browser" is not one of webpki, rfc5280"#),
-        ("    profile: rfc5820", #"test.yaml:8:14: policies.p.profile: "rfc5820" is not one of webpki, rfc5280; did you mean "rfc5280"?"#),
-        ("    max_chain_depth: 0", "test.yaml:8:22: policies.p.max_chain_depth: 0 is out of range (expected a whole number from 1 to 100)"),
-        ("    max_chain_depth: deep", #"test.yaml:8:22: policies.p.max_chain_depth: expected a whole number from 1 to 100, found "deep""#),
-    ])
+    @Test(
+        "Bad values are problems at their line and column",
+        arguments: [
+            ("    profile: browser", #"test.yaml:8:14: policies.p.profile: "browser" is not one of webpki, rfc5280"#),
+            (
+                "    profile: rfc5820",
+                #"test.yaml:8:14: policies.p.profile: "rfc5820" is not one of webpki, rfc5280; did you mean "rfc5280"?"#
+            ),
+            (
+                "    max_chain_depth: 0",
+                "test.yaml:8:22: policies.p.max_chain_depth: 0 is out of range (expected a whole number from 1 to 100)"
+            ),
+            (
+                "    max_chain_depth: deep",
+                #"test.yaml:8:22: policies.p.max_chain_depth: expected a whole number from 1 to 100, found "deep""#
+            ),
+        ])
     func problems(line: String, expected: String) {
         #expect(configurationProblems(Self.endpoint + line + "\n") == [expected])
     }

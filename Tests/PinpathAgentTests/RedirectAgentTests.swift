@@ -13,7 +13,8 @@ struct RedirectAgentTests {
     let pki = TestPKI.shared
 
     func tlsServer(_ address: String = "127.0.0.1") throws -> RecordingServer {
-        try RecordingServer(address: address, certificate: (pki.path("ip"), pki.path("ip", "key"), [pki.path("inter")]), directory: pki.directory)
+        try RecordingServer(
+            address: address, certificate: (pki.path("ip"), pki.path("ip", "key"), [pki.path("inter")]), directory: pki.directory)
     }
 
     func pins(_ names: [String]) throws -> String {
@@ -25,26 +26,35 @@ struct RedirectAgentTests {
         let directory = try TemporaryDirectory()
         try configuration.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
         let result = try Shell.run([
-            "/usr/bin/env", "SSL_CERT_FILE=\(pki.path("store"))", Shell.pinpath, "run", "--once", "--config", directory.file("pinpath.yaml"),
+            "/usr/bin/env", "SSL_CERT_FILE=\(pki.path("store"))", Shell.pinpath, "run", "--once", "--config",
+            directory.file("pinpath.yaml"),
         ])
         let events = result.stdout.split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
         }
-        let probe = try #require(events.first { $0["event"] as? String == "probe.completed" }, "no probe.completed: \(result.stdout) \(result.stderr)")
+        let probe = try #require(
+            events.first { $0["event"] as? String == "probe.completed" }, "no probe.completed: \(result.stdout) \(result.stderr)")
         return (result.status, probe, result.stderr)
     }
 
     // MARK: 5a
 
-    @Test("A redirect to host B is held to the configured policy for B (pins, CA file): the probe fails, B receives nothing",
-          arguments: [("pins", "policy_rejected"), ("ca_file", "tls_invalid")])
+    @Test(
+        "A redirect to host B is held to the configured policy for B (pins, CA file): the probe fails, B receives nothing",
+        arguments: [("pins", "policy_rejected"), ("ca_file", "tls_invalid")])
     func hopHeldToTargetPolicy(_ mismatch: String, _ category: String) throws {
-        let a = try tlsServer(), b = try tlsServer("::1")
-        defer { a.stop(); b.stop() }
-        let bPolicy = mismatch == "pins"
+        let a = try tlsServer()
+        let b = try tlsServer("::1")
+        defer {
+            a.stop()
+            b.stop()
+        }
+        let bPolicy =
+            mismatch == "pins"
             ? "{ mode: public_key, pins: [\(try pins(["otherinter", "otherroot"]))], hosts: [\"::1\"] }"
             : "{ mode: none, hosts: [\"::1\"], ca_file: \(pki.path("otherroot")) }"
-        let (status, probe, stderr) = try runOnce("""
+        let (status, probe, stderr) = try runOnce(
+            """
             events: { probes: all }
             policies:
               anchor: { mode: none, hosts: ["127.0.0.1"], ca_file: \(pki.path("store")) }
@@ -65,8 +75,12 @@ struct RedirectAgentTests {
     func httpsToHTTP() throws {
         let a = try tlsServer()
         let plain = try RecordingServer(directory: pki.directory)
-        defer { a.stop(); plain.stop() }
-        let (status, probe, stderr) = try runOnce("""
+        defer {
+            a.stop()
+            plain.stop()
+        }
+        let (status, probe, stderr) = try runOnce(
+            """
             events: { probes: all }
             policies:
               pinned: { mode: public_key, pins: [\(try pins(["inter", "root"]))], hosts: ["127.0.0.1"], ca_file: \(pki.path("store")) }
@@ -85,9 +99,14 @@ struct RedirectAgentTests {
 
     @Test("A cross-host redirect sends host B none of the endpoint's headers but the safe list")
     func crossHostHeaders() throws {
-        let a = try tlsServer(), b = try tlsServer("::1")
-        defer { a.stop(); b.stop() }
-        let (status, probe, stderr) = try runOnce("""
+        let a = try tlsServer()
+        let b = try tlsServer("::1")
+        defer {
+            a.stop()
+            b.stop()
+        }
+        let (status, probe, stderr) = try runOnce(
+            """
             events: { probes: all }
             policies:
               anchor: { mode: none, hosts: ["127.0.0.1", "::1"], ca_file: \(pki.path("store")) }
@@ -113,12 +132,14 @@ struct RedirectAgentTests {
 
     // MARK: 6
 
-    @Test("A mode: none policy matching first (or named) does not cancel a later policy's pins: policy_rejected",
-          arguments: [false, true])
+    @Test(
+        "A mode: none policy matching first (or named) does not cancel a later policy's pins: policy_rejected",
+        arguments: [false, true])
     func noneDoesNotCancelPins(_ named: Bool) throws {
         let a = try tlsServer()
         defer { a.stop() }
-        let (status, probe, stderr) = try runOnce("""
+        let (status, probe, stderr) = try runOnce(
+            """
             events: { probes: all }
             policies:
               open: { mode: none, hosts: ["127.0.0.1"], ca_file: \(pki.path("store")) }
@@ -136,19 +157,25 @@ struct RedirectAgentTests {
         let directory = try TemporaryDirectory()
         let file = directory.file("pinpath.yaml")
         try """
-            policies:
-              open: { mode: none, hosts: ["**.example.org"] }
-              pinned: { mode: public_key, pins: [\(try pins(["inter", "root"]))], hosts: ["api.example.org"], enforce: false, ca_file: \(pki.path("store")) }
-              strict: { mode: public_key, pins: [\(try pins(["otherinter", "otherroot"]))] }
-            endpoints:
-              - { name: api, url: "https://api.example.org/", policy: strict }
-              - { name: www, url: "https://www.example.org/" }
-              - { name: plain, url: "https://example.com/" }
-            """.write(toFile: file, atomically: true, encoding: .utf8)
+        policies:
+          open: { mode: none, hosts: ["**.example.org"] }
+          pinned: { mode: public_key, pins: [\(try pins(["inter", "root"]))], hosts: ["api.example.org"], enforce: false, ca_file: \(pki.path("store")) }
+          strict: { mode: public_key, pins: [\(try pins(["otherinter", "otherroot"]))] }
+        endpoints:
+          - { name: api, url: "https://api.example.org/", policy: strict }
+          - { name: www, url: "https://www.example.org/" }
+          - { name: plain, url: "https://example.com/" }
+        """.write(toFile: file, atomically: true, encoding: .utf8)
         let text = try Shell.run([Shell.pinpath, "check-config", "--config", file])
         #expect(text.status == 0, "\(text.stderr)")
         let lines = text.stdout.split(separator: "\n").map(String.init)
-        #expect(lines.contains("    effective: public_key, 4 pins, enforced, store \(pki.path("store")); from strict (named), open (hosts **.example.org), pinned (hosts api.example.org)"), "\(text.stdout)")
+        #expect(
+            lines.contains(
+                """
+                    effective: public_key, 4 pins, enforced, store \(pki.path("store")); from strict (named), open (hosts \
+                **.example.org), pinned (hosts api.example.org)
+                """
+            ), "\(text.stdout)")
         #expect(lines.contains("    effective: none, store system; from open (hosts **.example.org)"), "\(text.stdout)")
         #expect(lines.contains("    effective: none (no policy applies): chain and host name against the system store"), "\(text.stdout)")
 
@@ -161,10 +188,11 @@ struct RedirectAgentTests {
         #expect(effective["enforce"] as? Bool == true)
         #expect(effective["ca_file"] as? String == pki.path("store"))
         let from = try #require(effective["from"] as? [[String: String]])
-        #expect(from == [
-            ["policy": "strict", "matched_by": "named"], ["policy": "open", "matched_by": "hosts **.example.org"],
-            ["policy": "pinned", "matched_by": "hosts api.example.org"],
-        ])
+        #expect(
+            from == [
+                ["policy": "strict", "matched_by": "named"], ["policy": "open", "matched_by": "hosts **.example.org"],
+                ["policy": "pinned", "matched_by": "hosts api.example.org"],
+            ])
         #expect(endpoints[2]["effective_policy"] is NSNull)
     }
 
@@ -172,25 +200,27 @@ struct RedirectAgentTests {
     func conflictingCAFiles() throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("pinpath.yaml")
-        let store = pki.path("store"), other = pki.path("otherroot")
+        let store = pki.path("store")
+        let other = pki.path("otherroot")
         try """
-            policies:
-              wide: { mode: none, hosts: ["**.example.org"], ca_file: \(store) }
-              narrow: { mode: none, hosts: ["api.example.org"], ca_file: \(other) }
-              disjoint: { mode: none, hosts: ["*.example.net"], ca_file: \(other) }
-              named: { mode: none, ca_file: \(other) }
-            endpoints:
-              - { name: api, url: "https://www.example.org/", policy: named }
-            """.write(toFile: file, atomically: true, encoding: .utf8)
+        policies:
+          wide: { mode: none, hosts: ["**.example.org"], ca_file: \(store) }
+          narrow: { mode: none, hosts: ["api.example.org"], ca_file: \(other) }
+          disjoint: { mode: none, hosts: ["*.example.net"], ca_file: \(other) }
+          named: { mode: none, ca_file: \(other) }
+        endpoints:
+          - { name: api, url: "https://www.example.org/", policy: named }
+        """.write(toFile: file, atomically: true, encoding: .utf8)
         let result = try Shell.run([Shell.pinpath, "check-config", "--config", file])
         #expect(result.status == 78)
         let narrowColumn = "  narrow: { mode: none, hosts: [\"api.example.org\"], ca_file: ".count + 1
         let policyColumn = "  - { name: api, url: \"https://www.example.org/\", policy: ".count + 1
-        #expect(result.stderr == """
-            pinpath: error: \(file):3:\(narrowColumn): policies.narrow.ca_file: \(other) differs from \(store) (policy "wide"), and both policies apply to hosts that api.example.org and **.example.org both match; give them the same ca_file or make their hosts disjoint
-            pinpath: error: \(file):7:\(policyColumn): endpoints[0].policy: policies "named" (ca_file \(other)) and "wide" (ca_file \(store)) both apply to this host with different CA files; give them the same ca_file or make their hosts disjoint
+        #expect(
+            result.stderr == """
+                pinpath: error: \(file):3:\(narrowColumn): policies.narrow.ca_file: \(other) differs from \(store) (policy "wide"), and both policies apply to hosts that api.example.org and **.example.org both match; give them the same ca_file or make their hosts disjoint
+                pinpath: error: \(file):7:\(policyColumn): endpoints[0].policy: policies "named" (ca_file \(other)) and "wide" (ca_file \(store)) both apply to this host with different CA files; give them the same ca_file or make their hosts disjoint
 
-            """, "\(result.stderr)")
+                """, "\(result.stderr)")
     }
 
     @Test("A policy without ca_file defers to one that names it; equal CA files do not conflict")
@@ -199,15 +229,21 @@ struct RedirectAgentTests {
         let file = directory.file("pinpath.yaml")
         try FileManager.default.copyItem(atPath: pki.path("store"), toPath: directory.file("copy.pem"))
         try """
-            policies:
-              open: { mode: none, hosts: ["**.example.org"] }
-              anchored: { mode: none, hosts: ["api.example.org"], ca_file: \(pki.path("store")) }
-              same: { mode: none, hosts: ["*.example.org"], ca_file: copy.pem }
-            endpoints:
-              - { name: api, url: "https://api.example.org/" }
-            """.write(toFile: file, atomically: true, encoding: .utf8)
+        policies:
+          open: { mode: none, hosts: ["**.example.org"] }
+          anchored: { mode: none, hosts: ["api.example.org"], ca_file: \(pki.path("store")) }
+          same: { mode: none, hosts: ["*.example.org"], ca_file: copy.pem }
+        endpoints:
+          - { name: api, url: "https://api.example.org/" }
+        """.write(toFile: file, atomically: true, encoding: .utf8)
         let result = try Shell.run([Shell.pinpath, "check-config", "--config", file])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("    effective: none, store \(pki.path("store")); from open (hosts **.example.org), anchored (hosts api.example.org), same (hosts *.example.org)"), "\(result.stdout)")
+        #expect(
+            result.stdout.contains(
+                """
+                    effective: none, store \(pki.path("store")); from open (hosts **.example.org), anchored (hosts \
+                api.example.org), same (hosts *.example.org)
+                """
+            ), "\(result.stdout)")
     }
 }

@@ -33,22 +33,22 @@ struct SecretLeakTests {
         let target = "http://127.0.0.1:\(refused)/callback?code=SECRET-location"
         let encodedTarget = target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
         try """
-            events: { output: events.jsonl, probes: all }
-            endpoints:
-              - name: redirected
-                url: "\(base)/redirect-to?url=\(encodedTarget)&access_token=SECRET-query-1"
-                headers:
-                  X-Api-Key: SECRET-api-key
-                  Authorization: "Bearer ${PINPATH_LEAK_TOKEN}"
-                  Cookie: session=SECRET-cookie
-              - name: failing-status
-                url: "\(base)/status/500?token=SECRET-query-2#access_token=SECRET-fragment"
-                headers: { Proxy-Authorization: "Basic SECRET-proxy" }
-              - name: timing-out
-                url: "http://127.0.0.1:\(silent.port)/?token=SECRET-query-3"
-                timeout: 1s
+        events: { output: events.jsonl, probes: all }
+        endpoints:
+          - name: redirected
+            url: "\(base)/redirect-to?url=\(encodedTarget)&access_token=SECRET-query-1"
+            headers:
+              X-Api-Key: SECRET-api-key
+              Authorization: "Bearer ${PINPATH_LEAK_TOKEN}"
+              Cookie: session=SECRET-cookie
+          - name: failing-status
+            url: "\(base)/status/500?token=SECRET-query-2#access_token=SECRET-fragment"
+            headers: { Proxy-Authorization: "Basic SECRET-proxy" }
+          - name: timing-out
+            url: "http://127.0.0.1:\(silent.port)/?token=SECRET-query-3"
+            timeout: 1s
 
-            """.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        """.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
         let environment = ["/usr/bin/env", "PINPATH_LEAK_TOKEN=SECRET-env"]
 
         let run = try Shell.run(environment + [Shell.pinpath, "run", "--once", "--config", directory.file("pinpath.yaml")])
@@ -56,7 +56,8 @@ struct SecretLeakTests {
         let events = directory.read("events.jsonl") ?? ""
         let categories = events.split(separator: "\n").compactMap { line -> String? in
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                object["event"] as? String == "probe.completed" else { return nil }
+                object["event"] as? String == "probe.completed"
+            else { return nil }
             return "\(object["endpoint"] ?? "?")=\(object["error_category"] ?? "?")"
         }.sorted()
         #expect(categories == ["failing-status=unexpected_status", "redirected=connect_failed", "timing-out=timeout"], "\(events)")
@@ -71,13 +72,13 @@ struct SecretLeakTests {
 
         // A configuration with problems quotes the values it refuses: without their secrets.
         try """
-            endpoints:
-              - { name: a, url: "ftp://host.test/?token=SECRET-bad-scheme" }
-              - { name: b, url: "https://host.test/?token=SECRET-env-in-url-${X}" }
-              - { name: c, url: "https://user:SECRET-password@host.test/" }
-              - { name: d, url: "https:///?token=SECRET-no-host" }
+        endpoints:
+          - { name: a, url: "ftp://host.test/?token=SECRET-bad-scheme" }
+          - { name: b, url: "https://host.test/?token=SECRET-env-in-url-${X}" }
+          - { name: c, url: "https://user:SECRET-password@host.test/" }
+          - { name: d, url: "https:///?token=SECRET-no-host" }
 
-            """.write(toFile: directory.file("bad.yaml"), atomically: true, encoding: .utf8)
+        """.write(toFile: directory.file("bad.yaml"), atomically: true, encoding: .utf8)
         let bad = try Shell.run([Shell.pinpath, "check-config", "--config", directory.file("bad.yaml")])
         let badJSON = try Shell.run([Shell.pinpath, "check-config", "--json", "--config", directory.file("bad.yaml")])
         #expect(bad.status == 78)
@@ -93,8 +94,13 @@ struct SecretLeakTests {
         defer { silent.stop() }
         let host = "127.0.0.1:\(httpbin.port)"
         let runs: [(String, [String], Int32)] = [
-            ("status", ["http://user:SECRET-password@\(host)/status/500?token=SECRET-query#SECRET-fragment",
-                        "-H", "Authorization: Bearer SECRET-header"], 5),
+            (
+                "status",
+                [
+                    "http://user:SECRET-password@\(host)/status/500?token=SECRET-query#SECRET-fragment",
+                    "-H", "Authorization: Bearer SECRET-header",
+                ], 5
+            ),
             ("json summary", ["http://user:SECRET-password@\(host)/get?token=SECRET-query", "--json"], 0),
             ("timeout", ["http://127.0.0.1:\(silent.port)/?token=SECRET-query", "--timeout", "1"], 3),
             ("malformed URL", ["http://user:SECRET-password@exa mple.test/?token=SECRET-query"], 64),

@@ -6,7 +6,8 @@ import Testing
 @Suite("The systemd unit")
 struct ServiceUnitTests {
     static let analyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first { FileManager.default.isExecutableFile(atPath: $0) }
-    static let unit = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../etc/pinpath.service").standardized.path
+    static let unit = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../etc/pinpath.service")
+        .standardized.path
 
     @Test(
         "systemd-analyze verifies the unit (with the built binary in place of /usr/local/bin/pinpath)",
@@ -15,7 +16,8 @@ struct ServiceUnitTests {
         let directory = "\(NSTemporaryDirectory())pinpath-unit-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let text = try String(contentsOfFile: Self.unit, encoding: .utf8).replacingOccurrences(of: "/usr/local/bin/pinpath", with: Shell.pinpath)
+        let text = try String(contentsOfFile: Self.unit, encoding: .utf8).replacingOccurrences(
+            of: "/usr/local/bin/pinpath", with: Shell.pinpath)
         #expect(text.contains("Type=notify") && text.contains("ExecReload=") && text.contains("CapabilityBoundingSet=\n"))
         let copy = "\(directory)/pinpath.service"
         try text.write(toFile: copy, atomically: true, encoding: .utf8)

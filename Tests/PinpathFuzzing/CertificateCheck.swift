@@ -17,7 +17,9 @@ enum CertificateCheck {
             found = []
         }
         for material in found {
-            try require(material.spkiPin.digest.count == 32, "\(material.kind) \(excerpt(material.label)) has a pin of \(material.spkiPin.digest.count) bytes")
+            try require(
+                material.spkiPin.digest.count == 32,
+                "\(material.kind) \(excerpt(material.label)) has a pin of \(material.spkiPin.digest.count) bytes")
             if let certificate = material.certificate { try checkEncodings(certificate) }
         }
         // The DER initializer on its own: the same bytes as one certificate, or a refusal.
@@ -36,11 +38,14 @@ enum CertificateCheck {
         guard let fromDER = try? Certificate(derBytes: der) else {
             throw InvariantViolation("\(name): its own DER encoding (\(der.count) bytes) does not parse")
         }
-        try require(fromDER == certificate && fromDER.spkiPin == certificate.spkiPin, "\(name): its DER encoding parses to another certificate")
+        try require(
+            fromDER == certificate && fromDER.spkiPin == certificate.spkiPin, "\(name): its DER encoding parses to another certificate")
         guard let fromPEM = try? Certificate.certificates(pem: certificate.pem), fromPEM.count == 1 else {
             throw InvariantViolation("\(name): its own PEM encoding does not parse to one certificate")
         }
-        try require(fromPEM[0] == certificate && fromPEM[0].spkiPin == certificate.spkiPin, "\(name): its PEM encoding parses to another certificate")
+        try require(
+            fromPEM[0] == certificate && fromPEM[0].spkiPin == certificate.spkiPin,
+            "\(name): its PEM encoding parses to another certificate")
     }
 
     private static func requireRefusal(_ error: any Error, naming source: String) throws(InvariantViolation) {

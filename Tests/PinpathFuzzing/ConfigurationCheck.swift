@@ -36,8 +36,11 @@ enum ConfigurationCheck {
         // of such a text are on the line after its last, column 1.
         let endOfStream = line == lines.count + 1 && column == 1
         try require(line >= 1 && (line <= lines.count || endOfStream), "\(context): line \(line) of \(lines.count)")
-        try require(column >= 1 && (endOfStream || column <= lines[line - 1] + 1), "\(context): column \(column) of a line of \(lines[line - 1]) characters")
-        try require(problem.description.utf8.starts(with: "\(file):\(line):\(column): ".utf8), "\(context): does not start with file:line:column")
+        try require(
+            column >= 1 && (endOfStream || column <= lines[line - 1] + 1),
+            "\(context): column \(column) of a line of \(lines[line - 1]) characters")
+        try require(
+            problem.description.utf8.starts(with: "\(file):\(line):\(column): ".utf8), "\(context): does not start with file:line:column")
     }
 
     /// The length in Unicode scalars of each line, with libyaml's line breaks: CR LF, CR, LF, NEL, LS and PS.

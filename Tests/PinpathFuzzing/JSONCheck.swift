@@ -26,7 +26,9 @@ enum JSONCheck {
         }
         do {
             let again = try JSONParser.parse(Array(encoded))
-            try require(sameJSON(value, again), "\(excerpt("\(value)")) reads back from \(excerpt(String(decoding: encoded, as: UTF8.self))) as \(excerpt("\(again)"))")
+            try require(
+                sameJSON(value, again),
+                "\(excerpt("\(value)")) reads back from \(excerpt(String(decoding: encoded, as: UTF8.self))) as \(excerpt("\(again)"))")
         } catch let violation as InvariantViolation {
             throw violation
         } catch {

@@ -24,7 +24,8 @@ enum PinCheck {
         try require(pin.digest.count == 32, "pin \(excerpt(text)) accepted with \(pin.digest.count) bytes")
         let written = pin.description
         try require(written.hasPrefix("sha256/") && written.utf8.count == 51, "pin \(excerpt(text)) is written \(excerpt(written))")
-        try require((try? SPKIPin(parsing: written)) == pin, "pin \(excerpt(text)) is written \(excerpt(written)), which does not parse back to it")
+        try require(
+            (try? SPKIPin(parsing: written)) == pin, "pin \(excerpt(text)) is written \(excerpt(written)), which does not parse back to it")
         try require(pin.hpkp == "pin-sha256=\"\(pin.base64)\"", "pin \(excerpt(text)) has the HPKP form \(excerpt(pin.hpkp))")
     }
 
@@ -37,21 +38,27 @@ enum PinCheck {
             return
         }
         let written = pattern.description
-        try require((try? HostPattern(parsing: written)) == pattern, "host pattern \(excerpt(text)) is written \(excerpt(written)), which does not parse back to it")
+        try require(
+            (try? HostPattern(parsing: written)) == pattern,
+            "host pattern \(excerpt(text)) is written \(excerpt(written)), which does not parse back to it")
         // OkHttp's rule: no controls, spaces or URL delimiters; `:` and `%` only in an IPv6 address.
         let delimiters = written.unicodeScalars.filter { $0.value < 0x20 || $0.value == 0x7F || " #/?@[\\]".unicodeScalars.contains($0) }
-        try require(delimiters.isEmpty, "host pattern \(excerpt(text)) was accepted with \(excerpt(String(String.UnicodeScalarView(delimiters))))")
+        try require(
+            delimiters.isEmpty, "host pattern \(excerpt(text)) was accepted with \(excerpt(String(String.UnicodeScalarView(delimiters))))")
         try require(!written.contains(":") || !written.hasPrefix("*"), "wildcard pattern \(excerpt(text)) was accepted with a \":\"")
         guard written.allSatisfy(\.isASCII) else { return }  // case folding beyond ASCII is not what hosts use
         // The domain a pattern names, and one label under it, are the hosts every form is about.
-        let domain = written.hasPrefix("**.") ? String(written.dropFirst(3)) : written.hasPrefix("*.") ? String(written.dropFirst(2)) : written
+        let domain =
+            written.hasPrefix("**.") ? String(written.dropFirst(3)) : written.hasPrefix("*.") ? String(written.dropFirst(2)) : written
         let expectations = [
             (domain, !written.hasPrefix("*.")),
             ("label.\(domain)", written.hasPrefix("*")),
             ("label.\(domain)".uppercased() + ".", written.hasPrefix("*")),
         ]
         for (host, expected) in expectations {
-            try require(pattern.matches(host) == expected, "host pattern \(excerpt(text)) \(expected ? "does not match" : "matches") \(excerpt(host))")
+            try require(
+                pattern.matches(host) == expected,
+                "host pattern \(excerpt(text)) \(expected ? "does not match" : "matches") \(excerpt(host))")
         }
     }
 
@@ -61,6 +68,7 @@ enum PinCheck {
             throw InvariantViolation("\(excerpt(text)) was refused with \(type(of: error)), not SecurityError: \(error)")
         }
         try require(error.code == code, "\(excerpt(text)) was refused as \(error.code), not \(code): \(error.message)")
-        try require(containsBytes(error.message, "\"\(text)\""), "the refusal of \(excerpt(text)) does not quote it: \(excerpt(error.message))")
+        try require(
+            containsBytes(error.message, "\"\(text)\""), "the refusal of \(excerpt(text)) does not quote it: \(excerpt(error.message))")
     }
 }

@@ -27,7 +27,9 @@ enum QueryStringCheck {
             let parts = component.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let key = percentDecoded(parts[0])
             let value = parts.count == 2 ? percentDecoded(parts[1]) : nil
-            try require(key.map { Array($0.utf8) } == Array(pair.key.utf8), "\(context): key \(excerpt(String(parts[0]))) decodes to \(String(describing: key)), not \(excerpt(pair.key))")
+            try require(
+                key.map { Array($0.utf8) } == Array(pair.key.utf8),
+                "\(context): key \(excerpt(String(parts[0]))) decodes to \(String(describing: key)), not \(excerpt(pair.key))")
             try require(
                 (parts.count == 2) == (pair.value != nil) && value.map { Array($0.utf8) } == pair.value.map { Array($0.utf8) },
                 "\(context): \(excerpt(String(component))) does not decode to the value \(String(describing: pair.value))")
@@ -166,7 +168,8 @@ indirect enum RebuiltValue: CustomStringConvertible {
             throw InvariantViolation("\(context): a value and a nested value under the same key")
         }
         if let lastKey, name != lastKey {
-            try require(lastKey.utf16.lexicographicallyPrecedes(name.utf16) && entries[name] == nil,
+            try require(
+                lastKey.utf16.lexicographicallyPrecedes(name.utf16) && entries[name] == nil,
                 "\(context): key \(excerpt(name)) after \(excerpt(lastKey)): keys are not sorted, or one key's pairs are apart")
         }
         let rest = path.dropFirst()

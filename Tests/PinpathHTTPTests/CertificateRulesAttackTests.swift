@@ -103,15 +103,15 @@ struct CertificateRulesAttackTests {
     func runOnce(port: UInt16, anchor: String) throws -> (status: Int32, probe: [String: Any]?, output: String) {
         let file = pki.file("agent-\(UUID().uuidString).yaml")
         try """
-            events: { output: stdout, probes: all }
-            policies:
-              store:
-                mode: none
-                ca_file: \(pki.file("\(anchor).pem"))
-            endpoints:
-              - { name: target, url: "https://127.0.0.1:\(port)/", policy: store, timeout: \(TestTime.yamlSeconds(5)) }
+        events: { output: stdout, probes: all }
+        policies:
+          store:
+            mode: none
+            ca_file: \(pki.file("\(anchor).pem"))
+        endpoints:
+          - { name: target, url: "https://127.0.0.1:\(port)/", policy: store, timeout: \(TestTime.yamlSeconds(5)) }
 
-            """.write(toFile: file, atomically: true, encoding: .utf8)
+        """.write(toFile: file, atomically: true, encoding: .utf8)
         let result = try Shell.run([Shell.pinpath, "run", "--once", "--config", file])
         let probe = result.stdout.split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
@@ -119,7 +119,8 @@ struct CertificateRulesAttackTests {
         return (result.status, probe, result.stdout + result.stderr)
     }
 
-    @Test("pinpath run --once: the rule's refusal is a tls_invalid probe naming it, no request is sent; a trusted intermediate alone anchors")
+    @Test(
+        "pinpath run --once: the rule's refusal is a tls_invalid probe naming it, no request is sent; a trusted intermediate alone anchors")
     func agent() throws {
         let (server, transcript) = try server("e2e-no-eku", www: false)
         defer { server.stop() }

@@ -55,7 +55,10 @@ struct ConnectionReuseAttackTests {
     }
 
     @Test(
-        "Session: a renegotiation after a redirect on a kept-alive connection is refused, nothing crashes, and only a freshly verified connection may answer",
+        """
+        Session: a renegotiation after a redirect on a kept-alive connection is refused, nothing crashes, and only a freshly \
+        verified connection may answer
+        """,
         arguments: [true, false])
     func renegotiationThroughSession(renegotiateAgain: Bool) async throws {
         let server = try renegotiatingServer()
@@ -82,8 +85,10 @@ struct ConnectionReuseAttackTests {
     func renegotiationThroughCLI() async throws {
         let server = try renegotiatingServer()
         defer { server.stop() }
-        let stdout = "\(pki.directory)/request-out-\(UUID().uuidString)", stderr = "\(pki.directory)/request-err-\(UUID().uuidString)"
-        let out = open(stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o600), err = open(stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let stdout = "\(pki.directory)/request-out-\(UUID().uuidString)"
+        let stderr = "\(pki.directory)/request-err-\(UUID().uuidString)"
+        let out = open(stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let err = open(stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         let pid = try Shell.spawn(
             [Shell.pinpath, "request", "--ca-file", pki.path("store"), "--timeout", "20", "https://127.0.0.1:\(server.port)/start"],
             stdout: out, stderr: err)
@@ -102,7 +107,12 @@ struct ConnectionReuseAttackTests {
         #expect((try? String(contentsOfFile: stdout, encoding: .utf8)) == "", "no body is printed")
     }
 
-    @Test("Transport: the redirected request reuses the verified connection; the refused renegotiation closes it and releases its verifier; the retry is verified afresh")
+    @Test(
+        """
+        Transport: the redirected request reuses the verified connection; the refused renegotiation closes it and releases its \
+        verifier; the retry is verified afresh
+        """
+    )
     func renegotiationThroughTransport() async throws {
         let server = try renegotiatingServer()
         defer { server.stop() }
@@ -238,7 +248,9 @@ struct ConnectionReuseAttackTests {
             // The evaluation reported is the one of the connection used, whether it was reused or new.
             let evaluation = try #require(response.tls?.evaluation, "a response over TLS carries its connection's evaluation")
             #expect(evaluation.allowsConnection && !evaluation.verifiedChain.isEmpty)
-            if row.connections.count == 1 { #expect(evaluation.date == first.tls?.evaluation?.date, "the reused connection's own evaluation") }
+            if row.connections.count == 1 {
+                #expect(evaluation.date == first.tls?.evaluation?.date, "the reused connection's own evaluation")
+            }
         case (.failure(let error), let expected?):
             #expect(error.code == expected, "\(error)")
             #expect(error.evaluation?.allowsConnection == false, "the refusal carries the evaluation that made it")
@@ -281,7 +293,8 @@ struct ConnectionReuseAttackTests {
         switch terms {
         case .session: break
         case .pin(let name):
-            options.securityPolicy = try SecurityPolicy(mode: .publicKey, pins: [try pki.certificate(name).spkiPin], requiresBackupPin: false)
+            options.securityPolicy = try SecurityPolicy(
+                mode: .publicKey, pins: [try pki.certificate(name).spkiPin], requiresBackupPin: false)
         case .store(let name):
             options.trustStore = try TrustStore(caFile: pki.path(name))
         }

@@ -56,7 +56,9 @@ struct ForgedChainAttackTests {
 
     // MARK: Rule 1
 
-    @Test("Session: a forged chain fails as tls_invalid with invalid certificates allowed, in both modes, and no request is sent", arguments: attacks)
+    @Test(
+        "Session: a forged chain fails as tls_invalid with invalid certificates allowed, in both modes, and no request is sent",
+        arguments: attacks)
     func session(_ attack: Attack) async throws {
         let (server, transcript) = try server(leaf: attack.leaf, chain: attack.chain)
         defer { server.stop() }
@@ -134,12 +136,20 @@ struct ForgedChainAttackTests {
     /// The YAML of a policy pinning `pinned` with invalid certificates allowed, in each mode.
     func allowInvalidPolicies(pinned: String) throws -> [(String, String)] {
         [
-            ("public-key", "mode: public_key\npins: [\"\(try certificate(pinned).spkiPin)\"]\nrequire_backup_pin: false\nallow_invalid_certificates: true"),
+            (
+                "public-key",
+                """
+                mode: public_key\npins: [\"\(try certificate(pinned).spkiPin)\"]\nrequire_backup_pin: \
+                false\nallow_invalid_certificates: true
+                """
+            ),
             ("certificate", "mode: certificate\ncertificates: [\(path(pinned))]\nallow_invalid_certificates: true"),
         ]
     }
 
-    @Test("pinpath run --once with allow_invalid_certificates: a forged chain is tls_invalid in both modes, and no request is sent", arguments: attacks)
+    @Test(
+        "pinpath run --once with allow_invalid_certificates: a forged chain is tls_invalid in both modes, and no request is sent",
+        arguments: attacks)
     func agent(_ attack: Attack) throws {
         let (server, transcript) = try server(leaf: attack.leaf, chain: attack.chain)
         defer { server.stop() }
@@ -154,7 +164,12 @@ struct ForgedChainAttackTests {
         #expect(Self.requests(in: transcript).isEmpty, "the server received: \(Self.requests(in: transcript))")
     }
 
-    @Test("pinpath run --once with allow_invalid_certificates: the genuine self-signed server and the genuine chain under an untrusted CA pass")
+    @Test(
+        """
+        pinpath run --once with allow_invalid_certificates: the genuine self-signed server and the genuine chain under an \
+        untrusted CA pass
+        """
+    )
     func agentGenuine() throws {
         for (leaf, chain, pinned) in [("pinnedself", [String](), "pinnedself"), ("privateleaf", ["privateca"], "privateca")] {
             let (server, _) = try server(leaf: leaf, chain: chain, www: true)
@@ -169,7 +184,12 @@ struct ForgedChainAttackTests {
 
     // MARK: Rule 2
 
-    @Test("check-config refuses allow_invalid_certificates with expired or report-only pins (exit 78, line:column), and warns about expired pins (exit 0)")
+    @Test(
+        """
+        check-config refuses allow_invalid_certificates with expired or report-only pins (exit 78, line:column), and warns about \
+        expired pins (exit 0)
+        """
+    )
     func checkConfig() throws {
         let pin = try certificate("pinnedself").spkiPin
         let refused: [(String, String)] = [
@@ -180,34 +200,39 @@ struct ForgedChainAttackTests {
             for mode in ["mode: public_key\n    pins: [\"\(pin)\"]", "mode: certificate\n    certificates: [\(path("pinnedself"))]"] {
                 let file = "\(forged.directory)/refused-\(UUID().uuidString).yaml"
                 try """
-                    policies:
-                      lenient:
-                        \(mode)
-                        require_backup_pin: false
-                        allow_invalid_certificates: true
-                        \(line)
+                policies:
+                  lenient:
+                    \(mode)
+                    require_backup_pin: false
+                    allow_invalid_certificates: true
+                    \(line)
 
-                    """.write(toFile: file, atomically: true, encoding: .utf8)
+                """.write(toFile: file, atomically: true, encoding: .utf8)
                 let result = try Shell.run([Shell.pinpath, "check-config", "--config", file])
                 #expect(result.status == 78, "\(line): \(result.stdout) \(result.stderr)")
-                #expect(result.stderr.contains("pinpath: error: \(file):2:3: policies.lenient: allow_invalid_certificates with"), "\(result.stderr)")
+                #expect(
+                    result.stderr.contains("pinpath: error: \(file):2:3: policies.lenient: allow_invalid_certificates with"),
+                    "\(result.stderr)")
                 #expect(result.stderr.contains("would accept any certificate") && result.stderr.contains(advice), "\(result.stderr)")
             }
         }
 
         let expired = "\(forged.directory)/expired-\(UUID().uuidString).yaml"
         try """
-            policies:
-              old-pins:
-                mode: public_key
-                pins: ["\(pin)"]
-                require_backup_pin: false
-                expires: 2020-01-01
+        policies:
+          old-pins:
+            mode: public_key
+            pins: ["\(pin)"]
+            require_backup_pin: false
+            expires: 2020-01-01
 
-            """.write(toFile: expired, atomically: true, encoding: .utf8)
+        """.write(toFile: expired, atomically: true, encoding: .utf8)
         let result = try Shell.run([Shell.pinpath, "check-config", "--config", expired])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stderr.contains("pinpath: warning: \(expired):6:14: policies.old-pins.expires: the pins expired on 2020-01-01 and are no longer checked"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains(
+                "pinpath: warning: \(expired):6:14: policies.old-pins.expires: the pins expired on 2020-01-01 and are no longer checked"),
+            "\(result.stderr)")
         let json = try Shell.run([Shell.pinpath, "check-config", "--json", "--config", expired])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         let warnings = try #require(object["warnings"] as? [[String: Any]], "\(json.stdout)")
@@ -219,11 +244,13 @@ struct ForgedChainAttackTests {
         let (server, transcript) = try server(leaf: "attackerself", chain: [])
         defer { server.stop() }
         let pin = try certificate("pinnedself").spkiPin
-        let configuration = try configuration(port: server.port, policies: [
-            ("expired-public-key", "mode: public_key\npins: [\"\(pin)\"]\nrequire_backup_pin: false\nexpires: 2020-01-01"),
-            ("expired-certificate", "mode: certificate\ncertificates: [\(path("pinnedself"))]\nexpires: 2020-01-01"),
-            ("report-only", "mode: public_key\npins: [\"\(pin)\"]\nenforce: false"),
-        ])
+        let configuration = try configuration(
+            port: server.port,
+            policies: [
+                ("expired-public-key", "mode: public_key\npins: [\"\(pin)\"]\nrequire_backup_pin: false\nexpires: 2020-01-01"),
+                ("expired-certificate", "mode: certificate\ncertificates: [\(path("pinnedself"))]\nexpires: 2020-01-01"),
+                ("report-only", "mode: public_key\npins: [\"\(pin)\"]\nenforce: false"),
+            ])
         let run = try Self.runOnce(configuration)
         #expect(run.status == 1, "\(run.output)")
         for name in ["expired-public-key", "expired-certificate", "report-only"] {

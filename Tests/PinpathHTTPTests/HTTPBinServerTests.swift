@@ -29,10 +29,13 @@ struct HTTPBinServerTests {
         let statusCode = try #require(Int(head[0].split(separator: " ")[1]))
         var headers = HTTPHeaders()
         for line in head.dropFirst() {
-            let (name, value) = try #require(line.firstIndex(of: ":").map { (String(line[..<$0]), line[line.index(after: $0)...].trimmingCharacters(in: .whitespaces)) })
+            let (name, value) = try #require(
+                line.firstIndex(of: ":").map { (String(line[..<$0]), line[line.index(after: $0)...].trimmingCharacters(in: .whitespaces)) })
             headers.add(name: name, value: value)
         }
-        let response = HTTPResponse(url: server.baseURL.appendingPathComponent("get"), statusCode: statusCode, headers: headers, body: Array(raw[split.upperBound...]))
+        let response = HTTPResponse(
+            url: server.baseURL.appendingPathComponent("get"), statusCode: statusCode, headers: headers,
+            body: Array(raw[split.upperBound...]))
         let json = try #require(try JSONResponseDecoder().decode(response))
         guard case .object = json, let args = json["args"], case .object = args, let sent = json["headers"], case .object = sent else {
             Issue.record("unexpected JSON: \(json)")

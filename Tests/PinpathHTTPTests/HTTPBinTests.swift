@@ -38,10 +38,13 @@ final class HTTPBinTests {
 
     static let vectors: [Vector] = [
         Vector(parameters: ["key": " :#[]@!$&'()*+,;=/?"], echoed: ["key": " :#[]@!$&'()*+,;=/?"]),
-        Vector(parameters: ["key": "%20%21%22%23%24%25%26%27%28%29%2A%2B%2C%2F"], echoed: ["key": "%20%21%22%23%24%25%26%27%28%29%2A%2B%2C%2F"]),
+        Vector(
+            parameters: ["key": "%20%21%22%23%24%25%26%27%28%29%2A%2B%2C%2F"], echoed: ["key": "%20%21%22%23%24%25%26%27%28%29%2A%2B%2C%2F"]
+        ),
         Vector(parameters: ["key": "value", "key1": "value&"], echoed: ["key": "value", "key1": "value&"]),
-        Vector(parameters: ["key": .string(String(repeating: "!", count: 5) + String(repeating: "👴🏿👷🏻👮🏽", count: 5))],
-               echoed: ["key": .string(String(repeating: "!", count: 5) + String(repeating: "👴🏿👷🏻👮🏽", count: 5))]),
+        Vector(
+            parameters: ["key": .string(String(repeating: "!", count: 5) + String(repeating: "👴🏿👷🏻👮🏽", count: 5))],
+            echoed: ["key": .string(String(repeating: "!", count: 5) + String(repeating: "👴🏿👷🏻👮🏽", count: 5))]),
         Vector(parameters: ["a": ["b": "c", "d": ["e": "f"]]], echoed: ["a[b]": "c", "a[d][e]": "f"]),
         Vector(parameters: ["a": ["x", "y"]], echoed: ["a[]": ["x", "y"]]),
     ]
@@ -57,7 +60,10 @@ final class HTTPBinTests {
         let response = try await session.request(method, method.rawValue.lowercased(), parameters: Self.vectors[4].parameters)
         let object = try echo(response)
         #expect(object["form"] == .object(Self.vectors[4].echoed))
-        guard let headers = object["headers"], case .object = headers else { Issue.record("no headers"); return }
+        guard let headers = object["headers"], case .object = headers else {
+            Issue.record("no headers")
+            return
+        }
         #expect(headers["Content-Type"] == "application/x-www-form-urlencoded")
     }
 
@@ -121,11 +127,14 @@ final class HTTPBinTests {
         #expect(followed.redirectCount == 3 && followed.url.path == "/get")
         var options = RequestOptions()
         options.followRedirects = false
-        let stopped = try await session.send(HTTPRequest(method: .get, url: server.baseURL.appendingPathComponent("redirect/1")), options: options)
+        let stopped = try await session.send(
+            HTTPRequest(method: .get, url: server.baseURL.appendingPathComponent("redirect/1")), options: options)
         #expect(stopped.statusCode == 302)
         options.followRedirects = true
         options.maximumRedirects = 2
-        await #expect { _ = try await session.get("redirect/3", options: options) } throws: { ($0 as? HTTPError)?.code == .tooManyRedirects }
+        await #expect { _ = try await session.get("redirect/3", options: options) } throws: {
+            ($0 as? HTTPError)?.code == .tooManyRedirects
+        }
     }
 
     @Test("A slow response ends at the timeout")
@@ -143,7 +152,10 @@ final class HTTPBinTests {
         #expect(gzip["gzipped"] == true)
         guard let headers = try echo(try await session.get("headers"))["headers"], case .object = headers,
             case .string(let agent)? = headers["User-Agent"]
-        else { Issue.record("no User-Agent echoed"); return }
+        else {
+            Issue.record("no User-Agent echoed")
+            return
+        }
         #expect(agent.hasPrefix("pinpath/\(PinpathVersion.current) (Linux "))
         #expect(headers["Accept-Language"] != nil)
     }

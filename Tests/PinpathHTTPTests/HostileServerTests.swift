@@ -16,7 +16,8 @@ struct HostileServerTests {
 
     /// One hostile behaviour, the scheme to talk to it and the code the request must end with.
     enum Case: String, CaseIterable, CustomTestStringConvertible {
-        case silent, slowloris, headerFlood, hugeBody, hugeChunkedBody, malformedStatusLine, notHTTP, oversizedHeader, resetMidResponse, tlsAlert, refuse
+        case silent, slowloris, headerFlood, hugeBody, hugeChunkedBody, malformedStatusLine, notHTTP, oversizedHeader, resetMidResponse,
+            tlsAlert, refuse
 
         var testDescription: String { rawValue }
 
@@ -41,7 +42,8 @@ struct HostileServerTests {
         var expected: HTTPError.Code {
             switch self {
             case .silent, .slowloris: .timedOut
-            case .headerFlood, .hugeBody, .hugeChunkedBody, .malformedStatusLine, .notHTTP, .oversizedHeader, .resetMidResponse: .protocolError
+            case .headerFlood, .hugeBody, .hugeChunkedBody, .malformedStatusLine, .notHTTP, .oversizedHeader, .resetMidResponse:
+                .protocolError
             case .tlsAlert: .tlsFailed
             case .refuse: .connectFailed
             }
@@ -110,7 +112,12 @@ struct HostileServerTests {
             let server = try HostileServer(.hugeBody(announced: announced), directory: pki.directory)
             defer { server.stop() }
             let (error, _, elapsed) = await Self.attempt(session, "http://127.0.0.1:\(server.port)/")
-            print("hostile hugeBody announced=\(announced): \(error?.code.description ?? "success") after \(elapsed), server sent \(server.bytesSent) bytes")
+            print(
+                """
+                hostile hugeBody announced=\(announced): \(error?.code.description ?? "success") after \(elapsed), server sent \
+                \(server.bytesSent) bytes
+                """
+            )
             #expect(error?.code == .protocolError, "\(error?.message ?? "no error")")
             #expect(elapsed < Self.timeout + Self.margin)
             // What the server managed to send bounds what the client read (socket buffers are a few MiB).
@@ -148,7 +155,8 @@ struct HostileServerTests {
     func fiftyCertificates() async throws {
         // 48 filler certificates after leaf and intermediate: the chain still builds to the test root.
         let padded = try HostileServer(
-            .manyCertificates(goodIdentity, filler: HostileServer.fillerCertificates(count: 48, in: pki.directory)), directory: pki.directory)
+            .manyCertificates(goodIdentity, filler: HostileServer.fillerCertificates(count: 48, in: pki.directory)),
+            directory: pki.directory)
         defer { padded.stop() }
         let session = try session()
         let (error, response, elapsed) = await Self.attempt(session, "https://127.0.0.1:\(padded.port)/")
@@ -165,7 +173,12 @@ struct HostileServerTests {
             .manyCertificates(unrelated, filler: HostileServer.fillerCertificates(count: 49, in: pki.directory)), directory: pki.directory)
         defer { broken.stop() }
         let (brokenError, _, brokenElapsed) = await Self.attempt(session, "https://127.0.0.1:\(broken.port)/")
-        print("hostile manyCertificates: padded \(error?.code.description ?? "success") after \(elapsed); unrelated \(brokenError?.code.description ?? "success") after \(brokenElapsed): \(brokenError?.message ?? "")")
+        print(
+            """
+            hostile manyCertificates: padded \(error?.code.description ?? "success") after \(elapsed); unrelated \
+            \(brokenError?.code.description ?? "success") after \(brokenElapsed): \(brokenError?.message ?? "")
+            """
+        )
         #expect(brokenError?.code == .tlsInvalid, "\(brokenError?.message ?? "no error")")
         #expect(brokenError?.evaluation?.servedChain.count == 50)
         #expect(brokenElapsed < Self.timeout + Self.margin)
@@ -186,7 +199,12 @@ struct HostileServerTests {
         #expect(first == nil, "\(first?.message ?? "")")
         #expect(response?.statusCode == 200)
         let (second, _, elapsed) = await Self.attempt(session, url)
-        print("hostile switchingCertificates: first \(first?.code.description ?? "success"), second \(second?.code.description ?? "success") after \(elapsed)")
+        print(
+            """
+            hostile switchingCertificates: first \(first?.code.description ?? "success"), second \
+            \(second?.code.description ?? "success") after \(elapsed)
+            """
+        )
         #expect(second?.code == .policyRejected, "\(second?.message ?? "no error")")
         #expect(second?.evaluation?.failure?.reason == .pinMismatch)
         #expect(elapsed < Self.timeout + Self.margin)
@@ -211,11 +229,15 @@ struct HostileServerTests {
             if index < 4 { for client in clients { _ = send(client, &request, request.count, Int32(MSG_NOSIGNAL)) } }
             while server.connections < 2 { usleep(1000) }
             usleep(50_000)
-            #expect(server.runningThreads == 3 && server.openSockets >= 2, "\(behaviour): \(server.runningThreads) threads, \(server.openSockets) sockets")
+            #expect(
+                server.runningThreads == 3 && server.openSockets >= 2,
+                "\(behaviour): \(server.runningThreads) threads, \(server.openSockets) sockets")
             let started = ContinuousClock.now
             server.stop()
             #expect(ContinuousClock.now - started < TestTime.scaled(.seconds(1)), "stop() took \(ContinuousClock.now - started)")
-            #expect(server.runningThreads == 0 && server.openSockets == 0, "\(behaviour): \(server.runningThreads) threads, \(server.openSockets) sockets")
+            #expect(
+                server.runningThreads == 0 && server.openSockets == 0,
+                "\(behaviour): \(server.runningThreads) threads, \(server.openSockets) sockets")
             for client in clients { close(client) }
         }
     }
@@ -303,7 +325,8 @@ struct HostileAgentTests {
             print("  \(name): \(probe["error_category"] as? String ?? "success") in \(probe["total_ms"] ?? "-") ms")
         }
         for (name, expected) in scene.expected {
-            #expect(categories[name] == .some(expected), "\(name): \(String(describing: categories[name])), expected \(expected ?? "success")")
+            #expect(
+                categories[name] == .some(expected), "\(name): \(String(describing: categories[name])), expected \(expected ?? "success")")
         }
         let switched = scene.switchingEndpoints.map { categories[$0] ?? "missing" }
         #expect(switched.contains(nil) && switched.contains("policy_rejected"), "switching server: \(switched)")
@@ -323,7 +346,8 @@ struct HostileAgentTests {
         try await Task.sleep(for: TestTime.scaled(.seconds(7)))
         var status: Int32 = 0
         #expect(waitpid(pid, &status, WNOHANG) == 0, "the agent exited: \(status)")
-        let rss = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8))?
+        let rss =
+            (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8))?
             .split(separator: "\n").first { $0.hasPrefix("VmRSS:") }.map(String.init) ?? "VmRSS: ?"
         let exit = try await Shell.stop(pid, signal: SIGTERM, timeout: TestTime.scaled(.seconds(5)))
         stopped = true
@@ -336,7 +360,8 @@ struct HostileAgentTests {
                 #expect(probe["error_category"] as? String == expected, "\(name)")
             }
         }
-        print("pinpath run for 7 s: \(probes.count) probes (\(counts.values.min() ?? 0)–\(counts.values.max() ?? 0) per endpoint), \(rss)")
+        let perEndpoint = "\(counts.values.min() ?? 0)–\(counts.values.max() ?? 0)"
+        print("pinpath run for 7 s: \(probes.count) probes (\(perEndpoint) per endpoint), \(rss)")
         for name in Array(scene.expected.keys) + scene.switchingEndpoints {
             #expect((counts[name] ?? 0) >= 2, "\(name) was probed \(counts[name] ?? 0) times")
         }

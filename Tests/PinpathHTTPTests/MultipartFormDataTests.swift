@@ -39,7 +39,9 @@ struct MultipartFormDataTests {
     /// Splits a body back into parts by RFC 2046's rules: `--B CRLF` first, `CRLF --B CRLF` between parts,
     /// `CRLF --B-- CRLF` last; each part's headers end at the first blank line.
     static func parse(_ body: [UInt8], boundary: String) throws -> [Part] {
-        let first = Array("--\(boundary)\r\n".utf8), separator = Array("\r\n--\(boundary)\r\n".utf8), close = Array("\r\n--\(boundary)--\r\n".utf8)
+        let first = Array("--\(boundary)\r\n".utf8)
+        let separator = Array("\r\n--\(boundary)\r\n".utf8)
+        let close = Array("\r\n--\(boundary)--\r\n".utf8)
         try #require(body.starts(with: first))
         try #require(body.suffix(close.count).elementsEqual(close))
         var rest = Array(body[first.count..<(body.count - close.count)])
@@ -73,7 +75,8 @@ struct MultipartFormDataTests {
         try form.appendFile(name: "blob", path: bigPath)
         try form.appendFile(name: "notes", path: textPath, filename: "renamed \"q\".txt")
         try form.appendFile(name: "empty", path: emptyPath, contentType: "application/x-custom")
-        let request = try HTTPRequestSerializer().multipartRequest(.post, "http://h/upload", parameters: ["p": ["q": 1], "n": nil], form: form)
+        let request = try HTTPRequestSerializer().multipartRequest(
+            .post, "http://h/upload", parameters: ["p": ["q": 1], "n": nil], form: form)
 
         #expect(form.boundary.wholeMatch(of: /Boundary\+[0-9A-F]{16}/) != nil)
         #expect(request.headers["Content-Type"] == "multipart/form-data; boundary=\(form.boundary)")
@@ -84,16 +87,25 @@ struct MultipartFormDataTests {
         #expect(try Self.drain(request, chunk: 1) == first)
 
         let parts = try Self.parse(first, boundary: form.boundary)
-        #expect(parts == [
-            Part(headers: [#"Content-Disposition: form-data; name="n""#], content: []),
-            Part(headers: [#"Content-Disposition: form-data; name="p[q]""#], content: Array("1".utf8)),
-            Part(headers: [#"Content-Disposition: form-data; name="greeting""#], content: Array("hé llo".utf8)),
-            Part(headers: [#"Content-Disposition: form-data; name="blob"; filename="data.bin""#, "Content-Type: application/octet-stream"], content: big),
-            Part(
-                headers: [#"Content-Disposition: form-data; name="notes"; filename="renamed %22q%22.txt""#, "Content-Type: text/plain"],
-                content: Array("hello\r\n--not a boundary\r\n".utf8)),
-            Part(headers: [#"Content-Disposition: form-data; name="empty"; filename="empty.json""#, "Content-Type: application/x-custom"], content: []),
-        ])
+        #expect(
+            parts == [
+                Part(headers: [#"Content-Disposition: form-data; name="n""#], content: []),
+                Part(headers: [#"Content-Disposition: form-data; name="p[q]""#], content: Array("1".utf8)),
+                Part(headers: [#"Content-Disposition: form-data; name="greeting""#], content: Array("hé llo".utf8)),
+                Part(
+                    headers: [
+                        #"Content-Disposition: form-data; name="blob"; filename="data.bin""#, "Content-Type: application/octet-stream",
+                    ], content: big),
+                Part(
+                    headers: [
+                        #"Content-Disposition: form-data; name="notes"; filename="renamed %22q%22.txt""#, "Content-Type: text/plain",
+                    ],
+                    content: Array("hello\r\n--not a boundary\r\n".utf8)),
+                Part(
+                    headers: [
+                        #"Content-Disposition: form-data; name="empty"; filename="empty.json""#, "Content-Type: application/x-custom",
+                    ], content: []),
+            ])
     }
 
     @Test("Files are read when the body is sent, not when the form is built")
@@ -116,10 +128,13 @@ struct MultipartFormDataTests {
         #expect(parts.first?.headers == [#"Content-Disposition: form-data; name="a%22%0D%0AX-Injected: 1""#])
     }
 
-    @Test("Content types are guessed from a few extensions", arguments: [
-        ("a.json", "application/json"), ("b.PNG", "image/png"), ("c.tar.gz", "application/gzip"), ("d", "application/octet-stream"),
-        (".bashrc", "application/octet-stream"), ("e.unknown", "application/octet-stream"), ("f.jpeg", "image/jpeg"), ("g.txt", "text/plain"),
-    ])
+    @Test(
+        "Content types are guessed from a few extensions",
+        arguments: [
+            ("a.json", "application/json"), ("b.PNG", "image/png"), ("c.tar.gz", "application/gzip"), ("d", "application/octet-stream"),
+            (".bashrc", "application/octet-stream"), ("e.unknown", "application/octet-stream"), ("f.jpeg", "image/jpeg"),
+            ("g.txt", "text/plain"),
+        ])
     func guessedTypes(filename: String, type: String) {
         #expect(MultipartFormData.guessContentType(filename: filename) == type)
     }
@@ -129,7 +144,9 @@ struct MultipartFormDataTests {
         let request = try HTTPRequestSerializer().multipartRequest(.post, "http://h/", form: MultipartFormData())
         #expect(request.body == nil)
         #expect(request.headers["Content-Type"] == nil)
-        let error = #expect(throws: HTTPError.self) { try HTTPRequestSerializer().multipartRequest(.get, "http://h/", form: MultipartFormData()) }
+        let error = #expect(throws: HTTPError.self) {
+            try HTTPRequestSerializer().multipartRequest(.get, "http://h/", form: MultipartFormData())
+        }
         #expect(error?.code == .invalidBody)
     }
 
@@ -199,7 +216,10 @@ struct MultipartFormDataTests {
         var form = MultipartFormData(boundary: "B")
         try form.appendFile(name: "f", path: path)
         let request = try HTTPRequestSerializer().multipartRequest(.post, "http://h/", form: form)
-        guard case .stream(let source) = request.body else { Issue.record("not a stream"); return }
+        guard case .stream(let source) = request.body else {
+            Issue.record("not a stream")
+            return
+        }
         let reader = try source.makeReader()
         var buffer = [UInt8](repeating: 0, count: 65_536)
         let n = try buffer.withUnsafeMutableBytes { (pointer) throws(HTTPError) in try reader.read(into: pointer) }

@@ -7,7 +7,8 @@ import Testing
 
 /// The name rules end to end through the request core: `openssl s_server` on loopback serves a leaf that is
 /// valid for 127.0.0.1 by OpenSSL's rules but breaks a name rule of the webpki profile, and both the library
-/// (`Session`), `pinpath request` and the agent (`pinpath run --once`) refuse it in the handshake, naming the rule, with no request sent (the
+/// (`Session`), `pinpath request` and the agent (`pinpath run --once`) refuse it in the handshake, naming the rule,
+/// with no request sent (the
 /// server echoes what it receives into a transcript, which must stay empty).
 @Suite("Profile rules: names, through the request core", .serialized)
 struct NameRulesRequestTests {
@@ -86,13 +87,13 @@ struct NameRulesRequestTests {
         defer { server.stop() }
         let configuration = "\(Self.pki.directory)/agent-\(UUID().uuidString).yaml"
         try """
-            events: { output: stdout, probes: all }
-            policies:
-              names: { mode: none, ca_file: \(root) }
-            endpoints:
-              - { name: names, url: "https://127.0.0.1:\(server.port)/", policy: names, timeout: \(TestTime.yamlSeconds(5)) }
+        events: { output: stdout, probes: all }
+        policies:
+          names: { mode: none, ca_file: \(root) }
+        endpoints:
+          - { name: names, url: "https://127.0.0.1:\(server.port)/", policy: names, timeout: \(TestTime.yamlSeconds(5)) }
 
-            """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        """.write(toFile: configuration, atomically: true, encoding: .utf8)
         let result = try Shell.run([Shell.pinpath, "run", "--once", "--config", configuration])
         #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
         let probe = result.stdout.split(separator: "\n").compactMap { line in

@@ -26,9 +26,12 @@ struct QueryStringTests {
         Vector(
             name: "AFNetworking: escapes are escaped again", parameters: ["key": "%20%21%22%23%24%25%26%27%28%29%2A%2B%2C%2F"],
             expected: "key=%2520%2521%2522%2523%2524%2525%2526%2527%2528%2529%252A%252B%252C%252F"),
-        Vector(name: "AFNetworking: sorted keys, & in a value", parameters: ["key1": "value&", "key": "value"], expected: "key=value&key1=value%26"),
         Vector(
-            name: "AFNetworking #3028: emoji past the 50-unit batch", parameters: ["test": .string("!" + String(repeating: emoji, count: 5))],
+            name: "AFNetworking: sorted keys, & in a value", parameters: ["key1": "value&", "key": "value"],
+            expected: "key=value&key1=value%26"),
+        Vector(
+            name: "AFNetworking #3028: emoji past the 50-unit batch",
+            parameters: ["test": .string("!" + String(repeating: emoji, count: 5))],
             expected: "test=%21" + String(repeating: emojiEscaped, count: 5)),
         Vector(name: "unreserved characters pass", parameters: ["a-b.c_d~e": "AZaz09-._~"], expected: "a-b.c_d~e=AZaz09-._~"),
         Vector(name: "nested dictionary", parameters: ["a": ["b": "c"]], expected: "a%5Bb%5D=c"),
@@ -44,8 +47,12 @@ struct QueryStringTests {
         Vector(name: "no parameters", parameters: [:], expected: ""),
         Vector(name: "empty string value", parameters: ["a": ""], expected: "a="),
         Vector(name: "booleans as NSNumber writes them", parameters: ["t": true, "f": false], expected: "f=0&t=1"),
-        Vector(name: "numbers as NSNumber writes them", parameters: ["i": -42, "d": 1.5, "w": 2.0, "s": 0.1, "l": 1e20], expected: "d=1.5&i=-42&l=1e%2B20&s=0.1&w=2"),
-        Vector(name: "keys sort by UTF-16 unit, as compare:", parameters: ["～": 1, "😀": 2, "b": 3, "B": 4], expected: "B=4&b=3&%F0%9F%98%80=2&%EF%BD%9E=1"),
+        Vector(
+            name: "numbers as NSNumber writes them", parameters: ["i": -42, "d": 1.5, "w": 2.0, "s": 0.1, "l": 1e20],
+            expected: "d=1.5&i=-42&l=1e%2B20&s=0.1&w=2"),
+        Vector(
+            name: "keys sort by UTF-16 unit, as compare:", parameters: ["～": 1, "😀": 2, "b": 3, "B": 4],
+            expected: "B=4&b=3&%F0%9F%98%80=2&%EF%BD%9E=1"),
         Vector(name: "space, plus and non-ASCII", parameters: ["q": "a b+c é"], expected: "q=a%20b%2Bc%20%C3%A9"),
     ]
 
@@ -54,9 +61,11 @@ struct QueryStringTests {
         #expect(QueryString.encode(vector.parameters) == vector.expected)
     }
 
-    @Test("Flattened pairs for multipart fields keep query order and nulls", arguments: [
-        (["b": ["x": 1], "a": nil] as Parameters, ["a", "b[x]"], [nil, "1"] as [String?]),
-    ])
+    @Test(
+        "Flattened pairs for multipart fields keep query order and nulls",
+        arguments: [
+            (["b": ["x": 1], "a": nil] as Parameters, ["a", "b[x]"], [nil, "1"] as [String?])
+        ])
     func pairs(parameters: Parameters, keys: [String], values: [String?]) {
         let pairs = QueryString.pairs(parameters)
         #expect(pairs.map(\.key) == keys)

@@ -65,16 +65,23 @@ struct RedirectAttackTests {
         let pattern = try HostPattern(parsing: "::1")
         switch mismatch {
         case .pins: return HostPolicy(patterns: [pattern], policy: try wrongPins())
-        case .caFile: return HostPolicy(patterns: [pattern], policy: try SecurityPolicy(mode: .none), trustStore: try TrustStore(caFile: pki.path("otherroot")))
+        case .caFile:
+            return HostPolicy(
+                patterns: [pattern], policy: try SecurityPolicy(mode: .none), trustStore: try TrustStore(caFile: pki.path("otherroot")))
         case nil: return HostPolicy(patterns: [pattern], policy: try rightPins(), trustStore: try pki.trustStore())
         }
     }
 
-    @Test("A redirect to host B is held to B's policy (pins, CA file): rejected, and B receives nothing",
-          arguments: PolicySource.allCases, Mismatch.allCases)
+    @Test(
+        "A redirect to host B is held to B's policy (pins, CA file): rejected, and B receives nothing",
+        arguments: PolicySource.allCases, Mismatch.allCases)
     func hopUsesTargetHostPolicy(_ source: PolicySource, _ mismatch: Mismatch) async throws {
-        let a = try tlsServer(), b = try tlsServer("::1")
-        defer { a.stop(); b.stop() }
+        let a = try tlsServer()
+        let b = try tlsServer("::1")
+        defer {
+            a.stop()
+            b.stop()
+        }
         var configuration = Session.Configuration(trustStore: try pki.trustStore())
         var options = Self.options()
         switch source {
@@ -89,11 +96,16 @@ struct RedirectAttackTests {
         #expect(b.requests.isEmpty, "B received \(b.requests.map(\.path))")
     }
 
-    @Test("A redirect to B's address spelled another way is still held to B's policy: rejected, B receives nothing",
-          arguments: ["[0::1]", "[0:0:0:0:0:0:0:1]", "[::0:1]"])
+    @Test(
+        "A redirect to B's address spelled another way is still held to B's policy: rejected, B receives nothing",
+        arguments: ["[0::1]", "[0:0:0:0:0:0:0:1]", "[::0:1]"])
     func hopSpellingCannotDodgePolicy(_ spelling: String) async throws {
-        let a = try tlsServer(), b = try tlsServer("::1")
-        defer { a.stop(); b.stop() }
+        let a = try tlsServer()
+        let b = try tlsServer("::1")
+        defer {
+            a.stop()
+            b.stop()
+        }
         var options = Self.options()
         options.policies = HostPolicySet([try hostBPolicy(.pins)])
         let session = try Session(Session.Configuration(trustStore: try pki.trustStore()))
@@ -104,8 +116,12 @@ struct RedirectAttackTests {
 
     @Test("Control: when B's policy accepts B, the same redirect is followed and B receives the request")
     func hopFollowedWhenPolicyAccepts() async throws {
-        let a = try tlsServer(), b = try tlsServer("::1")
-        defer { a.stop(); b.stop() }
+        let a = try tlsServer()
+        let b = try tlsServer("::1")
+        defer {
+            a.stop()
+            b.stop()
+        }
         var options = Self.options()
         options.policies = HostPolicySet([try hostBPolicy(nil)])
         let session = try Session(Session.Configuration(trustStore: try pki.trustStore()))
@@ -117,8 +133,12 @@ struct RedirectAttackTests {
 
     @Test("Two entries for B naming different trust stores: refused before connecting, B receives nothing")
     func conflictingStoresFailClosed() async throws {
-        let a = try tlsServer(), b = try tlsServer("::1")
-        defer { a.stop(); b.stop() }
+        let a = try tlsServer()
+        let b = try tlsServer("::1")
+        defer {
+            a.stop()
+            b.stop()
+        }
         let pattern = try HostPattern(parsing: "::1")
         var options = Self.options()
         options.policies = HostPolicySet([
@@ -134,11 +154,19 @@ struct RedirectAttackTests {
 
     // MARK: 5b: https never continues over http
 
-    @Test("A pinned https request answered by 307 to http: insecure_redirect, the http server receives nothing; followed only when allowed, without credentials")
+    @Test(
+        """
+        A pinned https request answered by 307 to http: insecure_redirect, the http server receives nothing; followed only when \
+        allowed, without credentials
+        """
+    )
     func httpsToHTTP() async throws {
         let a = try tlsServer()
         let plain = try RecordingServer(directory: pki.directory)
-        defer { a.stop(); plain.stop() }
+        defer {
+            a.stop()
+            plain.stop()
+        }
         var configuration = Session.Configuration(trustStore: try pki.trustStore())
         configuration.policies = HostPolicySet([HostPolicy(patterns: [try HostPattern(parsing: "127.0.0.1")], policy: try rightPins())])
         let session = try Session(configuration)
@@ -172,8 +200,12 @@ struct RedirectAttackTests {
 
     @Test("Cross-host redirect: B receives none of the caller's headers but the safe list; all with keepsHeadersAcrossOrigins")
     func crossHostHeaders() async throws {
-        let a = try tlsServer(), b = try tlsServer("::1")
-        defer { a.stop(); b.stop() }
+        let a = try tlsServer()
+        let b = try tlsServer("::1")
+        defer {
+            a.stop()
+            b.stop()
+        }
         let session = try Session(Session.Configuration(trustStore: try pki.trustStore()))
         let stripped = await Self.send(session, a.redirect(302, to: "\(b.origin)/stripped"), headers: Self.callerHeaders)
         #expect(stripped.success?.statusCode == 200, "\(stripped)")
@@ -212,7 +244,10 @@ struct RedirectAttackTests {
     func requestCommandInsecureRedirect() throws {
         let a = try tlsServer()
         let plain = try RecordingServer(directory: pki.directory)
-        defer { a.stop(); plain.stop() }
+        defer {
+            a.stop()
+            plain.stop()
+        }
         let pins = try pki.chain(["inter"]).map { "--pin=\($0.spkiPin)" }
         let url = a.redirect(307, to: "\(plain.origin)/collect")
         let refused = try request(pins + ["-d", "card=4111", "-H", "Authorization: Bearer secret", url])
@@ -228,8 +263,12 @@ struct RedirectAttackTests {
 
     @Test("pinpath request: a cross-host redirect drops the caller's headers but the safe list; --location-trusted keeps them")
     func requestCommandHeaders() throws {
-        let a = try tlsServer(), b = try tlsServer("::1")
-        defer { a.stop(); b.stop() }
+        let a = try tlsServer()
+        let b = try tlsServer("::1")
+        defer {
+            a.stop()
+            b.stop()
+        }
         let headers = Self.callerHeaders.flatMap { ["-H", "\($0.name): \($0.value)"] }
         let stripped = try request(headers + [a.redirect(302, to: "\(b.origin)/stripped")])
         #expect(stripped.status == 0, "\(stripped.stderr)")

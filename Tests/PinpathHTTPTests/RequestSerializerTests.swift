@@ -30,9 +30,12 @@ struct RequestSerializerTests {
             Placement(method: .get, url: "http://h/p#frag", parameters: ["a": "1"], expectedURL: "http://h/p?a=1#frag"),
             Placement(method: .get, url: "http://h/p", parameters: [:], expectedURL: "http://h/p"),
             Placement(method: .get, url: "http://h/p?x=0", parameters: nil, expectedURL: "http://h/p?x=0"),
-            Placement(method: .post, url: "http://h/p", parameters: ["b": "2", "a": "1 &"], expectedURL: "http://h/p", expectedBody: "a=1%20%26&b=2"),
+            Placement(
+                method: .post, url: "http://h/p", parameters: ["b": "2", "a": "1 &"], expectedURL: "http://h/p",
+                expectedBody: "a=1%20%26&b=2"),
             Placement(method: .put, url: "http://h/p?x=0", parameters: ["a": "1"], expectedURL: "http://h/p?x=0", expectedBody: "a=1"),
-            Placement(method: .patch, url: "http://h/p", parameters: ["a": ["b": "c"]], expectedURL: "http://h/p", expectedBody: "a%5Bb%5D=c"),
+            Placement(
+                method: .patch, url: "http://h/p", parameters: ["a": ["b": "c"]], expectedURL: "http://h/p", expectedBody: "a%5Bb%5D=c"),
             Placement(method: "options", url: "http://h/p", parameters: ["a": "1"], expectedURL: "http://h/p", expectedBody: "a=1"),
             Placement(method: .post, url: "http://h/p", parameters: nil, expectedURL: "http://h/p", expectedBody: ""),
         ])
@@ -74,14 +77,16 @@ struct RequestSerializerTests {
         #expect(Self.bodyText(form) == "a=1&b")
         #expect(form.headers["Content-Type"] == "application/x-www-form-urlencoded")
         #expect(form.headers["Content-Length"] == "5")
-        let text = try serializer.request(.put, "http://h/p", body: [0xFF], contentType: "application/octet-stream", headers: ["content-type": "image/png"])
+        let text = try serializer.request(
+            .put, "http://h/p", body: [0xFF], contentType: "application/octet-stream", headers: ["content-type": "image/png"])
         #expect(text.headers["Content-Type"] == "image/png")
         #expect(throws: HTTPError.self) { try serializer.request(.post, "http://h/p", body: [], contentType: "text/plain\nX: 1") }
     }
 
     @Test("The base URL is used for relative paths")
     func baseURL() throws {
-        let request = try JSONRequestSerializer().request(.get, "get", relativeTo: URL(string: "http://127.0.0.1:8080/api"), parameters: ["a": 1])
+        let request = try JSONRequestSerializer().request(
+            .get, "get", relativeTo: URL(string: "http://127.0.0.1:8080/api"), parameters: ["a": 1])
         #expect(request.url.absoluteString == "http://127.0.0.1:8080/api/get?a=1")
     }
 
@@ -91,7 +96,9 @@ struct RequestSerializerTests {
     func headerInjection(name: String, value: String) {
         let headers: HTTPHeaders = [name: value]
         for serializer in [HTTPRequestSerializer(), JSONRequestSerializer()] as [any RequestSerializer] {
-            let error = #expect(throws: HTTPError.self) { try serializer.request(.post, "http://h/", parameters: ["a": 1], headers: headers) }
+            let error = #expect(throws: HTTPError.self) {
+                try serializer.request(.post, "http://h/", parameters: ["a": 1], headers: headers)
+            }
             #expect(error?.code == .invalidHeader)
         }
     }
@@ -166,7 +173,8 @@ struct RequestSerializerTests {
             ("{\"a\": tru}", "line 1, column 7"), ("[1,2", "line 1, column 5"), ("[1,]", "line 1, column 4"),
             ("{\"a\":1,}", "line 1, column 8"), ("{\n  \"a\": 1\n  \"b\": 2}", "line 3, column 3"), ("", "line 1, column 1"),
             ("01", "line 1, column 1"), ("{a:1}", "line 1, column 2"), ("[1] x", "line 1, column 5"), ("NaN", "line 1, column 1"),
-            ("\"a\tb\"", "line 1, column 3"), ("\"\\ud800\"", "line 1, column 2"), ("\"\\x\"", "line 1, column 3"), ("1e400", "line 1, column 1"),
+            ("\"a\tb\"", "line 1, column 3"), ("\"\\ud800\"", "line 1, column 2"), ("\"\\x\"", "line 1, column 3"),
+            ("1e400", "line 1, column 1"),
             ("[1.]", "line 1, column 4"), ("-", "line 1, column 2"), ("\"abc", "line 1, column 1"),
             (String(repeating: "[", count: 513), "nested deeper than 512"),
         ])

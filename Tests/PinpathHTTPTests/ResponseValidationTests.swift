@@ -77,7 +77,9 @@ struct ResponseValidationTests {
         #expect(try JSONResponseDecoder().decode([String: Int].self, from: Self.response(200, "application/json", body)) == nil)
     }
 
-    @Test("Invalid JSON is invalidResponse with the position, carrying the response", arguments: ["{\"a\":", "<html>", "[1,]", "{\"a\":1} {}"])
+    @Test(
+        "Invalid JSON is invalidResponse with the position, carrying the response",
+        arguments: ["{\"a\":", "<html>", "[1,]", "{\"a\":1} {}"])
     func invalidJSON(body: String) {
         let response = Self.response(200, "application/json", body)
         let error = #expect(throws: HTTPError.self) { try JSONResponseDecoder().decode(response) }
@@ -134,7 +136,10 @@ struct ResponseValidationTests {
     func numbers() throws {
         let value = try JSONResponseDecoder().decode(Self.response(200, "application/json", "[1, -0, 1.0, 2e3, 99999999999999999999]"))
         #expect(value == [1, 0, 1.0, 2000.0, 1e20])
-        guard case .array(let elements)? = value else { Issue.record("not an array"); return }
+        guard case .array(let elements)? = value else {
+            Issue.record("not an array")
+            return
+        }
         #expect(elements.map { if case .int = $0 { true } else { false } } == [true, true, false, false, false])
     }
 }

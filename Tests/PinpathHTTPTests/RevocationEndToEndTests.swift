@@ -60,17 +60,39 @@ struct RevocationEndToEndTests {
     }
 
     static let refusals = [
-        Refusal(name: "revoked staple (TLS 1.3), stapled", leaf: "revoked", staple: "revoked.ocsp", revocation: .stapled, reason: "revoked", messagePart: "says it was revoked"),
-        Refusal(name: "revoked staple (TLS 1.2), stapled", leaf: "revoked", staple: "revoked.ocsp", revocation: .stapled, tls12: true, reason: "revoked", messagePart: "says it was revoked"),
-        Refusal(name: "revoked staple, require_stapled", leaf: "revoked", staple: "revoked.ocsp", revocation: .requireStapled, reason: "revoked", messagePart: "says it was revoked"),
-        Refusal(name: "no staple, require_stapled", leaf: "good", staple: nil, revocation: .requireStapled, reason: "ocsp_staple_missing", messagePart: "the policy requires one (revocation: require_stapled)"),
-        Refusal(name: "must-staple leaf without staple, revocation none", leaf: "muststaple", staple: nil, revocation: .none, reason: "ocsp_staple_missing", messagePart: "is must-staple"),
-        Refusal(name: "must-staple leaf without staple (TLS 1.2), stapled", leaf: "muststaple", staple: nil, revocation: .stapled, tls12: true, reason: "ocsp_staple_missing", messagePart: "is must-staple"),
-        Refusal(name: "forged 'good' staple for a revoked leaf, signed by an undelegated responder", leaf: "revoked", staple: "forged-good.ocsp", revocation: .stapled, reason: "ocsp_staple_invalid", messagePart: "signature is not the issuer's"),
-        Refusal(name: "another certificate's good staple replayed for a revoked leaf", leaf: "revoked", staple: "good.ocsp", revocation: .stapled, reason: "ocsp_staple_invalid", messagePart: "is not about CN=valid.test"),
-        Refusal(name: "revoked leaf by CRL", leaf: "revoked", staple: nil, revocation: .none, crls: ["all"], reason: "revoked", messagePart: "certificate revoked at depth 0"),
-        Refusal(name: "no CRL from the leaf's issuer", leaf: "good", staple: nil, revocation: .none, crls: ["rootonly"], reason: "crl_missing", messagePart: "unable to get certificate CRL"),
-        Refusal(name: "stale CRL", leaf: "good", staple: nil, revocation: .none, crls: ["root", "inter-stale"], reason: "crl_stale", messagePart: "CRL has expired"),
+        Refusal(
+            name: "revoked staple (TLS 1.3), stapled", leaf: "revoked", staple: "revoked.ocsp", revocation: .stapled, reason: "revoked",
+            messagePart: "says it was revoked"),
+        Refusal(
+            name: "revoked staple (TLS 1.2), stapled", leaf: "revoked", staple: "revoked.ocsp", revocation: .stapled, tls12: true,
+            reason: "revoked", messagePart: "says it was revoked"),
+        Refusal(
+            name: "revoked staple, require_stapled", leaf: "revoked", staple: "revoked.ocsp", revocation: .requireStapled,
+            reason: "revoked", messagePart: "says it was revoked"),
+        Refusal(
+            name: "no staple, require_stapled", leaf: "good", staple: nil, revocation: .requireStapled, reason: "ocsp_staple_missing",
+            messagePart: "the policy requires one (revocation: require_stapled)"),
+        Refusal(
+            name: "must-staple leaf without staple, revocation none", leaf: "muststaple", staple: nil, revocation: .none,
+            reason: "ocsp_staple_missing", messagePart: "is must-staple"),
+        Refusal(
+            name: "must-staple leaf without staple (TLS 1.2), stapled", leaf: "muststaple", staple: nil, revocation: .stapled, tls12: true,
+            reason: "ocsp_staple_missing", messagePart: "is must-staple"),
+        Refusal(
+            name: "forged 'good' staple for a revoked leaf, signed by an undelegated responder", leaf: "revoked",
+            staple: "forged-good.ocsp", revocation: .stapled, reason: "ocsp_staple_invalid", messagePart: "signature is not the issuer's"),
+        Refusal(
+            name: "another certificate's good staple replayed for a revoked leaf", leaf: "revoked", staple: "good.ocsp",
+            revocation: .stapled, reason: "ocsp_staple_invalid", messagePart: "is not about CN=valid.test"),
+        Refusal(
+            name: "revoked leaf by CRL", leaf: "revoked", staple: nil, revocation: .none, crls: ["all"], reason: "revoked",
+            messagePart: "certificate revoked at depth 0"),
+        Refusal(
+            name: "no CRL from the leaf's issuer", leaf: "good", staple: nil, revocation: .none, crls: ["rootonly"], reason: "crl_missing",
+            messagePart: "unable to get certificate CRL"),
+        Refusal(
+            name: "stale CRL", leaf: "good", staple: nil, revocation: .none, crls: ["root", "inter-stale"], reason: "crl_stale",
+            messagePart: "CRL has expired"),
     ]
 
     // MARK: Session
@@ -91,9 +113,16 @@ struct RevocationEndToEndTests {
         #expect(Self.requests(in: transcript).isEmpty, "the server received: \(Self.requests(in: transcript))")
     }
 
-    @Test("Session: a good staple passes under every mode and is recorded (status, responder, validity); a revoked one is only recorded under none")
+    @Test(
+        """
+        Session: a good staple passes under every mode and is recorded (status, responder, validity); a revoked one is only \
+        recorded under none
+        """
+    )
     func sessionAccepts() async throws {
-        for (leaf, staple, issuerSigned) in [("good", "good.ocsp", false), ("good", "good-by-inter.ocsp", true), ("muststaple", "muststaple.ocsp", false)] {
+        for (leaf, staple, issuerSigned) in [
+            ("good", "good.ocsp", false), ("good", "good-by-inter.ocsp", true), ("muststaple", "muststaple.ocsp", false),
+        ] {
             let (server, _) = try server(leaf, staple: staple, www: true)
             defer { server.stop() }
             for mode in RevocationMode.allCases {
@@ -138,7 +167,12 @@ struct RevocationEndToEndTests {
         #expect(Self.requests(in: transcript).isEmpty, "the server received: \(Self.requests(in: transcript))")
     }
 
-    @Test("pinpath request: a good chain with current CRLs and a good staple exits 0 (--json names the staple's status); a CRL file that is not one exits 64 naming it")
+    @Test(
+        """
+        pinpath request: a good chain with current CRLs and a good staple exits 0 (--json names the staple's status); a CRL file \
+        that is not one exits 64 naming it
+        """
+    )
     func requestCommandAccepts() throws {
         let (server, _) = try server("good", staple: "good.ocsp", www: true)
         defer { server.stop() }
@@ -158,7 +192,12 @@ struct RevocationEndToEndTests {
 
     // MARK: pinpath run --once
 
-    @Test("pinpath run --once: crl_files and revocation refuse revoked servers with the reason in the probe's message; the OCSP status gauge is written")
+    @Test(
+        """
+        pinpath run --once: crl_files and revocation refuse revoked servers with the reason in the probe's message; the OCSP \
+        status gauge is written
+        """
+    )
     func agent() throws {
         let (revokedByCRL, transcriptCRL) = try server("revoked")
         defer { revokedByCRL.stop() }
@@ -173,28 +212,29 @@ struct RevocationEndToEndTests {
         func endpoint(_ name: String, _ port: UInt16, _ policy: String) -> String {
             "  - { name: \(name), url: \"https://127.0.0.1:\(port)/\", policy: \(policy), timeout: \(TestTime.yamlSeconds(5)) }\n"
         }
-        try ("""
-            events: { output: stdout, probes: all }
-            metrics: { textfile: \(metrics) }
-            policies:
-              crl:
-                mode: none
-                ca_file: \(pki.file("root.pem"))
-                crl_files: [\(pki.file("all.crl"))]
-              stapled:
-                mode: none
-                ca_file: \(pki.file("root.pem"))
-                revocation: stapled
-              required:
-                mode: none
-                ca_file: \(pki.file("root.pem"))
-                revocation: require_stapled
-            endpoints:
+        try
+            ("""
+        events: { output: stdout, probes: all }
+        metrics: { textfile: \(metrics) }
+        policies:
+          crl:
+            mode: none
+            ca_file: \(pki.file("root.pem"))
+            crl_files: [\(pki.file("all.crl"))]
+          stapled:
+            mode: none
+            ca_file: \(pki.file("root.pem"))
+            revocation: stapled
+          required:
+            mode: none
+            ca_file: \(pki.file("root.pem"))
+            revocation: require_stapled
+        endpoints:
 
-            """
+        """
             + endpoint("revoked-by-crl", revokedByCRL.port, "crl") + endpoint("revoked-staple", revokedStaple.port, "stapled")
-            + endpoint("missing-staple", missing.port, "required") + endpoint("good-staple", goodStaple.port, "required")
-        ).write(toFile: configuration, atomically: true, encoding: .utf8)
+            + endpoint("missing-staple", missing.port, "required") + endpoint("good-staple", goodStaple.port, "required")).write(
+                toFile: configuration, atomically: true, encoding: .utf8)
         let run = try Shell.run([Shell.pinpath, "run", "--once", "--config", configuration])
         var probes: [String: [String: Any]] = [:]
         for line in run.stdout.split(separator: "\n") {
@@ -247,7 +287,9 @@ struct RevocationEndToEndTests {
         let shown = try Shell.run([Shell.pinpath, "audit", "127.0.0.1:\(good.port)", "--ca-file", root])
         #expect(shown.status == 0, "\(shown.stdout)\(shown.stderr)")
         #expect(shown.stdout.contains("ocsp       good from CN=Revocation Test OCSP Responder, valid "), "\(shown.stdout)")
-        let json = try Shell.run([Shell.pinpath, "audit", "127.0.0.1:\(good.port)", "--ca-file", root, "--json", "--crl", pki.file("all.crl")])
+        let json = try Shell.run([
+            Shell.pinpath, "audit", "127.0.0.1:\(good.port)", "--ca-file", root, "--json", "--crl", pki.file("all.crl"),
+        ])
         #expect(json.status == 0, "\(json.stdout)\(json.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         let staple = try #require(object["ocsp_staple"] as? [String: Any], "\(json.stdout)")

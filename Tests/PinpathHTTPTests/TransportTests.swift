@@ -130,7 +130,8 @@ struct TransportTests {
     func shutdown() async throws {
         let silent = try SilentServer()
         defer { silent.stop() }
-        let session = try session(), port = silent.port
+        let session = try session()
+        let port = silent.port
         /// A GET with a 60 s timeout, far longer than the test waits: only the shutdown can end it early.
         @Sendable func hangingRequest() async throws -> HTTPResponse {
             var options = RequestOptions()

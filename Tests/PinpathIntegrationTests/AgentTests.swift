@@ -44,7 +44,8 @@ struct AgentTests {
     /// A TLS server for valid.test in the gateway namespace, at 198.51.100.7:4433.
     func startServer(_ network: TestNetwork, leaf: String, chain: [String]) throws -> pid_t {
         let chainFile = "\(pki.directory)/agent-chain-\(leaf).pem"
-        try chain.map { try String(contentsOfFile: pki.path($0), encoding: .utf8) }.joined().write(toFile: chainFile, atomically: true, encoding: .utf8)
+        try chain.map { try String(contentsOfFile: pki.path($0), encoding: .utf8) }.joined().write(
+            toFile: chainFile, atomically: true, encoding: .utf8)
         let pid = try Shell.spawn([
             "ip", "netns", "exec", network.gateway, "openssl", "s_server", "-accept", "\(Self.serverAddress):\(Self.port)",
             "-cert", pki.path(leaf), "-key", pki.path(leaf, "key"), "-cert_chain", chainFile, "-www", "-quiet",
@@ -87,7 +88,8 @@ struct AgentTests {
 
         let directory = "\(pki.directory)/agent-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let config = "\(directory)/pinpath.yaml", metrics = "\(directory)/pinpath.prom"
+        let config = "\(directory)/pinpath.yaml"
+        let metrics = "\(directory)/pinpath.prom"
         try configuration(metrics: metrics).write(toFile: config, atomically: true, encoding: .utf8)
         var server = try startServer(network, leaf: "valid", chain: ["inter"])
         defer { Shell.kill(server) }
@@ -116,7 +118,9 @@ struct AgentTests {
         #expect((failure["known-pins"] as? [String])?.count == 2)
         #expect((failure["served-certificate-chain"] as? [String])?.first?.hasPrefix("-----BEGIN CERTIFICATE-----") == true)
         let probesBefore = events.of("probe.completed").count
-        _ = try await events.wait(for: "probe.completed", after: events.all.count) { _ in events.of("probe.completed").count >= probesBefore + 3 }
+        _ = try await events.wait(for: "probe.completed", after: events.all.count) { _ in
+            events.of("probe.completed").count >= probesBefore + 3
+        }
         #expect(events.of("pin.failure").count == 1, "identical reports are suppressed")
         Shell.kill(server)
         server = try startServer(network, leaf: "valid", chain: ["inter"])
@@ -128,7 +132,9 @@ struct AgentTests {
         try await events.wait(for: "reachability.changed", after: mark) { $0["status"] as? String == "not_reachable" }
         let unreachable = try await events.wait(for: "endpoint.state_changed", after: mark, events.state("unreachable"))
         #expect(unreachable["previous_state"] as? String == "up")
-        #expect(events.all.dropFirst(mark).filter { $0["event"] as? String == "endpoint.state_changed" && $0["state"] as? String == "down" }.isEmpty)
+        #expect(
+            events.all.dropFirst(mark).filter { $0["event"] as? String == "endpoint.state_changed" && $0["state"] as? String == "down" }
+                .isEmpty)
         mark = events.all.count
         let restored = ContinuousClock.now
         try network.ip(network.host, "link set pa0 up")
@@ -162,13 +168,14 @@ struct AgentTests {
         defer { network.remove() }
         let directory = "\(pki.directory)/agent-closed-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let config = "\(directory)/pinpath.yaml", metrics = "\(directory)/pinpath.prom"
+        let config = "\(directory)/pinpath.yaml"
+        let metrics = "\(directory)/pinpath.prom"
         try """
-            events: { probes: all }
-            endpoints:
-              - { name: nothing-there, url: "http://\(TestNetwork.gatewayAddress):9/", interval: 1s, timeout: 500ms }
-            metrics: { textfile: \(metrics) }
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+        events: { probes: all }
+        endpoints:
+          - { name: nothing-there, url: "http://\(TestNetwork.gatewayAddress):9/", interval: 1s, timeout: 500ms }
+        metrics: { textfile: \(metrics) }
+        """.write(toFile: config, atomically: true, encoding: .utf8)
         var pipe: [Int32] = [0, 0]
         #expect(Glibc.pipe(&pipe) == 0)
         close(pipe[0])  // the reader is gone before the agent writes a line
@@ -187,7 +194,8 @@ struct AgentTests {
     func notifications() async throws {
         let directory = "\(pki.directory)/agent-notify-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let config = "\(directory)/pinpath.yaml", socketPath = "\(directory)/notify.sock"
+        let config = "\(directory)/pinpath.yaml"
+        let socketPath = "\(directory)/notify.sock"
         try "endpoints:\n  - { name: closed, url: \"http://127.0.0.1:9/\", interval: 1s, timeout: 500ms }\n".write(
             toFile: config, atomically: true, encoding: .utf8)
         let listener = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)

@@ -57,8 +57,9 @@ struct CLITests {
         #expect(text.stdout.hasPrefix("status:     reachable via pa0 (other)\n"))
     }
 
-    @Test("watch --json writes the initial state, then one line per change; SIGINT exits 0",
-          .enabled(if: Capability.namespaces, Capability.reason))
+    @Test(
+        "watch --json writes the initial state, then one line per change; SIGINT exits 0",
+        .enabled(if: Capability.namespaces, Capability.reason))
     func watchJSON() async throws {
         let network = try TestNetwork()
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("pinpath-watch-\(getpid()).jsonl")
@@ -90,7 +91,10 @@ struct CLITests {
         #expect(events.count == 6)
         #expect(events.map { $0["seq"] as? Int } == Array(1...6))
         #expect(events.allSatisfy { $0["schema"] as? String == "pinpath/1" })
-        #expect(events.allSatisfy { ($0["time"] as? String)?.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$"#, options: .regularExpression) != nil })
+        #expect(
+            events.allSatisfy {
+                ($0["time"] as? String)?.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$"#, options: .regularExpression) != nil
+            })
         let paths = events.filter { $0["event"] as? String == "reachability.changed" }
         #expect(paths.map { $0["reason"] as? String } == ["initial", "carrier_lost", "carrier_gained"])
         #expect(paths.map { $0["status"] as? String } == ["reachable", "not_reachable", "reachable"])
@@ -119,17 +123,19 @@ struct CLITests {
         #expect(read(fds[0], &buffer, buffer.count) > 0, "the initial line arrives")
         close(fds[0])
         try network.ip(network.gateway, "link set pb0 down")
-        #expect(try await eventually {
-            var raw: Int32 = 0
-            guard waitpid(pid, &raw, WNOHANG) == pid else { return false }
-            status = (raw >> 8) & 0xff
-            return true
-        })
+        #expect(
+            try await eventually {
+                var raw: Int32 = 0
+                guard waitpid(pid, &raw, WNOHANG) == pid else { return false }
+                status = (raw >> 8) & 0xff
+                return true
+            })
         #expect(status == 0)
     }
 
-    @Test("SIGTERM ends watch within its grace period even when the reader stopped reading",
-          .enabled(if: Capability.namespaces, Capability.reason))
+    @Test(
+        "SIGTERM ends watch within its grace period even when the reader stopped reading",
+        .enabled(if: Capability.namespaces, Capability.reason))
     func stalledReader() async throws {
         let network = try TestNetwork()
         var fds: [Int32] = [0, 0]

@@ -78,7 +78,10 @@ struct GateTests {
         let descriptor = open(output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         defer { unlink(output) }
         let waiting = try Shell.spawn(
-            ["ip", "netns", "exec", network.host, Shell.pinpath, "request", "http://\(Self.server):\(Self.port)/", "--wait-for-connectivity", "15"],
+            [
+                "ip", "netns", "exec", network.host, Shell.pinpath, "request", "http://\(Self.server):\(Self.port)/",
+                "--wait-for-connectivity", "15",
+            ],
             stdout: descriptor)
         close(descriptor)
         try await Task.sleep(for: .milliseconds(500))

@@ -1,6 +1,6 @@
 import Foundation
-import PinpathTestSupport
 import PinpathReachability
+import PinpathTestSupport
 import Synchronization
 import Testing
 
@@ -146,9 +146,10 @@ struct MonitorTests {
         try network.spawn(in: network.host, ["python3", "-c", TunHolder.script, "tun0"])
         #expect(try await eventually { (try? network.json(network.host, "link show dev tun0"))?.isEmpty == false })
         try network.batch(network.host, "addr add 10.200.0.2/32 dev tun0\nlink set tun0 up\nroute add default dev tun0 table 51820")
-        #expect(try await eventually {
-            monitor.currentPath.interfaces.first { $0.name == "tun0" }.map { $0.hasCarrier && !$0.addresses.isEmpty } == true
-        })
+        #expect(
+            try await eventually {
+                monitor.currentPath.interfaces.first { $0.name == "tun0" }.map { $0.hasCarrier && !$0.addresses.isEmpty } == true
+            })
         #expect(monitor.currentPath.primaryInterface?.name == "pa0", "a default route in another table changes nothing yet")
         #expect(recorder.pathChanges.count == 1)
 
@@ -278,10 +279,11 @@ struct MonitorTests {
         func kernelAddresses() throws -> Set<String> {
             let links = try network.json(network.host, "addr show dev pa0")
             let info = links.first?["addr_info"] as? [[String: Any]] ?? []
-            return Set(info.compactMap { entry in
-                guard let local = entry["local"] as? String, let prefix = entry["prefixlen"] as? Int else { return nil }
-                return entry["tentative"] == nil && entry["dadfailed"] == nil ? "\(local)/\(prefix)" : nil
-            })
+            return Set(
+                info.compactMap { entry in
+                    guard let local = entry["local"] as? String, let prefix = entry["prefixlen"] as? Int else { return nil }
+                    return entry["tentative"] == nil && entry["dadfailed"] == nil ? "\(local)/\(prefix)" : nil
+                })
         }
         func monitorAddresses() -> Set<String> {
             Set(monitor.currentPath.interfaces.first { $0.name == "pa0" }?.addresses.map(\.description) ?? [])
@@ -361,7 +363,8 @@ struct MonitorTests {
     func changeHandlers() async throws {
         let network = try TestNetwork()
         let monitor = try await start(network)
-        let removed = EventBox(), stopping = EventBox()
+        let removed = EventBox()
+        let stopping = EventBox()
         monitor.removeChangeHandler(monitor.onChange { removed.append($0) })
         monitor.onChange { event in
             stopping.append(event)

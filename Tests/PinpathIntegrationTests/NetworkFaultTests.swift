@@ -72,7 +72,8 @@ struct NetworkFaultTests {
             }
             return agreedAfter.count == monitors.count + 1
         }
-        #expect(agreed, "\(Self.settleTimeout) after the storm, still different from the kernel: \(differences.filter { !$0.value.isEmpty })")
+        #expect(
+            agreed, "\(Self.settleTimeout) after the storm, still different from the kernel: \(differences.filter { !$0.value.isEmpty })")
 
         // The monitors: still equal a moment later, their event streams sound.
         for recorded in monitors {
@@ -106,7 +107,8 @@ struct NetworkFaultTests {
         #expect(kernel.differences(from: recorded.monitor.currentPath) == [], "\(recorded.label)")
 
         #expect(try await eventually { recorded.streamedEvents.count == recorded.handledEvents.count })
-        let streamed = recorded.streamedEvents, handled = recorded.handledEvents
+        let streamed = recorded.streamedEvents
+        let handled = recorded.handledEvents
         #expect(streamed == handled, "\(recorded.label): the stream and the change handler got the same events in the same order")
         let (violations, counts) = EventStreamAudit.check(streamed, targets: Self.targets)
         #expect(violations.isEmpty, "\(recorded.label): \(violations.prefix(20))")

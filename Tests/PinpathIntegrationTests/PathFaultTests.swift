@@ -48,7 +48,8 @@ struct PathFaultTests {
 
         let directory = "\(TestPKI.shared.directory)/pathfault-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let config = "\(directory)/pinpath.yaml", output = "\(directory)/events.jsonl"
+        let config = "\(directory)/pinpath.yaml"
+        let output = "\(directory)/events.jsonl"
         let endpoints = Self.cases.map { "  - { name: \($0.name), url: \"http://\($0.address):\(Self.port)/\", timeout: 2s }" }
         try "events: { output: stdout, probes: all }\nendpoints:\n\(endpoints.joined(separator: "\n"))\n"
             .write(toFile: config, atomically: true, encoding: .utf8)
@@ -56,7 +57,8 @@ struct PathFaultTests {
         for run in 1...3 {
             let descriptor = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             let started = ContinuousClock.now
-            let agent = try Shell.spawn(["ip", "netns", "exec", network.host, Shell.pinpath, "run", "--once", "--config", config], stdout: descriptor)
+            let agent = try Shell.spawn(
+                ["ip", "netns", "exec", network.host, Shell.pinpath, "run", "--once", "--config", config], stdout: descriptor)
             close(descriptor)
             let status = try await Shell.stop(agent, signal: 0, timeout: Self.timeout + .seconds(5))
             let elapsed = ContinuousClock.now - started

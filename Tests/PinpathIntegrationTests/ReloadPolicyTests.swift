@@ -29,7 +29,8 @@ struct ReloadPolicyTests {
     /// Waits for an event after the first `after` that satisfies `matching`.
     @discardableResult
     static func wait(
-        _ file: String, for type: String, after: Int = 0, timeout: Duration = .seconds(15), _ matching: ([String: Any]) -> Bool = { _ in true }
+        _ file: String, for type: String, after: Int = 0, timeout: Duration = .seconds(15),
+        _ matching: ([String: Any]) -> Bool = { _ in true }
     ) async throws -> [String: Any] {
         let deadline = ContinuousClock.now + timeout
         while true {
@@ -40,7 +41,12 @@ struct ReloadPolicyTests {
         throw ShellError(description: "no \(type) event within \(timeout); events: \(events(file).map { $0["event"] as? String ?? "?" })")
     }
 
-    @Test("Pins rotated under the same policy name: config.reloaded lists the endpoint as changed and the next probe is rejected; an unchanged reload changes nothing")
+    @Test(
+        """
+        Pins rotated under the same policy name: config.reloaded lists the endpoint as changed and the next probe is rejected; an \
+        unchanged reload changes nothing
+        """
+    )
     func pinRevocation() async throws {
         let server = try TLSServer(certificate: pki.path("ip"), key: pki.path("ip", "key"), chain: [pki.path("inter")], in: pki.directory)
         defer { server.stop() }

@@ -7,11 +7,12 @@ import Testing
 struct SchedulingLoopTests {
     @Test("After reloads (SIGHUP wakes the loop early) the agent is idle between probes, not spinning")
     func idleAfterReload() async throws {
-        let agent = try AgentProcess(configuration: """
-            events: { probes: all }
-            endpoints:
-              - { name: refused, url: "http://127.0.0.1:9/", interval: 1s, timeout: 500ms }
-            """)
+        let agent = try AgentProcess(
+            configuration: """
+                events: { probes: all }
+                endpoints:
+                  - { name: refused, url: "http://127.0.0.1:9/", interval: 1s, timeout: 500ms }
+                """)
         try agent.start()
         try await Task.sleep(for: .seconds(2))
         for _ in 0..<3 {

@@ -32,7 +32,9 @@ struct SinkFaultTests {
         /// The agent's configuration: `endpoints` endpoints probed every second, each probe refused at once and
         /// each written as a `probe.completed` line of about 450 bytes.
         func configure(endpoints: Int, events: String) throws -> AgentProcess {
-            let list = (0..<endpoints).map { "  - { name: e\($0), url: \"http://127.0.0.1:\(refused.port)/\($0)\", interval: 1s, timeout: 1s }\n" }
+            let list = (0..<endpoints).map {
+                "  - { name: e\($0), url: \"http://127.0.0.1:\(refused.port)/\($0)\", interval: 1s, timeout: 1s }\n"
+            }
             let process = try AgentProcess(
                 configuration: "events: \(events)\nmetrics: { textfile: \(directory)/pinpath.prom }\nendpoints:\n\(list.joined())",
                 directory: directory)
@@ -72,7 +74,11 @@ struct SinkFaultTests {
         init(_ data: Data) {
             let text = String(decoding: data, as: UTF8.self)
             var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-            if let last = lines.last, last.isEmpty { lines.removeLast() } else if let last = lines.popLast() { invalid.append("no newline: \(last)") }
+            if let last = lines.last, last.isEmpty {
+                lines.removeLast()
+            } else if let last = lines.popLast() {
+                invalid.append("no newline: \(last)")
+            }
             for line in lines {
                 if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], object["seq"] is Int {
                     events.append(object)
@@ -99,7 +105,9 @@ struct SinkFaultTests {
         }
     }
 
-    static func descriptorCount(_ pid: pid_t) -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1 }
+    static func descriptorCount(_ pid: pid_t) -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
+    }
 
     @Test("Standard output's reader goes away mid-run: the agent keeps probing, counts the drops, exits 0")
     func readerGoesAway() async throws {
@@ -140,7 +148,12 @@ struct SinkFaultTests {
         let started = ContinuousClock.now
         // Probes in flight get 2 s, the writer 2 s more to drain; it is left blocked and the process exits.
         let status = try await agent.stop(timeout: .seconds(10))
-        print("with a reader that stopped reading, the agent exited \(String(describing: status)) \(ContinuousClock.now - started) after SIGTERM")
+        print(
+            """
+            with a reader that stopped reading, the agent exited \(String(describing: status)) \(ContinuousClock.now - started) \
+            after SIGTERM
+            """
+        )
         #expect(status == 0, "exit \(String(describing: status)): \(agent.stderr)")
         _ = fcntl(reader, F_SETFL, O_NONBLOCK)
         var received = Data()
@@ -200,7 +213,8 @@ struct SinkFaultTests {
         let scene = try Scene()
         // 40 KiB free and files of 32 KiB: the second file fills the disk before it is due to rotate.
         let (mountPoint, filler) = try scene.mountFullFileSystem(free: 40 << 10)
-        let events = "\(mountPoint)/events.jsonl", rotated = events + ".1"
+        let events = "\(mountPoint)/events.jsonl"
+        let rotated = events + ".1"
         let agent = try scene.configure(endpoints: 30, events: "{ output: \(events), probes: all, max_size: 32KiB, keep: 1 }")
         try agent.start()
         try await Self.wait("lines dropped for a full disk") { (scene.droppedInMetrics ?? 0) >= 30 }
@@ -228,14 +242,20 @@ struct SinkFaultTests {
             #expect(size > 0 && size <= 32 << 10, "\(path): \(size) bytes")
         }
         let stopping = try #require(parts[1].of("agent.stopping").first)
-        print("rotation on a full file system: \(stopping["events_dropped"] ?? "?") dropped, seq \(seqs.first!)–\(seqs.last!) kept in two files")
+        print(
+            """
+            rotation on a full file system: \(stopping["events_dropped"] ?? "?") dropped, seq \(seqs.first!)–\(seqs.last!) kept in \
+            two files
+            """
+        )
         #expect((stopping["events_dropped"] as? Int ?? 0) > 0)
     }
 
     @Test("The events file renamed (logrotate), then deleted, under the running agent: no line lost or cut, SIGUSR1 reopens")
     func renamedAndDeleted() async throws {
         let scene = try Scene()
-        let events = "\(scene.directory)/events.jsonl", rotated = events + ".1"
+        let events = "\(scene.directory)/events.jsonl"
+        let rotated = events + ".1"
         let agent = try scene.configure(endpoints: 100, events: "{ output: \(events), probes: all }")
         try agent.start()
         try await Self.wait("100 lines") { Lines(file: events).events.count >= 100 }
@@ -299,10 +319,16 @@ struct SinkFaultTests {
             #expect(part.seqs == part.seqs.sorted(), "\(name): lines out of order")
         }
         let seqs = parts.flatMap(\.seqs)
-        print("reopen storm: \(seqs.count) lines in \(parts.count) files (\(parts.map(\.events.count))); descriptors \(descriptorsBefore) before, \(descriptorsAfter) after")
+        print(
+            """
+            reopen storm: \(seqs.count) lines in \(parts.count) files (\(parts.map(\.events.count))); descriptors \
+            \(descriptorsBefore) before, \(descriptorsAfter) after
+            """
+        )
         #expect(seqs == Array(1...seqs.count), "every line once, in order, across the files")
         #expect(parts.last?.of("agent.stopping").first?["events_dropped"] as? Int == 0)
         // Each reopen closes the file it replaces. (The count moves with probes in flight: refused at once here.)
-        #expect(abs(descriptorsAfter - descriptorsBefore) <= 3, "descriptors \(descriptorsBefore) before the storm, \(descriptorsAfter) after")
+        #expect(
+            abs(descriptorsAfter - descriptorsBefore) <= 3, "descriptors \(descriptorsBefore) before the storm, \(descriptorsAfter) after")
     }
 }

@@ -40,10 +40,14 @@ struct SoakTests {
         // endpoint has at most one probe in flight (fresh connection, no keep-alive). So never more than the
         // floor plus the number of endpoints; and the floor does not rise from the first quarter to the last
         // (2 of slack for endpoints whose probe happened to be in flight at every sample of a quarter).
-        let sockets = steady.map(\.sockets), floor = sockets.min()!
-        #expect(sockets.max()! <= floor + report.expected.count, "sockets after warm-up: \(floor)–\(sockets.max()!) for \(report.expected.count) endpoints")
+        let sockets = steady.map(\.sockets)
+        let floor = sockets.min()!
+        #expect(
+            sockets.max()! <= floor + report.expected.count,
+            "sockets after warm-up: \(floor)–\(sockets.max()!) for \(report.expected.count) endpoints")
         let quarters = report.steadyQuarters
-        let firstFloor = quarters.first.map(\.sockets).min()!, lastFloor = quarters.last.map(\.sockets).min()!
+        let firstFloor = quarters.first.map(\.sockets).min()!
+        let lastFloor = quarters.last.map(\.sockets).min()!
         #expect(lastFloor <= firstFloor + 2, "the socket floor rose from \(firstFloor) to \(lastFloor)")
 
         // Threads: a thread per probe or per reload would pass 64 within seconds at this probe rate.

@@ -34,7 +34,12 @@ do {
     let none = try SecurityPolicy(mode: .none)
     let check = try none.evaluate(servedChain: served, host: "valid.test", trustStore: store)
     guard check.failure == nil, check.verifiedChain.count == 3, let root = check.verifiedChain.last else {
-        fail("the chain does not verify to a root in \(arguments[3]) for valid.test: \(check.failure?.message ?? "only \(check.verifiedChain.count) certificates")")
+        fail(
+            """
+            the chain does not verify to a root in \(arguments[3]) for valid.test: \
+            \(check.failure?.message ?? "only \(check.verifiedChain.count) certificates")
+            """
+        )
     }
     let pinned = try SecurityPolicy(mode: .publicKey, pins: [root.spkiPin], requiresBackupPin: false)
 
@@ -61,7 +66,12 @@ do {
         sink &+= evaluation.verifiedChain.count
     }
     func format(_ value: Double) -> String { String(Double(Int(value * 100)) / 100) }
-    print("measure: iterations=\(iterations) spki_pin_us=\(format(pin)) evaluate_none_us=\(format(evaluateNone)) evaluate_pinned_us=\(format(evaluatePinned)) sink=\(sink % 10)")
+    print(
+        """
+        measure: iterations=\(iterations) spki_pin_us=\(format(pin)) evaluate_none_us=\(format(evaluateNone)) \
+        evaluate_pinned_us=\(format(evaluatePinned)) sink=\(sink % 10)
+        """
+    )
 } catch {
     fail("\(error)")
 }

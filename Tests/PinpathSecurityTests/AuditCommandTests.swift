@@ -32,10 +32,14 @@ struct AuditCommandTests {
         Case(name: "self-signed", served: ["selfsigned"], exit: 2, result: "chain_invalid", verifyError: 18),
         Case(name: "untrusted root", served: ["untrusted", "rogueroot"], exit: 2, result: "chain_invalid", verifyError: 19),
         Case(name: "incomplete chain", served: ["valid"], exit: 2, result: "chain_invalid", verifyError: 20),
-        Case(name: "SHA-1-signed intermediate", served: ["sha1leaf", "sha1inter"], exit: 2, result: "chain_invalid", verifyError: 68, weak: true),
+        Case(
+            name: "SHA-1-signed intermediate", served: ["sha1leaf", "sha1inter"], exit: 2, result: "chain_invalid", verifyError: 68,
+            weak: true),
         Case(name: "RSA-1024 leaf", served: ["rsa1024", "inter"], exit: 2, result: "chain_invalid", verifyError: 66, weak: true),
         // The webpki profile never takes the subject CN for the host name.
-        Case(name: "CN-only", served: ["cnonly", "inter"], serverName: "cnonly.test", exit: 2, result: "chain_invalid", rule: "webpki.san_required"),
+        Case(
+            name: "CN-only", served: ["cnonly", "inter"], serverName: "cnonly.test", exit: 2, result: "chain_invalid",
+            rule: "webpki.san_required"),
         Case(name: "IP SAN", served: ["ip", "inter"], serverName: "127.0.0.1", exit: 0, result: "trusted"),
         Case(name: "wildcard", served: ["wildcard", "inter"], serverName: "a.wild.test", exit: 0, result: "trusted"),
     ]
@@ -146,7 +150,8 @@ struct AuditCommandTests {
     func nothingListening() throws {
         let port = try TLSServer.freePort()
         for extra in [[], ["--json"]] {
-            let result = try Self.audit(["valid.test:\(port)", "--connect", "127.0.0.1:\(port)", "--ca-file", TestPKI.shared.path("store")] + extra)
+            let result = try Self.audit(
+                ["valid.test:\(port)", "--connect", "127.0.0.1:\(port)", "--ca-file", TestPKI.shared.path("store")] + extra)
             #expect(result.status == 3)
             #expect(result.stdout.contains("connection refused"), "\(result.stdout)")
             #expect(!(result.stdout + result.stderr).contains("sha256/"))
@@ -190,15 +195,18 @@ struct AuditCommandTests {
         #expect(objects.compactMap { $0["port"] as? Int } == [Int(valid.port), Int(expired.port), Int(valid.port)])
         #expect(objects.compactMap { $0["result"] as? String } == ["trusted", "chain_invalid", "trusted"])
         #expect(lines[0].hasPrefix("{\"host\":\"127.0.0.1\",\"port\":\(valid.port),\"server_name\":\"valid.test\","))
-        for key in ["host", "port", "server_name", "address", "result", "exit_code", "error", "verified_at", "protocol", "cipher",
-                    "served_chain", "verified_chain", "chain", "host_check", "pins", "failure"] {
+        for key in [
+            "host", "port", "server_name", "address", "result", "exit_code", "error", "verified_at", "protocol", "cipher",
+            "served_chain", "verified_chain", "chain", "host_check", "pins", "failure",
+        ] {
             #expect(objects[0][key] != nil, "missing \(key)")
         }
         let certificate = try #require((objects[0]["served_chain"] as? [[String: Any]])?.first)
-        #expect(Set(certificate.keys) == [
-            "depth", "subject", "issuer", "sans", "not_before", "not_after", "days_left", "key", "signature_algorithm", "pin",
-            "sha256_fingerprint",
-        ])
+        #expect(
+            Set(certificate.keys) == [
+                "depth", "subject", "issuer", "sans", "not_before", "not_after", "days_left", "key", "signature_algorithm", "pin",
+                "sha256_fingerprint",
+            ])
         #expect(certificate["sans"] as? [String] == ["DNS:valid.test", "DNS:www.valid.test"])
         #expect(certificate["not_after"] as? String == "2045-01-01T00:00:00Z")
 

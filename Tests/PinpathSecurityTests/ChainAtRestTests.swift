@@ -14,7 +14,8 @@ struct ChainAtRestTests {
         let valid = TLSAudit(chainAtRest: try pki.chain(["valid", "inter"]), file: "valid.pem", options: options)
         #expect(valid.outcome == .trusted)
         #expect(valid.chainFile == "valid.pem" && valid.address == nil && valid.protocolVersion == nil)
-        #expect(valid.evaluation?.verifiedChain.map(\.subject) == ["CN=valid.test", "CN=Pinpath Test Intermediate", "CN=Pinpath Test Root"])
+        #expect(
+            valid.evaluation?.verifiedChain.map(\.subject) == ["CN=valid.test", "CN=Pinpath Test Intermediate", "CN=Pinpath Test Root"])
 
         let wrongHost = TLSAudit(chainAtRest: try pki.chain(["wronghost", "inter"]), file: "w.pem", options: options)
         #expect(wrongHost.outcome == .hostMismatch)
@@ -36,7 +37,8 @@ struct ChainAtRestTests {
         let pki = TestPKI.shared
         let policy = try SecurityPolicy(mode: .none, maximumChainDepth: 5)
         let chain = try pki.chain(["valid", "inter"])
-        let plain = try policy.evaluate(servedChain: chain, host: "valid.test", port: 443, trustStore: try pki.trustStore(), verificationTime: nil)
+        let plain = try policy.evaluate(
+            servedChain: chain, host: "valid.test", port: 443, trustStore: try pki.trustStore(), verificationTime: nil)
         #expect(plain.verdict == .trusted)
         #expect(plain.policy.profile == .webpki && plain.policy.maximumChainDepth == 5)
         let overridden = try policy.evaluate(

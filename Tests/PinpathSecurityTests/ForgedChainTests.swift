@@ -22,25 +22,39 @@ struct ForgedChainTests {
     }
 
     static let attacks: [Attack] = [
-        Attack(name: "forged leaf naming an untrusted pinned CA, then that CA", served: ["forged-private", "privateca"], pinned: "privateca"),
-        Attack(name: "forged leaf naming the trusted pinned intermediate, then it", served: ["forged-inter", "pki:inter"], pinned: "pki:inter"),
-        Attack(name: "forged leaf naming it, then the intermediate and its root", served: ["forged-inter", "pki:inter", "pki:root"], pinned: "pki:inter"),
-        Attack(name: "forged leaf naming a self-signed pinned server, then that server", served: ["forged-self", "pinnedself"], pinned: "pinnedself"),
-        Attack(name: "genuine leaf with a corrupted signature, then its intermediate", served: ["corrupted-ip", "pki:inter"], pinned: "pki:inter", hosts: ["127.0.0.1"]),
+        Attack(
+            name: "forged leaf naming an untrusted pinned CA, then that CA", served: ["forged-private", "privateca"], pinned: "privateca"),
+        Attack(
+            name: "forged leaf naming the trusted pinned intermediate, then it", served: ["forged-inter", "pki:inter"],
+            pinned: "pki:inter"),
+        Attack(
+            name: "forged leaf naming it, then the intermediate and its root", served: ["forged-inter", "pki:inter", "pki:root"],
+            pinned: "pki:inter"),
+        Attack(
+            name: "forged leaf naming a self-signed pinned server, then that server", served: ["forged-self", "pinnedself"],
+            pinned: "pinnedself"),
+        Attack(
+            name: "genuine leaf with a corrupted signature, then its intermediate", served: ["corrupted-ip", "pki:inter"],
+            pinned: "pki:inter", hosts: ["127.0.0.1"]),
     ]
 
     static func certificate(_ name: String) throws -> Certificate {
         name.hasPrefix("pki:") ? try TestPKI.shared.certificate(String(name.dropFirst(4))) : try ForgedPKI.shared.certificate(name)
     }
 
-    static func policy(_ mode: PinningMode, pinned: [Certificate], allowInvalid: Bool, expires: Date? = nil, now: Date = Date()) throws -> SecurityPolicy {
+    static func policy(_ mode: PinningMode, pinned: [Certificate], allowInvalid: Bool, expires: Date? = nil, now: Date = Date()) throws
+        -> SecurityPolicy
+    {
         try SecurityPolicy(
             mode: mode, pins: mode == .publicKey ? pinned.map(\.spkiPin) : [], pinnedCertificates: mode == .certificate ? pinned : [],
             allowInvalidCertificates: allowInvalid, expires: expires, requiresBackupPin: false, now: now)
     }
 
     @Test(
-        "A leaf that only names the pinned certificate as its issuer is rejected as a broken chain, in both modes, invalid certificates allowed or not",
+        """
+        A leaf that only names the pinned certificate as its issuer is rejected as a broken chain, in both modes, invalid \
+        certificates allowed or not
+        """,
         arguments: attacks, [PinningMode.publicKey, .certificate])
     func forgedChain(_ attack: Attack, mode: PinningMode) throws {
         let pinned = try Self.certificate(attack.pinned)
@@ -118,7 +132,9 @@ struct ForgedChainTests {
             // OpenSSL's strict checks go leaf first: the forged leaf's missing authority key identifier comes
             // before `customer`'s INVALID_CA. Neither is excused.
             let refusal = evaluation.failure?.verifyError ?? 0
-            #expect([X509_V_ERR_INVALID_CA, X509_V_ERR_MISSING_AUTHORITY_KEY_IDENTIFIER].contains(refusal), "\(mode): \(evaluation.failure?.message ?? "trusted")")
+            #expect(
+                [X509_V_ERR_INVALID_CA, X509_V_ERR_MISSING_AUTHORITY_KEY_IDENTIFIER].contains(refusal),
+                "\(mode): \(evaluation.failure?.message ?? "trusted")")
             #expect(!ChainVerification.isExcusedWhenAllowingInvalid(refusal))
         }
     }
@@ -133,21 +149,30 @@ struct ForgedChainTests {
             let pins = mode == .publicKey ? [pin.spkiPin] : []
             let certificates = mode == .certificate ? [pin] : []
             let refusals: [(String, () throws -> SecurityPolicy)] = [
-                ("enforce: false", {
-                    try SecurityPolicy(
-                        mode: mode, pins: pins, pinnedCertificates: certificates, allowInvalidCertificates: true, enforce: false,
-                        requiresBackupPin: false)
-                }),
-                ("expired", {
-                    try SecurityPolicy(
-                        mode: mode, pins: pins, pinnedCertificates: certificates, allowInvalidCertificates: true,
-                        expires: now.addingTimeInterval(-86_400), requiresBackupPin: false, now: now)
-                }),
-                ("expiring now", {
-                    try SecurityPolicy(
-                        mode: mode, pins: pins, pinnedCertificates: certificates, allowInvalidCertificates: true, expires: now,
-                        requiresBackupPin: false, now: now)
-                }),
+                (
+                    "enforce: false",
+                    {
+                        try SecurityPolicy(
+                            mode: mode, pins: pins, pinnedCertificates: certificates, allowInvalidCertificates: true, enforce: false,
+                            requiresBackupPin: false)
+                    }
+                ),
+                (
+                    "expired",
+                    {
+                        try SecurityPolicy(
+                            mode: mode, pins: pins, pinnedCertificates: certificates, allowInvalidCertificates: true,
+                            expires: now.addingTimeInterval(-86_400), requiresBackupPin: false, now: now)
+                    }
+                ),
+                (
+                    "expiring now",
+                    {
+                        try SecurityPolicy(
+                            mode: mode, pins: pins, pinnedCertificates: certificates, allowInvalidCertificates: true, expires: now,
+                            requiresBackupPin: false, now: now)
+                    }
+                ),
             ]
             for (name, make) in refusals {
                 let error = #expect(throws: SecurityError.self, "\(mode), \(name)") { try make() }
@@ -157,7 +182,9 @@ struct ForgedChainTests {
             }
             // Each half alone is fine: expired pins without allow_invalid, report-only without it, allow_invalid
             // with pins that expire later.
-            _ = try SecurityPolicy(mode: mode, pins: pins, pinnedCertificates: certificates, expires: now.addingTimeInterval(-86_400), requiresBackupPin: false, now: now)
+            _ = try SecurityPolicy(
+                mode: mode, pins: pins, pinnedCertificates: certificates, expires: now.addingTimeInterval(-86_400),
+                requiresBackupPin: false, now: now)
             _ = try SecurityPolicy(mode: mode, pins: pins, pinnedCertificates: certificates, enforce: false, requiresBackupPin: false)
             _ = try SecurityPolicy(
                 mode: mode, pins: pins, pinnedCertificates: certificates, allowInvalidCertificates: true,
@@ -165,14 +192,16 @@ struct ForgedChainTests {
         }
     }
 
-    @Test("A policy that allows invalid certificates and expires while in use: after the date, the attacker's self-signed certificate fails")
+    @Test(
+        "A policy that allows invalid certificates and expires while in use: after the date, the attacker's self-signed certificate fails")
     func expiresWhileRunning() throws {
         let forged = ForgedPKI.shared
         let built = Date(timeIntervalSince1970: 1_800_000_000)
         let expiry = built.addingTimeInterval(3600)
         let store = try TestPKI.shared.trustStore()
         for mode in [PinningMode.publicKey, .certificate] {
-            let policy = try Self.policy(mode, pinned: [try forged.certificate("pinnedself")], allowInvalid: true, expires: expiry, now: built)
+            let policy = try Self.policy(
+                mode, pinned: [try forged.certificate("pinnedself")], allowInvalid: true, expires: expiry, now: built)
             let attacker = [try forged.certificate("attackerself")]
             let genuine = [try forged.certificate("pinnedself")]
             // Before the date the pin decides: the genuine self-signed server passes, the attacker does not.
@@ -182,9 +211,12 @@ struct ForgedChainTests {
             #expect(!attackerBefore.allowsConnection, "\(mode)")
             // After it, nothing is pinned: the trust store decides, and it knows neither.
             for served in [attacker, genuine] {
-                let after = try policy.evaluate(servedChain: served, host: "127.0.0.1", trustStore: store, now: expiry.addingTimeInterval(1))
+                let after = try policy.evaluate(
+                    servedChain: served, host: "127.0.0.1", trustStore: store, now: expiry.addingTimeInterval(1))
                 #expect(!after.allowsConnection, "\(mode), \(served[0].subject) after expiry")
-                #expect(after.failure?.reason == .chainInvalid && after.failure?.verifyError == 18, "\(mode): \(after.failure?.message ?? "trusted")")
+                #expect(
+                    after.failure?.reason == .chainInvalid && after.failure?.verifyError == 18,
+                    "\(mode): \(after.failure?.message ?? "trusted")")
             }
         }
     }

@@ -25,13 +25,20 @@ struct HandshakeVerifierTests {
             Case(name: "pinned intermediate", leaf: "valid", chain: ["inter"], pinned: ["inter"], connects: true),
             Case(name: "pinned root from the store", leaf: "valid", chain: ["inter"], pinned: ["root"], connects: true),
             Case(name: "unrelated pin", leaf: "valid", chain: ["inter"], pinned: ["otherroot"], connects: false, reason: "pin_mismatch"),
-            Case(name: "unrelated pin, report-only", leaf: "valid", chain: ["inter"], pinned: ["otherroot"], enforce: false, connects: true, reason: "pin_mismatch"),
-            Case(name: "rogue leaf with the pinned intermediate appended", leaf: "rogue", chain: ["otherinter", "inter"], pinned: ["inter"], connects: false, reason: "pin_mismatch"),
-            Case(name: "expired leaf, pinned", leaf: "expired", chain: ["inter"], pinned: ["inter"], connects: false, reason: "chain_invalid"),
+            Case(
+                name: "unrelated pin, report-only", leaf: "valid", chain: ["inter"], pinned: ["otherroot"], enforce: false, connects: true,
+                reason: "pin_mismatch"),
+            Case(
+                name: "rogue leaf with the pinned intermediate appended", leaf: "rogue", chain: ["otherinter", "inter"], pinned: ["inter"],
+                connects: false, reason: "pin_mismatch"),
+            Case(
+                name: "expired leaf, pinned", leaf: "expired", chain: ["inter"], pinned: ["inter"], connects: false, reason: "chain_invalid"
+            ),
         ])
     func handshake(_ row: Case) throws {
         let pki = TestPKI.shared
-        let server = try TLSServer(certificate: pki.path(row.leaf), key: pki.path(row.leaf, "key"), chain: row.chain.map { pki.path($0) }, in: pki.directory)
+        let server = try TLSServer(
+            certificate: pki.path(row.leaf), key: pki.path(row.leaf, "key"), chain: row.chain.map { pki.path($0) }, in: pki.directory)
         defer { server.stop() }
         let policy = try SecurityPolicy(
             mode: .publicKey, pins: try pki.chain(row.pinned).map(\.spkiPin), enforce: row.enforce, requiresBackupPin: false)

@@ -32,7 +32,8 @@ struct HostPatternTests {
         #expect(try HostPattern(parsing: pattern).matches(host) == matches)
     }
 
-    @Test("IPv6 addresses are exact patterns, as the request command pins a URL's host", arguments: ["::1", "fe80::1%eth0", "2001:db8::10"])
+    @Test(
+        "IPv6 addresses are exact patterns, as the request command pins a URL's host", arguments: ["::1", "fe80::1%eth0", "2001:db8::10"])
     func ipv6(address: String) throws {
         #expect(try HostPattern(parsing: address).matches(address.uppercased()))
     }
@@ -49,15 +50,17 @@ struct HostPatternTests {
 
     @Test(
         "Malformed patterns are refused, naming them",
-        arguments: [("", "no domain"), ("*.", "wildcard"), ("w*.example.com", "wildcard"), ("*.*.example.com", "wildcard"),
-                    ("example..com", "empty label"), ("***.example.com", "wildcard"),
-                    // Found while fuzzing: these were accepted, and the policy silently applied to no host.
-                    ("https://api.example.com", "has \":\", which no host name has"), ("api.example.com:8443", "has \":\""),
-                    ("api.example.com/health", "has \"/\""), ("user@example.com", "has \"@\""), ("exa mple.com", "has U+20"),
-                    ("*.[::1]", "has \"[\""), ("**.::1", "has \":\""), ("example.com\u{0}", "has U+0"),
-                    // Found by FuzzPins: an IPv6 address's zone was not checked, and a NUL ended the address.
-                    ("::%\u{FFFD}\\sha256=\"", "has \":\""), ("fe80::1%", "has \":\""), ("::1%eth0/x", "has \":\""),
-                    ("::\u{0}junk", "has \":\"")])
+        arguments: [
+            ("", "no domain"), ("*.", "wildcard"), ("w*.example.com", "wildcard"), ("*.*.example.com", "wildcard"),
+            ("example..com", "empty label"), ("***.example.com", "wildcard"),
+            // Found while fuzzing: these were accepted, and the policy silently applied to no host.
+            ("https://api.example.com", "has \":\", which no host name has"), ("api.example.com:8443", "has \":\""),
+            ("api.example.com/health", "has \"/\""), ("user@example.com", "has \"@\""), ("exa mple.com", "has U+20"),
+            ("*.[::1]", "has \"[\""), ("**.::1", "has \":\""), ("example.com\u{0}", "has U+0"),
+            // Found by FuzzPins: an IPv6 address's zone was not checked, and a NUL ended the address.
+            ("::%\u{FFFD}\\sha256=\"", "has \":\""), ("fe80::1%", "has \":\""), ("::1%eth0/x", "has \":\""),
+            ("::\u{0}junk", "has \":\""),
+        ])
     func malformed(pattern: String, problem: String) {
         #expect {
             try HostPattern(parsing: pattern)

@@ -166,7 +166,8 @@ struct NameConstraintRulesTests {
 
     @Test("OpenSSL's own constraint checks: every SAN of the leaf (DNS, IPv4, IPv6), the CN as a DNS name, intermediates' SANs")
     func openSSLConstraintChecks() throws {
-        let constraints = "critical,permitted;DNS:example.com,permitted;IP:192.0.2.0/255.255.255.0,"
+        let constraints =
+            "critical,permitted;DNS:example.com,permitted;IP:192.0.2.0/255.255.255.0,"
             + "permitted;IP:2001:db8::/ffff:ffff::,excluded;DNS:admin.example.com,excluded;IP:2001:db8:bad::/ffff:ffff:ffff::"
         let cases: [(name: String, subject: String, san: [String], host: String)] = [
             ("second DNS SAN outside", "/CN=foo.example.com", ["subjectAltName=DNS:foo.example.com,DNS:evil.test"], "foo.example.com"),
@@ -187,7 +188,8 @@ struct NameConstraintRulesTests {
         #expect(try Self.failure(cnOnly, host: "admin.example.com", profile: .rfc5280)?.verifyError == 48)
         // An intermediate whose SAN is excluded by the CA above it, under a leaf that is fine.
         let root = try Self.pki.root("ncossl-mid-root")
-        let constrained = try Self.pki.intermediate("ncossl-mid-ca", issuer: "ncossl-mid-root", extensions: ["nameConstraints=\(constraints)"])
+        let constrained = try Self.pki.intermediate(
+            "ncossl-mid-ca", issuer: "ncossl-mid-root", extensions: ["nameConstraints=\(constraints)"])
         let named = try Self.pki.intermediate(
             "ncossl-mid-named", issuer: "ncossl-mid-ca", extensions: ["subjectAltName=DNS:admin.example.com"])
         let leaf = try Self.pki.leaf(

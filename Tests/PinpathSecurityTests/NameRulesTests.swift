@@ -40,7 +40,8 @@ struct NameRulesTests {
         #expect(failure?.violation?.rule == rule, "\(failure?.message ?? "trusted")", sourceLocation: sourceLocation)
         #expect(failure?.violation?.depth == depth, sourceLocation: sourceLocation)
         #expect(failure?.reason == .chainInvalid, sourceLocation: sourceLocation)
-        #expect(failure?.message.contains("rule \(rule) at depth \(depth)") == true, "\(failure?.message ?? "trusted")",
+        #expect(
+            failure?.message.contains("rule \(rule) at depth \(depth)") == true, "\(failure?.message ?? "trusted")",
             sourceLocation: sourceLocation)
     }
 
@@ -141,7 +142,8 @@ struct NameRulesTests {
 
     @Test("A critical SAN beside a non-empty subject: webpki rejects (webpki.san_not_critical), rfc5280 accepts")
     func criticalSANWithSubject() throws {
-        let chain = try Self.chain("critsan", subject: "/CN=valid.example.com", extensions: ["subjectAltName=critical,DNS:valid.example.com"])
+        let chain = try Self.chain(
+            "critsan", subject: "/CN=valid.example.com", extensions: ["subjectAltName=critical,DNS:valid.example.com"])
         Self.expectRejected(try Self.failure(chain, host: "valid.example.com", profile: .webpki), by: "webpki.san_not_critical")
         Self.expectTrusted(try Self.failure(chain, host: "valid.example.com", profile: .rfc5280))
     }
@@ -216,7 +218,9 @@ struct NameRulesTests {
         ("Pinned Server", "DNS:valid.example.com,IP:127.0.0.1", "valid.example.com", true),
     ]
 
-    @Test("A CN that is not a SAN as written there: webpki rejects (webpki.cn_in_san); a copied one passes; rfc5280 accepts both", arguments: 0..<16)
+    @Test(
+        "A CN that is not a SAN as written there: webpki rejects (webpki.cn_in_san); a copied one passes; rfc5280 accepts both",
+        arguments: 0..<16)
     func commonNameInSAN(_ index: Int) throws {
         let row = Self.commonNames[index]
         let chain = try Self.chain("cn-\(index)", subject: "/CN=\(row.cn)", extensions: ["subjectAltName=\(row.san)"])
@@ -247,7 +251,8 @@ struct NameRulesTests {
             Self.expectTrusted(try Self.failure(chain, host: host, profile: .webpki))
         }
         // OpenSSL never matches a wildcard over one label, so only a second name makes *.corp reachable here.
-        let unlisted = try Self.chain("psl-ok-corp", subject: "/CN=valid.example.com", extensions: ["subjectAltName=DNS:valid.example.com,DNS:*.corp"])
+        let unlisted = try Self.chain(
+            "psl-ok-corp", subject: "/CN=valid.example.com", extensions: ["subjectAltName=DNS:valid.example.com,DNS:*.corp"])
         Self.expectTrusted(try Self.failure(unlisted, host: "valid.example.com", profile: .webpki))
     }
 }

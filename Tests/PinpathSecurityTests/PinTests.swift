@@ -25,7 +25,9 @@ struct PinTests {
         let expected = "sha256/" + (try pki.opensslPin(name))
         let dir = pki.directory
         // Each other form of the same key, made by the openssl CLI.
-        try Shell.check(["/bin/bash", "-c", """
+        try Shell.check([
+            "/bin/bash", "-c",
+            """
             set -e; cd "\(dir)"
             openssl pkey -in \(name).key -pubout -out \(name).pub.pem
             openssl pkey -in \(name).key -pubout -outform der -out \(name).pub.der
@@ -33,7 +35,8 @@ struct PinTests {
             openssl x509 -in \(name).pem -outform der -out \(name).der
             openssl req -new -key \(name).key -subj /CN=csr.test -out \(name).req.pem 2>/dev/null
             openssl req -in \(name).req.pem -outform der -out \(name).req.der
-            """])
+            """,
+        ])
         let forms: [(String, KeyMaterial.Kind, String)] = [
             ("key", .privateKey, "\(description) private key"),
             ("pub.pem", .publicKey, "\(description) public key"),
@@ -66,12 +69,15 @@ struct PinTests {
     @Test("Legacy PKCS#1 RSA and SEC1 EC private keys load")
     func legacyKeys() throws {
         let dir = pki.directory
-        try Shell.check(["/bin/bash", "-c", """
+        try Shell.check([
+            "/bin/bash", "-c",
+            """
             set -e; cd "\(dir)"
             openssl pkey -in valid.key -traditional -out valid.pkcs1.key
             openssl ec -in p256.key -out p256.sec1.key 2>/dev/null
             openssl rsa -in valid.key -RSAPublicKey_out -out valid.pkcs1.pub 2>/dev/null
-            """])
+            """,
+        ])
         for (file, name) in [("valid.pkcs1.key", "valid"), ("p256.sec1.key", "p256"), ("valid.pkcs1.pub", "valid")] {
             let text = try String(contentsOfFile: pki.file(file), encoding: .utf8)
             #expect(text.contains("-----BEGIN RSA") || text.contains("-----BEGIN EC"), "\(file) is in the legacy form")
@@ -87,7 +93,10 @@ struct PinTests {
             ("garbage.bin", "not a certificate at all", .invalidInput, "not a PEM file, nor a DER"),
             ("empty.pem", "", .invalidInput, "not a PEM file"),
             ("damaged.pem", "-----BEGIN CERTIFICATE-----\nMIIB!!!!\n-----END CERTIFICATE-----\n", .invalidInput, "PEM block 1"),
-            ("notcert.pem", "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n", .invalidInput, "PEM block 1 (CERTIFICATE) cannot be parsed"),
+            (
+                "notcert.pem", "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n", .invalidInput,
+                "PEM block 1 (CERTIFICATE) cannot be parsed"
+            ),
             ("crl-only.pem", "-----BEGIN X509 CRL-----\nAAAA\n-----END X509 CRL-----\n", .invalidInput, "no certificate, public key"),
         ])
     func badInput(file: String, content: String?, code: SecurityError.Code, problem: String) throws {

@@ -26,12 +26,13 @@ struct PinsCommandTests {
         try text.write(toFile: bundle, atomically: true, encoding: .utf8)
         let result = try Shell.run([Self.pinpath, "pins", "--format", "hpkp", bundle, pki.path("p256", "key")])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout == """
-            pin-sha256="\(try pki.opensslPin("valid"))" CN=valid.test
-            pin-sha256="\(try pki.opensslPin("inter"))" CN=Pinpath Test Intermediate
-            pin-sha256="\(try pki.opensslPin("p256"))" EC P-256 private key
+        #expect(
+            result.stdout == """
+                pin-sha256="\(try pki.opensslPin("valid"))" CN=valid.test
+                pin-sha256="\(try pki.opensslPin("inter"))" CN=Pinpath Test Intermediate
+                pin-sha256="\(try pki.opensslPin("p256"))" EC P-256 private key
 
-            """)
+                """)
     }
 
     @Test("A bad file is named on stderr with what was wrong, exit 65, and nothing on stdout")
@@ -39,10 +40,14 @@ struct PinsCommandTests {
         let pki = TestPKI.shared
         let garbage = pki.file("cli-garbage.txt")
         try "hello".write(toFile: garbage, atomically: true, encoding: .utf8)
-        for (file, problem) in [(garbage, "not a PEM file, nor a DER certificate"), (pki.file("nope.pem"), "cannot open: No such file or directory")] {
+        for (file, problem) in [
+            (garbage, "not a PEM file, nor a DER certificate"), (pki.file("nope.pem"), "cannot open: No such file or directory"),
+        ] {
             let result = try Shell.run([Self.pinpath, "pins", pki.path("valid"), file])
             #expect(result.status == 65)
-            #expect(result.stderr == "pinpath: error: \(file): \(problem)\n" || result.stderr.hasPrefix("pinpath: error: \(file): \(problem)"), "\(result.stderr)")
+            #expect(
+                result.stderr == "pinpath: error: \(file): \(problem)\n" || result.stderr.hasPrefix("pinpath: error: \(file): \(problem)"),
+                "\(result.stderr)")
             #expect(result.stdout.isEmpty)
         }
     }
@@ -64,7 +69,8 @@ struct PinsCommandTests {
         #expect(empty.status == 65)
         #expect(empty.stderr == "pinpath: error: \(fifo): not a PEM file, nor a DER certificate, public key, private key or CSR\n")
 
-        let piped = try Shell.run([Self.pinpath, "pins", "/dev/stdin"], input: try String(contentsOfFile: pki.path("valid"), encoding: .utf8))
+        let piped = try Shell.run(
+            [Self.pinpath, "pins", "/dev/stdin"], input: try String(contentsOfFile: pki.path("valid"), encoding: .utf8))
         #expect(piped.status == 0, "\(piped.stderr)")
         #expect(piped.stdout == "sha256/\(try pki.opensslPin("valid")) CN=valid.test\n")
     }

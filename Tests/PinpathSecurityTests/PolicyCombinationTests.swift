@@ -16,8 +16,9 @@ struct PolicyCombinationTests {
 
     func pins(_ names: [String]) throws -> [SPKIPin] { try pki.chain(names).map(\.spkiPin) }
 
-    @Test("mode: none never cancels pins, in either order, and the combined policy rejects a chain the pins do not cover",
-          arguments: [false, true])
+    @Test(
+        "mode: none never cancels pins, in either order, and the combined policy rejects a chain the pins do not cover",
+        arguments: [false, true])
     func noneDoesNotCancelPins(_ pinnedFirst: Bool) throws {
         let open = try entry("**.valid.test", try SecurityPolicy(mode: .none))
         let pinned = try entry("valid.test", try SecurityPolicy(mode: .publicKey, pins: try pins(["otherinter", "otherroot"])))
@@ -51,9 +52,11 @@ struct PolicyCombinationTests {
         let reportOnly = try SecurityPolicy(mode: .publicKey, pins: pinsA, enforce: false)
         let lax = try SecurityPolicy(mode: .publicKey, pins: pinsA, allowInvalidCertificates: true, validatesDomainName: false)
         let strict = try SecurityPolicy(mode: .publicKey, pins: pinsA)
-        let combined = try #require(HostPolicySet([try entry("a.test", reportOnly), try entry("a.test", lax), try entry("a.test", strict)]).policy(for: "a.test"))
+        let combined = try #require(
+            HostPolicySet([try entry("a.test", reportOnly), try entry("a.test", lax), try entry("a.test", strict)]).policy(for: "a.test"))
         #expect(combined.enforce && combined.validatesDomainName && !combined.allowInvalidCertificates)
-        let allReportOnly = try #require(HostPolicySet([try entry("a.test", reportOnly), try entry("a.test", try SecurityPolicy(mode: .none))]).policy(for: "a.test"))
+        let allReportOnly = try #require(
+            HostPolicySet([try entry("a.test", reportOnly), try entry("a.test", try SecurityPolicy(mode: .none))]).policy(for: "a.test"))
         #expect(!allReportOnly.enforce, "a mode: none entry does not make report-only pins enforcing")
         let allLax = try #require(HostPolicySet([try entry("a.test", lax), try entry("a.test", lax)]).policy(for: "a.test"))
         #expect(allLax.allowInvalidCertificates && !allLax.validatesDomainName)
@@ -61,19 +64,24 @@ struct PolicyCombinationTests {
 
     @Test("Expiry: the latest of the pinning entries; never when one never expires")
     func expiry() throws {
-        let early = Date(timeIntervalSince1970: 1_800_000_000), late = Date(timeIntervalSince1970: 1_900_000_000)
+        let early = Date(timeIntervalSince1970: 1_800_000_000)
+        let late = Date(timeIntervalSince1970: 1_900_000_000)
         let pinsA = try pins(["inter", "root"])
         let a = try SecurityPolicy(mode: .publicKey, pins: pinsA, expires: early)
         let b = try SecurityPolicy(mode: .publicKey, pins: pinsA, expires: late)
         let never = try SecurityPolicy(mode: .publicKey, pins: pinsA)
         #expect(HostPolicySet([try entry("a.test", a), try entry("a.test", b)]).policy(for: "a.test")?.expires == late)
         #expect(HostPolicySet([try entry("a.test", b), try entry("a.test", never)]).policy(for: "a.test")?.expires == nil)
-        #expect(HostPolicySet([try entry("a.test", a), try entry("a.test", try SecurityPolicy(mode: .none))]).policy(for: "a.test")?.expires == early)
+        #expect(
+            HostPolicySet([try entry("a.test", a), try entry("a.test", try SecurityPolicy(mode: .none))]).policy(for: "a.test")?.expires
+                == early)
     }
 
     @Test("Trust stores: an entry without one defers; equal stores agree; different stores are refused")
     func stores() throws {
-        let store = try pki.trustStore(), same = try TrustStore(caFile: pki.path("store")), other = try TrustStore(caFile: pki.path("otherroot"))
+        let store = try pki.trustStore()
+        let same = try TrustStore(caFile: pki.path("store"))
+        let other = try TrustStore(caFile: pki.path("otherroot"))
         let none = try SecurityPolicy(mode: .none)
         let deferring = HostPolicySet([try entry("**.a.test", none), try entry("b.a.test", none, store: store)])
         #expect(try deferring.resolution(for: "b.a.test")?.trustStore == store)

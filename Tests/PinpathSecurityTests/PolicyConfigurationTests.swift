@@ -16,7 +16,10 @@ struct PolicyConfigurationTests {
         var requiresBackupPin = true
         var refusal: String?
         var testDescription: String {
-            "\(mode) pins:\(pins) certs:\(certificates) allowInvalid:\(allowInvalid) validatesDomainName:\(validatesDomainName) enforce:\(enforce) backup:\(requiresBackupPin)"
+            """
+            \(mode) pins:\(pins) certs:\(certificates) allowInvalid:\(allowInvalid) validatesDomainName:\(validatesDomainName) \
+            enforce:\(enforce) backup:\(requiresBackupPin)
+            """
         }
     }
 

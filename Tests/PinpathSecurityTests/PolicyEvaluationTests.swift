@@ -29,8 +29,12 @@ struct PolicyEvaluationTests {
         Case(name: "none: second SAN", served: ["valid", "inter"], host: "www.valid.test"),
         Case(name: "none: host case and trailing dot ignored", served: ["valid", "inter"], host: "VALID.Test."),
         Case(name: "none: wrong host", served: ["wronghost", "inter"], reason: "host_mismatch", verifyError: 62),
-        Case(name: "none: valid certificate, other host", served: ["valid", "inter"], host: "other.test", reason: "host_mismatch", verifyError: 62),
-        Case(name: "none: other host accepted without domain validation", served: ["valid", "inter"], host: "other.test", validatesDomainName: false),
+        Case(
+            name: "none: valid certificate, other host", served: ["valid", "inter"], host: "other.test", reason: "host_mismatch",
+            verifyError: 62),
+        Case(
+            name: "none: other host accepted without domain validation", served: ["valid", "inter"], host: "other.test",
+            validatesDomainName: false),
         Case(name: "none: expired", served: ["expired", "inter"], reason: "chain_invalid", verifyError: 10),
         Case(name: "none: not yet valid", served: ["notyet", "inter"], reason: "chain_invalid", verifyError: 9),
         Case(name: "none: self-signed", served: ["selfsigned"], reason: "chain_invalid", verifyError: 18),
@@ -38,49 +42,102 @@ struct PolicyEvaluationTests {
         Case(name: "none: incomplete chain", served: ["valid"], reason: "chain_invalid", verifyError: 20),
         Case(name: "none: SHA-1-signed intermediate", served: ["sha1leaf", "sha1inter"], reason: "chain_invalid", verifyError: 68),
         Case(name: "none: RSA-1024 leaf", served: ["rsa1024", "inter"], reason: "chain_invalid", verifyError: 66),
-        Case(name: "none: CN-only certificate, webpki (the CN is never the host: webpki.san_required)", served: ["cnonly", "inter"], host: "cnonly.test", reason: "chain_invalid"),
-        Case(name: "none: CN-only certificate, rfc5280 (OpenSSL's subject fallback)", served: ["cnonly", "inter"], host: "cnonly.test", profile: .rfc5280),
+        Case(
+            name: "none: CN-only certificate, webpki (the CN is never the host: webpki.san_required)", served: ["cnonly", "inter"],
+            host: "cnonly.test", reason: "chain_invalid"),
+        Case(
+            name: "none: CN-only certificate, rfc5280 (OpenSSL's subject fallback)", served: ["cnonly", "inter"], host: "cnonly.test",
+            profile: .rfc5280),
         Case(name: "none: IPv4 SAN", served: ["ip", "inter"], host: "127.0.0.1"),
         Case(name: "none: IPv6 SAN", served: ["ip", "inter"], host: "[::1]"),
         Case(name: "none: other IP", served: ["ip", "inter"], host: "127.0.0.2", reason: "host_mismatch", verifyError: 64),
         Case(name: "none: IP certificate, name", served: ["ip", "inter"], host: "localhost", reason: "host_mismatch", verifyError: 62),
         Case(name: "none: wildcard, one label", served: ["wildcard", "inter"], host: "a.wild.test"),
-        Case(name: "none: wildcard, the domain itself", served: ["wildcard", "inter"], host: "wild.test", reason: "host_mismatch", verifyError: 62),
-        Case(name: "none: wildcard, two labels", served: ["wildcard", "inter"], host: "a.b.wild.test", reason: "host_mismatch", verifyError: 62),
-        Case(name: "none: no partial wildcards", served: ["partial", "inter"], host: "www.part.test", reason: "host_mismatch", verifyError: 62),
-        Case(name: "none: allow invalid without domain validation accepts self-signed", served: ["selfsigned"], allowInvalid: true, validatesDomainName: false),
-        Case(name: "none: allow invalid without domain validation accepts expired, any host", served: ["expired", "inter"], host: "x.test", allowInvalid: true, validatesDomainName: false),
+        Case(
+            name: "none: wildcard, the domain itself", served: ["wildcard", "inter"], host: "wild.test", reason: "host_mismatch",
+            verifyError: 62),
+        Case(
+            name: "none: wildcard, two labels", served: ["wildcard", "inter"], host: "a.b.wild.test", reason: "host_mismatch",
+            verifyError: 62),
+        Case(
+            name: "none: no partial wildcards", served: ["partial", "inter"], host: "www.part.test", reason: "host_mismatch",
+            verifyError: 62),
+        Case(
+            name: "none: allow invalid without domain validation accepts self-signed", served: ["selfsigned"], allowInvalid: true,
+            validatesDomainName: false),
+        Case(
+            name: "none: allow invalid without domain validation accepts expired, any host", served: ["expired", "inter"], host: "x.test",
+            allowInvalid: true, validatesDomainName: false),
 
         // Public-key pinning: the verified chain must hold a pinned key.
         Case(name: "public_key: pinned leaf", mode: .publicKey, served: ["valid", "inter"], pinned: ["valid"]),
         Case(name: "public_key: pinned intermediate", mode: .publicKey, served: ["valid", "inter"], pinned: ["inter"]),
-        Case(name: "public_key: pinned root, which the server did not send", mode: .publicKey, served: ["valid", "inter"], pinned: ["root"]),
-        Case(name: "public_key: unrelated pins", mode: .publicKey, served: ["valid", "inter"], pinned: ["otherroot", "p256"], reason: "pin_mismatch"),
-        Case(name: "public_key: pinned but expired", mode: .publicKey, served: ["expired", "inter"], pinned: ["expired"], reason: "chain_invalid", verifyError: 10),
-        Case(name: "public_key: pinned but wrong host", mode: .publicKey, served: ["wronghost", "inter"], pinned: ["inter"], reason: "host_mismatch", verifyError: 62),
-        Case(name: "public_key: pinned self-signed is still invalid", mode: .publicKey, served: ["selfsigned"], pinned: ["selfsigned"], reason: "chain_invalid", verifyError: 18),
-        Case(name: "public_key: allow invalid, pinned self-signed", mode: .publicKey, served: ["selfsigned"], pinned: ["selfsigned"], allowInvalid: true),
-        Case(name: "public_key: allow invalid, pinned expired chain", mode: .publicKey, served: ["expired", "inter"], pinned: ["inter"], allowInvalid: true),
-        Case(name: "public_key: allow invalid still checks the host", mode: .publicKey, served: ["selfsigned"], host: "other.test", pinned: ["selfsigned"], allowInvalid: true, reason: "host_mismatch", verifyError: 62),
-        Case(name: "public_key: allow invalid still checks pins", mode: .publicKey, served: ["selfsigned"], pinned: ["root"], allowInvalid: true, reason: "pin_mismatch"),
+        Case(
+            name: "public_key: pinned root, which the server did not send", mode: .publicKey, served: ["valid", "inter"], pinned: ["root"]),
+        Case(
+            name: "public_key: unrelated pins", mode: .publicKey, served: ["valid", "inter"], pinned: ["otherroot", "p256"],
+            reason: "pin_mismatch"),
+        Case(
+            name: "public_key: pinned but expired", mode: .publicKey, served: ["expired", "inter"], pinned: ["expired"],
+            reason: "chain_invalid", verifyError: 10),
+        Case(
+            name: "public_key: pinned but wrong host", mode: .publicKey, served: ["wronghost", "inter"], pinned: ["inter"],
+            reason: "host_mismatch", verifyError: 62),
+        Case(
+            name: "public_key: pinned self-signed is still invalid", mode: .publicKey, served: ["selfsigned"], pinned: ["selfsigned"],
+            reason: "chain_invalid", verifyError: 18),
+        Case(
+            name: "public_key: allow invalid, pinned self-signed", mode: .publicKey, served: ["selfsigned"], pinned: ["selfsigned"],
+            allowInvalid: true),
+        Case(
+            name: "public_key: allow invalid, pinned expired chain", mode: .publicKey, served: ["expired", "inter"], pinned: ["inter"],
+            allowInvalid: true),
+        Case(
+            name: "public_key: allow invalid still checks the host", mode: .publicKey, served: ["selfsigned"], host: "other.test",
+            pinned: ["selfsigned"], allowInvalid: true, reason: "host_mismatch", verifyError: 62),
+        Case(
+            name: "public_key: allow invalid still checks pins", mode: .publicKey, served: ["selfsigned"], pinned: ["root"],
+            allowInvalid: true, reason: "pin_mismatch"),
         // OkHttp CVE-2016-2402: a valid chain for the name from another CA, with pinned certificates appended.
-        Case(name: "public_key attack: rogue leaf + appended pinned leaf", mode: .publicKey, served: ["rogue", "otherinter", "valid"], pinned: ["valid"], reason: "pin_mismatch"),
-        Case(name: "public_key attack: unrelated pinned intermediate appended", mode: .publicKey, served: ["rogue", "otherinter", "inter"], pinned: ["inter"], reason: "pin_mismatch"),
-        Case(name: "public_key attack: pinned root appended", mode: .publicKey, served: ["rogue", "otherinter", "root"], pinned: ["root"], reason: "pin_mismatch"),
+        Case(
+            name: "public_key attack: rogue leaf + appended pinned leaf", mode: .publicKey, served: ["rogue", "otherinter", "valid"],
+            pinned: ["valid"], reason: "pin_mismatch"),
+        Case(
+            name: "public_key attack: unrelated pinned intermediate appended", mode: .publicKey, served: ["rogue", "otherinter", "inter"],
+            pinned: ["inter"], reason: "pin_mismatch"),
+        Case(
+            name: "public_key attack: pinned root appended", mode: .publicKey, served: ["rogue", "otherinter", "root"], pinned: ["root"],
+            reason: "pin_mismatch"),
 
         // Certificate pinning: the pinned certificates are the only anchors.
         Case(name: "certificate: pinned leaf", mode: .certificate, served: ["valid", "inter"], pinned: ["valid"]),
         Case(name: "certificate: pinned intermediate", mode: .certificate, served: ["valid", "inter"], pinned: ["inter"]),
         Case(name: "certificate: pinned root", mode: .certificate, served: ["valid", "inter"], pinned: ["root"]),
         Case(name: "certificate: pinned self-signed leaf", mode: .certificate, served: ["selfsigned"], pinned: ["selfsigned"]),
-        Case(name: "certificate: leaf from an untrusted root, root pinned", mode: .certificate, served: ["untrusted"], pinned: ["rogueroot"]),
-        Case(name: "certificate: unrelated pinned certificate", mode: .certificate, served: ["valid", "inter"], pinned: ["otherroot"], reason: "pin_mismatch"),
-        Case(name: "certificate: pinned, expired", mode: .certificate, served: ["expired", "inter"], pinned: ["root"], reason: "chain_invalid", verifyError: 10),
-        Case(name: "certificate: pinned, wrong host", mode: .certificate, served: ["wronghost", "inter"], pinned: ["inter"], reason: "host_mismatch", verifyError: 62),
-        Case(name: "certificate: pinned, other host without domain validation", mode: .certificate, served: ["wronghost", "inter"], pinned: ["inter"], validatesDomainName: false),
-        Case(name: "certificate: allow invalid does not skip validation against the pinned anchors", mode: .certificate, served: ["expired", "inter"], pinned: ["root"], allowInvalid: true, reason: "chain_invalid", verifyError: 10),
-        Case(name: "certificate attack: rogue leaf + appended pinned intermediate", mode: .certificate, served: ["rogue", "otherinter", "inter"], pinned: ["inter"], reason: "pin_mismatch"),
-        Case(name: "certificate attack: rogue leaf + appended pinned leaf", mode: .certificate, served: ["rogue", "otherinter", "valid"], pinned: ["valid"], reason: "pin_mismatch"),
+        Case(
+            name: "certificate: leaf from an untrusted root, root pinned", mode: .certificate, served: ["untrusted"],
+            pinned: ["rogueroot"]),
+        Case(
+            name: "certificate: unrelated pinned certificate", mode: .certificate, served: ["valid", "inter"], pinned: ["otherroot"],
+            reason: "pin_mismatch"),
+        Case(
+            name: "certificate: pinned, expired", mode: .certificate, served: ["expired", "inter"], pinned: ["root"],
+            reason: "chain_invalid", verifyError: 10),
+        Case(
+            name: "certificate: pinned, wrong host", mode: .certificate, served: ["wronghost", "inter"], pinned: ["inter"],
+            reason: "host_mismatch", verifyError: 62),
+        Case(
+            name: "certificate: pinned, other host without domain validation", mode: .certificate, served: ["wronghost", "inter"],
+            pinned: ["inter"], validatesDomainName: false),
+        Case(
+            name: "certificate: allow invalid does not skip validation against the pinned anchors", mode: .certificate,
+            served: ["expired", "inter"], pinned: ["root"], allowInvalid: true, reason: "chain_invalid", verifyError: 10),
+        Case(
+            name: "certificate attack: rogue leaf + appended pinned intermediate", mode: .certificate,
+            served: ["rogue", "otherinter", "inter"], pinned: ["inter"], reason: "pin_mismatch"),
+        Case(
+            name: "certificate attack: rogue leaf + appended pinned leaf", mode: .certificate, served: ["rogue", "otherinter", "valid"],
+            pinned: ["valid"], reason: "pin_mismatch"),
     ]
 
     static func policy(for row: Case, enforce: Bool = true, expires: Date? = nil) throws -> SecurityPolicy {
@@ -182,7 +239,9 @@ struct PolicyEvaluationTests {
         let policy = try SecurityPolicy(mode: .none)
         let chain = try pki.chain(["expired", "inter"])
         let mid2020 = Date(timeIntervalSince1970: 1_590_969_600)
-        #expect(try policy.evaluate(servedChain: chain, host: "valid.test", trustStore: try pki.trustStore(), verificationTime: mid2020).verdict == .trusted)
+        #expect(
+            try policy.evaluate(servedChain: chain, host: "valid.test", trustStore: try pki.trustStore(), verificationTime: mid2020).verdict
+                == .trusted)
         let notYet = try policy.evaluate(
             servedChain: try pki.chain(["notyet", "inter"]), host: "valid.test", trustStore: try pki.trustStore(),
             verificationTime: Date(timeIntervalSince1970: 2_340_000_000))
@@ -191,7 +250,8 @@ struct PolicyEvaluationTests {
 
     @Test("An empty served chain is rejected, not a crash")
     func emptyChain() throws {
-        let evaluation = try SecurityPolicy(mode: .none).evaluate(servedChain: [], host: "valid.test", trustStore: try TestPKI.shared.trustStore())
+        let evaluation = try SecurityPolicy(mode: .none).evaluate(
+            servedChain: [], host: "valid.test", trustStore: try TestPKI.shared.trustStore())
         #expect(evaluation.failure?.reason == .chainInvalid && !evaluation.allowsConnection)
     }
 
@@ -242,10 +302,11 @@ struct PolicyEvaluationTests {
         let evaluation = try policy.evaluate(
             servedChain: try pki.chain(["valid", "inter"]), host: "www.valid.test", port: 8443, trustStore: try pki.trustStore(), now: now)
         let fields = Dictionary(uniqueKeysWithValues: evaluation.report.fields.map { ($0.name, $0.value) })
-        #expect(evaluation.report.fields.map(\.name) == [
-            "date-time", "hostname", "port", "noted-hostname", "include-subdomains", "effective-expiration-date",
-            "served-certificate-chain", "validated-certificate-chain", "known-pins", "enforce-pinning", "validation-result",
-        ])
+        #expect(
+            evaluation.report.fields.map(\.name) == [
+                "date-time", "hostname", "port", "noted-hostname", "include-subdomains", "effective-expiration-date",
+                "served-certificate-chain", "validated-certificate-chain", "known-pins", "enforce-pinning", "validation-result",
+            ])
         #expect(fields["date-time"] == .string("2023-11-14T22:13:20Z"))
         #expect(fields["hostname"] == .string("www.valid.test"))
         #expect(fields["port"] == .integer(8443))

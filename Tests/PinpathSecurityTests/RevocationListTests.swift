@@ -23,14 +23,29 @@ struct RevocationListTests {
 
     static let cases = [
         Case(name: "good leaf, every CRL current", chain: ["good", "inter"], crlFiles: ["all"], reason: nil, depth: nil),
-        Case(name: "good leaf, CRLs in separate files, one DER", chain: ["good", "inter"], crlFiles: ["root", "inter.der"], reason: nil, depth: nil),
-        Case(name: "revoked leaf", chain: ["revoked", "inter"], crlFiles: ["all"], reason: "revoked", depth: 0, messagePart: "certificate revoked at depth 0 (CN=valid.test)"),
-        Case(name: "revoked intermediate", chain: ["underrevoked", "revokedinter"], crlFiles: ["all"], reason: "revoked", depth: 1, messagePart: "certificate revoked at depth 1 (CN=Revoked Intermediate)"),
-        Case(name: "no CRL from the leaf's issuer", chain: ["good", "inter"], crlFiles: ["rootonly"], reason: "crl_missing", depth: 0, messagePart: "unable to get certificate CRL"),
-        Case(name: "no CRL from the intermediate's issuer", chain: ["good", "inter"], crlFiles: ["inter"], reason: "crl_missing", depth: 1),
-        Case(name: "stale CRL (nextUpdate passed)", chain: ["good", "inter"], crlFiles: ["root", "inter-stale"], reason: "crl_stale", depth: 0, messagePart: "CRL has expired"),
-        Case(name: "CRL signed by a CA without cRLSign", chain: ["undernocrlsign", "nocrlsign"], crlFiles: ["all"], reason: "crl_invalid", depth: 0, messagePart: "key usage does not include CRL signing"),
-        Case(name: "CRL with an unknown critical extension", chain: ["good", "inter"], crlFiles: ["root", "inter-critical"], reason: "crl_invalid", depth: 0, messagePart: "unhandled critical CRL extension"),
+        Case(
+            name: "good leaf, CRLs in separate files, one DER", chain: ["good", "inter"], crlFiles: ["root", "inter.der"], reason: nil,
+            depth: nil),
+        Case(
+            name: "revoked leaf", chain: ["revoked", "inter"], crlFiles: ["all"], reason: "revoked", depth: 0,
+            messagePart: "certificate revoked at depth 0 (CN=valid.test)"),
+        Case(
+            name: "revoked intermediate", chain: ["underrevoked", "revokedinter"], crlFiles: ["all"], reason: "revoked", depth: 1,
+            messagePart: "certificate revoked at depth 1 (CN=Revoked Intermediate)"),
+        Case(
+            name: "no CRL from the leaf's issuer", chain: ["good", "inter"], crlFiles: ["rootonly"], reason: "crl_missing", depth: 0,
+            messagePart: "unable to get certificate CRL"),
+        Case(
+            name: "no CRL from the intermediate's issuer", chain: ["good", "inter"], crlFiles: ["inter"], reason: "crl_missing", depth: 1),
+        Case(
+            name: "stale CRL (nextUpdate passed)", chain: ["good", "inter"], crlFiles: ["root", "inter-stale"], reason: "crl_stale",
+            depth: 0, messagePart: "CRL has expired"),
+        Case(
+            name: "CRL signed by a CA without cRLSign", chain: ["undernocrlsign", "nocrlsign"], crlFiles: ["all"], reason: "crl_invalid",
+            depth: 0, messagePart: "key usage does not include CRL signing"),
+        Case(
+            name: "CRL with an unknown critical extension", chain: ["good", "inter"], crlFiles: ["root", "inter-critical"],
+            reason: "crl_invalid", depth: 0, messagePart: "unhandled critical CRL extension"),
     ]
 
     @Test("SecurityPolicy.evaluate with crls:", arguments: cases)
@@ -80,9 +95,11 @@ struct RevocationListTests {
     @Test("A trusted intermediate used as the anchor (certificate pinning) needs no CRL from above it")
     func anchorNeedsNoCRL() throws {
         let policy = try SecurityPolicy(mode: .certificate, pinnedCertificates: [try pki.certificate("inter")], crls: try pki.crls("inter"))
-        let good = try policy.evaluate(servedChain: try ["good", "inter"].map(pki.certificate), host: "valid.test", trustStore: try pki.trustStore())
+        let good = try policy.evaluate(
+            servedChain: try ["good", "inter"].map(pki.certificate), host: "valid.test", trustStore: try pki.trustStore())
         #expect(good.verdict == .trusted, "\(good.failure?.message ?? "")")
-        let revoked = try policy.evaluate(servedChain: try ["revoked", "inter"].map(pki.certificate), host: "valid.test", trustStore: try pki.trustStore())
+        let revoked = try policy.evaluate(
+            servedChain: try ["revoked", "inter"].map(pki.certificate), host: "valid.test", trustStore: try pki.trustStore())
         #expect(revoked.failure?.reason == .revoked)
     }
 
@@ -102,7 +119,12 @@ struct RevocationListTests {
         #expect(evaluation.failure?.reason == .revoked)
     }
 
-    @Test("CRL files: PEM bundles and DER load; a file that is no CRL, or a CRL without nextUpdate (OpenSSL would never find it stale), fails naming it")
+    @Test(
+        """
+        CRL files: PEM bundles and DER load; a file that is no CRL, or a CRL without nextUpdate (OpenSSL would never find it \
+        stale), fails naming it
+        """
+    )
     func loading() throws {
         #expect(try pki.crls("all").count == 4)
         #expect(try pki.crls("inter.der").count == 1)
@@ -123,7 +145,12 @@ struct RevocationListTests {
         }
     }
 
-    @Test("A staple outside its validity window (an old 'good' replayed after its nextUpdate, or one dated ahead) is refused under stapled and under must-staple")
+    @Test(
+        """
+        A staple outside its validity window (an old 'good' replayed after its nextUpdate, or one dated ahead) is refused under \
+        stapled and under must-staple
+        """
+    )
     func stapleValidity() throws {
         let response = Array(try Data(contentsOf: URL(fileURLWithPath: pki.file("good.ocsp"))))
         let chain = try ["good", "inter"].map(pki.certificate)

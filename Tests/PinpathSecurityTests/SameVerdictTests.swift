@@ -32,13 +32,16 @@ struct SameVerdictTests {
     }
 
     static let cases: [Case] = {
-        let pki = TestPKI.shared, localhost = LocalhostPKI.shared
+        let pki = TestPKI.shared
+        let localhost = LocalhostPKI.shared
         let inter = pki.path("inter")
         return [
             Case(name: "valid", served: [localhost.path("valid"), inter], result: "trusted"),
             Case(name: "expired", served: [localhost.path("expired"), inter], result: "chain_invalid", verifyError: 10),
             Case(name: "wrong host", served: [pki.path("valid"), inter], result: "host_mismatch"),
-            Case(name: "untrusted root", served: [localhost.path("untrusted"), pki.path("rogueroot")], result: "chain_invalid", verifyError: 19),
+            Case(
+                name: "untrusted root", served: [localhost.path("untrusted"), pki.path("rogueroot")], result: "chain_invalid",
+                verifyError: 19),
             // OpenSSL 3.0 alone accepts it (its CN fallback); the webpki names rule rejects it: compared, not fixed.
             Case(name: "CN-only", served: [localhost.path("cnonly"), inter]),
             Case(name: "CN-only, profile rfc5280", served: [localhost.path("cnonly"), inter], profile: "rfc5280"),

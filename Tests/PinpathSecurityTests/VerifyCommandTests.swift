@@ -120,7 +120,9 @@ struct VerifyCommandTests {
     func ruleInText() throws {
         let pki = TestPKI.shared
         // valid → inter → root is 3 certificates.
-        let result = try Self.verify([try Self.chainFile(["valid", "inter"]), "--host", "valid.test", "--ca-file", pki.path("store"), "--max-depth", "2"])
+        let result = try Self.verify([
+            try Self.chainFile(["valid", "inter"]), "--host", "valid.test", "--ca-file", pki.path("store"), "--max-depth", "2",
+        ])
         #expect(result.status == 2, "\(result.stdout)\(result.stderr)")
         #expect(result.stdout.contains("  profile    rule "), "\(result.stdout)")
         #expect(result.stdout.contains(" at depth "), "\(result.stdout)")
@@ -160,7 +162,8 @@ struct VerifyCommandTests {
     func badChainFile() throws {
         let pki = TestPKI.shared
         let directory = LocalhostPKI.shared.directory
-        let empty = "\(directory)/empty.pem", text = "\(directory)/notes.txt"
+        let empty = "\(directory)/empty.pem"
+        let text = "\(directory)/notes.txt"
         try "".write(toFile: empty, atomically: true, encoding: .utf8)
         try "this is not a certificate\n".write(toFile: text, atomically: true, encoding: .utf8)
         for (file, message) in [

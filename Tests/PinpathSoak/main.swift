@@ -32,7 +32,9 @@ struct PinpathSoak: AsyncParsableCommand {
     var privileged = false
 
     func validate() throws {
-        guard soakMinutes > 0, soakMinutes <= 24 * 60 else { throw ValidationError("--soak-minutes \(soakMinutes): use a number of minutes above 0, at most 1440") }
+        guard soakMinutes > 0, soakMinutes <= 24 * 60 else {
+            throw ValidationError("--soak-minutes \(soakMinutes): use a number of minutes above 0, at most 1440")
+        }
         if let reportSeconds, reportSeconds < 1 { throw ValidationError("--report-seconds \(reportSeconds): use 1 or more") }
         if reloadSeconds < 0 { throw ValidationError("--reload-seconds \(reloadSeconds): use 0 (never) or more") }
     }

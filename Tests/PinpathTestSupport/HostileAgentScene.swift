@@ -53,22 +53,27 @@ public final class HostileAgentScene {
             ("reset", .resetMidResponse, "http", nil, "protocol_error"),
             ("tls-alert", .tlsAlert, "https", "test-ca", "tls_failed"),
             ("tls-alert-after-handshake", .tlsAlertAfterHandshake(good), "https", "test-ca", "tls_failed"),
-            ("fifty-certificates", .manyCertificates(bare, filler: try HostileServer.fillerCertificates(count: 49, in: pki.directory)),
-             "https", "test-ca", "tls_invalid"),
+            (
+                "fifty-certificates", .manyCertificates(bare, filler: try HostileServer.fillerCertificates(count: 49, in: pki.directory)),
+                "https", "test-ca", "tls_invalid"
+            ),
             ("refused", .refuse, "http", nil, "connect_failed"),
         ]
         do {
             for (name, behaviour, scheme, policy, category) in table {
                 let server = try HostileServer(behaviour, directory: pki.directory)
                 servers.append(server)
-                endpoints.append(Endpoint(name: name, url: "\(scheme)://127.0.0.1:\(server.port)/", policy: policy, expectedCategory: category))
+                endpoints.append(
+                    Endpoint(name: name, url: "\(scheme)://127.0.0.1:\(server.port)/", policy: policy, expectedCategory: category))
             }
             let switching = try HostileServer(
-                .switchingCertificates(good, HostileServer.TLSIdentity(certificate: other.certificate, key: other.key, chain: [pki.path("otherinter")])),
+                .switchingCertificates(
+                    good, HostileServer.TLSIdentity(certificate: other.certificate, key: other.key, chain: [pki.path("otherinter")])),
                 directory: pki.directory)
             servers.append(switching)
             for name in switchingEndpoints {
-                endpoints.append(Endpoint(name: name, url: "https://127.0.0.1:\(switching.port)/", policy: "inter-pin", expectedCategory: nil))
+                endpoints.append(
+                    Endpoint(name: name, url: "https://127.0.0.1:\(switching.port)/", policy: "inter-pin", expectedCategory: nil))
             }
         } catch {
             stop()
@@ -93,7 +98,8 @@ public final class HostileAgentScene {
 extension TestPKI {
     /// A leaf for IP 127.0.0.1 under the other trusted root (`otherinter`): valid, but with different pins.
     public func otherIPLeaf() throws -> (certificate: String, key: String) {
-        let certificate = file("otherip.pem"), key = file("otherip.key")
+        let certificate = file("otherip.pem")
+        let key = file("otherip.key")
         if !FileManager.default.fileExists(atPath: certificate) {
             try Shell.check([
                 "/bin/bash", "-c",

@@ -113,8 +113,11 @@ public final class HostileServer {
             close(state.wakeWriter)
             throw ShellError(description: "listen: \(errno)")
         }
-        let state = self.state, backendPorts = backends.map(\.port)
-        let thread = try JoinableThread(state) { Self.acceptLoop(listener: fd, behaviour: behaviour, backendPorts: backendPorts, state: state) }
+        let state = self.state
+        let backendPorts = backends.map(\.port)
+        let thread = try JoinableThread(state) {
+            Self.acceptLoop(listener: fd, behaviour: behaviour, backendPorts: backendPorts, state: state)
+        }
         state.threads.withLock { $0.append(thread) }
     }
 
@@ -310,7 +313,9 @@ public final class HostileServer {
         return try (1...count).map { index in
             let path = "\(directory)/filler-\(index).pem"
             if !FileManager.default.fileExists(atPath: path) {
-                try Shell.check(["openssl", "req", "-new", "-x509", "-key", key, "-subj", "/CN=Filler \(index)", "-days", "30", "-out", path])
+                try Shell.check([
+                    "openssl", "req", "-new", "-x509", "-key", key, "-subj", "/CN=Filler \(index)", "-days", "30", "-out", path,
+                ])
             }
             return path
         }
@@ -341,14 +346,18 @@ private struct JoinableThread: Sendable {
     fileprivate init(_ state: HostileServer.State, _ body: @escaping @Sendable () -> Void) throws {
         var thread = pthread_t()
         state.running.add(1, ordering: .relaxed)
-        let box = Unmanaged.passRetained(Body {
-            body()
-            state.running.subtract(1, ordering: .relaxed)
-        }).toOpaque()
-        let created = pthread_create(&thread, nil, { argument in
-            Unmanaged<Body>.fromOpaque(argument!).takeRetainedValue().run()
-            return nil
-        }, box)
+        let box = Unmanaged.passRetained(
+            Body {
+                body()
+                state.running.subtract(1, ordering: .relaxed)
+            }
+        ).toOpaque()
+        let created = pthread_create(
+            &thread, nil,
+            { argument in
+                Unmanaged<Body>.fromOpaque(argument!).takeRetainedValue().run()
+                return nil
+            }, box)
         guard created == 0 else {
             Unmanaged<Body>.fromOpaque(box).release()
             state.running.subtract(1, ordering: .relaxed)

@@ -37,7 +37,8 @@ public final class KeepAliveTLSServer {
         defer { close(devNull) }
         let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
         pid = try Shell.spawn(
-            ["/usr/bin/env", python, scriptPath, String(port), certificateFile, key, logPath, redirectingStart ? "redirect" : "plain"], stdout: devNull, stderr: devNull)
+            ["/usr/bin/env", python, scriptPath, String(port), certificateFile, key, logPath, redirectingStart ? "redirect" : "plain"],
+            stdout: devNull, stderr: devNull)
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
             if (try? String(contentsOfFile: logPath, encoding: .utf8))?.hasPrefix("listening") == true { return }
@@ -78,55 +79,55 @@ public final class KeepAliveTLSServer {
     /// Logs `accept N`, `handshake N` or `failed N REASON`, `bytes N COUNT` and `request N LINE` lines, each
     /// written whole.
     static let script = #"""
-import socket, ssl, sys, threading
-port, certificate, key, log_path = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-redirecting = sys.argv[5] == "redirect"
-log_lock = threading.Lock()
-log_file = open(log_path, "w")
-def log(line):
-    with log_lock:
-        log_file.write(line + "\n")
-        log_file.flush()
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-context.load_cert_chain(certificate, key)
-listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-listener.bind(("127.0.0.1", port))
-listener.listen(64)
-log("listening")
-def serve(raw, number):
-    try:
-        connection = context.wrap_socket(raw, server_side=True)
-    except (ssl.SSLError, OSError) as error:
-        log("failed %d %s" % (number, error))
-        raw.close()
-        return
-    log("handshake %d" % number)
-    pending = b""
-    try:
+        import socket, ssl, sys, threading
+        port, certificate, key, log_path = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+        redirecting = sys.argv[5] == "redirect"
+        log_lock = threading.Lock()
+        log_file = open(log_path, "w")
+        def log(line):
+            with log_lock:
+                log_file.write(line + "\n")
+                log_file.flush()
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(certificate, key)
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", port))
+        listener.listen(64)
+        log("listening")
+        def serve(raw, number):
+            try:
+                connection = context.wrap_socket(raw, server_side=True)
+            except (ssl.SSLError, OSError) as error:
+                log("failed %d %s" % (number, error))
+                raw.close()
+                return
+            log("handshake %d" % number)
+            pending = b""
+            try:
+                while True:
+                    data = connection.recv(65536)
+                    if not data:
+                        break
+                    log("bytes %d %d" % (number, len(data)))
+                    pending += data
+                    while b"\r\n\r\n" in pending:
+                        head, pending = pending.split(b"\r\n\r\n", 1)
+                        line = head.split(b"\r\n")[0]
+                        log("request %d %s" % (number, line.decode("latin-1")))
+                        if redirecting and line.split(b" ")[1:2] == [b"/start"]:
+                            connection.sendall(b"HTTP/1.1 302 Found\r\nLocation: /next\r\nContent-Length: 0\r\n\r\n")
+                        else:
+                            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
+            except (ssl.SSLError, OSError) as error:
+                log("ended %d %s" % (number, error))
+            finally:
+                connection.close()
+        number = 0
         while True:
-            data = connection.recv(65536)
-            if not data:
-                break
-            log("bytes %d %d" % (number, len(data)))
-            pending += data
-            while b"\r\n\r\n" in pending:
-                head, pending = pending.split(b"\r\n\r\n", 1)
-                line = head.split(b"\r\n")[0]
-                log("request %d %s" % (number, line.decode("latin-1")))
-                if redirecting and line.split(b" ")[1:2] == [b"/start"]:
-                    connection.sendall(b"HTTP/1.1 302 Found\r\nLocation: /next\r\nContent-Length: 0\r\n\r\n")
-                else:
-                    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
-    except (ssl.SSLError, OSError) as error:
-        log("ended %d %s" % (number, error))
-    finally:
-        connection.close()
-number = 0
-while True:
-    raw, _ = listener.accept()
-    number += 1
-    log("accept %d" % number)
-    threading.Thread(target=serve, args=(raw, number), daemon=True).start()
-"""#
+            raw, _ = listener.accept()
+            number += 1
+            log("accept %d" % number)
+            threading.Thread(target=serve, args=(raw, number), daemon=True).start()
+        """#
 }

@@ -6,7 +6,8 @@ import Testing
 /// the one name that reaches an `openssl s_server` on loopback without a network namespace.
 public final class LocalhostPKI: Sendable {
     public static let shared = LocalhostPKI(
-        directory: GeneratedDirectory.make("pinpath-localhost", what: "the localhost leaves", script: script, arguments: [TestPKI.shared.directory]))
+        directory: GeneratedDirectory.make(
+            "pinpath-localhost", what: "the localhost leaves", script: script, arguments: [TestPKI.shared.directory]))
 
     /// The directory holding `<name>.pem` and `<name>.key` for each leaf of the script.
     public let directory: String
@@ -27,25 +28,25 @@ public final class LocalhostPKI: Sendable {
     /// $1: this directory; $2: the test PKI's, whose `ca.cnf`, intermediate and untrusted root issue the leaves.
     /// `openssl ca` sets exact dates (the expired leaf), as in TestPKI.
     static let script = #"""
-set -euo pipefail
-cd "$1"
-PKI="$2"
-cp "$PKI/ca.cnf" .
-mkdir -p newcerts
-: > index.txt
-echo 2000 > serial
-# leaf name issuer extensions end [CN]
-leaf() {
-  openssl genpkey -quiet -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1.key" 2>/dev/null
-  openssl req -new -config ca.cnf -key "$1.key" -subj "/CN=${5:-localhost}" -out "$1.csr"
-  openssl ca -batch -config ca.cnf -cert "$PKI/$2.pem" -keyfile "$PKI/$2.key" -in "$1.csr" -out "$1.pem" \
-    -extensions "$3" -startdate 20200101000000Z -enddate "$4" -notext 2>/dev/null
-}
-export SAN=DNS:localhost
-leaf valid inter v3_leaf 20450101000000Z
-leaf rotated inter v3_leaf 20450101000000Z
-leaf expired inter v3_leaf 20210101000000Z
-leaf untrusted rogueroot v3_leaf 20450101000000Z
-leaf cnonly inter v3_cn_only 20450101000000Z
-"""#
+        set -euo pipefail
+        cd "$1"
+        PKI="$2"
+        cp "$PKI/ca.cnf" .
+        mkdir -p newcerts
+        : > index.txt
+        echo 2000 > serial
+        # leaf name issuer extensions end [CN]
+        leaf() {
+          openssl genpkey -quiet -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1.key" 2>/dev/null
+          openssl req -new -config ca.cnf -key "$1.key" -subj "/CN=${5:-localhost}" -out "$1.csr"
+          openssl ca -batch -config ca.cnf -cert "$PKI/$2.pem" -keyfile "$PKI/$2.key" -in "$1.csr" -out "$1.pem" \
+            -extensions "$3" -startdate 20200101000000Z -enddate "$4" -notext 2>/dev/null
+        }
+        export SAN=DNS:localhost
+        leaf valid inter v3_leaf 20450101000000Z
+        leaf rotated inter v3_leaf 20450101000000Z
+        leaf expired inter v3_leaf 20210101000000Z
+        leaf untrusted rogueroot v3_leaf 20450101000000Z
+        leaf cnonly inter v3_cn_only 20450101000000Z
+        """#
 }

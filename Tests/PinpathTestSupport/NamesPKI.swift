@@ -64,12 +64,12 @@ public final class NamesPKI: Sendable {
     }
 
     static let script = #"""
-set -euo pipefail
-cd "$1"; name=$2; issuer=$3; subject=$4
-openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$name.key"
-openssl req -new -utf8 -config req.cnf -key "$name.key" -subj "$subject" -out "$name.csr"
-if [ "$issuer" = - ]; then signer=(-signkey "$name.key"); else signer=(-CA "$issuer.pem" -CAkey "$issuer.key"); fi
-openssl x509 -req -in "$name.csr" "${signer[@]}" -extfile "$name.ext" -extensions ext -days 3650 -sha256 \
-  -out "$name.pem" 2>&1
-"""#
+        set -euo pipefail
+        cd "$1"; name=$2; issuer=$3; subject=$4
+        openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$name.key"
+        openssl req -new -utf8 -config req.cnf -key "$name.key" -subj "$subject" -out "$name.csr"
+        if [ "$issuer" = - ]; then signer=(-signkey "$name.key"); else signer=(-CA "$issuer.pem" -CAkey "$issuer.key"); fi
+        openssl x509 -req -in "$name.csr" "${signer[@]}" -extfile "$name.ext" -extensions ext -days 3650 -sha256 \
+          -out "$name.pem" 2>&1
+        """#
 }

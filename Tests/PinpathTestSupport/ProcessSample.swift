@@ -31,7 +31,8 @@ public struct ProcessSample: Sendable {
         guard let resident = field("VmRSS"), let threads = field("Threads"),
             let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
         else { return nil }
-        var sockets = 0, others = 0
+        var sockets = 0
+        var others = 0
         for entry in entries {
             // A descriptor closed between the listing and the readlink is simply not counted.
             guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(entry)") else { continue }

@@ -44,7 +44,8 @@ public final class RecordingServer {
     ///   - directory: where its script, log and port file go.
     public init(address: String = "127.0.0.1", certificate: (leaf: String, key: String, chain: [String])? = nil, directory: String) throws {
         let name = "recording-\(UUID().uuidString)"
-        let script = "\(directory)/\(name).py", portFile = "\(directory)/\(name).port"
+        let script = "\(directory)/\(name).py"
+        let portFile = "\(directory)/\(name).port"
         log = "\(directory)/\(name).jsonl"
         self.address = address
         isTLS = certificate != nil
@@ -61,7 +62,9 @@ public final class RecordingServer {
         pid = try Shell.spawn(arguments, stdout: devNull, stderr: devNull)
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
-            if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let port = UInt16(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            if let text = try? String(contentsOfFile: portFile, encoding: .utf8),
+                let port = UInt16(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            {
                 self.port = port
                 return
             }
@@ -93,55 +96,55 @@ public final class RecordingServer {
 
     /// argv: address, port file, log file, [chain file, key file].
     static let script = #"""
-import json, os, socket, ssl, sys, threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit, parse_qs
+        import json, os, socket, ssl, sys, threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from urllib.parse import urlsplit, parse_qs
 
-address, port_file, log_file = sys.argv[1:4]
-context = None
-if len(sys.argv) > 5:
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(sys.argv[4], sys.argv[5])
-lock = threading.Lock()
+        address, port_file, log_file = sys.argv[1:4]
+        context = None
+        if len(sys.argv) > 5:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(sys.argv[4], sys.argv[5])
+        lock = threading.Lock()
 
-class Handler(BaseHTTPRequestHandler):
-    def handle_one(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length).decode("utf-8", "replace") if length else ""
-        with lock, open(log_file, "a") as log:
-            log.write(json.dumps({"method": self.command, "path": self.path,
-                                  "headers": [[k, v] for k, v in self.headers.items()], "body": body}) + "\n")
-        url = urlsplit(self.path)
-        if url.path == "/redirect":
-            query = parse_qs(url.query)
-            self.send_response(int(query["status"][0]))
-            self.send_header("Location", query["to"][0])
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-        else:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain")
-            self.send_header("Content-Length", "3")
-            self.end_headers()
-            self.wfile.write(b"ok\n")
-    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = handle_one
-    def log_message(self, *args):
-        pass
+        class Handler(BaseHTTPRequestHandler):
+            def handle_one(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length).decode("utf-8", "replace") if length else ""
+                with lock, open(log_file, "a") as log:
+                    log.write(json.dumps({"method": self.command, "path": self.path,
+                                          "headers": [[k, v] for k, v in self.headers.items()], "body": body}) + "\n")
+                url = urlsplit(self.path)
+                if url.path == "/redirect":
+                    query = parse_qs(url.query)
+                    self.send_response(int(query["status"][0]))
+                    self.send_header("Location", query["to"][0])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                else:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/plain")
+                    self.send_header("Content-Length", "3")
+                    self.end_headers()
+                    self.wfile.write(b"ok\n")
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = handle_one
+            def log_message(self, *args):
+                pass
 
-class Server(ThreadingHTTPServer):
-    address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    daemon_threads = True
-    def get_request(self):
-        connection, peer = self.socket.accept()
-        if context is not None:
-            # The handshake runs in the request's thread: a client that aborts it blocks nobody.
-            connection = context.wrap_socket(connection, server_side=True, do_handshake_on_connect=False)
-        return connection, peer
+        class Server(ThreadingHTTPServer):
+            address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
+            daemon_threads = True
+            def get_request(self):
+                connection, peer = self.socket.accept()
+                if context is not None:
+                    # The handshake runs in the request's thread: a client that aborts it blocks nobody.
+                    connection = context.wrap_socket(connection, server_side=True, do_handshake_on_connect=False)
+                return connection, peer
 
-server = Server((address, 0), Handler)
-with open(port_file + ".tmp", "w") as f:
-    f.write(str(server.server_address[1]))
-os.rename(port_file + ".tmp", port_file)
-server.serve_forever()
-"""#
+        server = Server((address, 0), Handler)
+        with open(port_file + ".tmp", "w") as f:
+            f.write(str(server.server_address[1]))
+        os.rename(port_file + ".tmp", port_file)
+        server.serve_forever()
+        """#
 }

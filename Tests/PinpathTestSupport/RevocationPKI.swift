@@ -51,162 +51,162 @@ public final class RevocationPKI: Sendable {
     public func trustStore() throws -> TrustStore { try TrustStore(caFile: file("root.pem")) }
 
     static let script = #"""
-set -euo pipefail
-cd "$1"
-mkdir -p newcerts
-cat > ca.cnf <<'CNF'
-[ ca ]
-default_ca = CA_default
-[ CA_default ]
-dir = .
-database = ./$ENV::CA.index
-crlnumber = ./$ENV::CA.crlnumber
-new_certs_dir = ./newcerts
-serial = ./serial
-default_md = sha256
-default_crl_days = 30
-policy = policy_any
-unique_subject = no
-copy_extensions = none
-[ policy_any ]
-commonName = supplied
-[ req ]
-distinguished_name = dn
-prompt = no
-[ dn ]
-CN = placeholder
-[ v3_ca ]
-basicConstraints = critical, CA:true
-keyUsage = critical, keyCertSign, cRLSign
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid:always
-[ v3_ca_no_crl_sign ]
-basicConstraints = critical, CA:true
-keyUsage = critical, keyCertSign
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid:always
-[ v3_leaf ]
-basicConstraints = CA:false
-keyUsage = critical, digitalSignature, keyEncipherment
-extendedKeyUsage = serverAuth
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid:always
-subjectAltName = DNS:valid.test, IP:127.0.0.1
-[ v3_must_staple ]
-basicConstraints = CA:false
-keyUsage = critical, digitalSignature, keyEncipherment
-extendedKeyUsage = serverAuth
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid:always
-subjectAltName = DNS:valid.test, IP:127.0.0.1
-tlsfeature = status_request
-[ v3_responder ]
-basicConstraints = CA:false
-keyUsage = critical, digitalSignature
-extendedKeyUsage = OCSPSigning
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid:always
-[ crl_plain ]
-authorityKeyIdentifier = keyid:always
-[ crl_critical ]
-authorityKeyIdentifier = keyid:always
-1.3.6.1.4.1.55555.1 = critical, ASN1:NULL
-CNF
-echo 2000 > serial
-export CA=root  # ca.cnf names the database of the CA in $CA; req reads the file too
-Q=-quiet
-key() { openssl genpkey $Q -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1.key" 2>/dev/null; }
-newdb() { : > "$1.index"; echo 01 > "$1.crlnumber"; }
-root() { # name CN
-  key "$1"; newdb "$1"
-  openssl req -new -config ca.cnf -key "$1.key" -subj "/CN=$2" -out "$1.csr"
-  CA=$1 openssl ca -batch -selfsign -config ca.cnf -keyfile "$1.key" -in "$1.csr" -out "$1.pem" -extensions v3_ca \
-    -startdate 20190101000000Z -enddate 20460101000000Z -notext 2>/dev/null
-}
-sign() { # name CN issuer extensions
-  key "$1"
-  openssl req -new -config ca.cnf -key "$1.key" -subj "/CN=$2" -out "$1.csr"
-  CA=$3 openssl ca -batch -config ca.cnf -cert "$3.pem" -keyfile "$3.key" -in "$1.csr" -out "$1.pem" -extensions "$4" \
-    -startdate 20200101000000Z -enddate 20450101000000Z -notext 2>/dev/null
-}
-ca() { # name CN issuer extensions: a CA with its own database
-  sign "$@"; newdb "$1"
-}
-revoke() { CA=$2 openssl ca -batch -config ca.cnf -cert "$2.pem" -keyfile "$2.key" -revoke "$1.pem" 2>/dev/null; }
-crl() { # issuer output [extra options]
-  local issuer=$1 out=$2; shift 2
-  CA=$issuer openssl ca -batch -config ca.cnf -cert "$issuer.pem" -keyfile "$issuer.key" -gencrl -crlexts crl_plain \
-    -out "$out.crl" "$@" 2>/dev/null
-}
+        set -euo pipefail
+        cd "$1"
+        mkdir -p newcerts
+        cat > ca.cnf <<'CNF'
+        [ ca ]
+        default_ca = CA_default
+        [ CA_default ]
+        dir = .
+        database = ./$ENV::CA.index
+        crlnumber = ./$ENV::CA.crlnumber
+        new_certs_dir = ./newcerts
+        serial = ./serial
+        default_md = sha256
+        default_crl_days = 30
+        policy = policy_any
+        unique_subject = no
+        copy_extensions = none
+        [ policy_any ]
+        commonName = supplied
+        [ req ]
+        distinguished_name = dn
+        prompt = no
+        [ dn ]
+        CN = placeholder
+        [ v3_ca ]
+        basicConstraints = critical, CA:true
+        keyUsage = critical, keyCertSign, cRLSign
+        subjectKeyIdentifier = hash
+        authorityKeyIdentifier = keyid:always
+        [ v3_ca_no_crl_sign ]
+        basicConstraints = critical, CA:true
+        keyUsage = critical, keyCertSign
+        subjectKeyIdentifier = hash
+        authorityKeyIdentifier = keyid:always
+        [ v3_leaf ]
+        basicConstraints = CA:false
+        keyUsage = critical, digitalSignature, keyEncipherment
+        extendedKeyUsage = serverAuth
+        subjectKeyIdentifier = hash
+        authorityKeyIdentifier = keyid:always
+        subjectAltName = DNS:valid.test, IP:127.0.0.1
+        [ v3_must_staple ]
+        basicConstraints = CA:false
+        keyUsage = critical, digitalSignature, keyEncipherment
+        extendedKeyUsage = serverAuth
+        subjectKeyIdentifier = hash
+        authorityKeyIdentifier = keyid:always
+        subjectAltName = DNS:valid.test, IP:127.0.0.1
+        tlsfeature = status_request
+        [ v3_responder ]
+        basicConstraints = CA:false
+        keyUsage = critical, digitalSignature
+        extendedKeyUsage = OCSPSigning
+        subjectKeyIdentifier = hash
+        authorityKeyIdentifier = keyid:always
+        [ crl_plain ]
+        authorityKeyIdentifier = keyid:always
+        [ crl_critical ]
+        authorityKeyIdentifier = keyid:always
+        1.3.6.1.4.1.55555.1 = critical, ASN1:NULL
+        CNF
+        echo 2000 > serial
+        export CA=root  # ca.cnf names the database of the CA in $CA; req reads the file too
+        Q=-quiet
+        key() { openssl genpkey $Q -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1.key" 2>/dev/null; }
+        newdb() { : > "$1.index"; echo 01 > "$1.crlnumber"; }
+        root() { # name CN
+          key "$1"; newdb "$1"
+          openssl req -new -config ca.cnf -key "$1.key" -subj "/CN=$2" -out "$1.csr"
+          CA=$1 openssl ca -batch -selfsign -config ca.cnf -keyfile "$1.key" -in "$1.csr" -out "$1.pem" -extensions v3_ca \
+            -startdate 20190101000000Z -enddate 20460101000000Z -notext 2>/dev/null
+        }
+        sign() { # name CN issuer extensions
+          key "$1"
+          openssl req -new -config ca.cnf -key "$1.key" -subj "/CN=$2" -out "$1.csr"
+          CA=$3 openssl ca -batch -config ca.cnf -cert "$3.pem" -keyfile "$3.key" -in "$1.csr" -out "$1.pem" -extensions "$4" \
+            -startdate 20200101000000Z -enddate 20450101000000Z -notext 2>/dev/null
+        }
+        ca() { # name CN issuer extensions: a CA with its own database
+          sign "$@"; newdb "$1"
+        }
+        revoke() { CA=$2 openssl ca -batch -config ca.cnf -cert "$2.pem" -keyfile "$2.key" -revoke "$1.pem" 2>/dev/null; }
+        crl() { # issuer output [extra options]
+          local issuer=$1 out=$2; shift 2
+          CA=$issuer openssl ca -batch -config ca.cnf -cert "$issuer.pem" -keyfile "$issuer.key" -gencrl -crlexts crl_plain \
+            -out "$out.crl" "$@" 2>/dev/null
+        }
 
-root root "Revocation Test Root"
-ca inter "Revocation Test Intermediate" root v3_ca
-ca revokedinter "Revoked Intermediate" root v3_ca
-ca nocrlsign "Intermediate Without cRLSign" root v3_ca_no_crl_sign
-sign good valid.test inter v3_leaf
-sign revoked valid.test inter v3_leaf
-sign muststaple valid.test inter v3_must_staple
-sign responder "Revocation Test OCSP Responder" inter v3_responder
-sign underrevoked valid.test revokedinter v3_leaf
-sign undernocrlsign valid.test nocrlsign v3_leaf
-key forger
-openssl req -new -x509 -config ca.cnf -key forger.key -subj "/CN=Revocation Test OCSP Responder" -days 3650 -out forger.pem
+        root root "Revocation Test Root"
+        ca inter "Revocation Test Intermediate" root v3_ca
+        ca revokedinter "Revoked Intermediate" root v3_ca
+        ca nocrlsign "Intermediate Without cRLSign" root v3_ca_no_crl_sign
+        sign good valid.test inter v3_leaf
+        sign revoked valid.test inter v3_leaf
+        sign muststaple valid.test inter v3_must_staple
+        sign responder "Revocation Test OCSP Responder" inter v3_responder
+        sign underrevoked valid.test revokedinter v3_leaf
+        sign undernocrlsign valid.test nocrlsign v3_leaf
+        key forger
+        openssl req -new -x509 -config ca.cnf -key forger.key -subj "/CN=Revocation Test OCSP Responder" -days 3650 -out forger.pem
 
-revoke revoked inter
-revoke revokedinter root
-crl root root
-crl inter inter
-crl revokedinter revokedinter
-crl nocrlsign nocrlsign
-crl inter inter-stale -crl_lastupdate 20200101000000Z -crl_nextupdate 20210101000000Z
-CA=inter openssl ca -batch -config ca.cnf -cert inter.pem -keyfile inter.key -gencrl -crlexts crl_critical \
-  -out inter-critical.crl 2>/dev/null
-openssl crl -in inter.crl -outform DER -out inter.der.crl
-cat root.crl inter.crl revokedinter.crl nocrlsign.crl > all.crl
-cp root.crl rootonly.crl
+        revoke revoked inter
+        revoke revokedinter root
+        crl root root
+        crl inter inter
+        crl revokedinter revokedinter
+        crl nocrlsign nocrlsign
+        crl inter inter-stale -crl_lastupdate 20200101000000Z -crl_nextupdate 20210101000000Z
+        CA=inter openssl ca -batch -config ca.cnf -cert inter.pem -keyfile inter.key -gencrl -crlexts crl_critical \
+          -out inter-critical.crl 2>/dev/null
+        openssl crl -in inter.crl -outform DER -out inter.der.crl
+        cat root.crl inter.crl revokedinter.crl nocrlsign.crl > all.crl
+        cp root.crl rootonly.crl
 
-ocsp() { # leaf output signer-cert signer-key
-  openssl ocsp -index inter.index -CA inter.pem -issuer inter.pem -cert "$1.pem" -rsigner "$3.pem" -rkey "$4.key" \
-    -ndays 1 -respout "$2.ocsp" >/dev/null 2>&1
-}
-ocsp good good responder responder
-ocsp revoked revoked responder responder
-ocsp muststaple muststaple responder responder
-ocsp good good-by-inter inter inter
-# A forger's index in which the revoked leaf is valid: the forged response says "good".
-sed 's/^R\t\([^\t]*\)\t[^\t]*\t/V\t\1\t\t/' inter.index > forged.index
-cp inter.index.attr forged.index.attr  # unique_subject = no, as in inter's own
-openssl ocsp -index forged.index -CA inter.pem -issuer inter.pem -cert revoked.pem -rsigner forger.pem -rkey forger.key \
-  -ndays 1 -respout forged-good.ocsp >/dev/null 2>&1
-# inter's CRL re-signed without nextUpdate (openssl ca always writes one): the TBS with its fifth field
-# removed, signed by inter's key, in DER and PEM.
-openssl crl -in inter.crl -outform DER -out inter.crl.der
-python3 - <<'PY'
-def read(b, i):  # (tag, header length, content length) of the DER element at i
-    n = b[i + 1]
-    if n < 0x80: return b[i], 2, n
-    k = n & 0x7f
-    return b[i], 2 + k, int.from_bytes(b[i + 2:i + 2 + k], "big")
-def elements(b):
-    i, out = 0, []
-    while i < len(b):
-        _, h, n = read(b, i); out.append(b[i:i + h + n]); i += h + n
-    return out
-def wrap(tag, content):
-    n = len(content)
-    size = bytes([n]) if n < 0x80 else bytes([0x80 | ((n.bit_length() + 7) // 8)]) + n.to_bytes((n.bit_length() + 7) // 8, "big")
-    return bytes([tag]) + size + content
-der = open("inter.crl.der", "rb").read()
-_, h, _ = read(der, 0)
-tbs, algorithm, _ = elements(der[h:])
-_, th, _ = read(tbs, 0)
-fields = elements(tbs[th:])
-assert fields[4][0] in (0x17, 0x18), "the fifth TBS field is not nextUpdate"
-open("nonext.tbs", "wb").write(wrap(0x30, b"".join(fields[:4] + fields[5:])))
-import subprocess
-signature = subprocess.run(["openssl", "dgst", "-sha256", "-sign", "inter.key", "nonext.tbs"], check=True, capture_output=True).stdout
-open("inter-nonext.der.crl", "wb").write(wrap(0x30, open("nonext.tbs", "rb").read() + algorithm + wrap(0x03, b"\0" + signature)))
-PY
-openssl crl -inform DER -in inter-nonext.der.crl -out inter-nonext.crl
-"""#
+        ocsp() { # leaf output signer-cert signer-key
+          openssl ocsp -index inter.index -CA inter.pem -issuer inter.pem -cert "$1.pem" -rsigner "$3.pem" -rkey "$4.key" \
+            -ndays 1 -respout "$2.ocsp" >/dev/null 2>&1
+        }
+        ocsp good good responder responder
+        ocsp revoked revoked responder responder
+        ocsp muststaple muststaple responder responder
+        ocsp good good-by-inter inter inter
+        # A forger's index in which the revoked leaf is valid: the forged response says "good".
+        sed 's/^R\t\([^\t]*\)\t[^\t]*\t/V\t\1\t\t/' inter.index > forged.index
+        cp inter.index.attr forged.index.attr  # unique_subject = no, as in inter's own
+        openssl ocsp -index forged.index -CA inter.pem -issuer inter.pem -cert revoked.pem -rsigner forger.pem -rkey forger.key \
+          -ndays 1 -respout forged-good.ocsp >/dev/null 2>&1
+        # inter's CRL re-signed without nextUpdate (openssl ca always writes one): the TBS with its fifth field
+        # removed, signed by inter's key, in DER and PEM.
+        openssl crl -in inter.crl -outform DER -out inter.crl.der
+        python3 - <<'PY'
+        def read(b, i):  # (tag, header length, content length) of the DER element at i
+            n = b[i + 1]
+            if n < 0x80: return b[i], 2, n
+            k = n & 0x7f
+            return b[i], 2 + k, int.from_bytes(b[i + 2:i + 2 + k], "big")
+        def elements(b):
+            i, out = 0, []
+            while i < len(b):
+                _, h, n = read(b, i); out.append(b[i:i + h + n]); i += h + n
+            return out
+        def wrap(tag, content):
+            n = len(content)
+            size = bytes([n]) if n < 0x80 else bytes([0x80 | ((n.bit_length() + 7) // 8)]) + n.to_bytes((n.bit_length() + 7) // 8, "big")
+            return bytes([tag]) + size + content
+        der = open("inter.crl.der", "rb").read()
+        _, h, _ = read(der, 0)
+        tbs, algorithm, _ = elements(der[h:])
+        _, th, _ = read(tbs, 0)
+        fields = elements(tbs[th:])
+        assert fields[4][0] in (0x17, 0x18), "the fifth TBS field is not nextUpdate"
+        open("nonext.tbs", "wb").write(wrap(0x30, b"".join(fields[:4] + fields[5:])))
+        import subprocess
+        signature = subprocess.run(["openssl", "dgst", "-sha256", "-sign", "inter.key", "nonext.tbs"], check=True, capture_output=True).stdout
+        open("inter-nonext.der.crl", "wb").write(wrap(0x30, open("nonext.tbs", "rb").read() + algorithm + wrap(0x03, b"\0" + signature)))
+        PY
+        openssl crl -inform DER -in inter-nonext.der.crl -out inter-nonext.crl
+        """#
 }

@@ -21,7 +21,8 @@ public final class ScriptedTLSServer: @unchecked Sendable {
     ///   before TLS 1.3).
     public init(certificate: String, key: String, chain: [String], in directory: String, extraArguments: [String] = []) throws {
         let chainFile = "\(directory)/scripted-chain-\(UUID().uuidString).pem"
-        try chain.map { try String(contentsOfFile: $0, encoding: .utf8) }.joined().write(toFile: chainFile, atomically: true, encoding: .utf8)
+        try chain.map { try String(contentsOfFile: $0, encoding: .utf8) }.joined().write(
+            toFile: chainFile, atomically: true, encoding: .utf8)
         transcriptPath = "\(directory)/scripted-transcript-\(UUID().uuidString)"
         _ = FileManager.default.createFile(atPath: transcriptPath, contents: nil)
         port = try TLSServer.freePort()

@@ -21,7 +21,8 @@ public enum Shell {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try path(of: arguments[0]))
         process.arguments = Array(arguments.dropFirst())
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         let inputPipe = Pipe()
@@ -110,7 +111,8 @@ public enum Shell {
 
     public static func path(of program: String) throws -> String {
         if program.hasPrefix("/") { return program }
-        for directory in ["/usr/sbin", "/usr/bin", "/sbin", "/bin"] where FileManager.default.isExecutableFile(atPath: "\(directory)/\(program)") {
+        for directory in ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+        where FileManager.default.isExecutableFile(atPath: "\(directory)/\(program)") {
             return "\(directory)/\(program)"
         }
         throw ShellError(description: "\(program) is not installed")

@@ -62,7 +62,12 @@ public enum Soak {
         defer { scene.stop() }
         let configuration = "\(directory)/pinpath.yaml"
         try scene.configurationYAML.write(toFile: configuration, atomically: true, encoding: .utf8)
-        log("soak: \(scene.expected.count) endpoints (\(scene.healthyCount) healthy, \(scene.expected.count - scene.healthyCount) hostile), \(options.duration), agent \(options.pinpath)")
+        log(
+            """
+            soak: \(scene.expected.count) endpoints (\(scene.healthyCount) healthy, \(scene.expected.count - scene.healthyCount) \
+            hostile), \(options.duration), agent \(options.pinpath)
+            """
+        )
 
         var output: [Int32] = [0, 0]
         guard pipe(&output) == 0 else { throw ShellError(description: "pipe: \(errno)") }
@@ -76,7 +81,8 @@ public enum Soak {
             if let fd = Int32(entry), fd > 2, fd != output[1] && fd != stderrFile { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         }
         let asNobody = options.unprivileged && getuid() == 0
-        let command = (asNobody ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"] : [])
+        let command =
+            (asNobody ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"] : [])
             + [options.pinpath, "run", "--config", configuration]
         let pid: pid_t
         do {
@@ -118,7 +124,12 @@ public enum Soak {
                 scene.expected.keys.allSatisfy({ counts.probes[$0]?.values.reduce(0, +) ?? 0 >= options.warmUpProbesPerEndpoint })
             {
                 warmUpEnd = elapsed
-                log("soak: warm-up over at \(SoakReport.seconds(elapsed)) (every endpoint probed \(options.warmUpProbesPerEndpoint)+ times, 30 s at least)")
+                log(
+                    """
+                    soak: warm-up over at \(SoakReport.seconds(elapsed)) (every endpoint probed \
+                    \(options.warmUpProbesPerEndpoint)+ times, 30 s at least)
+                    """
+                )
             }
             // None in the last 10 s: each reload must have finished (config.reloaded) before SIGTERM.
             if let reloadAt = nextReload, ContinuousClock.now >= reloadAt, elapsed + .seconds(10) < options.duration {
@@ -142,6 +153,7 @@ public enum Soak {
         _ = await tally.waitForEnd(timeout: .seconds(5))
         let stderrText = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
         return SoakReport(
-            options: options, samples: samples, warmUpEnd: warmUpEnd, counts: tally.snapshot, expected: scene.expected, reloads: reloads, exit: exit!, ranAsNobody: asNobody, agentStderr: String(stderrText.suffix(4000)))
+            options: options, samples: samples, warmUpEnd: warmUpEnd, counts: tally.snapshot, expected: scene.expected, reloads: reloads,
+            exit: exit!, ranAsNobody: asNobody, agentStderr: String(stderrText.suffix(4000)))
     }
 }

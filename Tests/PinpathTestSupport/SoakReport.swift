@@ -19,7 +19,9 @@ public struct SoakReport: Sendable {
         public var description: String {
             switch self {
             case .early(let status, let after):
-                let how = status & 0x7f == 0 ? "exit \((status >> 8) & 0xff)" : "signal \(status & 0x7f) (\(String(cString: strsignal(status & 0x7f))))"
+                let how =
+                    status & 0x7f == 0
+                    ? "exit \((status >> 8) & 0xff)" : "signal \(status & 0x7f) (\(String(cString: strsignal(status & 0x7f))))"
                 return "ended by itself after \(SoakReport.seconds(after)): \(how)"
             case .stopped(let code, let after): return "exit \(code) \(SoakReport.seconds(after)) after SIGTERM"
             case .killedAfterTimeout: return "still running 10 s after SIGTERM: killed"
@@ -47,7 +49,8 @@ public struct SoakReport: Sendable {
 
     /// The first and last quarters of the steady samples, to compare floors.
     public var steadyQuarters: (first: ArraySlice<ProcessSample>, last: ArraySlice<ProcessSample>) {
-        let steady = self.steady, quarter = max(1, steady.count / 4)
+        let steady = self.steady
+        let quarter = max(1, steady.count / 4)
         return (steady.prefix(quarter), steady.suffix(quarter))
     }
 
@@ -96,7 +99,8 @@ public struct SoakReport: Sendable {
             mutating func add(_ sample: ProcessSample) { samples.append(sample) }
 
             func build() -> Row {
-                let last = samples.last!, first = samples.first!
+                let last = samples.last!
+                let first = samples.first!
                 let span = Double((last.elapsed - first.elapsed) / .milliseconds(1)) / 1000
                 let rate = span > 0 ? Double(last.probes - first.probes) / span : 0
                 let cpu = span > 0 ? Double((last.cpu - first.cpu) / .milliseconds(1)) / 10 / span : 0
@@ -120,37 +124,81 @@ public struct SoakReport: Sendable {
     public var summary: String {
         var lines: [String] = []
         let duration = samples.last.map { SoakReport.seconds($0.elapsed) } ?? "0 s"
-        lines.append("soak: \(duration) of pinpath run (\(options.pinpath))\(ranAsNobody ? " as nobody" : ""), \(expected.count) endpoints, \(samples.count) samples, \(reloads) reloads (SIGHUP)")
+        lines.append(
+            """
+            soak: \(duration) of pinpath run (\(options.pinpath))\(ranAsNobody ? " as nobody" : ""), \(expected.count) endpoints, \
+            \(samples.count) samples, \(reloads) reloads (SIGHUP)
+            """
+        )
         lines.append("agent: \(exit)")
         if let stopping = counts.stopping {
             let lateness = stopping["schedule_lateness_ms"] as? [String: Any] ?? [:]
-            lines.append("agent.stopping: \(stopping["probes"] ?? "?") probes, \(stopping["failures"] ?? "?") failures, \(stopping["events_dropped"] ?? "?") events dropped, schedule lateness p50 \(lateness["p50"] ?? "?") ms, p99 \(lateness["p99"] ?? "?") ms, max \(lateness["max"] ?? "?") ms")
+            lines.append(
+                """
+                agent.stopping: \(stopping["probes"] ?? "?") probes, \(stopping["failures"] ?? "?") failures, \
+                \(stopping["events_dropped"] ?? "?") events dropped, schedule lateness p50 \(lateness["p50"] ?? "?") ms, p99 \
+                \(lateness["p99"] ?? "?") ms, max \(lateness["max"] ?? "?") ms
+                """
+            )
         }
         if let warmUpEnd {
-            lines.append("warm-up: the first \(SoakReport.seconds(warmUpEnd)) (at least \(SoakReport.seconds(options.warmUpAtLeast)) and \(options.warmUpProbesPerEndpoint) probes of every endpoint); \(steady.count) samples after it")
+            lines.append(
+                """
+                warm-up: the first \(SoakReport.seconds(warmUpEnd)) (at least \(SoakReport.seconds(options.warmUpAtLeast)) and \
+                \(options.warmUpProbesPerEndpoint) probes of every endpoint); \(steady.count) samples after it
+                """
+            )
         } else {
             lines.append("warm-up: never ended (some endpoint was probed fewer than \(options.warmUpProbesPerEndpoint) times)")
         }
         let steady = self.steady
         if !steady.isEmpty {
             let quarters = steadyQuarters
-            lines.append("descriptors after warm-up: other \(steady.map(\.otherDescriptors).min()!)–\(steady.map(\.otherDescriptors).max()!), sockets \(steady.map(\.sockets).min()!)–\(steady.map(\.sockets).max()!) (floor \(quarters.first.map(\.sockets).min()!) in the first quarter, \(quarters.last.map(\.sockets).min()!) in the last)")
-            lines.append("threads after warm-up: \(steady.map(\.threads).min()!)–\(steady.map(\.threads).max()!) (\(samples.map(\.threads).max()!) at most over the run)")
+            lines.append(
+                """
+                descriptors after warm-up: other \
+                \(steady.map(\.otherDescriptors).min()!)–\(steady.map(\.otherDescriptors).max()!), sockets \
+                \(steady.map(\.sockets).min()!)–\(steady.map(\.sockets).max()!) (floor \(quarters.first.map(\.sockets).min()!) in \
+                the first quarter, \(quarters.last.map(\.sockets).min()!) in the last)
+                """
+            )
+            lines.append(
+                """
+                threads after warm-up: \(steady.map(\.threads).min()!)–\(steady.map(\.threads).max()!) \
+                (\(samples.map(\.threads).max()!) at most over the run)
+                """
+            )
             if let cpu = steadyCPU {
-                lines.append(String(format: "CPU after warm-up: %.1f%% of one core, %.2f ms per probe", cpu.percent, Double(cpu.perProbe / .microseconds(1)) / 1000))
+                lines.append(
+                    String(
+                        format: "CPU after warm-up: %.1f%% of one core, %.2f ms per probe", cpu.percent,
+                        Double(cpu.perProbe / .microseconds(1)) / 1000))
             }
             let growth = residentGrowthKiB ?? 0
-            lines.append(String(
-                format: "RSS: %.2f MiB at the end of warm-up, %.2f MiB at the end, growth %+d KiB (goal: under 1 MiB: %@), peak %.2f MiB",
-                Double(residentAtWarmUp ?? 0) / 1024, Double(residentAtEnd ?? 0) / 1024, growth, growth < 1024 ? "met" : "not met",
-                Double(samples.map(\.residentKiB).max() ?? 0) / 1024))
+            lines.append(
+                String(
+                    format:
+                        "RSS: %.2f MiB at the end of warm-up, %.2f MiB at the end, growth %+d KiB (goal: under 1 MiB: %@), peak %.2f MiB",
+                    Double(residentAtWarmUp ?? 0) / 1024, Double(residentAtEnd ?? 0) / 1024, growth, growth < 1024 ? "met" : "not met",
+                    Double(samples.map(\.residentKiB).max() ?? 0) / 1024))
         }
         var byCategory: [String: Int] = [:]
         for categories in counts.probes.values { for (category, count) in categories { byCategory[category, default: 0] += count } }
-        lines.append("probes: \(counts.probeCount); by category: " + byCategory.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        lines.append(
+            "probes: \(counts.probeCount); by category: "
+                + byCategory.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
         let unexpected = unexpectedResults
-        lines.append("unexpected categories: " + (unexpected.isEmpty ? "none" : unexpected.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: "; ")))
-        lines.append("events: \(counts.lines) lines, \(counts.invalidLines.count) not JSON, \(counts.sequenceBreaks.count) seq breaks, \(counts.events["events.dropped", default: 0]) events.dropped, \(counts.events["config.reloaded", default: 0]) config.reloaded, \(counts.events["pin.failure", default: 0]) pin.failure")
+        lines.append(
+            "unexpected categories: "
+                + (unexpected.isEmpty
+                    ? "none" : unexpected.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: "; ")))
+        lines.append(
+            """
+            events: \(counts.lines) lines, \(counts.invalidLines.count) not JSON, \(counts.sequenceBreaks.count) seq breaks, \
+            \(counts.events["events.dropped", default: 0]) events.dropped, \(counts.events["config.reloaded", default: 0]) \
+            config.reloaded, \(counts.events["pin.failure", default: 0]) pin.failure
+            """
+        )
         if !agentStderr.isEmpty { lines.append("agent stderr: \(agentStderr)") }
         return lines.joined(separator: "\n")
     }

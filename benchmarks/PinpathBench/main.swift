@@ -38,7 +38,8 @@ struct PinpathBench {
         case "get":
             let concurrency = Int(flags.first ?? "1") ?? 1
             _ = try await session.send(request, options: sending)  // warm-up: trust store, first connection
-            let cpuBefore = cpuSeconds(), started = ContinuousClock.now
+            let cpuBefore = cpuSeconds()
+            let started = ContinuousClock.now
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for worker in 0..<concurrency {
                     group.addTask {
@@ -50,8 +51,14 @@ struct PinpathBench {
                 }
                 try await group.waitForAll()
             }
-            let wall = (ContinuousClock.now - started).seconds, cpu = cpuSeconds() - cpuBefore
-            print("requests=\(count) wall_s=\(format(wall)) rps=\(format(Double(count) / wall)) cpu_us_per_request=\(format(cpu / Double(count) * 1e6)) rss_mib=\(format(rssMiB()))")
+            let wall = (ContinuousClock.now - started).seconds
+            let cpu = cpuSeconds() - cpuBefore
+            print(
+                """
+                requests=\(count) wall_s=\(format(wall)) rps=\(format(Double(count) / wall)) \
+                cpu_us_per_request=\(format(cpu / Double(count) * 1e6)) rss_mib=\(format(rssMiB()))
+                """
+            )
         case "inflight":
             var peak = 0.0
             try await withThrowingTaskGroup(of: Void.self) { group in

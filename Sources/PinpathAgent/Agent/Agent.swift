@@ -91,8 +91,9 @@ public final class Agent: Sendable {
         let agent = Agent(
             core: core, writer: writer, monitor: monitor, session: session, notifier: notifier, path: configurationPath,
             environment: environment)
-        writer.emit(AgentEvents.started(
-            configurationPath: configurationPath, configuration: configuration, once: once, path: monitor.currentPath))
+        writer.emit(
+            AgentEvents.started(
+                configurationPath: configurationPath, configuration: configuration, once: once, path: monitor.currentPath))
         // Reachability events are written on the monitor's thread, in the kernel's order; the endpoints'
         // consequences follow on the agent's actor.
         monitor.onChange { event in
@@ -126,9 +127,10 @@ public final class Agent: Sendable {
         metrics.cancel()
         await writeMetrics()
         let counters = await core.counters
-        writer.emit(AgentEvents.stopping(
-            reason: stopReason.withLock { $0 } ?? "stopped", uptime: ContinuousClock.now - started, counters: counters,
-            eventsDropped: writer.statistics.dropped))
+        writer.emit(
+            AgentEvents.stopping(
+                reason: stopReason.withLock { $0 } ?? "stopped", uptime: ContinuousClock.now - started, counters: counters,
+                eventsDropped: writer.statistics.dropped))
         _ = writer.close(timeout: .seconds(2))
         monitor.stop()
         // Probes still in flight after the grace period were cancelled, but their transfers may still be inside

@@ -1,5 +1,5 @@
-import Glibc
 import FoundationEssentials
+import Glibc
 import PinpathReachability
 import PinpathSecurity
 import Yams
@@ -65,9 +65,12 @@ public struct AgentConfiguration: Sendable {
         yaml: String, file: String, baseDirectory: String, environment: [String: String]
     ) throws(ConfigurationError) -> AgentConfiguration {
         if let (line, column) = YAMLNestingLimit.firstTooDeep(in: yaml) {
-            throw ConfigurationError(problems: [ConfigurationProblem(
-                file: file, line: line, column: column, keyPath: "", code: .syntax,
-                message: "nested deeper than \(YAMLNestingLimit.maximumDepth) levels; the configuration needs 5 (is this the right file?)")])
+            throw ConfigurationError(problems: [
+                ConfigurationProblem(
+                    file: file, line: line, column: column, keyPath: "", code: .syntax,
+                    message:
+                        "nested deeper than \(YAMLNestingLimit.maximumDepth) levels; the configuration needs 5 (is this the right file?)")
+            ])
         }
         let root: Node?
         do {
@@ -84,7 +87,8 @@ public struct AgentConfiguration: Sendable {
         let policies = declared.compactMap { PolicyConfiguration.decode(name: $0.name, key: $0.key, value: $0.value, decoder) }
         decoder.reportTrustStoreConflicts(policies, declared: declared)
         var context = EndpointConfiguration.Context(policies: policies, declaredPolicies: declared.map(\.name))
-        let endpointNodes = fields?["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") } ?? []
+        let endpointNodes =
+            fields?["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") } ?? []
         let endpoints = endpointNodes.enumerated().compactMap { index, node in
             EndpointConfiguration.decode(node, "endpoints[\(index)]", &context, decoder)
         }
@@ -139,7 +143,8 @@ public struct AgentConfiguration: Sendable {
     /// that YAML does not allow in a stream (C0 and C1 controls but tab, LF, CR and NEL; U+FFFE, U+FFFF),
     /// with libyaml's line breaks: CR LF, CR, LF, NEL, LS and PS.
     private static func firstUnprintablePosition(_ text: String) -> (line: Int, column: Int)? {
-        var line = 1, column = 1
+        var line = 1
+        var column = 1
         var previous: Unicode.Scalar?
         for scalar in text.unicodeScalars {
             defer { previous = scalar }
@@ -175,7 +180,9 @@ extension ConfigurationDecoder {
             let text = string(value, fields.path("textfile"), "a file path")
         else { return nil }
         guard text.hasSuffix(".prom"), !text.hasSuffix("/.prom") else {
-            report(.invalidValue, at: value, fields.path("textfile"), "\"\(text)\" does not end in .prom; node_exporter's textfile collector reads only *.prom files")
+            report(
+                .invalidValue, at: value, fields.path("textfile"),
+                "\"\(text)\" does not end in .prom; node_exporter's textfile collector reads only *.prom files")
             return nil
         }
         return resolve(path: text)

@@ -38,7 +38,12 @@ public struct AppliedPolicy: Sendable, Equatable {
         /// Two policies name CA files with different certificates: one verification cannot honour both, and
         /// choosing either would silently drop the other's anchors.
         init(_ first: PolicyConfiguration, _ second: PolicyConfiguration, named: String?) {
-            description = "policies \"\(first.name)\" (ca_file \(first.caFile ?? "?")) and \"\(second.name)\" (ca_file \(second.caFile ?? "?")) both apply to this host with different CA files; give them the same ca_file or make their hosts disjoint"
+            description =
+                """
+                policies \"\(first.name)\" (ca_file \(first.caFile ?? "?")) and \"\(second.name)\" (ca_file \
+                \(second.caFile ?? "?")) both apply to this host with different CA files; give them the same ca_file or make their \
+                hosts disjoint
+                """
             involvesNamedPolicy = named != nil && (first.name == named || second.name == named)
         }
 

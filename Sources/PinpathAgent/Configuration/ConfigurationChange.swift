@@ -22,7 +22,8 @@ struct ConfigurationChange: Sendable, Equatable {
         removed = old.endpoints.map(\.name).filter { !newNames.contains($0) }
         added = new.endpoints.filter { oldEndpoints[$0.name] == nil }.map(\.name)
         changed = new.endpoints.filter { endpoint in oldEndpoints[endpoint.name].map { $0 != endpoint } ?? false }.map(\.name)
-        let oldTargets = old.watchedTargets, newTargets = new.watchedTargets
+        let oldTargets = old.watchedTargets
+        let newTargets = new.watchedTargets
         removedTargets = oldTargets.filter { !newTargets.contains($0) }
         addedTargets = newTargets.filter { !oldTargets.contains($0) }
         let outputsChanged = new.events != old.events || new.metricsTextfile != old.metricsTextfile

@@ -26,16 +26,18 @@ final class ConfigurationDecoder {
     /// Records a problem at `node`'s position (the document start when it has none).
     func report(_ code: ConfigurationProblem.Code, at node: Node?, _ keyPath: String, _ message: String) {
         let mark = node?.mark
-        problems.append(ConfigurationProblem(
-            file: file, line: mark?.line ?? 1, column: mark?.column ?? 1, keyPath: keyPath, code: code, message: message))
+        problems.append(
+            ConfigurationProblem(
+                file: file, line: mark?.line ?? 1, column: mark?.column ?? 1, keyPath: keyPath, code: code, message: message))
     }
 
     /// Records a warning at `node`'s position: `check-config` prints it, the agent reports it in `agent.started` and
     /// `config.reloaded`.
     func warn(_ code: ConfigurationProblem.Code, at node: Node?, _ keyPath: String, _ message: String) {
         let mark = node?.mark
-        warnings.append(ConfigurationProblem(
-            file: file, line: mark?.line ?? 1, column: mark?.column ?? 1, keyPath: keyPath, code: code, message: message))
+        warnings.append(
+            ConfigurationProblem(
+                file: file, line: mark?.line ?? 1, column: mark?.column ?? 1, keyPath: keyPath, code: code, message: message))
     }
 
     /// `path` as given when absolute, otherwise under the configuration file's directory.
@@ -57,12 +59,15 @@ final class ConfigurationDecoder {
         for (key, value) in entries(of: mapping, keyPath) {
             if key.text == "<<" {
                 // Yams composes nodes without applying YAML 1.1 merge keys, so `<<` would be silently wrong.
-                report(.unknownKey, at: key.node, fields.path(key.text), "merge keys (<<) are not supported; repeat the keys, or use an alias (*name) for a whole value")
+                report(
+                    .unknownKey, at: key.node, fields.path(key.text),
+                    "merge keys (<<) are not supported; repeat the keys, or use an alias (*name) for a whole value")
                 continue
             }
             guard known.contains(key.text) else {
                 // A likely typo gets the one suggestion; otherwise the whole list, which is short.
-                let hint = Self.closest(to: key.text, among: known).map { "did you mean \"\($0)\"?" }
+                let hint =
+                    Self.closest(to: key.text, among: known).map { "did you mean \"\($0)\"?" }
                     ?? "known keys: \(known.joined(separator: ", "))"
                 report(.unknownKey, at: key.node, fields.path(key.text), "unknown key \"\(key.text)\"; \(hint)")
                 continue
@@ -136,7 +141,9 @@ final class ConfigurationDecoder {
 
     /// A whole number in `range`.
     func integer(_ node: Node, _ keyPath: String, in range: ClosedRange<Int>) -> Int? {
-        let what = range.upperBound == .max ? "a whole number, \(range.lowerBound) or more" : "a whole number from \(range.lowerBound) to \(range.upperBound)"
+        let what =
+            range.upperBound == .max
+            ? "a whole number, \(range.lowerBound) or more" : "a whole number from \(range.lowerBound) to \(range.upperBound)"
         guard let text = string(node, keyPath, what) else { return nil }
         guard let value = Int(text) else {
             report(.wrongType, at: node, keyPath, "expected \(what), found \(kind(of: node))")
@@ -224,7 +231,8 @@ extension ConfigurationDecoder {
 
     /// Levenshtein distance, over characters.
     private static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
+        let a = Array(a)
+        let b = Array(b)
         var previous = Array(0...b.count)
         for (i, x) in a.enumerated() {
             var current = [i + 1]

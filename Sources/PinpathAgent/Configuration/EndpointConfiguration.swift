@@ -91,11 +91,13 @@ extension EndpointConfiguration {
     }
 
     /// Reads one endpoint; `nil` after reporting its problems.
-    static func decode(_ node: Node, _ keyPath: String, _ context: inout Context, _ decoder: ConfigurationDecoder) -> EndpointConfiguration? {
+    static func decode(_ node: Node, _ keyPath: String, _ context: inout Context, _ decoder: ConfigurationDecoder) -> EndpointConfiguration?
+    {
         guard let fields = decoder.mapping(node, keyPath, known: keys) else { return nil }
         let before = decoder.problems.count
 
-        let name = decoder.required(fields, "name", "a name").flatMap { value in decoder.endpointName(value, fields.path("name"), &context) }
+        let name = decoder.required(fields, "name", "a name").flatMap { value in decoder.endpointName(value, fields.path("name"), &context)
+        }
         let url = decoder.required(fields, "url", "an http or https URL").flatMap { decoder.url($0, fields.path("url")) }
         let method = fields["method"].flatMap { decoder.method($0, fields.path("method")) } ?? .get
         let headers = fields["headers"].flatMap { decoder.headers($0, fields.path("headers")) } ?? []
@@ -105,13 +107,22 @@ extension EndpointConfiguration {
         if let node = fields["timeout"], let value = decoder.duration(node, fields.path("timeout"), atLeast: .milliseconds(1)) {
             timeout = value
             if value > interval {
-                decoder.report(.invalidValue, at: node, fields.path("timeout"), "\(DurationSyntax.format(value)) is longer than the interval (\(DurationSyntax.format(interval))); a probe must end before the next one starts")
+                decoder.report(
+                    .invalidValue, at: node, fields.path("timeout"),
+                    """
+                    \(DurationSyntax.format(value)) is longer than the interval (\(DurationSyntax.format(interval))); a probe must \
+                    end before the next one starts
+                    """
+                )
             }
         }
         let ipFamily = fields["ip_family"].flatMap { decoder.choice($0, fields.path("ip_family"), IPFamily.self) } ?? .any
-        let failureThreshold = fields["failure_threshold"].flatMap { decoder.integer($0, fields.path("failure_threshold"), in: 1...Int.max) } ?? 2
-        let successThreshold = fields["success_threshold"].flatMap { decoder.integer($0, fields.path("success_threshold"), in: 1...Int.max) } ?? 1
-        let warning = fields["cert_expiry_warning"].flatMap { decoder.duration($0, fields.path("cert_expiry_warning")) } ?? defaultCertExpiryWarning
+        let failureThreshold =
+            fields["failure_threshold"].flatMap { decoder.integer($0, fields.path("failure_threshold"), in: 1...Int.max) } ?? 2
+        let successThreshold =
+            fields["success_threshold"].flatMap { decoder.integer($0, fields.path("success_threshold"), in: 1...Int.max) } ?? 1
+        let warning =
+            fields["cert_expiry_warning"].flatMap { decoder.duration($0, fields.path("cert_expiry_warning")) } ?? defaultCertExpiryWarning
         let followRedirects = fields["follow_redirects"].flatMap { decoder.bool($0, fields.path("follow_redirects")) } ?? true
 
         var policyName: String?
@@ -121,7 +132,9 @@ extension EndpointConfiguration {
             named = context.policies.first { $0.name == reference }
             if named != nil {
                 if url?.scheme?.lowercased() == "http" {
-                    decoder.report(.invalidValue, at: node, fields.path("policy"), "policy \"\(reference)\" checks TLS, but the URL is plain http; use https or remove the policy")
+                    decoder.report(
+                        .invalidValue, at: node, fields.path("policy"),
+                        "policy \"\(reference)\" checks TLS, but the URL is plain http; use https or remove the policy")
                 }
             } else if !context.declaredPolicies.contains(reference) {
                 var message = "policy \"\(reference)\" is not defined"
@@ -139,7 +152,7 @@ extension EndpointConfiguration {
         if let url, url.scheme?.lowercased() == "https", let host = url.host {
             do throws(AppliedPolicy.Conflict) {
                 security = try AppliedPolicy(host: host, named: named, among: context.policies)
-            } catch where error.involvesNamedPolicy {
+            } catch  where error.involvesNamedPolicy {
                 decoder.report(.refusedPolicy, at: fields["policy"], fields.path("policy"), error.description)
             } catch {
                 // Two host-matched policies: reported once, at the policies themselves.
@@ -148,7 +161,8 @@ extension EndpointConfiguration {
         guard decoder.problems.count == before, let name, let url else { return nil }
         return EndpointConfiguration(
             name: name, url: url, method: method, headers: headers, expect: expect, interval: interval, timeout: timeout,
-            policyName: policyName, security: security, redirectPolicies: followRedirects ? context.policies : [], ipFamily: ipFamily, failureThreshold: failureThreshold,
+            policyName: policyName, security: security, redirectPolicies: followRedirects ? context.policies : [], ipFamily: ipFamily,
+            failureThreshold: failureThreshold,
             successThreshold: successThreshold, certExpiryWarning: warning, followRedirects: followRedirects)
     }
 }
@@ -169,7 +183,9 @@ extension ConfigurationDecoder {
             return nil
         }
         if let first = context.names[name] {
-            report(.duplicate, at: node, keyPath, "another endpoint is already named \"\(name)\" (line \(first.mark?.line ?? 0)); names must be unique")
+            report(
+                .duplicate, at: node, keyPath,
+                "another endpoint is already named \"\(name)\" (line \(first.mark?.line ?? 0)); names must be unique")
             return nil
         }
         context.names[name] = node
@@ -188,7 +204,8 @@ extension ConfigurationDecoder {
             if url.host?.isEmpty ?? true {
                 problem = "\"\(shown)\" has no host"
             } else if url.user != nil || url.password != nil {
-                problem = "the URL holds a user name or password, which would appear in events; use an Authorization header with ${ENV} instead"
+                problem =
+                    "the URL holds a user name or password, which would appear in events; use an Authorization header with ${ENV} instead"
             } else {
                 problem = nil
             }
@@ -262,7 +279,9 @@ extension ConfigurationDecoder {
             guard let first = name.unicodeScalars.first, first == "_" || (first.isASCII && first.properties.isAlphabetic),
                 name.unicodeScalars.allSatisfy({ $0 == "_" || ($0.isASCII && $0.properties.isAlphabetic) || ("0"..."9").contains($0) })
             else {
-                report(.invalidValue, at: node, keyPath, "\"${\(name)}\" is not an environment variable reference (letters, digits and _, not starting with a digit)")
+                report(
+                    .invalidValue, at: node, keyPath,
+                    "\"${\(name)}\" is not an environment variable reference (letters, digits and _, not starting with a digit)")
                 failed = true
                 continue
             }
@@ -270,7 +289,13 @@ extension ConfigurationDecoder {
             if let value = environment[name] {
                 result += value
             } else {
-                report(.missingEnvironmentVariable, at: node, keyPath, "the environment variable \(name) is not set (give it to pinpath, for example with systemd's Environment= or EnvironmentFile=)")
+                report(
+                    .missingEnvironmentVariable, at: node, keyPath,
+                    """
+                    the environment variable \(name) is not set (give it to pinpath, for example with systemd's Environment= or \
+                    EnvironmentFile=)
+                    """
+                )
                 failed = true
             }
         }

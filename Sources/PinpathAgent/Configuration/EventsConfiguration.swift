@@ -56,7 +56,9 @@ public struct EventsConfiguration: Sendable, Equatable {
         var output = Output.stdout
         if let value = fields["output"], let text = decoder.string(value, fields.path("output"), "stdout or a file path") {
             if text.isEmpty || text.hasSuffix("/") {
-                decoder.report(.invalidValue, at: value, fields.path("output"), "\"\(text)\" is not a file path (use stdout or a file such as /var/log/pinpath/events.jsonl)")
+                decoder.report(
+                    .invalidValue, at: value, fields.path("output"),
+                    "\"\(text)\" is not a file path (use stdout or a file such as /var/log/pinpath/events.jsonl)")
             } else if text != "stdout" {
                 output = .file(decoder.resolve(path: text))
             }

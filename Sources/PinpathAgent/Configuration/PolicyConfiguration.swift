@@ -58,7 +58,8 @@ public struct PolicyConfiguration: Sendable, Equatable {
         }
         let includeSubdomains = fields["include_subdomains"].flatMap { decoder.bool($0, fields.path("include_subdomains")) } ?? false
         let enforce = fields["enforce"].flatMap { decoder.bool($0, fields.path("enforce")) } ?? true
-        let allowInvalid = fields["allow_invalid_certificates"].flatMap { decoder.bool($0, fields.path("allow_invalid_certificates")) } ?? false
+        let allowInvalid =
+            fields["allow_invalid_certificates"].flatMap { decoder.bool($0, fields.path("allow_invalid_certificates")) } ?? false
         let validatesName = fields["validates_domain_name"].flatMap { decoder.bool($0, fields.path("validates_domain_name")) } ?? true
         let backupPin = fields["require_backup_pin"].flatMap { decoder.bool($0, fields.path("require_backup_pin")) } ?? true
         let expires = fields["expires"].flatMap { decoder.date($0, fields.path("expires")) }
@@ -67,10 +68,12 @@ public struct PolicyConfiguration: Sendable, Equatable {
         let crls = decoder.elements(fields, "crl_files", of: "CRL files") { node, path in
             decoder.readFile(node, path) { try CertificateRevocationList.lists(contentsOf: $0) }
         }.flatMap { $0 }
-        let revocation = fields["revocation"].flatMap { decoder.choice($0, fields.path("revocation"), RevocationMode.self) } ?? RevocationMode.none
+        let revocation =
+            fields["revocation"].flatMap { decoder.choice($0, fields.path("revocation"), RevocationMode.self) } ?? RevocationMode.none
 
         if mode == PinningMode.none, let node = fields["pins"] ?? fields["certificates"] {
-            decoder.report(.invalidValue, at: node, keyPath, "pins and certificates are not checked in mode none; use mode public_key or certificate")
+            decoder.report(
+                .invalidValue, at: node, keyPath, "pins and certificates are not checked in mode none; use mode public_key or certificate")
         }
         // A policy with problems of its own is not built: its refusals would only repeat them ("no pins"
         // after every pin was reported as invalid).
@@ -91,12 +94,20 @@ public struct PolicyConfiguration: Sendable, Equatable {
         if mode != .none, let expires, expires <= decoder.now, let node = fields["expires"] {
             decoder.warn(
                 .expiredPins, at: node, fields.path("expires"),
-                "the pins expired on \(node.string ?? "\(expires)") and are no longer checked (the chain is still validated against the trust store); renew the pins and move expires to a later date")
+                """
+                the pins expired on \(node.string ?? "\(expires)") and are no longer checked (the chain is still validated against \
+                the trust store); renew the pins and move expires to a later date
+                """
+            )
         }
         if policy.acceptsAnyCertificate {
             decoder.warn(
                 .acceptsAnyCertificate, at: key, keyPath,
-                "allow_invalid_certificates with validates_domain_name: false and no pins accepts any certificate from anyone: TLS then authenticates nothing; pin the server's key (mode public_key) or check its name")
+                """
+                allow_invalid_certificates with validates_domain_name: false and no pins accepts any certificate from anyone: TLS \
+                then authenticates nothing; pin the server's key (mode public_key) or check its name
+                """
+            )
         }
         return PolicyConfiguration(
             name: name, policy: policy, hosts: hosts, includeSubdomains: includeSubdomains, caFile: caFile?.0,

@@ -38,12 +38,16 @@ public struct ResponseExpectation: Sendable, Equatable {
     static func decode(_ node: Node?, _ keyPath: String, _ decoder: ConfigurationDecoder) -> ResponseExpectation {
         guard let node, let fields = decoder.mapping(node, keyPath, known: keys) else { return ResponseExpectation() }
         var statuses: [ClosedRange<Int>] = [200...299]
-        if let node = fields["status"], let items = decoder.list(node, fields.path("status"), of: "status codes or ranges", allowingSingle: true) {
+        if let node = fields["status"],
+            let items = decoder.list(node, fields.path("status"), of: "status codes or ranges", allowingSingle: true)
+        {
             statuses = items.enumerated().compactMap { index, item in
                 decoder.statusRange(item, "\(fields.path("status"))[\(index)]")
             }
             if items.isEmpty {
-                decoder.report(.invalidValue, at: node, fields.path("status"), "the list is empty; give at least one status (200) or range (\"200-299\")")
+                decoder.report(
+                    .invalidValue, at: node, fields.path("status"),
+                    "the list is empty; give at least one status (200) or range (\"200-299\")")
             }
         }
         let contains = fields["body_contains"].flatMap { decoder.string($0, fields.path("body_contains"), "text") }
@@ -105,7 +109,9 @@ extension ConfigurationDecoder {
             bounds = nil
         }
         guard let (low, high) = bounds, (100...599).contains(low), (100...599).contains(high), low <= high else {
-            report(.invalidValue, at: node, keyPath, "\"\(text)\" is not a status code or range (use 200, \"200-299\" or \"2xx\", within 100-599, low to high)")
+            report(
+                .invalidValue, at: node, keyPath,
+                "\"\(text)\" is not a status code or range (use 200, \"200-299\" or \"2xx\", within 100-599, low to high)")
             return nil
         }
         return low...high

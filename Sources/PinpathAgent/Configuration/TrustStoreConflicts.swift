@@ -22,7 +22,11 @@ extension ConfigurationDecoder {
                 let node = entry.flatMap { $0.value.mapping?["ca_file"] } ?? entry?.key
                 report(
                     .refusedPolicy, at: node, Self.keyPath(Self.keyPath("policies", later.name), "ca_file"),
-                    "\(later.caFile ?? "?") differs from \(earlier.caFile ?? "?") (policy \"\(earlier.name)\"), and both policies apply to hosts that \(mine) and \(theirs) both match; give them the same ca_file or make their hosts disjoint")
+                    """
+                    \(later.caFile ?? "?") differs from \(earlier.caFile ?? "?") (policy \"\(earlier.name)\"), and both policies \
+                    apply to hosts that \(mine) and \(theirs) both match; give them the same ca_file or make their hosts disjoint
+                    """
+                )
                 break
             }
         }

@@ -95,7 +95,9 @@ struct EndpointRegistry {
     /// - Returns: the events, the endpoints that became unreachable (not to be probed) and those that came
     ///   back (to be probed soon), in configuration order.
     mutating func pathChanged(_ path: NetworkPath) -> (events: [AgentEvent], unreachable: [String], returning: [String]) {
-        var events: [AgentEvent] = [], unreachable: [String] = [], returning: [String] = []
+        var events: [AgentEvent] = []
+        var unreachable: [String] = []
+        var returning: [String] = []
         for name in order {
             guard var tracker = trackers[name] else { continue }
             let reachable = EndpointTracker.isReachable(tracker.endpoint, on: path)

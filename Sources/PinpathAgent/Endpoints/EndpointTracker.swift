@@ -34,7 +34,8 @@ struct EndpointTracker: Sendable {
     init(_ endpoint: EndpointConfiguration, generation: Int, thresholdsOfOne: Bool = false) {
         self.endpoint = endpoint
         self.generation = generation
-        state = thresholdsOfOne
+        state =
+            thresholdsOfOne
             ? EndpointState(failureThreshold: 1, successThreshold: 1)
             : EndpointState(failureThreshold: endpoint.failureThreshold, successThreshold: endpoint.successThreshold)
         expiry = ExpiryCheck(window: endpoint.certExpiryWarning)

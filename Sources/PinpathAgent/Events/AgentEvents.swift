@@ -10,28 +10,32 @@ enum AgentEvents {
     static func started(
         configurationPath: String, configuration: AgentConfiguration, once: Bool, path: NetworkPath
     ) -> AgentEvent {
-        AgentEvent(EventCatalog.agentStarted, [
-            ("version", .string(PinpathVersion.current)),
-            ("config", .string(configurationPath)),
-            ("endpoints", .int(configuration.endpoints.count)),
-            ("once", .bool(once)),
-            ("path", ReachabilityJSON.summary(path)),
-            ("warnings", .array(configuration.warnings.map(\.jsonValue))),
-        ])
+        AgentEvent(
+            EventCatalog.agentStarted,
+            [
+                ("version", .string(PinpathVersion.current)),
+                ("config", .string(configurationPath)),
+                ("endpoints", .int(configuration.endpoints.count)),
+                ("once", .bool(once)),
+                ("path", ReachabilityJSON.summary(path)),
+                ("warnings", .array(configuration.warnings.map(\.jsonValue))),
+            ])
     }
 
     static func stopping(
         reason: String, uptime: Duration, counters: AgentCore.Counters, eventsDropped: Int
     ) -> AgentEvent {
-        AgentEvent(EventCatalog.agentStopping, [
-            ("reason", .string(reason)),
-            ("uptime_s", .double((uptime / .milliseconds(1)).rounded() / 1000)),
-            ("probes", .int(counters.probes)),
-            ("failures", .int(counters.failures)),
-            ("pin_failures", .int(counters.pinFailures)),
-            ("events_dropped", .int(eventsDropped)),
-            ("schedule_lateness_ms", counters.lateness.json),
-        ])
+        AgentEvent(
+            EventCatalog.agentStopping,
+            [
+                ("reason", .string(reason)),
+                ("uptime_s", .double((uptime / .milliseconds(1)).rounded() / 1000)),
+                ("probes", .int(counters.probes)),
+                ("failures", .int(counters.failures)),
+                ("pin_failures", .int(counters.pinFailures)),
+                ("events_dropped", .int(eventsDropped)),
+                ("schedule_lateness_ms", counters.lateness.json),
+            ])
     }
 
     static func reloaded(configurationPath: String, configuration: AgentConfiguration, change: ConfigurationChange) -> AgentEvent {
@@ -50,10 +54,12 @@ enum AgentEvents {
     }
 
     static func rejected(configurationPath: String, _ error: ConfigurationError) -> AgentEvent {
-        AgentEvent(EventCatalog.configRejected, [
-            ("config", .string(configurationPath)),
-            ("errors", .array(error.problems.map(\.jsonValue))),
-        ])
+        AgentEvent(
+            EventCatalog.configRejected,
+            [
+                ("config", .string(configurationPath)),
+                ("errors", .array(error.problems.map(\.jsonValue))),
+            ])
     }
 
     static func reachability(_ event: ReachabilityEvent) -> AgentEvent {
@@ -89,27 +95,31 @@ enum AgentEvents {
 
     static func pinFailure(_ endpoint: EndpointConfiguration, _ evaluation: TrustEvaluation, suppressed: Int) -> AgentEvent {
         let report = evaluation.report
-        return AgentEvent(EventCatalog.pinFailure, [
-            ("endpoint", .string(endpoint.name)),
-            ("enforced", .bool(!evaluation.allowsConnection)),
-            ("message", .string(evaluation.failure?.message)),
-            ("suppressed", .int(suppressed)),
-        ] + report.fields.map { ($0.name, json($0.value)) })
+        return AgentEvent(
+            EventCatalog.pinFailure,
+            [
+                ("endpoint", .string(endpoint.name)),
+                ("enforced", .bool(!evaluation.allowsConnection)),
+                ("message", .string(evaluation.failure?.message)),
+                ("suppressed", .int(suppressed)),
+            ] + report.fields.map { ($0.name, json($0.value)) })
     }
 
     static func certificateExpiring(
         _ endpoint: EndpointConfiguration, _ evaluation: TrustEvaluation, _ warning: ExpiryCheck.Warning
     ) -> AgentEvent {
-        AgentEvent(EventCatalog.certificateExpiring, [
-            ("endpoint", .string(endpoint.name)),
-            ("host", .string(evaluation.host)),
-            ("subject", .string(warning.certificate.subject)),
-            ("depth", .int(warning.depth)),
-            ("not_after", rfc3339(warning.certificate.notAfter)),
-            ("days_left", .int(warning.daysLeft)),
-            ("earliest_served_expiry", rfc3339(evaluation.servedChain.map(\.notAfter).min())),
-            ("verified_chain_expiry", rfc3339(evaluation.verifiedChain.map(\.notAfter).min())),
-        ])
+        AgentEvent(
+            EventCatalog.certificateExpiring,
+            [
+                ("endpoint", .string(endpoint.name)),
+                ("host", .string(evaluation.host)),
+                ("subject", .string(warning.certificate.subject)),
+                ("depth", .int(warning.depth)),
+                ("not_after", rfc3339(warning.certificate.notAfter)),
+                ("days_left", .int(warning.daysLeft)),
+                ("earliest_served_expiry", rfc3339(evaluation.servedChain.map(\.notAfter).min())),
+                ("verified_chain_expiry", rfc3339(evaluation.verifiedChain.map(\.notAfter).min())),
+            ])
     }
 
     /// `errorName`: the errno's name of the last failed write (`ENOSPC`), `nil` for a full queue.

@@ -42,7 +42,8 @@ public enum EventCatalog {
             "endpoint", "outcome", "status_code", "phases_ms", "total_ms", "remote_address", "tls_version", "error_category",
             "message",
         ])
-    /// A pin mismatch (enforced or report-only), not suppressed. The fields after `suppressed` are the pin failure report's (RFC 7469's and TrustKit's names).
+    /// A pin mismatch (enforced or report-only), not suppressed. The fields after `suppressed` are the pin failure
+    /// report's (RFC 7469's and TrustKit's names).
     public static let pinFailure = EventKind(
         name: "pin.failure",
         fields: [

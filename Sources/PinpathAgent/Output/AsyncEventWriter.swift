@@ -10,7 +10,8 @@ import Foundation
 /// - One thread, started by `init`, drains the queue into the ``EventSink``; it sleeps on a condition
 ///   variable while there is nothing to do. A line the sink refuses (EPIPE, ENOSPC) is dropped and counted.
 /// - `time` is when the event was queued, so it never goes backwards from line to line. `seq` is given as
-///   each line is written, so the lines that reach the output count 1, 2, 3… with no gaps: a gap a consumer sees was made downstream. What pinpath itself
+/// each line is written, so the lines that reach the output count 1, 2, 3… with no gaps: a gap a consumer sees was made
+/// downstream. What pinpath itself
 ///   dropped is reported by an `events.dropped` line (`count`, `reason`: `queue_full` or `write_failed`,
 ///   `error`: `ENOSPC`, …), written before the next line once the output takes lines again.
 /// - ``reopen()`` (SIGUSR1), ``flush(timeout:)`` and ``close(timeout:)`` (shutdown).
@@ -211,9 +212,14 @@ private final class Drain: @unchecked Sendable {
                 } catch {
                     lastError = error
                     // The events output itself is what fails: say so where the service manager logs.
-                    let reason = error.errno == ELOOP ? "a symbolic link is in its place, and pinpath does not write through links" : error.errnoName
+                    let reason =
+                        error.errno == ELOOP ? "a symbolic link is in its place, and pinpath does not write through links" : error.errnoName
                     try? LineOutput(descriptor: STDERR_FILENO).write(
-                        "pinpath: warning: cannot reopen the events output (\(reason)); lines are dropped, and counted in events.dropped, until it can be written\n")
+                        """
+                        pinpath: warning: cannot reopen the events output (\(reason)); lines are dropped, and counted in \
+                        events.dropped, until it can be written\n
+                        """
+                    )
                 }
             }
             for line in batch { write(line) }

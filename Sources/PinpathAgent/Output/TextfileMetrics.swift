@@ -88,7 +88,8 @@ public struct TextfileMetrics: Sendable {
         family("endpoint_state", "gauge", "The endpoint's state: 1 for the current one.") { text in
             for endpoint in endpoints {
                 for state in EndpointState.Status.allCases {
-                    sample(&text, "endpoint_state", [("endpoint", endpoint.name), ("state", state.rawValue)],
+                    sample(
+                        &text, "endpoint_state", [("endpoint", endpoint.name), ("state", state.rawValue)],
                         endpoint.state == state ? 1 : 0)
                 }
             }

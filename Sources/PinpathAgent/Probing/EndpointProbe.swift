@@ -45,7 +45,8 @@ struct EndpointProbe: Sendable {
         }
         if expect.checksBody && !expect.accepts(body: String(decoding: response.body, as: UTF8.self)) {
             result.errorCategory = "unexpected_body"
-            result.message = expect.bodyContains.map { "the body does not contain \"\($0)\"" }
+            result.message =
+                expect.bodyContains.map { "the body does not contain \"\($0)\"" }
                 ?? "the body does not match \(expect.bodyMatches?.description ?? "the pattern")"
             return
         }
@@ -60,11 +61,12 @@ struct EndpointProbe: Sendable {
         options.freshConnection = true
         options.reachability = .failFast
         options.maximumBodySize = maximumBodySize
-        options.addressFamily = switch endpoint.ipFamily {
-        case .any: .any
-        case .ipv4: .ipv4
-        case .ipv6: .ipv6
-        }
+        options.addressFamily =
+            switch endpoint.ipFamily {
+            case .any: .any
+            case .ipv4: .ipv4
+            case .ipv6: .ipv6
+            }
         options.securityPolicy = endpoint.security?.policy
         options.trustStore = endpoint.security?.trustStore
         // Redirect hops to other hosts are held to the configured policies for them, with their stores.

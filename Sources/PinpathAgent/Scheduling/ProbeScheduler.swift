@@ -177,7 +177,8 @@ public struct ProbeScheduler: Sendable {
     private mutating func siftDown(_ index: Int) {
         var index = index
         while true {
-            let left = 2 * index + 1, right = left + 1
+            let left = 2 * index + 1
+            let right = left + 1
             var first = index
             if left < heap.count && precedes(heap[left], heap[first]) { first = left }
             if right < heap.count && precedes(heap[right], heap[first]) { first = right }

@@ -56,7 +56,8 @@ struct ReachabilityGate: Sendable {
         let available = needed.map { path.path(for: $0) != nil } ?? (path.status == .reachable)
         if available { return nil }
         // Not reachable: ask the kernel why, for the error (no DNS query, no packet).
-        var verdict = (try? await monitor.internetReachability(over: needed))
+        var verdict =
+            (try? await monitor.internetReachability(over: needed))
             ?? TargetReachability(target: host, status: .notReachable, interfaceName: nil, address: nil, reason: .noRoute)
         guard verdict.status == .notReachable else { return nil }
         verdict.target = host
@@ -65,7 +66,9 @@ struct ReachabilityGate: Sendable {
     }
 
     /// The next change, or `false` when the deadline passes first.
-    private static func next(_ iterator: inout AsyncStream<ReachabilityEvent>.Iterator, until deadline: ContinuousClock.Instant) async -> Bool {
+    private static func next(_ iterator: inout AsyncStream<ReachabilityEvent>.Iterator, until deadline: ContinuousClock.Instant) async
+        -> Bool
+    {
         let box = IteratorBox(iterator)
         let changed = await withTaskGroup(of: Bool.self) { group in
             group.addTask { await box.next() }

@@ -32,7 +32,8 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     public func validate() throws(HTTPError) {
         for (name, value) in fields {
             guard !name.isEmpty, name.utf8.allSatisfy(Self.isTokenCharacter) else {
-                throw HTTPError(.invalidHeader, "header name \"\(name.debugEscaped)\" is not a valid token (letters, digits and !#$%&'*+-.^_`|~ only)")
+                throw HTTPError(
+                    .invalidHeader, "header name \"\(name.debugEscaped)\" is not a valid token (letters, digits and !#$%&'*+-.^_`|~ only)")
             }
             if value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) {
                 // The value is not quoted: header values are where credentials go.

@@ -24,7 +24,10 @@ enum Redirect {
         if downgrade && !options.allowsInsecureRedirects {
             throw HTTPError(
                 .insecureRedirect,
-                "\(request.method) \(request.displayURL): redirected (\(response.statusCode)) to \(DisplayURL.redacting(target.absoluteString)), which is not https; not followed (allow it explicitly to follow)",
+                """
+                \(request.method) \(request.displayURL): redirected (\(response.statusCode)) to \
+                \(DisplayURL.redacting(target.absoluteString)), which is not https; not followed (allow it explicitly to follow)
+                """,
                 response: response)
         }
         var next = request
@@ -36,15 +39,17 @@ enum Redirect {
             next.headers["Content-Type"] = nil
             next.headers["Content-Length"] = nil
         }
-        let sameOrigin = target.host.map(HostPattern.canonicalHost) == request.url.host.map(HostPattern.canonicalHost)
+        let sameOrigin =
+            target.host.map(HostPattern.canonicalHost) == request.url.host.map(HostPattern.canonicalHost)
             && target.port == request.url.port
             && scheme == request.url.scheme?.lowercased()
         if !sameOrigin {
-            next.headers = HTTPHeaders(next.headers.filter { field in
-                let name = field.name.lowercased()
-                if downgrade && HTTPHeaders.isCredential(name) { return false }
-                return options.keepsHeadersAcrossOrigins || headersKeptAcrossOrigins.contains(name)
-            })
+            next.headers = HTTPHeaders(
+                next.headers.filter { field in
+                    let name = field.name.lowercased()
+                    if downgrade && HTTPHeaders.isCredential(name) { return false }
+                    return options.keepsHeadersAcrossOrigins || headersKeptAcrossOrigins.contains(name)
+                })
         }
         return next
     }

@@ -43,9 +43,15 @@ package struct JSONParser {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()
         case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "t"): try expectWord("true"); return .bool(true)
-        case UInt8(ascii: "f"): try expectWord("false"); return .bool(false)
-        case UInt8(ascii: "n"): try expectWord("null"); return .null
+        case UInt8(ascii: "t"):
+            try expectWord("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try expectWord("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try expectWord("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
         default: throw error("unexpected \(describe(byte)), expected a value")
         }
@@ -55,7 +61,9 @@ package struct JSONParser {
     private mutating func parseObject() throws(SyntaxError) -> JSONValue {
         var members: [(String, JSONValue)] = []
         try parseContainer(closing: "}") { (parser) throws(SyntaxError) in
-            guard parser.current == UInt8(ascii: "\"") else { throw parser.error("expected a string key, found \(parser.describe(parser.current))") }
+            guard parser.current == UInt8(ascii: "\"") else {
+                throw parser.error("expected a string key, found \(parser.describe(parser.current))")
+            }
             let key = try parser.parseString()
             parser.skipWhitespace()
             try parser.expect(":")

@@ -50,7 +50,8 @@ public struct JSONResponseDecoder: Sendable {
             let json = removesKeysWithNullValues ? try JSONEncoder().encode(value) : Data(response.body)
             return try JSONDecoder().decode(type, from: json)
         } catch {
-            throw HTTPError(.invalidResponse, "\(response.url.absoluteString): the JSON does not decode as \(type): \(error)", response: response)
+            throw HTTPError(
+                .invalidResponse, "\(response.url.absoluteString): the JSON does not decode as \(type): \(error)", response: response)
         }
     }
 

@@ -43,7 +43,8 @@ final class MultipartBodyReader: BodyReader {
             fd = opened.fd
             // Checked before sending any of it, when possible: the Content-Length counts on the old size.
             guard opened.size == file.size else {
-                throw HTTPError(.unreadableFile, "form file \(file.path) changed size since it was added (\(file.size) → \(opened.size) bytes)")
+                throw HTTPError(
+                    .unreadableFile, "form file \(file.path) changed size since it was added (\(file.size) → \(opened.size) bytes)")
             }
         }
         let n = try readSome(file, into: UnsafeMutableRawBufferPointer(rebasing: room[..<min(room.count, file.size - offset)]))

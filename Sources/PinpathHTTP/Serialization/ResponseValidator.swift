@@ -23,14 +23,23 @@ public struct ResponseValidator: Sendable {
     public func validate(_ response: HTTPResponse) throws(HTTPError) {
         guard acceptableStatusCodes.contains(response.statusCode) else {
             throw HTTPError(
-                .unacceptableStatus, "\(response.url.absoluteString): status \(response.statusCode) is not acceptable (expected \(Self.describe(acceptableStatusCodes)))",
+                .unacceptableStatus,
+                """
+                \(response.url.absoluteString): status \(response.statusCode) is not acceptable (expected \
+                \(Self.describe(acceptableStatusCodes)))
+                """,
                 response: response)
         }
-        if let acceptableContentTypes, !response.body.isEmpty, !acceptableContentTypes.contains(where: { $0.lowercased() == response.mimeType }) {
+        if let acceptableContentTypes, !response.body.isEmpty,
+            !acceptableContentTypes.contains(where: { $0.lowercased() == response.mimeType })
+        {
             let found = response.mimeType.map { "content type \($0)" } ?? "a body without a content type"
             throw HTTPError(
                 .unacceptableContentType,
-                "\(response.url.absoluteString): \(found) is not acceptable (expected \(acceptableContentTypes.sorted().joined(separator: ", ")))",
+                """
+                \(response.url.absoluteString): \(found) is not acceptable (expected \
+                \(acceptableContentTypes.sorted().joined(separator: ", ")))
+                """,
                 response: response)
         }
     }

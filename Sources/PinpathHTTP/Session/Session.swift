@@ -2,8 +2,8 @@ import FoundationEssentials
 import Glibc
 import PinpathReachability
 import PinpathSecurity
-import Synchronization
 import PinpathSupport
+import Synchronization
 
 /// Sends HTTP(S) requests through two gates: the reachability monitor before connecting, and the security
 /// policy inside the TLS handshake, before any request byte leaves. AFNetworking's `AFHTTPSessionManager`
@@ -145,7 +145,8 @@ public final class Session: Sendable {
     /// One hop: the reachability gate, then one libcurl transfer.
     private func sendOnce(_ request: HTTPRequest, options: RequestOptions) async throws(HTTPError) -> HTTPResponse {
         let label = "\(request.method) \(request.displayURL)"
-        guard let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = request.url.host(percentEncoded: false), !host.isEmpty
+        guard let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = request.url.host(percentEncoded: false), !host.isEmpty
         else {
             throw HTTPError(.invalidURL, "\(label): not an absolute http or https URL")
         }
@@ -217,7 +218,8 @@ public final class Session: Sendable {
     /// from `LANGUAGE`, then `LC_ALL`, `LC_MESSAGES`, `LANG`; `en` for the C and POSIX locales.
     static func acceptLanguage(environment: (String) -> String?) -> String {
         var tags: [String] = []
-        let candidates = (environment("LANGUAGE")?.split(separator: ":").map(String.init) ?? [])
+        let candidates =
+            (environment("LANGUAGE")?.split(separator: ":").map(String.init) ?? [])
             + [environment("LC_ALL"), environment("LC_MESSAGES"), environment("LANG")].compactMap { $0 }
         for locale in candidates where !locale.isEmpty {
             let name = locale.prefix { $0 != "." && $0 != "@" }

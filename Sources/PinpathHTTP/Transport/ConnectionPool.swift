@@ -40,7 +40,8 @@ final class ConnectionPool {
         let code = pinpath_curl_setopt_pointer(transfer.handle, CURLOPT_SHARE, UnsafeRawPointer(share))
         guard code == CURLE_OK else {
             throw HTTPError(
-                .engineUnavailable, "\(transfer.description): libcurl cannot use the connection pool: \(String(cString: curl_easy_strerror(code)))",
+                .engineUnavailable,
+                "\(transfer.description): libcurl cannot use the connection pool: \(String(cString: curl_easy_strerror(code)))",
                 curlCode: Int(code.rawValue))
         }
         attached += 1

@@ -128,7 +128,9 @@ enum CurlErrorMapping {
 
     /// The error for `failure`.
     static func error(for failure: Failure) -> HTTPError {
-        let code = failure.code, curlCode = Int(code.rawValue), request = failure.request
+        let code = failure.code
+        let curlCode = Int(code.rawValue)
+        let request = failure.request
         // A refused OCSP staple fails the handshake in OpenSSL's status callback, which libcurl reports as a
         // connect error rather than a verification failure.
         if code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CONNECT_ERROR, let result = failure.handshake {

@@ -20,7 +20,10 @@ enum CurlRuntime {
             return .failure(
                 HTTPError(
                     .engineUnavailable,
-                    "libcurl \(version) uses \(tls), but pinpath needs its OpenSSL build (Debian: libcurl4-openssl-dev) to check pins inside the TLS handshake"
+                    """
+                    libcurl \(version) uses \(tls), but pinpath needs its OpenSSL build (Debian: libcurl4-openssl-dev) to check \
+                    pins inside the TLS handshake
+                    """
                 ))
         }
         return .success("libcurl/\(version) \(tls)")

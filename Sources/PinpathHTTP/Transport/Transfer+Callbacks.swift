@@ -1,6 +1,6 @@
 import CCurl
-import COpenSSL
 import CCurlShims
+import COpenSSL
 import Glibc
 import PinpathReachability
 import PinpathSecurity
@@ -62,7 +62,8 @@ extension Transfer {
             headersComplete = true  // the blank line after a response's header section
         } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
             let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
-            var start = colon + 1, end = line.count
+            var start = colon + 1
+            var end = line.count
             while start < end && isSpace(line[start]) { start += 1 }
             while end > start && isSpace(line[end - 1]) { end -= 1 }
             responseHeaders.add(

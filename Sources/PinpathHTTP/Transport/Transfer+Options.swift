@@ -29,13 +29,15 @@ extension Transfer {
             try set(CURLOPT_FRESH_CONNECT, 1)
             try set(CURLOPT_FORBID_REUSE, 1)
         }
-        try check(pinpath_curl_set_data_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, context in
-            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveBody(data!, size * count)
-        })
+        try check(
+            pinpath_curl_set_data_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveBody(data!, size * count)
+            })
         try set(CURLOPT_WRITEDATA, pointer: context)
-        try check(pinpath_curl_set_data_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, context in
-            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveHeader(data!, size * count)
-        })
+        try check(
+            pinpath_curl_set_data_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, context in
+                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveHeader(data!, size * count)
+            })
         try set(CURLOPT_HEADERDATA, pointer: context)
         try configureMethodAndBody()
         try configureHeaders()
@@ -43,9 +45,10 @@ extension Transfer {
             try configureTLS(clientCertificate: clientCertificate)
         }
         if addressCheck != nil {
-            try check(pinpath_curl_set_open_socket_callback(handle) { context, purpose, address in
-                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().openSocket(purpose, address!)
-            })
+            try check(
+                pinpath_curl_set_open_socket_callback(handle) { context, purpose, address in
+                    Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().openSocket(purpose, address!)
+                })
             try set(CURLOPT_OPENSOCKETDATA, pointer: context)
         }
     }
@@ -60,19 +63,24 @@ extension Transfer {
         default: try set(CURLOPT_CUSTOMREQUEST, method.rawValue)
         }
         guard let bodySource else {
-            if method == .post { try set(CURLOPT_POSTFIELDSIZE_LARGE, 0, offset: true); try set(CURLOPT_POST, 1) }
+            if method == .post {
+                try set(CURLOPT_POSTFIELDSIZE_LARGE, 0, offset: true)
+                try set(CURLOPT_POST, 1)
+            }
             return
         }
         bodyReader = try bodySource.makeReader()
         try set(CURLOPT_POST, 1)
         try set(CURLOPT_POSTFIELDSIZE_LARGE, bodySource.count, offset: true)
-        try check(pinpath_curl_set_data_callback(handle, CURLOPT_READFUNCTION) { data, size, count, context in
-            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().sendBody(data!, size * count)
-        })
+        try check(
+            pinpath_curl_set_data_callback(handle, CURLOPT_READFUNCTION) { data, size, count, context in
+                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().sendBody(data!, size * count)
+            })
         try set(CURLOPT_READDATA, pointer: context)
-        try check(pinpath_curl_set_seek_callback(handle) { context, offset, origin in
-            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().rewindBody(offset, origin)
-        })
+        try check(
+            pinpath_curl_set_seek_callback(handle) { context, offset, origin in
+                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().rewindBody(offset, origin)
+            })
         try set(CURLOPT_SEEKDATA, pointer: context)
     }
 
@@ -102,13 +110,15 @@ extension Transfer {
         try set(CURLOPT_CAINFO, pointer: nil)
         try set(CURLOPT_CAPATH, pointer: nil)
         try set(CURLOPT_SSL_SESSIONID_CACHE, 0)
-        try check(pinpath_curl_set_ssl_ctx_callback(handle) { _, sslContext, context in
-            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().installVerifier(on: OpaquePointer(sslContext!))
-        })
+        try check(
+            pinpath_curl_set_ssl_ctx_callback(handle) { _, sslContext, context in
+                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().installVerifier(on: OpaquePointer(sslContext!))
+            })
         try set(CURLOPT_SSL_CTX_DATA, pointer: context)
-        try check(pinpath_curl_set_prereq_callback(handle) { context, _, _, _, _ in
-            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().admitConnection()
-        })
+        try check(
+            pinpath_curl_set_prereq_callback(handle) { context, _, _, _, _ in
+                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().admitConnection()
+            })
         try set(CURLOPT_PREREQDATA, pointer: context)
         if let clientCertificate {
             try set(CURLOPT_SSLCERT, clientCertificate.certificatePath)

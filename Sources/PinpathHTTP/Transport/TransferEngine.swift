@@ -1,8 +1,8 @@
 import CCurl
 import CCurlShims
 import PinpathReachability
-import Synchronization
 import PinpathSupport
+import Synchronization
 
 /// Drives every transfer of a session on one thread with libcurl's multi interface, which blocks in
 /// `curl_multi_poll` and is woken by `curl_multi_wakeup` when a transfer is added or cancelled.

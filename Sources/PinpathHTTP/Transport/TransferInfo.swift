@@ -1,6 +1,6 @@
 import CCurl
-import COpenSSL
 import CCurlShims
+import COpenSSL
 
 /// What libcurl knows about a transfer (`curl_easy_getinfo`): status, protocol, address, timings, the
 /// socket's error and the OpenSSL session. Read on the engine thread, during or after the transfer.
@@ -33,9 +33,12 @@ struct TransferInfo {
 
     /// blackbox_exporter's phases from libcurl's cumulative times.
     var timings: PhaseTimings {
-        let resolved = seconds(CURLINFO_NAMELOOKUP_TIME_T), connected = seconds(CURLINFO_CONNECT_TIME_T)
-        let handshaken = seconds(CURLINFO_APPCONNECT_TIME_T), sent = seconds(CURLINFO_PRETRANSFER_TIME_T)
-        let firstByte = seconds(CURLINFO_STARTTRANSFER_TIME_T), total = seconds(CURLINFO_TOTAL_TIME_T)
+        let resolved = seconds(CURLINFO_NAMELOOKUP_TIME_T)
+        let connected = seconds(CURLINFO_CONNECT_TIME_T)
+        let handshaken = seconds(CURLINFO_APPCONNECT_TIME_T)
+        let sent = seconds(CURLINFO_PRETRANSFER_TIME_T)
+        let firstByte = seconds(CURLINFO_STARTTRANSFER_TIME_T)
+        let total = seconds(CURLINFO_TOTAL_TIME_T)
         var timings = PhaseTimings()
         timings.resolve = resolved
         timings.connect = max(0, connected - resolved)

@@ -27,7 +27,8 @@ struct AddressRecord: Hashable {
 
     /// IPv6 addresses still in duplicate address detection, or that failed it, cannot be used as a source.
     var isUsable: Bool {
-        let tentative: UInt32 = 0x40, dadFailed: UInt32 = 0x08
+        let tentative: UInt32 = 0x40
+        let dadFailed: UInt32 = 0x08
         return flags & (tentative | dadFailed) == 0
     }
 }

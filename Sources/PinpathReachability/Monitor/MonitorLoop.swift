@@ -1,5 +1,5 @@
-import CNetlink
 import CLinuxShims
+import CNetlink
 import Glibc
 import PinpathSupport
 
@@ -242,7 +242,9 @@ final class MonitorLoop {
             guard case .host = targets[index].target else { continue }
             resolutionSequence += 1
             targets[index].pendingResolution = resolutionSequence
-            let core = self.core, name = targets[index].target, sequence = resolutionSequence
+            let core = self.core
+            let name = targets[index].target
+            let sequence = resolutionSequence
             Task.detached {
                 let resolution = await HostResolver.resolve(name, timeout: timeout)
                 core.post(.resolved(name, sequence, resolution))

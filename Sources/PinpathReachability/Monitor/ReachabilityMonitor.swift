@@ -1,6 +1,6 @@
-import PinpathSupport
 import Dispatch
 import Glibc
+import PinpathSupport
 import Synchronization
 
 /// Watches the kernel's links, addresses, routes and rules over netlink and says, without polling, whether
@@ -163,10 +163,11 @@ public final class ReachabilityMonitor: Sendable {
         let answered = DispatchSemaphore(value: 0)
         let answer = Mutex<TargetReachability?>(nil)
         let watched = WatchedTarget(target: .address(address), resolution: .resolved([address]))
-        core.post(.evaluate(watched) { result in
-            answer.withLock { $0 = try? result.get() }
-            answered.signal()
-        })
+        core.post(
+            .evaluate(watched) { result in
+                answer.withLock { $0 = try? result.get() }
+                answered.signal()
+            })
         guard answered.wait(timeout: .now() + .nanoseconds(Int(timeout.wholeNanoseconds))) == .success else { return nil }
         return answer.withLock { $0 }
     }

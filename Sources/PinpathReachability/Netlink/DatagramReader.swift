@@ -1,5 +1,5 @@
-import CNetlink
 import CLinuxShims
+import CNetlink
 import Glibc
 
 /// Reads many netlink datagrams per system call (`recvmmsg`) into a buffer allocated once, and walks the

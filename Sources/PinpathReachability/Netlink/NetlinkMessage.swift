@@ -22,10 +22,12 @@ enum NetlinkMessage {
         case Int32(RTM_NEWLINK), Int32(RTM_DELLINK), Int32(RTM_NEWADDR), Int32(RTM_DELADDR),
             Int32(RTM_NEWROUTE), Int32(RTM_DELROUTE):
             withUnsafeMutablePointer(to: &parsed) { slot in
-                _ = nl_msg_parse(message, { object, slot in
-                    guard let object, let slot else { return }
-                    slot.assumingMemoryBound(to: NetlinkMessage.self).pointee = NetlinkMessage(object: object)
-                }, slot)
+                _ = nl_msg_parse(
+                    message,
+                    { object, slot in
+                        guard let object, let slot else { return }
+                        slot.assumingMemoryBound(to: NetlinkMessage.self).pointee = NetlinkMessage(object: object)
+                    }, slot)
             }
             if case .link(let link) = parsed, type == Int32(RTM_DELLINK) {
                 return .linkRemoved(index: link.index, name: link.name)
@@ -50,7 +52,8 @@ enum NetlinkMessage {
                 self = .linkProtocolInfo
                 return
             }
-            let lower = rtnl_link_get_link(object), master = rtnl_link_get_master(object)
+            let lower = rtnl_link_get_link(object)
+            let master = rtnl_link_get_master(object)
             self = .link(
                 LinkRecord(
                     index: Int(rtnl_link_get_ifindex(object)),

@@ -1,5 +1,5 @@
-import CNetlink
 import CLinuxShims
+import CNetlink
 import Glibc
 
 /// Owns one libnl route socket. Not thread-safe: the monitor thread is its only user.
@@ -63,11 +63,13 @@ final class NetlinkSocket {
     ///   socket, `-NLE_NOMEM` for an ENOBUFS overrun).
     func receive(into messages: inout [NetlinkMessage]) -> Int32 {
         withUnsafeMutablePointer(to: &messages) { sink in
-            _ = nl_socket_modify_cb(handle, NL_CB_VALID, NL_CB_CUSTOM, { message, sink in
-                guard let message, let sink else { return Int32(NL_OK.rawValue) }
-                sink.assumingMemoryBound(to: [NetlinkMessage].self).pointee.append(NetlinkMessage.parse(message))
-                return Int32(NL_OK.rawValue)
-            }, sink)
+            _ = nl_socket_modify_cb(
+                handle, NL_CB_VALID, NL_CB_CUSTOM,
+                { message, sink in
+                    guard let message, let sink else { return Int32(NL_OK.rawValue) }
+                    sink.assumingMemoryBound(to: [NetlinkMessage].self).pointee.append(NetlinkMessage.parse(message))
+                    return Int32(NL_OK.rawValue)
+                }, sink)
             return nl_recvmsgs_default(handle)
         }
     }
@@ -83,7 +85,8 @@ final class NetlinkSocket {
             if lastError >= 0 { lastError = dump(RTM_GETADDR, into: &messages) }
             if lastError == -Int32(NLE_DUMP_INTR) { continue }
             guard lastError >= 0 else { break }
-            var links: [LinkRecord] = [], addresses: [AddressRecord] = []
+            var links: [LinkRecord] = []
+            var addresses: [AddressRecord] = []
             for message in messages {
                 switch message {
                 case .link(let link): links.append(link)
@@ -159,7 +162,8 @@ final class NetlinkSocket {
         let sendError = sent == request.count ? nil : errno
         if sendError == nil {
             // The kernel answers inside `send`: every reply is queued by now, so nothing here blocks.
-            var pending = destinations.count, reads = 0
+            var pending = destinations.count
+            var reads = 0
             while pending > 0, reads <= destinations.count {
                 reads += 1
                 let outcome = datagrams.receive(from: fileDescriptor) { header in
@@ -202,7 +206,10 @@ enum RouteAnswer: Equatable {
         case Int32(RTM_NEWROUTE):
             guard payloadLength >= MemoryLayout<rtmsg>.size else { return nil }
             let message = payload.loadUnaligned(as: rtmsg.self)
-            var index: Int?, gateway: IPAddress?, source: IPAddress?, table = UInt32(message.rtm_table)
+            var index: Int?
+            var gateway: IPAddress?
+            var source: IPAddress?
+            var table = UInt32(message.rtm_table)
             RouteAttributes.forEach(
                 in: UnsafeRawBufferPointer(
                     start: payload + MemoryLayout<rtmsg>.size, count: payloadLength - MemoryLayout<rtmsg>.size)

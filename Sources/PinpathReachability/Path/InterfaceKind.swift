@@ -80,6 +80,8 @@ enum InterfaceClassifier {
 func hasCarrier(operationalState: OperationalState, flags: UInt32) -> Bool {
     if operationalState == .up { return true }
     guard operationalState == .unknown else { return false }
-    let lowerUp: UInt32 = 0x10000, dormant: UInt32 = 0x20000, running: UInt32 = 0x40
+    let lowerUp: UInt32 = 0x10000
+    let dormant: UInt32 = 0x20000
+    let running: UInt32 = 0x40
     return flags & (lowerUp | running) == (lowerUp | running) && flags & dormant == 0
 }

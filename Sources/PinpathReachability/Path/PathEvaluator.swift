@@ -25,7 +25,8 @@ struct PathEvaluator {
 
     func path(targets: [WatchedTarget]) -> NetworkPath {
         let interfaces = state.interfaces()
-        let ipv4 = familyPath(.ipv4), ipv6 = familyPath(.ipv6)
+        let ipv4 = familyPath(.ipv4)
+        let ipv6 = familyPath(.ipv6)
         let primaryIndex = (ipv4 ?? ipv6)?.interfaceIndex
         return NetworkPath(
             status: ipv4 != nil || ipv6 != nil ? .reachable : .notReachable,

@@ -18,7 +18,8 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         case 16: family = .ipv6
         default: return nil
         }
-        var high: UInt64 = 0, low: UInt64 = 0
+        var high: UInt64 = 0
+        var low: UInt64 = 0
         for (index, byte) in bytes.enumerated() {
             if index < 8 {
                 high |= UInt64(byte) << (56 - 8 * index)

@@ -119,7 +119,8 @@ public struct TLSAudit: Sendable {
         guard let evaluation, evaluation.policy.mode != .none else { return [] }
         let policy = evaluation.policy
         return evaluation.verifiedChain.enumerated().compactMap { depth, certificate in
-            let matches = policy.mode == .certificate
+            let matches =
+                policy.mode == .certificate
                 ? policy.pinnedCertificates.contains(certificate) : policy.pins.contains(certificate.spkiPin)
             return matches ? PinMatch(depth: depth, pin: certificate.spkiPin, subject: certificate.subject) : nil
         }

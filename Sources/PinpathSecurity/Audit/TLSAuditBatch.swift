@@ -37,7 +37,9 @@ public struct TLSAuditBatch: Sendable {
     public func run<Failure: Error>(
         progress: (_ finished: Int) -> Void = { _ in }, deliver: (TLSAudit) throws(Failure) -> Void
     ) async throws(Failure) {
-        let endpoints = endpoints, options = options, concurrency = concurrency
+        let endpoints = endpoints
+        let options = options
+        let concurrency = concurrency
         var failure: Failure?
         await withTaskGroup(of: (Int, TLSAudit).self) { group in
             var next = 0

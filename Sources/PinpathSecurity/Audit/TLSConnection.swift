@@ -237,7 +237,8 @@ final class TLSConnection {
                 // What OpenSSL says when the first bytes back are not a TLS record: HTTP, SSH, a banner.
                 let notTLS = reasons.contains { $0.contains("wrong version number") || $0.contains("packet length too long") }
                 throw TLSConnectionError(
-                    .handshakeFailed, "\(label): TLS handshake failed: \(text)\(notTLS ? " (the server does not speak TLS on this port)" : "")")
+                    .handshakeFailed,
+                    "\(label): TLS handshake failed: \(text)\(notTLS ? " (the server does not speak TLS on this port)" : "")")
             }
         }
     }

@@ -38,7 +38,8 @@ public struct KeyMaterial: Sendable {
     /// Loads from bytes already in memory; `source` names them in errors. `package` for the fuzz entry points
     /// (Tests/PinpathFuzzing), which feed it bytes without a file.
     package static func load(bytes: [UInt8], source: String) throws -> [KeyMaterial] {
-        let found = bytes.starts(with: Array("-----BEGIN ".utf8)) || containsPEMHeader(bytes)
+        let found =
+            bytes.starts(with: Array("-----BEGIN ".utf8)) || containsPEMHeader(bytes)
             ? try loadPEM(bytes, source: source)
             : try loadDER(bytes, source: source)
         guard !found.isEmpty else {
@@ -123,14 +124,16 @@ public struct KeyMaterial: Sendable {
         switch kind {
         case .certificate:
             // A TRUSTED CERTIFICATE block carries trust settings after the certificate: d2i_X509_AUX reads both.
-            let decoded = pemLabel == "TRUSTED CERTIFICATE"
+            let decoded =
+                pemLabel == "TRUSTED CERTIFICATE"
                 ? derDecoding(der, { d2i_X509_AUX(nil, $0, $1) }, free: { X509_free($0) })
                 : derDecoding(der, { d2i_X509(nil, $0, $1) }, free: { X509_free($0) })
             guard let x509 = decoded else { return nil }
             let certificate = Certificate(owning: x509)
             return KeyMaterial(kind: kind, certificate: certificate, spkiPin: certificate.spkiPin, label: certificate.subject)
         case .publicKey:
-            let decoded = pemLabel == "RSA PUBLIC KEY"
+            let decoded =
+                pemLabel == "RSA PUBLIC KEY"
                 ? derDecoding(der, { d2i_PublicKey(EVP_PKEY_RSA, nil, $0, $1) }, free: { EVP_PKEY_free($0) })
                 : derDecoding(der, { d2i_PUBKEY(nil, $0, $1) }, free: { EVP_PKEY_free($0) })
             guard let key = decoded else { return nil }
@@ -146,9 +149,10 @@ public struct KeyMaterial: Sendable {
             }
             defer { X509_REQ_free(request) }
             guard let key = X509_REQ_get_pubkey(request) else { return nil }
-            let subject = writingToMemoryBIO {
-                X509_NAME_print_ex($0, X509_REQ_get_subject_name(request), 0, pinpath_XN_FLAG_RFC2253()) >= 0
-            } ?? ""
+            let subject =
+                writingToMemoryBIO {
+                    X509_NAME_print_ex($0, X509_REQ_get_subject_name(request), 0, pinpath_XN_FLAG_RFC2253()) >= 0
+                } ?? ""
             let publicKey = PublicKey(owning: key)
             return KeyMaterial(kind: kind, certificate: nil, spkiPin: publicKey.spkiPin, label: "CSR \(subject) (\(publicKey))")
         default:

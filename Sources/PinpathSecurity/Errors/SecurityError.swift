@@ -1,5 +1,5 @@
-import PinpathSupport
 import COpenSSL
+import PinpathSupport
 
 /// A failure to load security material, to configure a policy, or to run an evaluation (not "untrusted",
 /// which is a ``TrustEvaluation`` verdict). Its message names the input and what was wrong, with OpenSSL's

@@ -12,7 +12,9 @@ public struct SPKIPin: Hashable, Sendable, CustomStringConvertible {
     public init(parsing text: String) throws {
         let prefix = "sha256/"
         guard text.hasPrefix(prefix) else {
-            throw SecurityError(.invalidPin, "pin \"\(text)\" does not start with \"sha256/\" (use sha256/<base64 of the SHA-256 of the SubjectPublicKeyInfo>)")
+            throw SecurityError(
+                .invalidPin,
+                "pin \"\(text)\" does not start with \"sha256/\" (use sha256/<base64 of the SHA-256 of the SubjectPublicKeyInfo>)")
         }
         let encoded = String(text.dropFirst(prefix.count))
         guard let data = Data(base64Encoded: encoded) else {

@@ -12,7 +12,8 @@ extension HostPattern {
     /// Whether some host matches both patterns. A host `k` labels under the other's domain is matched by
     /// both when its depth under this domain plus `k` is a depth the other allows.
     func overlaps(_ other: HostPattern, includingSubdomains mine: Bool, _ theirs: Bool) -> Bool {
-        let (inner, innerDepths, outer, outerDepths) = domain.count >= other.domain.count
+        let (inner, innerDepths, outer, outerDepths) =
+            domain.count >= other.domain.count
             ? (self, depths(includingSubdomains: mine), other, other.depths(includingSubdomains: theirs))
             : (other, other.depths(includingSubdomains: theirs), self, depths(includingSubdomains: mine))
         let extra: Int

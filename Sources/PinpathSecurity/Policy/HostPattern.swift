@@ -44,7 +44,9 @@ public struct HostPattern: Hashable, Sendable, CustomStringConvertible {
         if depth != .exact || !Self.isIPv6Address(host), let bad = host.unicodeScalars.first(where: Self.cannotBeInHostName) {
             // A URL or a host with a port would never match a host, and the policy would silently apply to
             // nothing (OkHttp refuses these characters too).
-            let shown = bad.properties.generalCategory == .control || bad == " " ? "U+\(String(bad.value, radix: 16, uppercase: true))" : "\"\(bad)\""
+            let shown =
+                bad.properties.generalCategory == .control || bad == " "
+                ? "U+\(String(bad.value, radix: 16, uppercase: true))" : "\"\(bad)\""
             throw SecurityError(
                 .invalidHostPattern,
                 "host pattern \"\(text)\" has \(shown), which no host name has (write the host alone, such as api.example.com)")
@@ -64,7 +66,11 @@ public struct HostPattern: Hashable, Sendable, CustomStringConvertible {
         let parts = host.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)
         if parts.count == 2 {
             let zone = parts[1].unicodeScalars
-            guard !zone.isEmpty, zone.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0)) }) else {
+            guard !zone.isEmpty,
+                zone.allSatisfy({
+                    $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0))
+                })
+            else {
                 return false
             }
         }

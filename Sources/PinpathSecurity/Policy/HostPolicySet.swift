@@ -58,7 +58,11 @@ public struct HostPolicySet: Sendable {
         if let first = named.first, let other = named.first(where: { $0.entry.trustStore != first.entry.trustStore }) {
             throw SecurityError(
                 .invalidPolicy,
-                "\(host) is matched by policies with different trust stores (\(first.pattern) and \(other.pattern)); give them the same CA file or make their hosts disjoint")
+                """
+                \(host) is matched by policies with different trust stores (\(first.pattern) and \(other.pattern)); give them the \
+                same CA file or make their hosts disjoint
+                """
+            )
         }
         return Resolution(matches: matching, policy: SecurityPolicy(combining: matching), trustStore: named.first?.entry.trustStore)
     }

@@ -2,7 +2,8 @@ import FoundationEssentials
 
 /// How a server's chain, name and pins are judged: AFNetworking's `AFSecurityPolicy` (≥ 2.6) plus TrustKit's
 /// report-only mode, pin expiration and backup-pin rule. Build one with the throwing initializer, which refuses
-/// the configurations that would accept anything; evaluate chains with ``evaluate(servedChain:host:port:trustStore:verificationTime:now:profile:maximumDepth:)``.
+/// the configurations that would accept anything; evaluate chains with
+/// ``evaluate(servedChain:host:port:trustStore:verificationTime:now:profile:maximumDepth:)``.
 /// Policies compare by value (every field), so a reload or a connection pool can tell whether one changed.
 public struct SecurityPolicy: Sendable, Hashable {
     /// What is checked beyond the chain.
@@ -85,12 +86,21 @@ public struct SecurityPolicy: Sendable, Hashable {
         if allowInvalidCertificates && !enforce {
             throw SecurityError(
                 .invalidPolicy,
-                "allow_invalid_certificates with enforce: false would accept any certificate (report-only pins stop nothing); set enforce: true, or allow_invalid_certificates: false")
+                """
+                allow_invalid_certificates with enforce: false would accept any certificate (report-only pins stop nothing); set \
+                enforce: true, or allow_invalid_certificates: false
+                """
+            )
         }
         if allowInvalidCertificates, let expires, expires <= now {
             throw SecurityError(
                 .invalidPolicy,
-                "allow_invalid_certificates with pins that expired at \(expires.formatted(.iso8601)) would accept any certificate (expired pins are not checked); renew the pins and move expires to a later date, or set allow_invalid_certificates: false")
+                """
+                allow_invalid_certificates with pins that expired at \(expires.formatted(.iso8601)) would accept any certificate \
+                (expired pins are not checked); renew the pins and move expires to a later date, or set \
+                allow_invalid_certificates: false
+                """
+            )
         }
         if mode == .publicKey && enforce && requiresBackupPin && allPins.count < 2 {
             throw SecurityError(

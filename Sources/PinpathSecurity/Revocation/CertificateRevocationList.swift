@@ -36,7 +36,11 @@ public final class CertificateRevocationList: @unchecked Sendable, Hashable, Cus
         guard X509_CRL_get0_nextUpdate(crl) == nil else { return }
         throw SecurityError(
             .invalidInput,
-            "\(source) (\(description)) has no nextUpdate: RFC 5280 requires one, and without it a stale list cannot be told from a current one")
+            """
+            \(source) (\(description)) has no nextUpdate: RFC 5280 requires one, and without it a stale list cannot be told from a \
+            current one
+            """
+        )
     }
 
     /// Loads every CRL of a PEM file (`-----BEGIN X509 CRL-----` blocks, in order) or the one CRL of a DER file.

@@ -69,7 +69,8 @@ public struct OCSPStaple: Sendable, Equatable {
         producedAt = date(OCSP_resp_get0_produced_at(basic))
 
         guard let issuer else {
-            throw SecurityError(.invalidInput, "the stapled OCSP response cannot be checked: the leaf's issuer is not in the verified chain")
+            throw SecurityError(
+                .invalidInput, "the stapled OCSP response cannot be checked: the leaf's issuer is not in the verified chain")
         }
         guard let certificateID = OCSP_cert_to_id(EVP_sha1(), leaf.x509, issuer.x509) else {
             throw SecurityError.openSSL(.openSSLFailure, "cannot compute the OCSP certificate ID of \(leaf.subject)")
@@ -92,7 +93,8 @@ public struct OCSPStaple: Sendable, Equatable {
         thisUpdate = date(this)
         nextUpdate = date(next)
         revokedAt = date(revoked)
-        problem = Self.signatureProblem(basic, issuer: issuer)
+        problem =
+            Self.signatureProblem(basic, issuer: issuer)
             ?? Self.validityProblem(this: this, next: next, now: now)
     }
 
@@ -131,7 +133,11 @@ public struct OCSPStaple: Sendable, Equatable {
             return "it is not valid before \(start.formatted(.iso8601)) (thisUpdate)"
         }
         if next == nil, let start = date(this), now.timeIntervalSince(start) > Double(maximumAgeWithoutNextUpdate) {
-            return "it has no nextUpdate and was made at \(start.formatted(.iso8601)), more than \(maximumAgeWithoutNextUpdate / 86_400) days ago"
+            return
+                """
+                it has no nextUpdate and was made at \(start.formatted(.iso8601)), more than \
+                \(maximumAgeWithoutNextUpdate / 86_400) days ago
+                """
         }
         return nil
     }

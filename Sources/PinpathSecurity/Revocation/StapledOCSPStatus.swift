@@ -17,7 +17,8 @@ struct StapledOCSPStatus: VerifierRule {
         let mustStaple = leaf.requiresStapledOCSP
         guard let response = check.response, !response.isEmpty else {
             guard check.mode == .requireStapled || mustStaple else { return .meetsRule }
-            let why = mustStaple
+            let why =
+                mustStaple
                 ? "its certificate (\(leaf.subject)) is must-staple" : "the policy requires one (revocation: require_stapled)"
             return refusal(.ocspStapleMissing, "the server stapled no OCSP response, and \(why)")
         }

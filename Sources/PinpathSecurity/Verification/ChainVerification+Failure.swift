@@ -20,7 +20,8 @@ extension ChainVerification {
                 expectedPins: expectedPins, seenPins: chain.map(\.spkiPin))
         }
         let hostError = Self.isHostError(error)
-        let message = hostError
+        let message =
+            hostError
             ? "\(host): the certificate is not for this host (\(errorMessage))"
             : "\(host): certificate verify failed at depth \(depth): \(errorMessage) (X509_V_ERR \(error))"
         return TrustFailure(

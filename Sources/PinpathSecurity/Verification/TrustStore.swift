@@ -42,9 +42,11 @@ public final class TrustStore: @unchecked Sendable, Hashable {
     /// Where the system store lives, resolved as OpenSSL does; `environment` reads a variable. Separate from
     /// ``system()`` so that tests need not change the process environment while other threads read it.
     static func defaultPaths(environment: (String) -> String?) -> (file: String, directory: String) {
-        let file = environment(String(cString: X509_get_default_cert_file_env()))
+        let file =
+            environment(String(cString: X509_get_default_cert_file_env()))
             ?? String(cString: X509_get_default_cert_file())
-        let directory = environment(String(cString: X509_get_default_cert_dir_env()))
+        let directory =
+            environment(String(cString: X509_get_default_cert_dir_env()))
             ?? String(cString: X509_get_default_cert_dir())
         return (file, directory)
     }

@@ -23,7 +23,9 @@ public struct SystemCallError: Error, Sendable, CustomStringConvertible {
     /// `cannot open /var/log/pinpath.log: Permission denied`.
     public var description: String {
         // O_NOFOLLOW reports a link as ELOOP, whose text ("Too many levels of symbolic links") misleads.
-        let reason = errno == ELOOP ? "it is a symbolic link, and pinpath does not write through links (name the real file)" : String(cString: strerror(errno))
+        let reason =
+            errno == ELOOP
+            ? "it is a symbolic link, and pinpath does not write through links (name the real file)" : String(cString: strerror(errno))
         return "cannot \(operation) \(path): \(reason)"
     }
 }

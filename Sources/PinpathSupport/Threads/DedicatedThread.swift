@@ -13,12 +13,14 @@ package struct DedicatedThread: Sendable {
     /// - Throws: ``SystemCallError`` when `pthread_create` fails (EAGAIN: a thread limit was reached).
     package init(name: String, _ body: sending @escaping () -> Void) throws(SystemCallError) {
         let box = Unmanaged.passRetained(Body(name: name, run: body)).toOpaque()
-        let created = pthread_create(&thread, nil, { argument in
-            let body = Unmanaged<Body>.fromOpaque(argument!).takeRetainedValue()
-            pinpath_set_thread_name(String(body.name.prefix(15)))
-            body.run()
-            return nil
-        }, box)
+        let created = pthread_create(
+            &thread, nil,
+            { argument in
+                let body = Unmanaged<Body>.fromOpaque(argument!).takeRetainedValue()
+                pinpath_set_thread_name(String(body.name.prefix(15)))
+                body.run()
+                return nil
+            }, box)
         guard created == 0 else {
             Unmanaged<Body>.fromOpaque(box).release()
             throw SystemCallError("start the thread", name, errno: created)

@@ -17,8 +17,9 @@ struct AuditCommand: AsyncParsableCommand {
 
             Pins: --pin and --pin-file give public-key pins (mode public-key, the default); with --mode \
             certificate the certificates of --pin-file are the only anchors. --profile chooses the rules a chain \
-            must meet beyond OpenSSL's (webpki by default); a rejection by a rule names it and the certificate. An audit is a diagnostic, so one \
-            pin is enough: the backup pin that enforcing policies need elsewhere in pinpath is not required.
+            must meet beyond OpenSSL's (webpki by default); a rejection by a rule names it and the certificate. \
+            An audit is a diagnostic, so one pin is enough: the backup pin that enforcing policies need elsewhere in \
+            pinpath is not required.
 
             Hosts are audited 8 at a time; the results are printed in the order given. With --json, one JSON \
             object per host per line.

@@ -64,7 +64,13 @@ struct CheckConfigCommand: AsyncParsableCommand {
         lines.append("endpoints: \(configuration.endpoints.count)")
         for endpoint in configuration.endpoints {
             let policy = endpoint.security.map { ", policy \($0.names.joined(separator: "+"))" } ?? ""
-            lines.append("  \(endpoint.name): \(endpoint.method) \(DisplayURL.redacting(endpoint.url.absoluteString)) every \(DurationSyntax.format(endpoint.interval)), timeout \(DurationSyntax.format(endpoint.timeout)), expect \(endpoint.expect.statusDescription)\(policy)")
+            lines.append(
+                """
+                  \(endpoint.name): \(endpoint.method) \(DisplayURL.redacting(endpoint.url.absoluteString)) every \
+                \(DurationSyntax.format(endpoint.interval)), timeout \(DurationSyntax.format(endpoint.timeout)), expect \
+                \(endpoint.expect.statusDescription)\(policy)
+                """
+            )
             lines.append("    effective: \(effectivePolicy(endpoint))")
         }
         let targets = configuration.reachabilityTargets.map(\.description).joined(separator: " ")
@@ -77,25 +83,36 @@ struct CheckConfigCommand: AsyncParsableCommand {
     static func json(_ configuration: AgentConfiguration) -> JSONValue {
         .object([
             ("valid", true), ("file", .string(configuration.file)),
-            ("events", .object([
-                ("output", .string(configuration.events.output.description)), ("probes", .string(configuration.events.probes.rawValue)),
-            ])),
-            ("policies", .array(configuration.policies.map { entry in
+            (
+                "events",
                 .object([
-                    ("name", .string(entry.name)), ("mode", .string(entry.policy.mode.rawValue)),
-                    ("pins", .int(entry.policy.pins.count)), ("hosts", .array(entry.hosts.map { .string($0.description) })),
-                    ("enforce", .bool(entry.policy.enforce)),
+                    ("output", .string(configuration.events.output.description)), ("probes", .string(configuration.events.probes.rawValue)),
                 ])
-            })),
-            ("endpoints", .array(configuration.endpoints.map { endpoint in
-                .object([
-                    ("name", .string(endpoint.name)), ("url", .string(DisplayURL.redacting(endpoint.url.absoluteString))),
-                    ("interval", .string(DurationSyntax.format(endpoint.interval))),
-                    ("timeout", .string(DurationSyntax.format(endpoint.timeout))),
-                    ("policies", .array((endpoint.security?.names ?? []).map(JSONValue.string))),
-                    ("effective_policy", effectivePolicyJSON(endpoint)),
-                ])
-            })),
+            ),
+            (
+                "policies",
+                .array(
+                    configuration.policies.map { entry in
+                        .object([
+                            ("name", .string(entry.name)), ("mode", .string(entry.policy.mode.rawValue)),
+                            ("pins", .int(entry.policy.pins.count)), ("hosts", .array(entry.hosts.map { .string($0.description) })),
+                            ("enforce", .bool(entry.policy.enforce)),
+                        ])
+                    })
+            ),
+            (
+                "endpoints",
+                .array(
+                    configuration.endpoints.map { endpoint in
+                        .object([
+                            ("name", .string(endpoint.name)), ("url", .string(DisplayURL.redacting(endpoint.url.absoluteString))),
+                            ("interval", .string(DurationSyntax.format(endpoint.interval))),
+                            ("timeout", .string(DurationSyntax.format(endpoint.timeout))),
+                            ("policies", .array((endpoint.security?.names ?? []).map(JSONValue.string))),
+                            ("effective_policy", effectivePolicyJSON(endpoint)),
+                        ])
+                    })
+            ),
             ("targets", .array(configuration.reachabilityTargets.map { .string($0.description) })),
             ("metrics_textfile", .string(configuration.metricsTextfile)),
             ("warnings", .array(configuration.warnings.map(\.jsonValue))),
@@ -135,9 +152,15 @@ struct CheckConfigCommand: AsyncParsableCommand {
             ("allow_invalid_certificates", .bool(policy.allowInvalidCertificates)),
             ("validates_domain_name", .bool(policy.validatesDomainName)),
             ("ca_file", .string(security.caFile)),
-            ("from", .array(security.sources.map { source in
-                .object([("policy", .string(source.name)), ("matched_by", .string(source.pattern.map { "hosts \($0)" } ?? "named"))])
-            })),
+            (
+                "from",
+                .array(
+                    security.sources.map { source in
+                        .object([
+                            ("policy", .string(source.name)), ("matched_by", .string(source.pattern.map { "hosts \($0)" } ?? "named")),
+                        ])
+                    })
+            ),
         ])
     }
 }

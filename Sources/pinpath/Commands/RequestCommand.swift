@@ -45,7 +45,9 @@ struct RequestCommand: AsyncParsableCommand {
     @Option(help: "A parameter k=v (repeatable): in the query string for GET, HEAD and DELETE, form-encoded in the body otherwise.")
     var param: [String] = []
 
-    @Option(name: .customLong("pin"), help: "A pin sha256/<base64> for the URL's host (repeatable); any certificate of the verified chain may match.")
+    @Option(
+        name: .customLong("pin"),
+        help: "A pin sha256/<base64> for the URL's host (repeatable); any certificate of the verified chain may match.")
     var pins: [SPKIPin] = []
 
     @OptionGroup var revocationOptions: RevocationOptions
@@ -148,7 +150,8 @@ struct RequestCommand: AsyncParsableCommand {
                     guard let equals = field.firstIndex(of: "="), equals != field.startIndex else {
                         throw HTTPError(.invalidBody, "--form \"\(field)\" is not k=v or k=@file")
                     }
-                    let name = String(field[..<equals]), text = String(field[field.index(after: equals)...])
+                    let name = String(field[..<equals])
+                    let text = String(field[field.index(after: equals)...])
                     if text.hasPrefix("@") {
                         hasFile = true
                         try multipart.appendFile(name: name, path: String(text.dropFirst()))
@@ -161,7 +164,8 @@ struct RequestCommand: AsyncParsableCommand {
                     throw HTTPError(.invalidBody, "--form needs a method with a body (POST, PUT, PATCH), not \(method)")
                 }
                 if hasFile {
-                    return try HTTPRequestSerializer().multipartRequest(method, url, parameters: parameters, form: multipart, headers: headers)
+                    return try HTTPRequestSerializer().multipartRequest(
+                        method, url, parameters: parameters, form: multipart, headers: headers)
                 }
                 return try HTTPRequestSerializer().request(method, url, parameters: fields, headers: headers)
             }
@@ -222,13 +226,16 @@ struct RequestCommand: AsyncParsableCommand {
             ("body_bytes", .int(response.body.count)),
             ("phases_ms", TimingsJSON.phasesMilliseconds(timings)),
             ("total_ms", TimingsJSON.milliseconds(timings.total)),
-            ("tls", response.tls.map { tls in
-                .object([
-                    ("version", .string(tls.version)), ("cipher", .string(tls.cipher)),
-                    ("verified_chain_pins", .array(tls.verifiedChainPins.map { .string($0) })),
-                    ("ocsp_staple", .string(tls.evaluation?.ocspStaple?.status.description)),
-                ])
-            } ?? .null),
+            (
+                "tls",
+                response.tls.map { tls in
+                    .object([
+                        ("version", .string(tls.version)), ("cipher", .string(tls.cipher)),
+                        ("verified_chain_pins", .array(tls.verifiedChainPins.map { .string($0) })),
+                        ("ocsp_staple", .string(tls.evaluation?.ocspStaple?.status.description)),
+                    ])
+                } ?? .null
+            ),
         ])
     }
 

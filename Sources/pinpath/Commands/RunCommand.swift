@@ -3,8 +3,8 @@ import CLinuxShims
 import Dispatch
 import Glibc
 import PinpathAgent
-import Synchronization
 import PinpathSupport
+import Synchronization
 
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -3,8 +3,8 @@ import Dispatch
 import Glibc
 import PinpathAgent
 import PinpathReachability
-import Synchronization
 import PinpathSupport
+import Synchronization
 
 struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -31,7 +31,9 @@ struct WatchCommand: AsyncParsableCommand {
             }
             defer { signals.cancel() }
             let outputError = Mutex<EventWriterError?>(nil)
-            let events = EventWriter(), text = LineOutput(), json = options.json
+            let events = EventWriter()
+            let text = LineOutput()
+            let json = options.json
             // Written on the monitor's thread: no hop between the kernel's message and our line.
             monitor.onChange { event in
                 do throws(EventWriterError) {

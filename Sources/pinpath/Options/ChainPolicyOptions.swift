@@ -5,7 +5,13 @@ import PinpathSupport
 /// `--profile` and `--max-depth`: the rules a verified path must meet beyond OpenSSL's (`audit`, `request`,
 /// `verify`).
 struct ProfileOptions: ParsableArguments {
-    @Option(help: "The rules a chain must meet beyond OpenSSL's: webpki (RFC 5280 and the Baseline Requirements, the default) or rfc5280 (RFC 5280 alone, for private PKIs).")
+    @Option(
+        help:
+            """
+            The rules a chain must meet beyond OpenSSL's: webpki (RFC 5280 and the Baseline Requirements, the default) or rfc5280 \
+            (RFC 5280 alone, for private PKIs).
+            """
+    )
     var profile: VerificationProfile = .webpki
 
     @Option(name: .customLong("max-depth"), help: "The most certificates a verified chain may have, the root included (1-100).")
@@ -30,10 +36,19 @@ struct ChainPolicyOptions: ParsableArguments {
 
     @Option(
         name: .customLong("pin-file"),
-        help: "Pins from this file (repeatable): sha256/… lines (# comments), or the keys of the certificates or keys in it (PEM or DER).")
+        help: """
+            Pins from this file (repeatable): sha256/… lines (# comments), or the keys of the certificates or keys in it \
+            (PEM or DER).
+            """)
     var pinFiles: [String] = []
 
-    @Option(help: "What a pin matches: public-key (any certificate of the verified chain with a pinned key; the default with pins), certificate (the --pin-file certificates are the anchors) or none (no pins).")
+    @Option(
+        help:
+            """
+            What a pin matches: public-key (any certificate of the verified chain with a pinned key; the default with pins), \
+            certificate (the --pin-file certificates are the anchors) or none (no pins).
+            """
+    )
     var mode: PinningMode?
 
     @Option(name: .customLong("ca-file"), help: "Trust the certificates in this PEM file instead of the system store.")

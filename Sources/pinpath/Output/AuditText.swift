@@ -67,9 +67,15 @@ enum AuditText {
             pins = .object([
                 ("mode", .string(policy.mode.rawValue)),
                 ("expected", .array(expected.map(JSONValue.string))),
-                ("matched", .array(audit.pinMatches.map { match in
-                    .object([("depth", .int(match.depth)), ("pin", .string(match.pin.description)), ("subject", .string(match.subject))])
-                })),
+                (
+                    "matched",
+                    .array(
+                        audit.pinMatches.map { match in
+                            .object([
+                                ("depth", .int(match.depth)), ("pin", .string(match.pin.description)), ("subject", .string(match.subject)),
+                            ])
+                        })
+                ),
             ])
         }
         let object: JSONValue = .object([
@@ -81,32 +87,46 @@ enum AuditText {
             ("address", .string(audit.address)),
             ("result", .string(audit.outcome.description)),
             ("exit_code", .int(audit.outcome.severity)),
-            ("error", audit.connectionError.map { .object([("code", .string($0.code.description)), ("message", .string($0.message))]) }
-                ?? audit.evaluationError.map { .object([("code", .string($0.code.description)), ("message", .string($0.message))]) }
-                ?? .null),
+            (
+                "error",
+                audit.connectionError.map { .object([("code", .string($0.code.description)), ("message", .string($0.message))]) }
+                    ?? audit.evaluationError.map { .object([("code", .string($0.code.description)), ("message", .string($0.message))]) }
+                    ?? .null
+            ),
             ("verified_at", .string(rfc3339(audit.verifiedAt))),
             ("protocol", .string(audit.protocolVersion)),
             ("cipher", .string(audit.cipher)),
-            ("served_chain", .array(audit.servedChain.enumerated().map { depth, certificate in
-                certificateJSON(certificate, depth: depth, at: audit.verifiedAt)
-            })),
-            ("verified_chain", .array((evaluation?.verifiedChain ?? []).enumerated().map { depth, certificate in
-                .object([
-                    ("depth", .int(depth)), ("subject", .string(certificate.subject)),
-                    ("pin", .string(certificate.spkiPin.description)),
-                    ("from_trust_store", .bool(!audit.servedChain.contains(certificate))),
-                ])
-            })),
+            (
+                "served_chain",
+                .array(
+                    audit.servedChain.enumerated().map { depth, certificate in
+                        certificateJSON(certificate, depth: depth, at: audit.verifiedAt)
+                    })
+            ),
+            (
+                "verified_chain",
+                .array(
+                    (evaluation?.verifiedChain ?? []).enumerated().map { depth, certificate in
+                        .object([
+                            ("depth", .int(depth)), ("subject", .string(certificate.subject)),
+                            ("pin", .string(certificate.spkiPin.description)),
+                            ("from_trust_store", .bool(!audit.servedChain.contains(certificate))),
+                        ])
+                    })
+            ),
             ("chain", verdictJSON(audit.chainVerdict)),
             ("host_check", verdictJSON(audit.hostVerdict)),
             ("pins", pins),
             ("ocsp_staple", evaluation?.ocspStaple.map(stapleJSON) ?? .null),
-            ("failure", evaluation?.failure.map { failure in
-                .object([
-                    ("reason", .string(failure.reason.description)), ("message", .string(failure.message)),
-                    ("rule", violationJSON(failure.violation)),
-                ])
-            } ?? .null),
+            (
+                "failure",
+                evaluation?.failure.map { failure in
+                    .object([
+                        ("reason", .string(failure.reason.description)), ("message", .string(failure.message)),
+                        ("rule", violationJSON(failure.violation)),
+                    ])
+                } ?? .null
+            ),
         ])
         return object.encoded() + "\n"
     }
@@ -119,7 +139,9 @@ enum AuditText {
             field("subject", certificate.subject),
             field("issuer", certificate.issuer),
             field("SANs", sans.isEmpty ? "none" : sans.joined(separator: ", ")),
-            field("validity", "\(rfc3339(certificate.notBefore)) to \(rfc3339(certificate.notAfter)) (\(validityNote(certificate, at: time)))"),
+            field(
+                "validity", "\(rfc3339(certificate.notBefore)) to \(rfc3339(certificate.notAfter)) (\(validityNote(certificate, at: time)))"
+            ),
             field("key", certificate.keyType),
             field("signature", certificate.signatureAlgorithm),
             field("pin", certificate.spkiPin.description),

@@ -24,7 +24,8 @@ enum PathText {
                 interface.operationalState.rawValue, "mtu \(interface.mtu)",
             ].joined(separator: " ")
             let addresses = interface.addresses.map(\.description).joined(separator: " ")
-            let line = "  \(String(interface.index).padding(3))\(interface.name.padding(width + 2))"
+            let line =
+                "  \(String(interface.index).padding(3))\(interface.name.padding(width + 2))"
                 + "\(interface.kind.rawValue.padding(10))\(state)"
             lines.append(addresses.isEmpty ? line : "\(line)  \(addresses)")
         }

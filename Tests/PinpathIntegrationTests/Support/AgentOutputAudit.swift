@@ -64,7 +64,8 @@ enum AgentOutputAudit {
                 if let last = lastTarget[target] {
                     if visible == last { violations.append("line \(index + 1): \(target) repeats \(visible)") }
                     if event["previous_status"] as? String != last.split(separator: " ").first.map(String.init) {
-                        violations.append("line \(index + 1): \(target) previous_status \(event["previous_status"] ?? "null") after \(last)")
+                        violations.append(
+                            "line \(index + 1): \(target) previous_status \(event["previous_status"] ?? "null") after \(last)")
                     }
                 }
                 lastTarget[target] = visible
@@ -73,7 +74,8 @@ enum AgentOutputAudit {
                 let state = event["state"] as? String ?? "?"
                 let previous = event["previous_state"] as? String
                 if previous != lastState[endpoint] {
-                    violations.append("line \(index + 1): \(endpoint) previous_state \(previous ?? "null") after \(lastState[endpoint] ?? "none")")
+                    violations.append(
+                        "line \(index + 1): \(endpoint) previous_state \(previous ?? "null") after \(lastState[endpoint] ?? "none")")
                 }
                 if previous == state { violations.append("line \(index + 1): \(endpoint) state_changed from \(state) to itself") }
                 lastState[endpoint] = state

@@ -1,6 +1,6 @@
 import Foundation
-import PinpathTestSupport
 import PinpathReachability
+import PinpathTestSupport
 import Synchronization
 import Testing
 

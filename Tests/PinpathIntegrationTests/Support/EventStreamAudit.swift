@@ -56,15 +56,19 @@ enum EventStreamAudit {
                 counts.pathEvents += 1
                 counts.reasons[change.reason, default: 0] += 1
                 if position == 0 {
-                    if change.reason != .initial || change.previous != nil { violations.append("#0 is not the initial path: \(change.reason)") }
+                    if change.reason != .initial || change.previous != nil {
+                        violations.append("#0 is not the initial path: \(change.reason)")
+                    }
                 } else if change.reason == .initial || isOpening {
                     violations.append("#\(position): a path event where the opening target events belong (\(change.reason))")
                 } else if let previous = change.previous {
                     if Visible(previous) == Visible(change.path) {
-                        violations.append("#\(position): path event with nothing visible changed: \(Visible(change.path)) (\(change.reason))")
+                        violations.append(
+                            "#\(position): path event with nothing visible changed: \(Visible(change.path)) (\(change.reason))")
                     }
                     if Visible(previous) != lastPath {
-                        violations.append("#\(position): previous \(Visible(previous)) but the last reported was \(lastPath?.description ?? "-")")
+                        violations.append(
+                            "#\(position): previous \(Visible(previous)) but the last reported was \(lastPath?.description ?? "-")")
                     }
                 } else {
                     violations.append("#\(position): a path change without a previous path")
@@ -76,20 +80,23 @@ enum EventStreamAudit {
                 let name = change.target.target
                 if isOpening {
                     if change.reason != .initial || name != targets[position - 1] {
-                        violations.append("#\(position): expected the initial event of \(targets[position - 1]), got \(name) \(change.reason)")
+                        violations.append(
+                            "#\(position): expected the initial event of \(targets[position - 1]), got \(name) \(change.reason)")
                     }
                 } else {
                     if change.reason == .initial { violations.append("#\(position): a late initial event for \(name)") }
                     let before = lastTarget[name]
                     if change.previous?.status != before?.status || change.previous?.interfaceName != before?.interfaceName {
-                        violations.append("#\(position): \(name) previous \(describe(change.previous)) but the last reported was \(describe(before))")
+                        violations.append(
+                            "#\(position): \(name) previous \(describe(change.previous)) but the last reported was \(describe(before))")
                     }
                     if change.previous?.status == change.target.status && change.previous?.interfaceName == change.target.interfaceName {
                         violations.append("#\(position): \(name) event with nothing visible changed: \(describe(change.target))")
                     }
                 }
                 if Visible(change.path) != lastPath {
-                    violations.append("#\(position): \(name) carries path \(Visible(change.path)), the last reported was \(lastPath?.description ?? "-")")
+                    violations.append(
+                        "#\(position): \(name) carries path \(Visible(change.path)), the last reported was \(lastPath?.description ?? "-")")
                 }
                 lastTarget[name] = change.target
             }

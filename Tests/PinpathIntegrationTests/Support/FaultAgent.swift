@@ -66,7 +66,9 @@ final class FaultAgent {
     /// What the agent last said of the path: status and primary interface.
     var reportedPath: String {
         let all = events.all
-        let path = all.last { $0["event"] as? String == "reachability.changed" } ?? all.first { $0["event"] as? String == "agent.started" }?["path"] as? [String: Any]
+        let path =
+            all.last { $0["event"] as? String == "reachability.changed" } ?? all.first { $0["event"] as? String == "agent.started" }?[
+                "path"] as? [String: Any]
         return "\(path?["status"] as? String ?? "?") via \(path?["interface"] as? String ?? "-")"
     }
 
@@ -101,9 +103,10 @@ final class FaultAgent {
             Issue.record("no successful probe 20 s after the network came back; the agent's last lines:\n\(tail.joined(separator: "\n"))")
             throw error
         }
-        #expect(try await eventually {
-            self.events.of("endpoint.state_changed").last?["state"] as? String == "up"
-        }, "the endpoint is up again")
+        #expect(
+            try await eventually {
+                self.events.of("endpoint.state_changed").last?["state"] as? String == "up"
+            }, "the endpoint is up again")
         let recoveredAfter = ContinuousClock.now - recovered
 
         let after = try #require(try await settledVitals())
@@ -114,12 +117,17 @@ final class FaultAgent {
         let middle = samples.isEmpty ? [] : [samples[samples.count / 2]]
         let everyTen = stride(from: 0, to: samples.count, by: 10).map { samples[$0] }
         print(
-            "agent: agreed with the kernel \(agreedAfter.map { "\($0)" } ?? "never") after the storm, a successful probe \(recoveredAfter) after the "
+            """
+            agent: agreed with the kernel \(agreedAfter.map { "\($0)" } ?? "never") after the storm, a successful probe \
+            \(recoveredAfter) after the 
+            """
                 + "network came back; fds settled \(before.descriptors) → \(after.descriptors); threads \(before.vitals.threads) "
                 + "before, at most \(most?.threads ?? 0) during, \(after.vitals.threads) after; RSS start, mid, end "
                 + "\(mebibytes([before.vitals] + middle + [after.vitals])) MiB (every 10 s: \(mebibytes(everyTen))); CPU during the "
                 + "storm \(String(format: "%.1f", ((samples.last?.cpu ?? .zero) - before.vitals.cpu) / .seconds(1))) s")
-        #expect(abs(after.descriptors - before.descriptors) <= Self.descriptorTolerance, "descriptors before \(before.descriptors), after \(after.descriptors)")
+        #expect(
+            abs(after.descriptors - before.descriptors) <= Self.descriptorTolerance,
+            "descriptors before \(before.descriptors), after \(after.descriptors)")
         #expect((most?.threads ?? 0) <= before.vitals.threads + Self.threadAllowance)
         #expect(after.vitals.threads <= before.vitals.threads + Self.threadAllowance)
 

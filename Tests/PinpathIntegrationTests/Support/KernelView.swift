@@ -54,12 +54,13 @@ struct KernelView {
         for entry in addressLists {
             guard let index = entry["ifindex"] as? Int else { continue }
             let info = entry["addr_info"] as? [[String: Any]] ?? []
-            addresses[index] = Set(info.compactMap { address in
-                guard let local = address["local"] as? String, let prefix = address["prefixlen"] as? Int,
-                    address["tentative"] == nil, address["dadfailed"] == nil
-                else { return nil }
-                return "\(local)/\(prefix)"
-            })
+            addresses[index] = Set(
+                info.compactMap { address in
+                    guard let local = address["local"] as? String, let prefix = address["prefixlen"] as? Int,
+                        address["tentative"] == nil, address["dadfailed"] == nil
+                    else { return nil }
+                    return "\(local)/\(prefix)"
+                })
         }
         links = try Self.json(namespace, ["link", "show"]).map { link in
             let flags = link["flags"] as? [String] ?? []
@@ -135,13 +136,15 @@ struct KernelView {
                     device: $0.interfaceName, gateway: $0.gateway?.description, source: $0.source?.description, table: Int($0.table))
             }
             switch expected {
-            case .reachable: if seen != expected { differences.append("\(name): monitor \(seen?.description ?? "none"), kernel \(expected)") }
+            case .reachable:
+                if seen != expected { differences.append("\(name): monitor \(seen?.description ?? "none"), kernel \(expected)") }
             case .unreachable: if seen != nil { differences.append("\(name): monitor \(seen!), kernel \(expected)") }
             }
         }
         let expectedPrimary = primaryInterface
         if path.primaryInterface?.name != expectedPrimary || (path.status == .reachable) != (expectedPrimary != nil) {
-            differences.append("status: monitor \(path.status) via \(path.primaryInterface?.name ?? "-"), kernel via \(expectedPrimary ?? "-")")
+            differences.append(
+                "status: monitor \(path.status) via \(path.primaryInterface?.name ?? "-"), kernel via \(expectedPrimary ?? "-")")
         }
         for target in path.targets {
             let expected = verdict(target.target)

@@ -152,7 +152,9 @@ struct ChurnPlan {
         let index = random.next(below: 512)
         switch roll {
         case 0..<30:
-            return toggle("a4 \(index)", add: "addr add \(Self.ipv4(10, 100, index))/32 dev pa0", delete: "addr del \(Self.ipv4(10, 100, index))/32 dev pa0")
+            return toggle(
+                "a4 \(index)", add: "addr add \(Self.ipv4(10, 100, index))/32 dev pa0",
+                delete: "addr del \(Self.ipv4(10, 100, index))/32 dev pa0")
         case 30..<50:
             let address = "fd00:100::\(String(index + 1, radix: 16))/128"
             return toggle("a6 \(index)", add: "addr add \(address) dev pa0 nodad", delete: "addr del \(address) dev pa0")

@@ -20,7 +20,8 @@ final class RecordedMonitor: Sendable {
     init(_ label: String, _ monitor: ReachabilityMonitor) {
         self.label = label
         self.monitor = monitor
-        let streamed = self.streamed, handled = self.handled
+        let streamed = self.streamed
+        let handled = self.handled
         let stream = monitor.changes()
         task = Task { for await event in stream { streamed.append(event) } }
         monitor.onChange { handled.append($0) }

@@ -16,7 +16,8 @@ struct AuthorityKeyIdentifierForm: ProfileRule {
             }
             if identifier.hasIssuer || identifier.hasSerial {
                 return fails(
-                    path, depth: depth, "the authority key identifier names the issuer's name or serial number (only a keyIdentifier is allowed)")
+                    path, depth: depth,
+                    "the authority key identifier names the issuer's name or serial number (only a keyIdentifier is allowed)")
             }
             if path.isAnchor(depth) && certificate.isSelfIssued && certificate.namesAnotherKeyThanItsOwn {
                 return fails(path, depth: depth, "the root's authority key identifier differs from its subject key identifier")

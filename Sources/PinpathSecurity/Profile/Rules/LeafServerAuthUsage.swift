@@ -2,7 +2,8 @@ import COpenSSL
 
 /// The leaf says it is for TLS servers: an extended key usage extension, not critical, holding serverAuth and
 /// no purpose the Baseline Requirements forbid beside it (anyExtendedKeyUsage, code signing, e-mail protection,
-/// time stamping, OCSP signing, Certificate Transparency precertificate signing; BR 7.1.2.7.10). OpenSSL alone accepts a leaf without the extension, and one
+/// time stamping, OCSP signing, Certificate Transparency precertificate signing; BR 7.1.2.7.10). OpenSSL alone accepts
+/// a leaf without the extension, and one
 /// whose extension also holds those purposes; it refuses one without serverAuth in both profiles.
 struct LeafServerAuthUsage: ProfileRule {
     let name = "webpki.leaf_eku_server_auth"
