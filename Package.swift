@@ -27,8 +27,6 @@ let package = Package(
             providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        // The public suffix list (Debian's `publicsuffix`, read by libpsl): wildcards never span a public suffix.
-        .systemLibrary(name: "CPSL", pkgConfig: "libpsl", providers: [.apt(["libpsl-dev", "publicsuffix"])]),
         // Pass-throughs for what Swift cannot import (variadics, function-like macros, _GNU_SOURCE-only symbols),
         // one target per C library so that each layer needs only its own library's headers.
         .target(name: "CLinuxShims"),  // glibc: setns, eventfd, recvmmsg, thread names, mallopt
@@ -39,7 +37,8 @@ let package = Package(
         // the version. Depends on no C library but glibc.
         .target(name: "PinpathSupport", dependencies: ["CLinuxShims"]),
         .target(name: "PinpathReachability", dependencies: ["PinpathSupport", "CNetlink", "CLinuxShims"]),
-        .target(name: "PinpathSecurity", dependencies: ["PinpathSupport", "COpenSSL", "COpenSSLShims", "CPSL"]),
+        // libpsl (wildcards never span a public suffix) is loaded at run time: libpsl5 is wherever libcurl is.
+        .target(name: "PinpathSecurity", dependencies: ["PinpathSupport", "COpenSSL", "COpenSSLShims"]),
         // libcurl gated by the two above: reachability before connecting, the security policy in the handshake.
         .target(
             name: "PinpathHTTP",
