@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// Times in UTC, the one way pinpath writes and reads them: RFC 3339 with microseconds for event lines
