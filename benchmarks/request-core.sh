@@ -25,7 +25,7 @@ cc -O2 -o "$work/curl-floor" "$here/curl-floor.c" $(pkg-config --cflags --libs l
 # A root and a leaf for 127.0.0.1.
 cd "$work"
 openssl req -x509 -newkey rsa:2048 -nodes -keyout root.key -out root.pem -subj /CN=bench-root -days 2 \
-  -addext basicConstraints=critical,CA:true 2>/dev/null
+  -addext basicConstraints=critical,CA:true -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
 openssl req -newkey rsa:2048 -nodes -keyout leaf.key -out leaf.csr -subj /CN=127.0.0.1 2>/dev/null
 printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:false\nextendedKeyUsage=serverAuth\n' > leaf.ext
 openssl x509 -req -in leaf.csr -CA root.pem -CAkey root.key -CAcreateserial -days 2 -extfile leaf.ext -out leaf.pem 2>/dev/null
