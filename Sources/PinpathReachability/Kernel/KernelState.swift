@@ -1,38 +1,3 @@
-/// A link as read from an RTM_NEWLINK message or dump.
-struct LinkRecord: Equatable {
-    var index: Int
-    var name: String
-    var flags: UInt32
-    var operationalState: OperationalState
-    var mtu: Int
-    /// IFLA_LINK: the lower device of a stacked link (VLAN, macvlan), or the peer of a veth.
-    var lowerIndex: Int?
-    /// IFLA_MASTER: the bond or bridge this link is a port of.
-    var masterIndex: Int?
-    var kindFacts: LinkKindFacts
-
-    var isAdminUp: Bool { flags & 0x1 != 0 }  // IFF_UP
-    var hasCarrier: Bool { PinpathReachability.hasCarrier(operationalState: operationalState, flags: flags) }
-}
-
-/// An address as read from an RTM_NEWADDR message or dump.
-struct AddressRecord: Hashable {
-    struct Key: Hashable {
-        var interfaceIndex: Int
-        var address: IPAddress
-        var prefixLength: Int
-    }
-    var key: Key
-    var flags: UInt32
-
-    /// IPv6 addresses still in duplicate address detection, or that failed it, cannot be used as a source.
-    var isUsable: Bool {
-        let tentative: UInt32 = 0x40
-        let dadFailed: UInt32 = 0x08
-        return flags & (tentative | dadFailed) == 0
-    }
-}
-
 /// The links and addresses the kernel has, kept current from netlink messages.
 ///
 /// Links and addresses are announced reliably (lost only on an overrun, which triggers a full re-read), so
