@@ -1,5 +1,6 @@
 import ArgumentParser
 import PinpathHTTP
+import PinpathSecurity
 import PinpathSupport
 
 @main
@@ -22,6 +23,8 @@ struct Pinpath: AsyncParsableCommand {
     /// ArgumentParser's `main`, except that pinpath's own failures (a refused value or option, a
     /// ``CommandFailure`` from `run()`) are one `pinpath: error: …` line with their exit code.
     static func main() async {
+        // Before any OpenSSL use: the process may exit while a task or libcurl's thread is still inside OpenSSL.
+        OpenSSLRuntime.initialiseWithoutExitCleanup()
         do {
             var command = try await asyncParseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {

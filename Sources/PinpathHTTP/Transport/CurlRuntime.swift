@@ -1,11 +1,14 @@
 import CCurl
 import CCurlShims  // it includes <curl/curl.h> too, and clang may credit libcurl's constants to it
+import PinpathSecurity
 
 /// libcurl, initialised once per process, and the check that it is the OpenSSL build: the trust gate runs
 /// inside OpenSSL's handshake (`CURLOPT_SSL_CTX_FUNCTION`), which no other TLS backend offers.
 enum CurlRuntime {
     /// libcurl's version line (`libcurl/7.88.1 OpenSSL/3.0.19`), or why it cannot be used.
     static let availability: Result<String, HTTPError> = {
+        // libcurl initialises OpenSSL: this comes first, so that an exit never frees OpenSSL under libcurl's thread.
+        OpenSSLRuntime.initialiseWithoutExitCleanup()
         guard curl_global_init(Int(CURL_GLOBAL_SSL)) == CURLE_OK else {
             return .failure(HTTPError(.engineUnavailable, "libcurl failed to initialise"))
         }
