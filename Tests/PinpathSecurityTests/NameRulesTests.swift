@@ -60,7 +60,7 @@ struct NameRulesTests {
     @Test("Each table's rows are all exercised by its parameterized test (the argument ranges are literal)")
     func tablesCovered() {
         #expect(Self.malformedSANs.count == 5)
-        #expect(Self.commonNames.count == 16)
+        #expect(Self.commonNames.count == 20)
         #expect(NameConstraintRulesTests.malformedConstraints.count == 9)
     }
 
@@ -196,7 +196,7 @@ struct NameRulesTests {
     // MARK: webpki.cn_in_san
 
     /// (commonName, SAN, host, whether webpki accepts it): the first ten are not a character-for-character
-    /// copy of a SAN; rfc5280 accepts every row.
+    /// copy of a SAN nor its domain; rfc5280 accepts every row.
     static let commonNames: [(cn: String, san: String, host: String, webpki: Bool)] = [
         ("Example.COM", "DNS:example.com", "example.com", false),
         ("notinsan.example.com", "DNS:valid.example.com,DNS:another.example.com", "valid.example.com", false),
@@ -212,6 +212,11 @@ struct NameRulesTests {
         ("*.wild.example.com", "DNS:*.wild.example.com", "a.wild.example.com", true),
         ("192.168.1.1", "IP:192.168.1.1", "192.168.1.1", true),
         ("2001:db8::1:0:0:1", "IP:2001:db8::1:0:0:1", "2001:db8::1:0:0:1", true),
+        // The domain a DNS SAN lies in, on a label boundary (deliberate, see the rule); never a name below it.
+        ("example.com", "DNS:*.example.com", "foo.example.com", true),
+        ("example.com", "DNS:foo.bar.example.com", "foo.bar.example.com", true),
+        ("ample.com", "DNS:www.example.com", "www.example.com", false),
+        ("www.example.com", "DNS:example.com", "example.com", false),
         // No DNS SAN to copy: a CN that is not an address is left alone (deliberate, see the rule).
         ("Loopback", "IP:127.0.0.1", "127.0.0.1", true),
         // Neither an address nor a dotted name: cannot pass for a host, left alone (deliberate, see the rule).
@@ -219,8 +224,8 @@ struct NameRulesTests {
     ]
 
     @Test(
-        "A CN that is not a SAN as written there: webpki rejects (webpki.cn_in_san); a copied one passes; rfc5280 accepts both",
-        arguments: 0..<16)
+        "A CN that is neither a SAN as written there nor the domain one lies in: webpki rejects (webpki.cn_in_san); rfc5280 accepts all",
+        arguments: 0..<20)
     func commonNameInSAN(_ index: Int) throws {
         let row = Self.commonNames[index]
         let chain = try Self.chain("cn-\(index)", subject: "/CN=\(row.cn)", extensions: ["subjectAltName=\(row.san)"])

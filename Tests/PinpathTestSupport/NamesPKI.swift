@@ -55,18 +55,23 @@ public final class NamesPKI: Sendable {
 
     /// Issues `name` (a new key, a request, then `openssl x509 -req` signed by `issuer`'s key, or its own
     /// when `issuer` is `nil`) with exactly `extensions` (openssl config lines: `subjectAltName=DNS:a.test`,
-    /// `nameConstraints=critical,DER:3000`).
-    public func issue(_ name: String, issuer: String?, subject: String, extensions: [String]) throws -> Certificate {
+    /// `nameConstraints=critical,DER:3000`). With `key`, the certificate gets the key of the earlier certificate
+    /// of that name instead of a new one (a CA's second certificate for its key, a cross-signature).
+    public func issue(_ name: String, issuer: String?, subject: String, extensions: [String], key: String? = nil) throws -> Certificate {
         try (["[ext]"] + extensions).joined(separator: "\n").appending("\n")
             .write(toFile: path(name, "ext"), atomically: true, encoding: .utf8)
-        try Shell.check(["/bin/bash", "-c", Self.script, "issue", directory, name, issuer ?? "-", subject])
+        try Shell.check(["/bin/bash", "-c", Self.script, "issue", directory, name, issuer ?? "-", subject, key ?? "-"])
         return try #require(try Certificate.certificates(contentsOf: path(name)).first)
     }
 
     static let script = #"""
         set -euo pipefail
-        cd "$1"; name=$2; issuer=$3; subject=$4
-        openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$name.key"
+        cd "$1"; name=$2; issuer=$3; subject=$4; key=$5
+        if [ "$key" = - ]; then
+          openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$name.key"
+        elif [ "$key" != "$name" ]; then
+          cp "$key.key" "$name.key"
+        fi
         openssl req -new -utf8 -config req.cnf -key "$name.key" -subj "$subject" -out "$name.csr"
         if [ "$issuer" = - ]; then signer=(-signkey "$name.key"); else signer=(-CA "$issuer.pem" -CAkey "$issuer.key"); fi
         openssl x509 -req -in "$name.csr" "${signer[@]}" -extfile "$name.ext" -extensions ext -days 3650 -sha256 \

@@ -216,10 +216,12 @@ public struct TLSAudit: Sendable {
                     // certificate of the store is an anchor (partial chains), as in the policy.
                     let pinnedAnchors = policy.mode == .certificate
                     let anchors = pinnedAnchors ? try TrustStore(certificates: policy.pinnedCertificates) : options.trustStore
-                    let chain = try ChainVerification(
-                        served: served, store: anchors.store, host: nil, time: options.verificationTime,
-                        partialChain: true, leniency: .strict, profile: policy.profile,
-                        maximumDepth: policy.maximumChainDepth, crls: policy.crls)
+                    let chain = try ChainVerification.searchingPaths(from: served) { served in
+                        try ChainVerification(
+                            served: served, store: anchors.store, host: nil, time: options.verificationTime,
+                            partialChain: true, leniency: .strict, profile: policy.profile,
+                            maximumDepth: policy.maximumChainDepth, crls: policy.crls)
+                    }
                     chainVerdict = chain.failure(host: label, expectedPins: []).map { .rejected($0) } ?? .trusted
                     if let serverName {
                         let host = try ChainVerification(

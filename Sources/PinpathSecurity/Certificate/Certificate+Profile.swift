@@ -14,6 +14,14 @@ extension Certificate {
     /// key (OpenSSL's `EXFLAG_SS`; the signature itself is not checked here).
     var isSelfSigned: Bool { extensionFlags & UInt32(EXFLAG_SS) != 0 }
 
+    /// The signature verifies under the certificate's own key, whatever its issuer name says: a root, even one
+    /// whose issuer names another CA. Wraps `X509_verify`.
+    var isSignedByOwnKey: Bool {
+        defer { _ = drainOpenSSLErrors() }  // a failed X509_verify queues its reason
+        guard let key = X509_get0_pubkey(x509) else { return false }
+        return X509_verify(x509, key) == 1
+    }
+
     /// Issuer and subject are the same name (OpenSSL's `EXFLAG_SI`): a root, or a CA's certificate for its
     /// own new key.
     var isSelfIssued: Bool { extensionFlags & UInt32(EXFLAG_SI) != 0 }

@@ -1,5 +1,6 @@
 import COpenSSL
 import COpenSSLShims
+import Glibc
 
 /// Which of OpenSSL's verification errors a run lets pass, and how those errors are told apart.
 extension ChainVerification {
@@ -15,14 +16,16 @@ extension ChainVerification {
         case hostOnly
 
         /// Installs the verify callback that excuses what the leniency lets pass. Wraps `X509_STORE_CTX_set_verify_cb`.
-        /// A trust anchor without a CRL and a v1 root refused by the strict flag are excused in every trust decision.
+        /// A trust anchor without a CRL, a v1 root refused by the strict flag and a certificate at the last
+        /// second of its validity are excused in every trust decision.
         func installCallback(on context: OpaquePointer) {
             switch self {
             case .strict:
                 X509_STORE_CTX_set_verify_cb(context) { ok, context in
                     guard ok == 0, let context else { return 1 }
                     return ChainVerification.isAnchorWithoutCRL(context)
-                        || ChainVerification.isStrictRefusalOfVersion1Root(context) ? 1 : 0
+                        || ChainVerification.isStrictRefusalOfVersion1Root(context)
+                        || ChainVerification.isExpiryAtLastValidSecond(context) ? 1 : 0
                 }
             case .untrustedAnchor:
                 X509_STORE_CTX_set_verify_cb(context) { ok, context in
@@ -48,6 +51,20 @@ extension ChainVerification {
             let chain = X509_STORE_CTX_get0_chain(context)
         else { return false }
         return Int(X509_STORE_CTX_get_error_depth(context)) == Int(pinpath_sk_X509_num(chain)) - 1
+    }
+
+    /// Whether the context reports a certificate expired at the very second its notAfter names: RFC 5280
+    /// §4.1.2.5 counts that second in the validity period, OpenSSL (`X509_cmp_time`) does not. The time is the
+    /// one OpenSSL checked against (`X509_VERIFY_PARAM_set_time`'s, or now); should the clock tick in between,
+    /// the later second only makes the check stricter.
+    static func isExpiryAtLastValidSecond(_ context: OpaquePointer) -> Bool {
+        guard X509_STORE_CTX_get_error(context) == X509_V_ERR_CERT_HAS_EXPIRED,
+            let certificate = X509_STORE_CTX_get_current_cert(context),
+            let notAfter = X509_get0_notAfter(certificate),
+            let parameters = X509_STORE_CTX_get0_param(context)
+        else { return false }
+        let checkTime = X509_VERIFY_PARAM_get_flags(parameters) & UInt(X509_V_FLAG_USE_CHECK_TIME) != 0
+        return ASN1_TIME_cmp_time_t(notAfter, checkTime ? X509_VERIFY_PARAM_get_time(parameters) : time(nil)) == 0
     }
 
     static func isHostError(_ error: Int32) -> Bool {

@@ -21,6 +21,9 @@ struct ChainVerification {
     let chain: [Certificate]
     /// The profile rule the verified path breaks, when OpenSSL accepted it but the profile did not.
     let violation: ProfileViolation?
+    /// How many certificates of ``chain``, from the leaf, came from what the server sent (the rest from the
+    /// store). Wraps `X509_STORE_CTX_get_num_untrusted`.
+    let servedCount: Int
 
     /// The security level of chain checks (key sizes, signature digests): Debian's default for TLS, so that
     /// RSA-1024 and SHA-1 signatures fail here as they fail in a handshake.
@@ -110,11 +113,12 @@ struct ChainVerification {
                 chain.append(certificate)
             }
         }
+        let servedCount = Int(X509_STORE_CTX_get_num_untrusted(context))
         // OpenSSL reaches the signatures only after building the chain and checking names, constraints and the
         // anchor, and stops at the first error it is not told to excuse: check every link here as well, so that
         // the chain pins are matched against is linked by signatures whatever OpenSSL got to.
         if leniency != .hostOnly,
-            let broken = Self.firstBrokenLink(chain, servedCount: Int(X509_STORE_CTX_get_num_untrusted(context)))
+            let broken = Self.firstBrokenLink(chain, servedCount: servedCount)
         {
             chain = Array(chain[...broken.depth])
             // A link that does not verify (a forgery) is the error to report, unless the host is wrong: the
@@ -129,7 +133,6 @@ struct ChainVerification {
         // of OpenSSL: they only add rejections.
         var violation: ProfileViolation?
         if verified && leniency != .hostOnly {
-            let servedCount = Int(X509_STORE_CTX_get_num_untrusted(context))
             let path = VerifiedPath(
                 chain: chain, servedCount: servedCount, endsAtAnchor: chain.count > servedCount,
                 host: host.map(HostNameCheck.bare), maximumDepth: maximumDepth)
@@ -153,6 +156,7 @@ struct ChainVerification {
         self.depth = depth
         self.chain = chain
         self.violation = violation
+        self.servedCount = servedCount
     }
 
     /// OpenSSL's text for the error (`certificate has expired`).

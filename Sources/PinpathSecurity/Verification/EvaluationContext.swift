@@ -41,12 +41,15 @@ struct EvaluationContext {
 
     /// Verifies the served chain against `anchors`, every certificate of which is an anchor, a trusted
     /// intermediate too (partial chains, as Go and rustls-webpki): OpenSSL stops at the first trusted issuer, so
-    /// the path is the shortest the store allows. The host is checked when the policy validates the domain name.
+    /// the path is the shortest the store allows; when it fails, other paths are tried
+    /// (``ChainVerification/searchingPaths(from:_:)``). The host is checked when the policy validates the domain name.
     mutating func verify(against anchors: TrustStore, _ leniency: ChainVerification.Leniency) throws -> ChainVerification {
-        let verification = try ChainVerification(
-            served: served, store: anchors.store, host: policy.validatesDomainName ? host : nil, time: verificationTime,
-            partialChain: true, leniency: leniency, profile: policy.profile,
-            maximumDepth: policy.maximumChainDepth, crls: crls)
+        let verification = try ChainVerification.searchingPaths(from: served) { served in
+            try ChainVerification(
+                served: served, store: anchors.store, host: policy.validatesDomainName ? host : nil, time: verificationTime,
+                partialChain: true, leniency: leniency, profile: policy.profile,
+                maximumDepth: policy.maximumChainDepth, crls: crls)
+        }
         lastVerification = verification
         return verification
     }
