@@ -26,7 +26,8 @@ struct ChainAtRestTests {
         #expect(anyHost.hostVerdict == nil && anyHost.evaluation?.policy.validatesDomainName == false)
 
         var later = options
-        later.verificationTime = Date(timeIntervalSince1970: 2_366_841_600)  // 2045-01-01T00:00:00Z
+        // The second after notAfter (2045-01-01T00:00:00Z, which is still valid: RFC 5280 counts it).
+        later.verificationTime = Date(timeIntervalSince1970: 2_366_841_601)
         let expired = TLSAudit(chainAtRest: try pki.chain(["valid", "inter"]), file: "valid.pem", options: later)
         #expect(expired.outcome == .chainInvalid)
         #expect(expired.evaluation?.failure?.verifyError == 10)
