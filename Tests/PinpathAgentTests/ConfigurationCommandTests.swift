@@ -89,6 +89,35 @@ struct ConfigurationCommandTests {
             "\(json.stdout)")
     }
 
+    @Test("Pins in pinpath's, curl's and HPKP's spellings load from YAML; another spelling is refused at its line and column")
+    func pinSpellings() throws {
+        let pki = TestPKI.shared
+        let (root, otherRoot, inter) = (try pki.opensslPin("root"), try pki.opensslPin("otherroot"), try pki.opensslPin("inter"))
+        let file = try Self.write(
+            """
+            policies:
+              spelled:
+                mode: public_key
+                pins: ["sha256/\(root)", "sha256//\(otherRoot)", 'pin-sha256="\(inter)"']
+            """)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let json = try Shell.run([Shell.pinpath, "check-config", "--json", "--config", file])
+        #expect(json.status == 0, "\(json.stdout)\(json.stderr)")
+        #expect(json.stdout.contains(#""name":"spelled","mode":"public_key","pins":3"#), "\(json.stdout)")
+        let bad = try Self.write(
+            """
+            policies:
+              spelled:
+                mode: public_key
+                pins: ["sha256/\(root)", "sha1/\(otherRoot)"]
+            """)
+        defer { try? FileManager.default.removeItem(atPath: bad) }
+        let refused = try Shell.run([Shell.pinpath, "check-config", "--config", bad])
+        #expect(refused.status == 78)
+        #expect(refused.stderr.hasPrefix("pinpath: error: \(bad):4:"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("is not sha256/<base64>, sha256//<base64> or pin-sha256="), "\(refused.stderr)")
+    }
+
     static func write(_ text: String) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("pinpath-check-\(UUID()).yaml").path
         try text.write(toFile: path, atomically: true, encoding: .utf8)

@@ -238,7 +238,7 @@ struct AuditCommandTests {
         "Usage errors: exit 64 with one line naming the input, before any connection",
         arguments: [
             (["--pin", "sha256/abc"], "--pin: pin \"sha256/abc\" is not valid base64"),
-            (["--pin", "md5/AAAA"], "--pin: pin \"md5/AAAA\" does not start with \"sha256/\""),
+            (["--pin", "md5/AAAA"], "--pin: pin \"md5/AAAA\" is not sha256/<base64>, sha256//<base64> or pin-sha256=\"<base64>\""),
             (["--pin-file", "/nonexistent/pins.pem"], "--pin-file /nonexistent/pins.pem: cannot open: No such file or directory"),
             (["--file", "/nonexistent/hosts"], "--file /nonexistent/hosts: cannot open: No such file or directory"),
             (["--ca-file", "/nonexistent/ca.pem"], "--ca-file /nonexistent/ca.pem: cannot open"),

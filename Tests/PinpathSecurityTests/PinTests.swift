@@ -131,15 +131,39 @@ struct PinTests {
         #expect(pin != (try pki.certificate("inter").spkiPin))
     }
 
+    @Test("A pin is read in its three spellings (pinpath's, curl's, HPKP's) and written back as sha256/")
+    func pinSpellings() throws {
+        let base64 = try pki.opensslPin("valid")
+        let expected = try pki.certificate("valid").spkiPin
+        for text in ["sha256/\(base64)", "sha256//\(base64)", "pin-sha256=\"\(base64)\""] {
+            let pin = try SPKIPin(parsing: text)
+            #expect(pin == expected, "\(text)")
+            #expect(pin.description == "sha256/\(base64)")
+        }
+        // Base64 may start with "/": sha256/ then that is not curl's sha256//, and curl's spelling of it still reads.
+        let slash = Data([0xFF] + [UInt8](repeating: 0, count: 31)).base64EncodedString()
+        #expect(slash.hasPrefix("/"))
+        for text in ["sha256/\(slash)", "sha256//\(slash)", "pin-sha256=\"\(slash)\""] {
+            #expect(try SPKIPin(parsing: text).digest == [0xFF] + [UInt8](repeating: 0, count: 31), "\(text)")
+        }
+    }
+
     @Test(
-        "A pin string that is not sha256/ and 32 bytes of base64 is refused, naming it",
+        "A pin string that is not one of the three spellings of 32 bytes of base64 is refused, naming it",
         arguments: [
-            ("", "does not start with \"sha256/\""),
-            ("sha1/AAAAAAAAAAAAAAAAAAAAAAAAAAA=", "does not start with \"sha256/\""),
-            ("pin-sha256=\"47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\"", "does not start with"),
+            ("", "is not sha256/<base64>, sha256//<base64> or pin-sha256=\"<base64>\""),
+            ("sha1/AAAAAAAAAAAAAAAAAAAAAAAAAAA=", "is not sha256/<base64>"),
+            ("pin-sha256=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=", "is not sha256/<base64>"),
+            ("pin-sha256=\"47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=", "is not sha256/<base64>"),
+            ("pin-sha256=\"", "is not sha256/<base64>"),
             ("sha256/not base64!", "not valid base64"),
+            ("sha256//AAAA", "decodes to 3 bytes"),
+            ("sha256//not base64!", "is not valid base64 after \"sha256//\""),
             ("sha256/", "decodes to 0 bytes"),
+            ("sha256//", "decodes to 0 bytes"),
+            ("pin-sha256=\"\"", "decodes to 0 bytes"),
             ("sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAA=", "decodes to 20 bytes"),
+            ("pin-sha256=\"AAAAAAAAAAAAAAAAAAAAAAAAAAA=\"", "decodes to 20 bytes"),
             ("sha256/" + String(repeating: "A", count: 64), "decodes to 48 bytes"),
         ])
     func badPin(text: String, problem: String) {

@@ -104,6 +104,27 @@ struct VerifyCommandTests {
         #expect(try Self.verify([rotated, "--pin-file", otherRoot, "--mode", "public_key"] + base).status == 1)
     }
 
+    @Test("Pins in curl's (sha256//) and HPKP's (pin-sha256=\"…\") spellings are read by --pin and --pin-file, and shown as sha256/")
+    func pinSpellings() throws {
+        let pki = TestPKI.shared
+        let inter = try pki.opensslPin("inter")
+        let backup = try pki.opensslPin("otherroot")
+        let base = [try Self.chainFile(["valid", "inter"]), "--host", "valid.test", "--ca-file", pki.path("store")]
+        let hpkpFile = LocalhostPKI.shared.path("pins-hpkp", "txt")
+        try "pin-sha256=\"\(backup)\"  # the backup\npin-sha256=\"\(inter)\"\n".write(toFile: hpkpFile, atomically: true, encoding: .utf8)
+        let curlFile = LocalhostPKI.shared.path("pins-curl", "txt")
+        try "sha256//\(backup)\nsha256//\(inter)\n".write(toFile: curlFile, atomically: true, encoding: .utf8)
+        for pins in [
+            ["--pin", "sha256//\(inter)", "--pin", "pin-sha256=\"\(backup)\""], ["--pin-file", hpkpFile], ["--pin-file", curlFile],
+        ] {
+            let result = try Self.verify(base + pins)
+            #expect(result.status == 0, "\(pins): \(result.stdout)\(result.stderr)")
+        }
+        let mismatch = try Self.verify(base + ["--pin", "pin-sha256=\"\(backup)\"", "--mode", "public_key"])
+        #expect(mismatch.status == 1, "\(mismatch.stdout)\(mismatch.stderr)")
+        #expect(mismatch.stdout.contains("    sha256/\(backup)\n"), "\(mismatch.stdout)")
+    }
+
     @Test("--profile: the profile applied is reported; --max-depth within the path's length passes")
     func profile() throws {
         let pki = TestPKI.shared

@@ -1,4 +1,4 @@
-/// What a file of pins holds: `sha256/…` lines (the pins deployed clients hold, as `pinpath pins` prints
+/// What a file of pins holds: pin lines in any spelling ``SPKIPin`` reads (the pins deployed clients hold, as `pinpath pins` prints
 /// them), or certificates and keys whose public keys are pinned.
 public struct PinFile: Sendable {
     /// The pins: each line's, or the public key of each certificate, key or CSR found.
@@ -6,7 +6,8 @@ public struct PinFile: Sendable {
     /// The certificates found, the anchors of a `certificate` policy; none in a file of pin lines.
     public private(set) var certificates: [Certificate] = []
 
-    /// Reads `path`. A file with no PEM block and a line that starts with `sha256/` is a file of pin lines:
+    /// Reads `path`. A file with no PEM block and a line that starts like a pin (`sha256/`, `sha256//`,
+    /// `pin-sha256="`) is a file of pin lines:
     /// `#` starts a comment, blank lines are skipped, and each line's first word must be a pin (`pinpath pins`
     /// prints `sha256/… SUBJECT`). Any other file is read as certificates and keys (PEM or DER).
     /// - Throws: ``SecurityError`` naming `path` (and the line, for a bad pin line): `unreadableFile`,
@@ -16,7 +17,7 @@ public struct PinFile: Sendable {
         let text = String(decoding: bytes, as: UTF8.self)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
             .map { line in String(line.prefix { $0 != "#" }.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed()) }
-        guard !text.contains("-----BEGIN "), lines.contains(where: { $0.hasPrefix("sha256/") }) else {
+        guard !text.contains("-----BEGIN "), lines.contains(where: SPKIPin.looksLikePin) else {
             let found = try KeyMaterial.load(bytes: bytes, source: path)
             pins = found.map(\.spkiPin)
             certificates = found.compactMap(\.certificate)

@@ -47,7 +47,10 @@ struct RequestCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("pin"),
-        help: "A pin sha256/<base64> for the URL's host (repeatable); any certificate of the verified chain may match.")
+        help: """
+            A pin sha256/<base64> (or sha256//…, pin-sha256="…") for the URL's host (repeatable); any certificate of \
+            the verified chain may match.
+            """)
     var pins: [SPKIPin] = []
 
     @OptionGroup var revocationOptions: RevocationOptions

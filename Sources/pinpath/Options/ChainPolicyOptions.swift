@@ -31,14 +31,19 @@ struct ProfileOptions: ParsableArguments {
 
 /// What a chain is judged by in `audit` and `verify`: the anchors, the pins, the profile and the time.
 struct ChainPolicyOptions: ParsableArguments {
-    @Option(name: .customLong("pin"), help: "A pin, sha256/<base64 of the SHA-256 of the SubjectPublicKeyInfo> (repeatable).")
+    @Option(
+        name: .customLong("pin"),
+        help: """
+            A pin, sha256/<base64 of the SHA-256 of the SubjectPublicKeyInfo>, or curl's sha256//… or HPKP's \
+            pin-sha256="…" (repeatable).
+            """)
     var pins: [SPKIPin] = []
 
     @Option(
         name: .customLong("pin-file"),
         help: """
-            Pins from this file (repeatable): sha256/… lines (# comments), or the keys of the certificates or keys in it \
-            (PEM or DER).
+            Pins from this file (repeatable): sha256/…, sha256//… or pin-sha256="…" lines (# comments), or the keys \
+            of the certificates or keys in it (PEM or DER).
             """)
     var pinFiles: [String] = []
 

@@ -6,7 +6,7 @@ import PinpathSecurity
 // refusal reads as the library words it (see ``ArgumentRefusal``).
 
 extension SPKIPin: ExpressibleByArgument {
-    /// `--pin sha256/<base64>`.
+    /// `--pin sha256/<base64>` (or curl's `sha256//…`, HPKP's `pin-sha256="…"`).
     public init?(argument: String) {
         guard let pin = ArgumentRefusal.parse({ try SPKIPin(parsing: argument) }, message: { "--pin: \($0)" }) else { return nil }
         self = pin
