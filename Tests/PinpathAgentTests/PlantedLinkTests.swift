@@ -57,6 +57,18 @@ struct PlantedLinkTests {
         #expect(scene.victimIntact)
     }
 
+    @Test("a FIFO planted at the events file is refused at start (exit 73, named), instead of holding the agent in open() for good")
+    func fifoAtStart() throws {
+        let scene = try Scene(events: "events.jsonl")
+        #expect(mkfifo(scene.directory.file("events.jsonl"), 0o600) == 0)
+        // A hang is killed after 20 s (status 137), so that it fails the test rather than stall the suite.
+        let result = try Shell.run([
+            "/usr/bin/timeout", "-s", "KILL", "20", Shell.pinpath, "run", "--once", "--config", scene.configuration,
+        ])
+        #expect(result.status == 73, "\(result.stderr)")
+        #expect(result.stderr.contains("events.jsonl") && result.stderr.contains("not a regular file"), "\(result.stderr)")
+    }
+
     @Test("links at the old fixed temporary name, and at the textfile while the agent runs, are never written through")
     func metricsLinksWhileRunning() async throws {
         let scene = try Scene(metrics: true)

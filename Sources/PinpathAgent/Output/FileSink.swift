@@ -13,7 +13,8 @@ import Glibc
 ///
 /// The file is never opened through a symbolic link (`O_NOFOLLOW`): a link planted at the file's name would
 /// make the agent append to whatever it points at. Such an open fails with `ELOOP`, at start-up as an error
-/// naming the file, later as lines dropped and reported.
+/// naming the file, later as lines dropped and reported. Nor is anything but a regular file written (a FIFO, a
+/// device): that is `ENXIO`, reported the same way.
 ///
 /// Used from one thread at a time (the ``AsyncEventWriter``'s).
 public final class FileSink: EventSink {
@@ -89,10 +90,21 @@ public final class FileSink: EventSink {
         if let errno = open() { throw EventWriterError(errno: errno) }
     }
 
-    /// Opens `path`; returns the errno on failure.
+    /// Opens `path`; returns the errno on failure: `ELOOP` for a symbolic link, `ENXIO` for anything but a
+    /// regular file. The open does not block (`O_NONBLOCK`): a FIFO planted at the name would otherwise hold
+    /// the agent in `open` until a reader came, and no signal could stop it.
     private func open() -> Int32? {
-        descriptor = Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o640)
-        return descriptor >= 0 ? nil : errno
+        let file = Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o640)
+        guard file >= 0 else { return errno }
+        var status = stat()
+        guard fstat(file, &status) == 0, status.st_mode & S_IFMT == S_IFREG,
+            fcntl(file, F_SETFL, fcntl(file, F_GETFL) & ~O_NONBLOCK) == 0
+        else {
+            Glibc.close(file)
+            return ENXIO
+        }
+        descriptor = file
+        return nil
     }
 
     private func close() {

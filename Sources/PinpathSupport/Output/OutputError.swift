@@ -31,6 +31,7 @@ public struct OutputError: Error, Sendable, CustomStringConvertible {
         case EMFILE: "EMFILE"
         case ENFILE: "ENFILE"
         case ELOOP: "ELOOP"
+        case ENXIO: "ENXIO"
         default: "errno \(errno)"
         }
     }

@@ -23,9 +23,13 @@ public struct SystemCallError: Error, Sendable, CustomStringConvertible {
     /// `cannot open /var/log/pinpath.log: Permission denied`.
     public var description: String {
         // O_NOFOLLOW reports a link as ELOOP, whose text ("Too many levels of symbolic links") misleads.
+        // ENXIO is what the event file's open says of a FIFO, a device or a socket in the file's place.
         let reason =
-            errno == ELOOP
-            ? "it is a symbolic link, and pinpath does not write through links (name the real file)" : String(cString: strerror(errno))
+            switch errno {
+            case ELOOP: "it is a symbolic link, and pinpath does not write through links (name the real file)"
+            case ENXIO: "it is not a regular file (a FIFO, a device or a socket), and pinpath writes events only to files"
+            default: String(cString: strerror(errno))
+            }
         return "cannot \(operation) \(path): \(reason)"
     }
 }
