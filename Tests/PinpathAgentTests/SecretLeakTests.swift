@@ -116,3 +116,25 @@ struct SecretLeakTests {
         }
     }
 }
+
+/// libcurl writes every TLS session's secrets to the file SSLKEYLOGFILE names: with them, a packet capture of
+/// pinpath's traffic gives up its requests, credentials included.
+@Suite("No TLS key log")
+struct KeyLogTests {
+    @Test("SSLKEYLOGFILE set: a TLS request succeeds and no session secret is written to the key log")
+    func noKeyLog() throws {
+        let pki = TestPKI.shared
+        let server = try TLSServer(certificate: pki.path("ip"), key: pki.path("ip", "key"), chain: [pki.path("inter")], in: pki.directory)
+        defer { server.stop() }
+        let keyLog = "\(NSTemporaryDirectory())pinpath-keylog-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: keyLog) }
+        let result = try Shell.run([
+            "/usr/bin/env", "SSLKEYLOGFILE=\(keyLog)", Shell.pinpath, "request", "https://127.0.0.1:\(server.port)/",
+            "--ca-file", pki.path("store"), "--json",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains(#""status":200"#), "\(result.stdout)")
+        let written = (try? String(contentsOfFile: keyLog, encoding: .utf8)) ?? ""
+        #expect(written.isEmpty, "the key log holds: \(written.prefix(300))")
+    }
+}

@@ -61,6 +61,7 @@ public final class HandshakeVerifier: Sendable {
     /// Installs the evaluation as the certificate verification callback of an OpenSSL `SSL_CTX*`, which keeps
     /// the verifier alive until it is freed, and refuses renegotiation on it (`SSL_OP_NO_RENEGOTIATION`): a
     /// second handshake on an established connection would put a new chain under a request already admitted.
+    /// Removes any key-log callback (`SSL_CTX_set_keylog_callback`), which libcurl sets for SSLKEYLOGFILE.
     /// Wraps `SSL_CTX_set_ex_data`, `SSL_CTX_set_options` and `SSL_CTX_set_cert_verify_callback`; a rejection
     /// sets `X509_V_ERR_APPLICATION_VERIFICATION` and fails the handshake, a report-only pin failure lets it
     /// proceed. Also asks for the server's OCSP staple and judges it in the status callback
@@ -82,6 +83,9 @@ public final class HandshakeVerifier: Sendable {
             throw SecurityError.openSSL(.openSSLFailure, "\(host): cannot attach the handshake verifier to the TLS context")
         }
         SSL_CTX_set_options(sslContext, pinpath_SSL_OP_NO_RENEGOTIATION())
+        // libcurl installs a key-log callback when SSLKEYLOGFILE is set, writing every session's secrets to that
+        // file, where a packet capture turns into the requests' headers: pinpath's connections write none.
+        SSL_CTX_set_keylog_callback(sslContext, nil)
         // Always asked for, so that a must-staple leaf is held to its promise whatever the policy's mode. OpenSSL
         // calls the status callback after the certificate verify callback (TLS 1.2 sends the CertificateStatus
         // message after the Certificate; TLS 1.3 carries it in the Certificate's extensions but the callback
