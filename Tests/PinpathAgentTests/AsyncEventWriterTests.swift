@@ -49,12 +49,15 @@ struct ParsedLine: Equatable {
     var rest: String
 
     init(_ line: some StringProtocol) {
-        // {"schema":"pinpath/1","time":"…","seq":N,"event":"E"…}
+        // {"schema":"pinpath/1","time":"…","seq":N,"event":"E","level":"L"…}: the level is left out of `rest`
+        // (the writer passes on whatever level it is given; the event encoding tests check it).
         let afterSeq = line.split(separator: #""seq":"#, maxSplits: 1)[1]
         seq = Int(afterSeq.prefix { $0.isNumber })!
         let afterEvent = afterSeq.split(separator: #""event":""#, maxSplits: 1)[1]
         event = String(afterEvent.prefix { $0 != "\"" })
-        rest = String(afterEvent.drop { $0 != "\"" }.dropFirst())
+        let afterLevel = afterEvent.drop { $0 != "\"" }.dropFirst().split(
+            separator: #","level":""#, maxSplits: 1, omittingEmptySubsequences: false)[1]
+        rest = String(afterLevel.drop { $0 != "\"" }.dropFirst())
     }
 
     init(seq: Int, event: String, rest: String = "}\n") {
@@ -74,7 +77,7 @@ struct AsyncEventWriterTests {
         #expect(lines.count == 100)
         #expect(lines.map { ParsedLine($0).seq } == Array(1...100))
         #expect(lines.last?.hasPrefix(#"{"schema":"pinpath/1","time":""#) == true)
-        #expect(lines.last?.hasSuffix(#"","seq":100,"event":"test.line","n":99}"# + "\n") == true)
+        #expect(lines.last?.hasSuffix(#"","seq":100,"event":"test.line","level":"info","n":99}"# + "\n") == true)
         let time = try #require(lines.first?.split(separator: #""time":""#)[1].prefix(27))
         #expect(lines.first == EventLine.line(seq: 1, time: String(time), event: "test.line", fields: [("n", 0)]))
         #expect(writer.statistics == .init(accepted: 100, written: 100, droppedQueueFull: 0, droppedWriteFailed: 0))

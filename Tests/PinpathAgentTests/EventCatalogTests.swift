@@ -8,7 +8,7 @@ import Testing
 @Suite("Event catalog")
 struct EventCatalogTests {
     /// Each documented event and the fields its row lists, outside parentheses (which hold values and notes).
-    static func documentedEvents() throws -> [(names: [String], fields: [String])] {
+    static func documentedEvents() throws -> [(names: [String], fields: [String], levels: [String])] {
         let readme = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appending(path: "README.md")
         let text = try String(contentsOf: readme, encoding: .utf8)
@@ -17,7 +17,10 @@ struct EventCatalogTests {
         let section = lines[(start + 1)...].prefix { !$0.hasPrefix("## ") && !$0.hasPrefix("### ") }
         return section.filter { $0.hasPrefix("| `") }.map { row in
             let cells = row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
-            return (names: codeSpans(in: cells[0], outsideParentheses: true), fields: codeSpans(in: cells[2], outsideParentheses: true))
+            return (
+                names: codeSpans(in: cells[0], outsideParentheses: true), fields: codeSpans(in: cells[2], outsideParentheses: true),
+                levels: cells.count > 3 ? codeSpans(in: cells[3], outsideParentheses: true) : []
+            )
         }
     }
 
@@ -59,6 +62,7 @@ struct EventCatalogTests {
         let rows = try Self.documentedEvents().filter { $0.names.contains(kind.name) }
         let row = try #require(rows.first, "\(kind.name) is not documented")
         #expect(row.fields == kind.fields, "\(kind.name)")
+        #expect(row.levels == kind.levels.map(\.name), "\(kind.name): the levels column")
     }
 
     @Test("The event builders write the catalog's fields")
@@ -68,5 +72,14 @@ struct EventCatalogTests {
         let result = ProbeResult(endpoint: "api", outcome: .failure, started: Date())
         #expect(AgentEvents.probeCompleted(result).fields.map(\.0) == EventCatalog.probeCompleted.fields)
         #expect(AgentEvents.probeCompleted(result).name == "probe.completed")
+    }
+
+    @Test("Levels follow the README's rule: a failed probe warns, a successful one informs; a reload with warnings warns")
+    func levels() {
+        #expect(AgentEvents.probeCompleted(ProbeResult(endpoint: "api", outcome: .failure, started: Date())).level == .warning)
+        #expect(AgentEvents.probeCompleted(ProbeResult(endpoint: "api", outcome: .success, started: Date())).level == .info)
+        #expect(AgentEvents.probeCompleted(ProbeResult(endpoint: "api", outcome: .unreachable, started: Date())).level == .warning)
+        #expect(AgentEvents.dropped(count: 1, reason: "queue_full", errorName: nil).level == .warning)
+        #expect(AgentEvents.metricsWriteFailed(file: "m.prom", error: "EACCES").level == .error)
     }
 }

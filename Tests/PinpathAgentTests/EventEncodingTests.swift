@@ -27,15 +27,40 @@ struct EventEncodingTests {
         defer { close(fds[0]) }
         let writer = EventWriter(output: LineOutput(descriptor: fds[1]))
         try writer.write(event: "test.one", fields: [("k", "v")])
-        try writer.write(event: "test.two", fields: [])
+        try writer.write(event: "test.two", level: .error, fields: [])
         close(fds[1])
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = read(fds[0], &buffer, buffer.count)
         let lines = String(decoding: buffer.prefix(max(count, 0)), as: UTF8.self).split(separator: "\n")
         #expect(lines.count == 2)
         #expect(lines[0].hasPrefix(#"{"schema":"pinpath/1","time":""#))
-        #expect(lines[0].hasSuffix(#"","seq":1,"event":"test.one","k":"v"}"#))
-        #expect(lines[1].hasSuffix(#"","seq":2,"event":"test.two"}"#))
+        #expect(lines[0].hasSuffix(#"","seq":1,"event":"test.one","level":"info","k":"v"}"#))
+        #expect(lines[1].hasSuffix(#"","seq":2,"event":"test.two","level":"error"}"#))
+    }
+
+    @Test("journald's priority prefix and the host field, each only when the format asks for it")
+    func lineFormats() {
+        let plain = EventLine.line(seq: 7, time: "T", event: "e", level: .warning, fields: [("k", 1)])
+        #expect(plain == #"{"schema":"pinpath/1","time":"T","seq":7,"event":"e","level":"warning","k":1}"# + "\n")
+        let journal = EventLine.line(
+            seq: 7, time: "T", event: "e", level: .warning, fields: [], format: EventLineFormat(syslogPrefix: true))
+        #expect(journal == #"<4>{"schema":"pinpath/1","time":"T","seq":7,"event":"e","level":"warning"}"# + "\n")
+        let error = EventLine.line(seq: 1, time: "T", event: "e", level: .error, fields: [], format: EventLineFormat(syslogPrefix: true))
+        #expect(error.hasPrefix("<3>{"))
+        let file = EventLine.line(seq: 7, time: "T", event: "e", fields: [], format: EventLineFormat(host: "web-1\"x"))
+        #expect(file == #"{"schema":"pinpath/1","time":"T","seq":7,"host":"web-1\"x","event":"e","level":"info"}"# + "\n")
+    }
+
+    @Test("Standard output is the journal only when JOURNAL_STREAM names its device and inode")
+    func journalStream() {
+        var status = stat()
+        #expect(fstat(STDOUT_FILENO, &status) == 0)
+        let stream = "\(status.st_dev):\(status.st_ino)"
+        #expect(EventLineFormat.standardOutput(environment: ["JOURNAL_STREAM": stream]).syslogPrefix)
+        #expect(!EventLineFormat.standardOutput(environment: ["JOURNAL_STREAM": "\(status.st_dev):\(status.st_ino + 1)"]).syslogPrefix)
+        #expect(!EventLineFormat.standardOutput(environment: ["JOURNAL_STREAM": "garbage"]).syslogPrefix)
+        #expect(!EventLineFormat.standardOutput(environment: [:]).syslogPrefix)
+        #expect(EventLineFormat.file().host?.isEmpty == false)
     }
 
     @Test("A closed reader is reported as EPIPE, not a crash")

@@ -71,7 +71,7 @@ public final class Agent: Sendable {
             }
         }
         DescriptorSink.ignoreBrokenPipeSignal()
-        let writer = AsyncEventWriter(sink: sink)
+        let writer = AsyncEventWriter(sink: sink, format: lineFormat(configuration.events, environment: environment))
         let monitor: ReachabilityMonitor
         let session: Session
         do {
@@ -179,6 +179,14 @@ public final class Agent: Sendable {
     public func reopenEvents() { writer.reopen() }
 
     // MARK: Helpers
+
+    /// Standard output gets journald's priority prefix when it is the journal; a file gets the host name.
+    private static func lineFormat(_ events: EventsConfiguration, environment: [String: String]) -> EventLineFormat {
+        switch events.output {
+        case .stdout: .standardOutput(environment: environment)
+        case .file: .file()
+        }
+    }
 
     private static func openSink(_ events: EventsConfiguration) throws(StartError) -> any EventSink {
         switch events.output {

@@ -19,7 +19,7 @@ enum AgentEvents {
                 ("once", .bool(once)),
                 ("path", ReachabilityJSON.summary(path)),
                 ("warnings", .array(configuration.warnings.map(\.jsonValue))),
-            ])
+            ], level: configuration.warnings.isEmpty ? .info : .warning)
     }
 
     static func stopping(
@@ -50,7 +50,7 @@ enum AgentEvents {
         if !change.restartRequired.isEmpty {
             fields.append(("restart_required", .array(change.restartRequired.map(JSONValue.string))))
         }
-        return AgentEvent(EventCatalog.configReloaded, fields)
+        return AgentEvent(EventCatalog.configReloaded, fields, level: configuration.warnings.isEmpty ? .info : .warning)
     }
 
     static func rejected(configurationPath: String, _ error: ConfigurationError) -> AgentEvent {
@@ -67,7 +67,9 @@ enum AgentEvents {
     }
 
     static func probeCompleted(_ result: ProbeResult) -> AgentEvent {
-        AgentEvent(EventCatalog.probeCompleted, [("endpoint", .string(result.endpoint))] + probe(result))
+        AgentEvent(
+            EventCatalog.probeCompleted, [("endpoint", .string(result.endpoint))] + probe(result),
+            level: result.outcome == .success ? .info : .warning)
     }
 
     /// A probe's result as `probe.completed` carries it, and as `endpoint.state_changed` nests it.
@@ -90,7 +92,8 @@ enum AgentEvents {
         return AgentEvent(
             EventCatalog.endpointStateChanged,
             [("endpoint", .string(endpoint.name)), ("url", .string(url))] + transition.fields
-                + [("probe", probe.map { .object(Self.probe($0)) } ?? .null)])
+                + [("probe", probe.map { .object(Self.probe($0)) } ?? .null)],
+            level: transition.current == .down ? .error : transition.current == .unreachable ? .warning : .info)
     }
 
     static func pinFailure(_ endpoint: EndpointConfiguration, _ evaluation: TrustEvaluation, suppressed: Int) -> AgentEvent {
@@ -102,7 +105,8 @@ enum AgentEvents {
                 ("enforced", .bool(!evaluation.allowsConnection)),
                 ("message", .string(evaluation.failure?.message)),
                 ("suppressed", .int(suppressed)),
-            ] + report.fields.map { ($0.name, json($0.value)) })
+            ] + report.fields.map { ($0.name, json($0.value)) },
+            level: evaluation.allowsConnection ? .warning : .error)
     }
 
     static func certificateExpiring(

@@ -1,10 +1,19 @@
-/// One type of event the agent writes: its name and the names of its fields (everything after the
-/// envelope), in the order they are written.
+/// One type of event the agent writes: its name, the names of its fields (everything after the envelope), in
+/// the order they are written, and the levels it may have.
 public struct EventKind: Sendable, Equatable {
     /// The `event` value, such as `agent.started`.
     public let name: String
     /// The fields after the envelope, in order.
     public let fields: [String]
+    /// The levels an event of this kind may have, its usual one first; which one a given event has follows
+    /// from its fields (the README's event table says how).
+    public let levels: [EventLevel]
+
+    init(name: String, fields: [String], levels: [EventLevel] = [.info]) {
+        self.name = name
+        self.fields = fields
+        self.levels = levels
+    }
 }
 
 /// Every event the agent writes, with its fields. The builders in ``AgentEvents`` and ``ReachabilityJSON``
@@ -13,7 +22,7 @@ public struct EventKind: Sendable, Equatable {
 public enum EventCatalog {
     /// Once, after the first path snapshot.
     public static let agentStarted = EventKind(
-        name: "agent.started", fields: ["version", "config", "endpoints", "once", "path", "warnings"])
+        name: "agent.started", fields: ["version", "config", "endpoints", "once", "path", "warnings"], levels: [.info, .warning])
     /// The last line.
     public static let agentStopping = EventKind(
         name: "agent.stopping",
@@ -21,27 +30,30 @@ public enum EventCatalog {
     /// A reload applied a valid file. `restart_required` is written only when the events output or the
     /// metrics textfile changed.
     public static let configReloaded = EventKind(
-        name: "config.reloaded", fields: ["config", "endpoints", "added", "removed", "changed", "warnings", "restart_required"])
+        name: "config.reloaded", fields: ["config", "endpoints", "added", "removed", "changed", "warnings", "restart_required"],
+        levels: [.info, .warning])
     /// A reload found the file invalid; the running configuration stays.
-    public static let configRejected = EventKind(name: "config.rejected", fields: ["config", "errors"])
+    public static let configRejected = EventKind(name: "config.rejected", fields: ["config", "errors"], levels: [.error])
     /// The path as a whole changed.
     public static let reachabilityChanged = EventKind(
         name: "reachability.changed",
-        fields: ["status", "previous_status", "interface", "kind", "reason", "ipv4", "ipv6", "expensive", "gateways"])
+        fields: ["status", "previous_status", "interface", "kind", "reason", "ipv4", "ipv6", "expensive", "gateways"],
+        levels: [.info, .warning])
     /// A watched host (a configured target, an endpoint's host) changed.
     public static let reachabilityTargetChanged = EventKind(
         name: "reachability.target_changed",
-        fields: ["target", "status", "previous_status", "interface", "reason", "detail", "address"])
+        fields: ["target", "status", "previous_status", "interface", "reason", "detail", "address"], levels: [.info, .warning])
     /// An endpoint's state changed.
     public static let endpointStateChanged = EventKind(
-        name: "endpoint.state_changed", fields: ["endpoint", "url", "state", "previous_state", "cause", "consecutive", "probe"])
+        name: "endpoint.state_changed", fields: ["endpoint", "url", "state", "previous_state", "cause", "consecutive", "probe"],
+        levels: [.info, .warning, .error])
     /// Every probe, with `events.probes: all` (and `run --once`).
     public static let probeCompleted = EventKind(
         name: "probe.completed",
         fields: [
             "endpoint", "outcome", "status_code", "phases_ms", "total_ms", "remote_address", "tls_version", "error_category",
             "message",
-        ])
+        ], levels: [.info, .warning])
     /// A pin mismatch (enforced or report-only), not suppressed. The fields after `suppressed` are the pin failure
     /// report's (RFC 7469's and TrustKit's names).
     public static let pinFailure = EventKind(
@@ -50,15 +62,16 @@ public enum EventCatalog {
             "endpoint", "enforced", "message", "suppressed", "date-time", "hostname", "port", "noted-hostname",
             "include-subdomains", "effective-expiration-date", "served-certificate-chain", "validated-certificate-chain",
             "known-pins", "enforce-pinning", "validation-result",
-        ])
+        ], levels: [.error, .warning])
     /// A verified-chain certificate is within the warning window.
     public static let certificateExpiring = EventKind(
         name: "tls.certificate_expiring",
-        fields: ["endpoint", "host", "subject", "depth", "not_after", "days_left", "earliest_served_expiry", "verified_chain_expiry"])
+        fields: ["endpoint", "host", "subject", "depth", "not_after", "days_left", "earliest_served_expiry", "verified_chain_expiry"],
+        levels: [.warning])
     /// The first line written after lines were lost.
-    public static let eventsDropped = EventKind(name: "events.dropped", fields: ["count", "reason", "error"])
+    public static let eventsDropped = EventKind(name: "events.dropped", fields: ["count", "reason", "error"], levels: [.warning])
     /// The metrics textfile could not be written (once until the error changes).
-    public static let metricsWriteFailed = EventKind(name: "metrics.write_failed", fields: ["file", "error"])
+    public static let metricsWriteFailed = EventKind(name: "metrics.write_failed", fields: ["file", "error"], levels: [.error])
 
     /// Every event, in the README's order.
     public static let all: [EventKind] = [
@@ -70,13 +83,16 @@ public enum EventCatalog {
 /// One event ready to write: its type and its fields.
 struct AgentEvent {
     let name: String
+    let level: EventLevel
     let fields: [(String, JSONValue)]
 
     /// An event of `kind`. The fields must be the catalog's, in its order; an optional field (such as
-    /// `restart_required`) may be left out.
-    init(_ kind: EventKind, _ fields: [(String, JSONValue)]) {
+    /// `restart_required`) may be left out. The level must be one of the kind's, its usual one by default.
+    init(_ kind: EventKind, _ fields: [(String, JSONValue)], level: EventLevel? = nil) {
         assert(Self.conforms(fields.map(\.0), to: kind.fields), "\(kind.name): fields \(fields.map(\.0)) differ from the catalog's")
+        assert(level.map(kind.levels.contains) ?? true, "\(kind.name): level \(level!) is not among \(kind.levels)")
         name = kind.name
+        self.level = level ?? kind.levels[0]
         self.fields = fields
     }
 

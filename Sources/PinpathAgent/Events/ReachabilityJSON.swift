@@ -7,10 +7,11 @@ public enum ReachabilityJSON {
     public static let pathChanged = EventCatalog.reachabilityChanged.name
     public static let targetChanged = EventCatalog.reachabilityTargetChanged.name
 
-    /// The event name and fields (everything after the envelope) for one change.
-    public static func event(_ event: ReachabilityEvent) -> (name: String, fields: [(String, JSONValue)]) {
+    /// The event name, level and fields (everything after the envelope) for one change: `warning` when the
+    /// path or the target is no longer reachable, `info` otherwise.
+    public static func event(_ event: ReachabilityEvent) -> (name: String, level: EventLevel, fields: [(String, JSONValue)]) {
         let built = agentEvent(event)
-        return (built.name, built.fields)
+        return (built.name, built.level, built.fields)
     }
 
     static func agentEvent(_ event: ReachabilityEvent) -> AgentEvent {
@@ -21,7 +22,8 @@ public enum ReachabilityJSON {
                 EventCatalog.reachabilityChanged,
                 fields(of: path, [.status]) + [("previous_status", .string(change.previous?.status.rawValue))]
                     + fields(of: path, [.interface, .kind]) + [("reason", .string(change.reason.rawValue))]
-                    + fields(of: path, [.ipv4, .ipv6, .expensive, .gateways])
+                    + fields(of: path, [.ipv4, .ipv6, .expensive, .gateways]),
+                level: path.status == .reachable ? .info : .warning
             )
         case .target(let change):
             return AgentEvent(
@@ -34,7 +36,8 @@ public enum ReachabilityJSON {
                     ("reason", .string(change.reason.rawValue)),
                     ("detail", .string(change.target.reason?.rawValue)),
                     ("address", .string(change.target.address?.description)),
-                ]
+                ],
+                level: change.target.status == .reachable ? .info : .warning
             )
         }
     }

@@ -41,10 +41,11 @@ public final class AsyncEventWriter: Sendable {
     /// - Parameters:
     ///   - sink: where lines go. It moves to the writer's thread (hence `sending`): keep no other use of it.
     ///   - capacity: how many lines may wait, those being written included, before new ones are dropped.
-    public init(sink: sending any EventSink, capacity: Int = 10_000) {
+    ///   - format: the prefix and envelope fields the sink's destination wants.
+    public init(sink: sending any EventSink, capacity: Int = 10_000, format: EventLineFormat = EventLineFormat()) {
         precondition(capacity > 0, "capacity must be positive")
         shared = Shared(capacity: capacity)
-        let drain = Drain(sink: sink, shared: shared)
+        let drain = Drain(sink: sink, shared: shared, format: format)
         let thread = Thread { drain.run() }
         thread.name = "pinpath-events"
         thread.start()
@@ -57,14 +58,14 @@ public final class AsyncEventWriter: Sendable {
 
     /// Queues one event built by ``AgentEvents``; returns at once (see ``emit(event:fields:)``).
     @discardableResult
-    func emit(_ event: AgentEvent) -> Bool { emit(event: event.name, fields: event.fields) }
+    func emit(_ event: AgentEvent) -> Bool { emit(event: event.name, level: event.level, fields: event.fields) }
 
     /// Queues one event line; returns at once.
     /// - Returns: `false` when the line was dropped: the queue is full (counted, reported later by an
     ///   `events.dropped` line) or the writer is closed (not counted).
     @discardableResult
-    public func emit(event: String, fields: [(String, JSONValue)]) -> Bool {
-        let body = EventLine.body(event: event, fields: fields)
+    public func emit(event: String, level: EventLevel = .info, fields: [(String, JSONValue)]) -> Bool {
+        let body = EventLine.body(event: event, level: level, fields: fields)
         return shared.lockedWaking { state in
             guard !state.closing else { return (false, wake: false) }
             guard state.outstanding < shared.capacity else {
@@ -74,7 +75,7 @@ public final class AsyncEventWriter: Sendable {
             }
             // The time is read under the lock, so that queue order is time order: read before it, a producer
             // preempted on its way in went out after a later line (12 ms backwards under the fault storm).
-            state.queue.append(Shared.Line(time: UTCTime.now(), body: body))
+            state.queue.append(Shared.Line(time: UTCTime.now(), level: level, body: body))
             state.outstanding += 1
             state.statistics.accepted += 1
             // The thread sleeps only on an empty queue, so only the first line of a batch needs to wake it.
@@ -115,6 +116,7 @@ private final class Shared: @unchecked Sendable {
     // `wait`; `capacity` is immutable.
     struct Line {
         var time: String
+        var level: EventLevel
         var body: String
     }
 
@@ -185,6 +187,7 @@ private final class Drain: @unchecked Sendable {
     // @unchecked: after init, only the writer thread (`run`) uses this object; the sink came in `sending`.
     private let sink: any EventSink
     private let shared: Shared
+    private let format: EventLineFormat
     private var seq = 0
     private var buffer: [UInt8] = []
     private var batch: [Shared.Line] = []
@@ -196,9 +199,10 @@ private final class Drain: @unchecked Sendable {
     private var written = 0
     private var writeFailed = 0
 
-    init(sink: sending any EventSink, shared: Shared) {
+    init(sink: sending any EventSink, shared: Shared, format: EventLineFormat) {
         self.sink = sink
         self.shared = shared
+        self.format = format
         buffer.reserveCapacity(1024)
     }
 
@@ -213,7 +217,11 @@ private final class Drain: @unchecked Sendable {
                     lastError = error
                     // The events output itself is what fails: say so where the service manager logs.
                     let reason =
-                        error.errno == ELOOP ? "a symbolic link is in its place, and pinpath does not write through links" : error.errnoName
+                        switch error.errno {
+                        case ELOOP: "a symbolic link is in its place, and pinpath does not write through links"
+                        case ENXIO: "something other than a regular file is in its place (a FIFO, a device)"
+                        default: error.errnoName
+                        }
                     try? LineOutput(descriptor: STDERR_FILENO).write(
                         """
                         pinpath: warning: cannot reopen the events output (\(reason)); lines are dropped, and counted in \
@@ -248,7 +256,7 @@ private final class Drain: @unchecked Sendable {
             unreportedWriteFailed += 1
             return
         }
-        if !put(time: line.time, body: line.body) {
+        if !put(time: line.time, level: line.level, body: line.body) {
             writeFailed += 1
             unreportedWriteFailed += 1
         }
@@ -273,12 +281,12 @@ private final class Drain: @unchecked Sendable {
 
     private func put(notice count: Int, reason: String, error: String?, time: String) -> Bool {
         let notice = AgentEvents.dropped(count: count, reason: reason, errorName: error)
-        return put(time: time, body: EventLine.body(event: notice.name, fields: notice.fields))
+        return put(time: time, level: notice.level, body: EventLine.body(event: notice.name, level: notice.level, fields: notice.fields))
     }
 
     /// Writes one line with the next `seq`; `seq` moves only when the sink took the line.
-    private func put(time: String, body: String) -> Bool {
-        EventLine.assemble(seq: seq + 1, time: time, body: body, into: &buffer)
+    private func put(time: String, level: EventLevel, body: String) -> Bool {
+        EventLine.assemble(seq: seq + 1, time: time, body: body, level: level, format: format, into: &buffer)
         let outcome = buffer.withUnsafeBytes { bytes in Result { () throws(EventWriterError) in try sink.write(bytes) } }
         do {
             try outcome.get()

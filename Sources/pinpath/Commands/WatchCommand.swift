@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import Foundation
 import Glibc
 import PinpathAgent
 import PinpathReachability
@@ -31,15 +32,15 @@ struct WatchCommand: AsyncParsableCommand {
             }
             defer { signals.cancel() }
             let outputError = Mutex<EventWriterError?>(nil)
-            let events = EventWriter()
+            let events = EventWriter(format: .standardOutput(environment: ProcessInfo.processInfo.environment))
             let text = LineOutput()
             let json = options.json
             // Written on the monitor's thread: no hop between the kernel's message and our line.
             monitor.onChange { event in
                 do throws(EventWriterError) {
                     if json {
-                        let (name, fields) = ReachabilityJSON.event(event)
-                        try events.write(event: name, fields: fields)
+                        let (name, level, fields) = ReachabilityJSON.event(event)
+                        try events.write(event: name, level: level, fields: fields)
                     } else {
                         try text.write(PathText.change(event))
                     }
