@@ -71,6 +71,8 @@ struct ConfigurationCommandTests {
                 mode: none
                 allow_invalid_certificates: true
                 validates_domain_name: false
+            endpoints:
+              - { name: dev, url: "https://dev.test/", policy: dev-anything }
             """)
         defer { try? FileManager.default.removeItem(atPath: file) }
         let text = try Shell.run([Shell.pinpath, "check-config", "--config", file])
@@ -116,6 +118,37 @@ struct ConfigurationCommandTests {
         #expect(refused.status == 78)
         #expect(refused.stderr.hasPrefix("pinpath: error: \(bad):4:"), "\(refused.stderr)")
         #expect(refused.stderr.contains("is not sha256/<base64>, sha256//<base64> or pin-sha256="), "\(refused.stderr)")
+    }
+
+    @Test("An events file or metrics textfile in a missing directory is a problem at its line and column (exit 78), not a failure at start")
+    func outputDirectories() throws {
+        let missing = "/nonexistent-\(UUID().uuidString)"
+        for (yaml, key, line) in [
+            ("events: { output: \(missing)/events.jsonl }\n", "events.output", 1),
+            ("endpoints: []\nmetrics:\n  textfile: \(missing)/pinpath.prom\n", "metrics.textfile", 3),
+        ] {
+            let file = try Self.write(yaml)
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            let result = try Shell.run([Shell.pinpath, "check-config", "--config", file])
+            #expect(result.status == 78, "\(result.stderr)")
+            #expect(
+                result.stderr.hasPrefix("pinpath: error: \(file):\(line):")
+                    && result.stderr.contains("\(key): the directory \(missing) does not exist"),
+                "\(result.stderr)")
+            let run = try Shell.run([Shell.pinpath, "run", "--once", "--config", file])
+            #expect(run.status == 78, "the agent refuses it the same way: \(run.stderr)")
+        }
+    }
+
+    @Test("An empty configuration is valid with a warning that there is nothing to monitor (exit 0)")
+    func emptyConfiguration() throws {
+        let file = try Self.write("")
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let result = try Shell.run([Shell.pinpath, "check-config", "--config", file])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            result.stderr.contains("pinpath: warning: \(file):1:1: endpoints: no endpoints and no reachability targets"), "\(result.stderr)"
+        )
     }
 
     static func write(_ text: String) throws -> String {

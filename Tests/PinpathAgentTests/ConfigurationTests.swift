@@ -89,7 +89,7 @@ struct ConfigurationTests {
     func values() throws {
         let configuration = try loadConfiguration(
             """
-            events: { output: /var/log/pinpath/events.jsonl, max_size: 512KiB, keep: 0, probes: all }
+            events: { output: /tmp/pinpath-events.jsonl, max_size: 512KiB, keep: 0, probes: all }
             policies:
               report-only:
                 mode: public_key
@@ -110,10 +110,10 @@ struct ConfigurationTests {
                 cert_expiry_warning: 0s
                 follow_redirects: false
             metrics: { textfile: pinpath.prom }
-            """)
+            """, directory: "/tmp")
         #expect(
             configuration.events
-                == EventsConfiguration(output: .file("/var/log/pinpath/events.jsonl"), maxSize: 512 * 1024, keep: 0, probes: .all))
+                == EventsConfiguration(output: .file("/tmp/pinpath-events.jsonl"), maxSize: 512 * 1024, keep: 0, probes: .all))
         let policy = try #require(configuration.policy(named: "report-only")).policy
         #expect(!policy.enforce)
         #expect(policy.expires == Date(timeIntervalSince1970: 1_814_313_600))  // 2027-06-30T00:00:00Z
@@ -131,7 +131,7 @@ struct ConfigurationTests {
         #expect((api.failureThreshold, api.successThreshold) == (3, 2))
         #expect(api.certExpiryWarning == .zero)
         #expect(!api.followRedirects)
-        #expect(configuration.metricsTextfile == "/nonexistent/pinpath.prom")
+        #expect(configuration.metricsTextfile == "/tmp/pinpath.prom")
     }
 
     @Test("Without a policy key, an https endpoint gets the policies whose hosts match, pins united")

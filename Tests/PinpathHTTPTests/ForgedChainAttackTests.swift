@@ -236,7 +236,7 @@ struct ForgedChainAttackTests {
         let json = try Shell.run([Shell.pinpath, "check-config", "--json", "--config", expired])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         let warnings = try #require(object["warnings"] as? [[String: Any]], "\(json.stdout)")
-        #expect(warnings.map { $0["code"] as? String } == ["expired_pins"], "\(warnings)")
+        #expect(warnings.map { $0["code"] as? String } == ["nothing_to_monitor", "expired_pins"], "\(warnings)")
     }
 
     @Test("pinpath run --once with expired pins (no allow_invalid): the attacker's self-signed certificate is tls_invalid, no request sent")

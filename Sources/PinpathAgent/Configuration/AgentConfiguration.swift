@@ -94,6 +94,11 @@ public struct AgentConfiguration: Sendable {
         }
         let targets = fields?["reachability"].map { decoder.reachabilityTargets($0) } ?? []
         let textfile = fields?["metrics"].flatMap { decoder.metricsTextfile($0) }
+        if endpointNodes.isEmpty && targets.isEmpty {
+            decoder.warn(
+                .nothingToMonitor, at: fields?["endpoints"], "endpoints",
+                "no endpoints and no reachability targets: the agent would only report this machine's own path")
+        }
 
         guard decoder.problems.isEmpty else { throw ConfigurationError(problems: decoder.problems) }
         return AgentConfiguration(
@@ -185,6 +190,7 @@ extension ConfigurationDecoder {
                 "\"\(text)\" does not end in .prom; node_exporter's textfile collector reads only *.prom files")
             return nil
         }
+        reportUnwritableDirectory(of: resolve(path: text), at: value, fields.path("textfile"))
         return resolve(path: text)
     }
 }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 import Yams
 
 /// Walks the YAML nodes of one configuration file, turning them into values and collecting every problem
@@ -44,6 +45,24 @@ final class ConfigurationDecoder {
     func resolve(path: String) -> String {
         if path.hasPrefix("/") || baseDirectory == "." { return path }
         return baseDirectory.hasSuffix("/") ? baseDirectory + path : "\(baseDirectory)/\(path)"
+    }
+
+    /// Reports a file the agent will create (`path`, as given at `node`) in a directory it cannot create it in:
+    /// missing, not a directory, or not writable by this user (`check-config` runs as the agent's user).
+    func reportUnwritableDirectory(of path: String, at node: Node, _ keyPath: String) {
+        let directory = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        var status = stat()
+        let problem: String? =
+            if stat(directory, &status) != 0 {
+                "the directory \(directory) does not exist (create it, writable by the agent's user)"
+            } else if status.st_mode & S_IFMT != S_IFDIR {
+                "\(directory) is not a directory"
+            } else if access(directory, W_OK) != 0 {
+                "the directory \(directory) is not writable by this user (uid \(getuid())); run check-config as the agent's user"
+            } else {
+                nil
+            }
+        if let problem { report(.unwritableDirectory, at: node, keyPath, problem) }
     }
 
     // MARK: Typed readers

@@ -36,6 +36,12 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
         /// A warning: the policy authenticates nothing (invalid certificates allowed, no host check, no pins),
         /// as AFNetworking allows for development servers; a server on the path can impersonate the host.
         public static let acceptsAnyCertificate = Code(name: "accepts_any_certificate")
+        /// A file the agent writes (events, metrics) is in a directory that is missing, or that this user cannot
+        /// write to: the agent could not start, or would write nothing.
+        public static let unwritableDirectory = Code(name: "unwritable_directory")
+        /// A warning: no endpoint and no reachability target, so the agent has nothing to probe or watch but the
+        /// machine's own path.
+        public static let nothingToMonitor = Code(name: "nothing_to_monitor")
     }
 
     /// The configuration file, as it was given (relative paths stay relative).

@@ -18,6 +18,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
             also the answer for a file that cannot be read. With --json, one object on stdout either way: \
             {"valid":true,…,"warnings":[…]} or {"valid":false,"problems":[…]}. Warnings (pins already \
             expired, …) are printed as `pinpath: warning: …` on stderr and do not change the exit code.
+            Exit codes: 0 valid (warnings or not), 64 usage error, 74 output error, 78 invalid.
             """)
 
     /// Where an installed agent's configuration lives; the repository's example is `etc/pinpath.yaml`.
