@@ -22,11 +22,14 @@ struct CLITests {
         #expect(result.stderr.contains("--frobnicate"))
     }
 
-    @Test("No netlink (here: a namespace that does not exist) is a clear error, exit 69")
+    @Test("A namespace that does not exist is named as the problem, not netlink: exit 69, one line")
     func unavailable() throws {
         let result = try Shell.run([Self.pinpath, "status", "--netns", "pp-no-such-namespace"])
         #expect(result.status == 69)
-        #expect(result.stderr.hasPrefix("pinpath: error: netlink is unavailable: network namespace \"pp-no-such-namespace\""))
+        #expect(
+            result.stderr.hasPrefix(
+                "pinpath: error: --netns: network namespace \"pp-no-such-namespace\" cannot be opened (/run/netns/pp-no-such-namespace)"),
+            "\(result.stderr)")
         #expect(result.stderr.split(separator: "\n").count == 1)
     }
 
@@ -55,6 +58,27 @@ struct CLITests {
 
         let text = try Shell.run([Self.pinpath, "status", "--netns", network.host])
         #expect(text.stdout.hasPrefix("status:     reachable via pa0 (other)\n"))
+    }
+
+    @Test(
+        "status --check: exit 0 when the path and every --target are reachable, 1 when one is not (printed either way)",
+        .enabled(if: Capability.namespaces, Capability.reason))
+    func statusCheck() throws {
+        let network = try TestNetwork()
+        let base = [Self.pinpath, "status", "--check", "--netns", network.host, "--target", "192.0.2.1"]
+        let reachable = try Shell.run(base)
+        #expect(reachable.status == 0, "\(reachable.stdout)\(reachable.stderr)")
+        #expect(reachable.stdout.hasPrefix("status:     reachable via pa0 (other)\n"))
+        let unresolvable = try Shell.run(base + ["--target", "nonexistent.invalid", "--json"])
+        #expect(unresolvable.status == 1, "\(unresolvable.stdout)\(unresolvable.stderr)")
+        #expect(unresolvable.stdout.contains(#""status":"not_reachable""#), "\(unresolvable.stdout)")
+        #expect(unresolvable.stderr.isEmpty)
+        // Without --check, the same answer exits 0, as before.
+        #expect(try Shell.run([Self.pinpath, "status", "--netns", network.host, "--target", "nonexistent.invalid"]).status == 0)
+        // No route at all: the path itself is not reachable.
+        try network.ip(network.host, "route del default")
+        let noRoute = try Shell.run([Self.pinpath, "status", "--check", "--netns", network.host])
+        #expect(noRoute.status == 1, "\(noRoute.stdout)")
     }
 
     @Test(

@@ -285,12 +285,12 @@ final class MonitorLoop {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             throw ReachabilityError(
-                .netlinkUnavailable, "network namespace \"\(namespace)\" cannot be opened (\(path)): \(String(cString: strerror(errno)))")
+                .namespaceUnavailable, "network namespace \"\(namespace)\" cannot be opened (\(path)): \(String(cString: strerror(errno)))")
         }
         defer { close(fd) }
         guard pinpath_setns_net(fd) == 0 else {
             throw ReachabilityError(
-                .netlinkUnavailable, "cannot enter network namespace \"\(namespace)\": \(String(cString: strerror(errno)))")
+                .namespaceUnavailable, "cannot enter network namespace \"\(namespace)\": \(String(cString: strerror(errno)))")
         }
     }
 }

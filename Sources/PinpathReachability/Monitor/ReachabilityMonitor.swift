@@ -54,8 +54,8 @@ public final class ReachabilityMonitor: Sendable {
 
     /// Starts monitoring. When this returns, `currentPath` is complete: links, addresses, routes and the
     /// given targets have all been read from the kernel (host names resolved, within the timeout).
-    /// - Throws: `ReachabilityError` `.netlinkUnavailable` when netlink cannot be used (restricted sandbox,
-    ///   missing namespace).
+    /// - Throws: `ReachabilityError` `.netlinkUnavailable` when netlink cannot be used (restricted sandbox),
+    ///   `.namespaceUnavailable` when the configured network namespace cannot be opened or entered.
     public static func start(
         _ configuration: Configuration = Configuration(), targets: [ReachabilityTarget] = []
     ) async throws -> ReachabilityMonitor {

@@ -8,8 +8,8 @@ struct PinsCommand: AsyncParsableCommand {
         abstract: "Print the SPKI pin of every certificate, public key, private key or CSR in the files.",
         discussion: """
             Reads PEM (bundles too) or DER. One line per object found: `sha256/<base64> <subject or key>`, or \
-            with --format hpkp `pin-sha256="<base64>" <subject or key>`. Exit 65 when a file cannot be read or \
-            holds nothing usable.
+            with --format hpkp `pin-sha256="<base64>" <subject or key>`.
+            Exit codes: 0 printed; 64 usage error; 65 a file cannot be read or holds nothing usable; 74 output error.
             """)
 
     enum Format: String, ExpressibleByArgument, CaseIterable {

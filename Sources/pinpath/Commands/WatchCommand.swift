@@ -14,6 +14,8 @@ struct WatchCommand: AsyncParsableCommand {
         discussion: """
             The first line is the current state (reason "initial"). With --json, each line is an event in \
             the agent's envelope: reachability.changed for the machine, reachability.target_changed per target.
+            Exit codes: 0 stopped by SIGINT or SIGTERM, or the reader went away; 64 usage error; 69 netlink \
+            unavailable or the --netns namespace cannot be entered; 74 output error.
             """)
 
     @OptionGroup var options: MonitorOptions

@@ -12,11 +12,12 @@ struct MonitorOptions: ParsableArguments {
     @Flag(help: "Print JSON instead of text.")
     var json = false
 
-    /// Starts the monitor, turning "no netlink here" into exit 69 with a clear message.
+    /// Starts the monitor, turning "no netlink here" (or no such namespace) into exit 69 with a clear message.
     func startMonitor() async throws -> ReachabilityMonitor {
         do {
             return try await ReachabilityMonitor.start(.init(networkNamespace: netns), targets: targets)
         } catch let error as ReachabilityError {
+            if error.code == .namespaceUnavailable { throw CommandFailure.unavailable("--netns: \(error.message)") }
             throw CommandFailure.unavailable("netlink is unavailable: \(error.message)")
         }
     }
