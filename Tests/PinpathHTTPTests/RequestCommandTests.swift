@@ -50,6 +50,28 @@ final class RequestCommandTests {
         #expect((summary["phases_ms"] as? [String: Double])?.keys.sorted() == ["connect", "processing", "resolve", "tls", "transfer"])
     }
 
+    @Test("--json always prints one object: the summary (also for a refused status), or the error with its category and exit code")
+    func jsonOnFailure() throws {
+        let refused = try TLSServer.freePort()
+        let failed = try request(["http://user:SECRET@127.0.0.1:\(refused)/?token=SECRET", "--json"])
+        #expect(failed.status == 3, "\(failed.stderr)")
+        let object = try json(failed.stdout)
+        #expect(object["url"] as? String == "http://127.0.0.1:\(refused)/", "\(failed.stdout)")
+        let error = try #require(object["error"] as? [String: Any], "\(failed.stdout)")
+        #expect(error["category"] as? String == "connect_failed" && error["exit_code"] as? Int == 3, "\(error)")
+        #expect((error["message"] as? String)?.hasPrefix("GET http://127.0.0.1:\(refused)/: ") == true, "\(error)")
+        #expect(!failed.stdout.contains("SECRET") && !failed.stderr.contains("SECRET"))
+        #expect(failed.stderr.hasPrefix("pinpath: error: connect_failed: "), "\(failed.stderr)")
+
+        let usage = try request([url("get"), "-H", "no colon", "--json"])
+        #expect(usage.status == 64)
+        #expect((try json(usage.stdout)["error"] as? [String: Any])?["category"] as? String == "usage", "\(usage.stdout)")
+
+        let status = try request([url("status/404"), "--json"])
+        #expect(status.status == 5)
+        #expect(try json(status.stdout)["status"] as? Int == 404, "one object, the summary: \(status.stdout)")
+    }
+
     @Test("An unacceptable status still prints the body and exits 5")
     func status() throws {
         let result = try request([url("status/404")])

@@ -13,7 +13,8 @@ struct RequestCommand: AsyncParsableCommand {
         abstract: "Make one HTTP(S) request through the gated core: reachability first, the pin check in the TLS handshake.",
         discussion: """
             The response body goes to standard output; --json prints a summary object instead (status, headers, \
-            timings, remote address, TLS version and the verified chain's pins).
+            timings, remote address, TLS version and the verified chain's pins), or, when no response came, \
+            {"url":…,"error":{"category":…,"message":…,"exit_code":N}} (category as in the agent's events).
             Redirects are followed (up to 10) unless --no-redirects; a redirect from https to http is refused \
             unless --allow-insecure-redirect, and a redirect to another origin keeps only Accept, \
             Accept-Encoding, Accept-Language, User-Agent, Content-Type and Content-Length of the -H headers \
@@ -27,13 +28,15 @@ struct RequestCommand: AsyncParsableCommand {
     @Argument(help: "An absolute http or https URL.")
     var url: String
 
-    @Option(name: .customShort("X"), help: "The method (default GET, or POST when a body is given).")
+    @Option(name: .customShort("X"), help: ArgumentHelp("The method (default GET, or POST when a body is given).", valueName: "method"))
     var method: String?
 
-    @Option(name: .customShort("H"), help: "A header, 'Name: value' (repeatable).")
+    @Option(name: .customShort("H"), help: ArgumentHelp("A header, 'Name: value' (repeatable).", valueName: "header"))
     var header: [String] = []
 
-    @Option(name: .customShort("d"), help: "A request body, sent as given (form-urlencoded unless -H sets Content-Type).")
+    @Option(
+        name: .customShort("d"),
+        help: ArgumentHelp("A request body, sent as given (form-urlencoded unless -H sets Content-Type).", valueName: "data"))
     var data: String?
 
     @Option(help: "A JSON request body (checked first; sent as application/json).")
@@ -91,6 +94,26 @@ struct RequestCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let (request, response): (HTTPRequest, HTTPResponse)
+        do {
+            (request, response) = try await send()
+        } catch let failure as CommandFailure where json {
+            // With --json, standard output always holds one object: the summary, or what went wrong.
+            try? writeOutput(Self.failureSummary(failure, url: url).encoded() + "\n")
+            throw failure
+        }
+        if json {
+            try writeOutput(Self.summary(response).encoded() + "\n")
+        } else {
+            try writeOutput(response.body)
+        }
+        guard (200..<300).contains(response.statusCode) else {
+            let status = "status \(response.statusCode) is not acceptable (200-299)"
+            throw CommandFailure.outcome(5, "\(request.method) \(request.displayURL): \(status)")
+        }
+    }
+
+    private func send() async throws -> (HTTPRequest, HTTPResponse) {
         let request = try buildRequest()
         let (configuration, options) = try sessionSetup(for: request.url)
         let monitor = try? await ReachabilityMonitor.start()  // without netlink, requests go ungated
@@ -106,17 +129,9 @@ struct RequestCommand: AsyncParsableCommand {
             response = try await session.send(request, options: options)
         } catch {
             // The category first, as the agent's events name it: scripts match it, people read the rest.
-            throw CommandFailure.outcome(Self.exitCode(for: error.code), "\(error.code): \(error.message)")
+            throw CommandFailure.request(Self.exitCode(for: error.code), category: error.code.description, error.message)
         }
-        if json {
-            try writeOutput(Self.summary(response).encoded() + "\n")
-        } else {
-            try writeOutput(response.body)
-        }
-        guard (200..<300).contains(response.statusCode) else {
-            let status = "status \(response.statusCode) is not acceptable (200-299)"
-            throw CommandFailure.outcome(5, "\(request.method) \(request.displayURL): \(status)")
-        }
+        return (request, response)
     }
 
     private func buildRequest() throws -> HTTPRequest {
@@ -238,6 +253,21 @@ struct RequestCommand: AsyncParsableCommand {
                         ("ocsp_staple", .string(tls.evaluation?.ocspStaple?.status.description)),
                     ])
                 } ?? .null
+            ),
+        ])
+    }
+
+    /// `{"url":…,"error":{"category":…,"message":…,"exit_code":N}}`: what `--json` prints when no response is
+    /// summarized (the request failed, or was never sent).
+    static func failureSummary(_ failure: CommandFailure, url: String) -> JSONValue {
+        .object([
+            ("url", .string(DisplayURL.redacting(url))),
+            (
+                "error",
+                .object([
+                    ("category", .string(failure.category)), ("message", .string(failure.detail)),
+                    ("exit_code", .int(Int(failure.exitCode.rawValue))),
+                ])
             ),
         ])
     }

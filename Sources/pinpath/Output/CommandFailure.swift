@@ -12,6 +12,9 @@ enum CommandFailure: Error {
     case output(String)
     /// A command's own documented outcome (`request`: 1 pins, 2 TLS, 3 connection, 4 not reachable, 5 status).
     case outcome(Int32, String)
+    /// A request that failed, with the request core's error category (`tls_invalid`), which the message
+    /// starts with.
+    case request(Int32, category: String, String)
 
     var exitCode: ExitCode {
         switch self {
@@ -19,7 +22,7 @@ enum CommandFailure: Error {
         case .data: return ExitCode(65)  // EX_DATAERR
         case .unavailable: return ExitCode(69)  // EX_UNAVAILABLE
         case .output: return ExitCode(74)  // EX_IOERR
-        case .outcome(let code, _): return ExitCode(code)
+        case .outcome(let code, _), .request(let code, _, _): return ExitCode(code)
         }
     }
 
@@ -27,6 +30,25 @@ enum CommandFailure: Error {
         switch self {
         case .usage(let message), .data(let message), .unavailable(let message), .output(let message), .outcome(_, let message):
             return message
+        case .request(_, let category, let message): return "\(category): \(message)"
+        }
+    }
+
+    /// The message without the category a request failure's line starts with.
+    var detail: String {
+        if case .request(_, _, let message) = self { return message }
+        return message
+    }
+
+    /// What kind of failure, for scripts: the request core's category, or the sysexits meaning.
+    var category: String {
+        switch self {
+        case .usage: "usage"
+        case .data: "data"
+        case .unavailable: "unavailable"
+        case .output: "output"
+        case .outcome: "failed"
+        case .request(_, let category, _): category
         }
     }
 
