@@ -71,7 +71,11 @@ struct GateTests {
         let refused = try request(["http://\(Self.server):\(Self.port)/", "--json"])
         #expect(refused.status == 4)
         #expect(refused.stderr.contains("no_route"), "\(refused.stderr)")
-        #expect(refused.stdout.isEmpty)
+        // --json says the same on standard output, as one object.
+        #expect(
+            refused.stdout.hasPrefix(#"{"url":"http://\#(Self.server):\#(Self.port)/","error":{"category":"not_reachable","#),
+            "\(refused.stdout)")
+        #expect(refused.stdout.hasSuffix(#""exit_code":4}}"# + "\n"), "\(refused.stdout)")
 
         // Waiting: the request is started without a route and completes once it is restored.
         let output = "\(NSTemporaryDirectory())pinpath-wait-\(getpid()).out"

@@ -399,7 +399,7 @@ struct MonitorTests {
             try await ReachabilityMonitor.start(.init(networkNamespace: "pp-does-not-exist"))
         } throws: { error in
             let error = error as! ReachabilityError
-            return error.code == .netlinkUnavailable && error.message.contains("pp-does-not-exist")
+            return error.code == .namespaceUnavailable && error.message.contains("pp-does-not-exist")
         }
     }
 }
