@@ -1,4 +1,5 @@
 import ArgumentParser
+import Glibc
 import PinpathHTTP
 import PinpathSecurity
 import PinpathSupport
@@ -20,8 +21,9 @@ struct Pinpath: AsyncParsableCommand {
         ]
     )
 
-    /// ArgumentParser's `main`, except that pinpath's own failures (a refused value or option, a
-    /// ``CommandFailure`` from `run()`) are one `pinpath: error: …` line with their exit code.
+    /// ArgumentParser's `main`, except that every failure is one `pinpath: error: …` line with its exit code:
+    /// pinpath's own (a refused value or option, a ``CommandFailure`` from `run()`) and ArgumentParser's (an
+    /// unknown option, a missing argument), which get a pointer to `--help` instead of the usage block.
     static func main() async {
         // Before any OpenSSL use: the process may exit while a task or libcurl's thread is still inside OpenSSL.
         OpenSSLRuntime.initialiseWithoutExitCleanup()
@@ -35,7 +37,22 @@ struct Pinpath: AsyncParsableCommand {
         } catch let failure as CommandFailure {
             exit(withError: failure.report())
         } catch {
-            exit(withError: ArgumentRefusal.recorded?.report() ?? error)
+            if let refusal = ArgumentRefusal.recorded { exit(withError: refusal.report()) }
+            let code = exitCode(for: error)
+            let text = message(for: error)
+            // --help, --version and a bare exit code are not failures to word: ArgumentParser prints what they need.
+            guard code != .success, !(error is ExitCode), !text.isEmpty else { exit(withError: error) }
+            let line = text.split(separator: "\n").first.map { $0.hasPrefix("Error: ") ? String($0.dropFirst(7)) : String($0) } ?? text
+            let hint = code == .validationFailure ? " (see '\(Self.invokedCommand()) --help')" : ""
+            try? LineOutput(descriptor: STDERR_FILENO).write("pinpath: error: \(TerminalText.escaped(line))\(hint)\n")
+            exit(withError: code)
         }
+    }
+
+    /// `pinpath` and the subcommand named on the command line, if any: what `--help` explains.
+    static func invokedCommand() -> String {
+        let names = configuration.subcommands.compactMap { $0.configuration.commandName }
+        guard let subcommand = CommandLine.arguments.dropFirst().first(where: { names.contains($0) }) else { return "pinpath" }
+        return "pinpath \(subcommand)"
     }
 }

@@ -15,11 +15,24 @@ struct CLITests {
         #expect(result.stdout.isEmpty)
     }
 
-    @Test("An unknown option is a usage error, exit 64")
+    @Test("ArgumentParser's usage errors are pinpath's one line with a pointer to --help, exit 64; --help still prints the usage")
     func unknownOption() throws {
         let result = try Shell.run([Self.pinpath, "watch", "--frobnicate"])
         #expect(result.status == 64)
-        #expect(result.stderr.contains("--frobnicate"))
+        #expect(result.stderr == "pinpath: error: Unknown option '--frobnicate' (see 'pinpath watch --help')\n", "\(result.stderr)")
+        let missing = try Shell.run([Self.pinpath, "request"])
+        #expect(missing.status == 64)
+        #expect(missing.stderr == "pinpath: error: Missing expected argument '<url>' (see 'pinpath request --help')\n", "\(missing.stderr)")
+        let unknownCommand = try Shell.run([Self.pinpath, "frobnicate"])
+        #expect(unknownCommand.status == 64)
+        #expect(
+            unknownCommand.stderr.hasPrefix("pinpath: error: ") && unknownCommand.stderr.hasSuffix("(see 'pinpath --help')\n"),
+            "\(unknownCommand.stderr)")
+        #expect(unknownCommand.stderr.split(separator: "\n").count == 1)
+        let help = try Shell.run([Self.pinpath, "watch", "--help"])
+        #expect(help.status == 0 && help.stdout.contains("USAGE: pinpath watch") && help.stdout.contains("Exit codes:"), "\(help.stdout)")
+        let version = try Shell.run([Self.pinpath, "--version"])
+        #expect(version.status == 0 && !version.stdout.isEmpty && version.stderr.isEmpty)
     }
 
     @Test("A namespace that does not exist is named as the problem, not netlink: exit 69, one line")
@@ -147,6 +160,33 @@ struct CLITests {
         #expect(read(fds[0], &buffer, buffer.count) > 0, "the initial line arrives")
         close(fds[0])
         try network.ip(network.gateway, "link set pb0 down")
+        #expect(
+            try await eventually {
+                var raw: Int32 = 0
+                guard waitpid(pid, &raw, WNOHANG) == pid else { return false }
+                status = (raw >> 8) & 0xff
+                return true
+            })
+        #expect(status == 0)
+    }
+
+    @Test(
+        "watch ends quietly when its reader goes away, even with nothing changing",
+        .enabled(if: Capability.namespaces, Capability.reason))
+    func closedReaderWhileQuiet() async throws {
+        let network = try TestNetwork()
+        var fds: [Int32] = [0, 0]
+        var status: Int32 = -1
+        #expect(pipe(&fds) == 0)
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        let pid = try Shell.spawn([Self.pinpath, "watch", "--netns", network.host], stdout: fds[1])
+        defer { if status < 0 { Shell.kill(pid) } }
+        close(fds[1])
+        var buffer = [UInt8](repeating: 0, count: 512)
+        #expect(read(fds[0], &buffer, buffer.count) > 0, "the initial line arrives")
+        close(fds[0])
+        // No change in the namespace: only the check of the output (once a second) can notice, within
+        // eventually's 5 s.
         #expect(
             try await eventually {
                 var raw: Int32 = 0

@@ -33,6 +33,9 @@ struct WatchCommand: AsyncParsableCommand {
                 monitor.stop()
             }
             defer { signals.cancel() }
+            // A reader that goes away is otherwise noticed only at the next line, which may be hours away.
+            let readerWatch = ReaderWatch { monitor.stop() }
+            defer { readerWatch.cancel() }
             let outputError = Mutex<EventWriterError?>(nil)
             let events = EventWriter(format: .standardOutput(environment: ProcessInfo.processInfo.environment))
             let text = LineOutput()
@@ -60,6 +63,31 @@ struct WatchCommand: AsyncParsableCommand {
             if let failure = monitor.failure { throw CommandFailure.unavailable("netlink failed: \(failure.message)") }
         }
     }
+}
+
+/// Checks standard output once a second for a reader that went away (`POLLERR` on a pipe's write end, `POLLHUP`
+/// on a socket or terminal), and then runs `onGone` once.
+final class ReaderWatch {
+    private let timer: any DispatchSourceTimer
+
+    init(onGone: @escaping @Sendable () -> Void) {
+        timer = DispatchSource.makeTimerSource(queue: .global())
+        timer.schedule(deadline: .now() + 1, repeating: 1)
+        let fired = Mutex(false)
+        timer.setEventHandler {
+            var output = pollfd(fd: STDOUT_FILENO, events: 0, revents: 0)
+            guard poll(&output, 1, 0) == 1, output.revents & Int16(POLLERR | POLLHUP) != 0 else { return }
+            if fired.withLock({ (done: inout Bool) -> Bool in
+                defer { done = true }
+                return !done
+            }) {
+                onGone()
+            }
+        }
+        timer.resume()
+    }
+
+    func cancel() { timer.cancel() }
 }
 
 /// SIGINT and SIGTERM run `onStop` instead of killing the process, so the command can end cleanly with
