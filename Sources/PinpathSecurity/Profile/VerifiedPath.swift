@@ -13,6 +13,10 @@ struct VerifiedPath {
 
     var leaf: Certificate { chain[0] }
 
+    /// The leaf's subject alternative name extension, decoded once for the several rules that read it (each
+    /// decoding cost about as much as the rule itself).
+    lazy var leafSubjectAlternativeNames: CertificateExtension<[GeneralName]>? = leaf.subjectAlternativeNameExtension
+
     /// Whether the certificate at `depth` is the trust anchor: the last of the path, from the store.
     func isAnchor(_ depth: Int) -> Bool { endsAtAnchor && depth == chain.count - 1 }
 

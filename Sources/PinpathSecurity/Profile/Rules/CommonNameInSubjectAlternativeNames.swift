@@ -23,7 +23,7 @@ struct CommonNameInSubjectAlternativeNames: ProfileRule {
     let profiles: Set<VerificationProfile> = [.webpki]
 
     func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
-        let names = path.leaf.subjectAlternativeNameExtension?.value ?? []
+        let names = path.leafSubjectAlternativeNames?.value ?? []
         var dnsNames: Set<[UInt8]> = []
         var addresses: Set<[UInt8]> = []
         for name in names {

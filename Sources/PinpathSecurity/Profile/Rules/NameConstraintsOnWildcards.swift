@@ -10,7 +10,7 @@ struct NameConstraintsOnWildcards: ProfileRule {
     let profiles: Set<VerificationProfile> = [.webpki, .rfc5280]
 
     func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
-        let wildcardDomains = Self.dnsNames(of: path.leaf).compactMap { name -> [UInt8]? in
+        let wildcardDomains = Self.dnsNames(of: &path).compactMap { name -> [UInt8]? in
             name.starts(with: Array("*.".utf8)) ? Array(name.dropFirst(2)).map(Self.lowercased) : nil
         }
         guard !wildcardDomains.isEmpty else { return .meetsRule }
@@ -34,13 +34,13 @@ struct NameConstraintsOnWildcards: ProfileRule {
         return !subtree.dropLast(domain.count + 1).contains(UInt8(ascii: "."))
     }
 
-    static func dnsNames(of leaf: Certificate) -> [[UInt8]] {
-        let sans = (leaf.subjectAlternativeNameExtension?.value ?? []).compactMap { name -> [UInt8]? in
+    static func dnsNames(of path: inout VerifiedPath) -> [[UInt8]] {
+        let sans = (path.leafSubjectAlternativeNames?.value ?? []).compactMap { name -> [UInt8]? in
             if case .dns(let bytes) = name { return bytes }
             return nil
         }
         if !sans.isEmpty { return sans }
-        return leaf.commonNames.filter { DNSNameSyntax.problem(inPresented: $0) == nil && $0.contains(UInt8(ascii: ".")) }
+        return path.leaf.commonNames.filter { DNSNameSyntax.problem(inPresented: $0) == nil && $0.contains(UInt8(ascii: ".")) }
     }
 
     static func lowercased(_ byte: UInt8) -> UInt8 {

@@ -7,7 +7,7 @@ struct SubjectAlternativeNameDNSSyntax: ProfileRule {
     let profiles: Set<VerificationProfile> = [.webpki, .rfc5280]
 
     func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
-        for case .dns(let bytes) in path.leaf.subjectAlternativeNameExtension?.value ?? [] {
+        for case .dns(let bytes) in path.leafSubjectAlternativeNames?.value ?? [] {
             if let problem = DNSNameSyntax.problem(inPresented: bytes) {
                 return fails(path, depth: 0, "the DNS SAN \(DNSNameSyntax.quoted(bytes)) \(problem)")
             }

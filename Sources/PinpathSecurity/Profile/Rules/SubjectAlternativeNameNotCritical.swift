@@ -5,7 +5,7 @@ struct SubjectAlternativeNameNotCritical: ProfileRule {
     let profiles: Set<VerificationProfile> = [.webpki]
 
     func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
-        guard let san = path.leaf.subjectAlternativeNameExtension, san.critical, !path.leaf.hasEmptySubject else {
+        guard let san = path.leafSubjectAlternativeNames, san.critical, !path.leaf.hasEmptySubject else {
             return .meetsRule
         }
         return fails(path, depth: 0, "the subject alternative name is critical although the subject is not empty")

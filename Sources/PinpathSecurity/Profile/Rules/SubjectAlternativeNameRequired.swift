@@ -7,7 +7,7 @@ struct SubjectAlternativeNameRequired: ProfileRule {
     let profiles: Set<VerificationProfile> = [.webpki]
 
     func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
-        guard path.leaf.subjectAlternativeNameExtension == nil else { return .meetsRule }
+        guard path.leafSubjectAlternativeNames == nil else { return .meetsRule }
         return fails(
             path, depth: 0,
             "the leaf has no subject alternative name; its subject commonName is not a host name")

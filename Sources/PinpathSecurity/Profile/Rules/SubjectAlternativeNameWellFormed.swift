@@ -9,7 +9,7 @@ struct SubjectAlternativeNameWellFormed: ProfileRule {
 
     func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
         let leaf = path.leaf
-        guard let san = leaf.subjectAlternativeNameExtension else {
+        guard let san = path.leafSubjectAlternativeNames else {
             guard leaf.hasEmptySubject else { return .meetsRule }
             return fails(path, depth: 0, "the subject is empty and there is no subject alternative name")
         }

@@ -8,7 +8,7 @@ struct WildcardNotOverPublicSuffix: ProfileRule {
     let profiles: Set<VerificationProfile> = [.webpki]
 
     func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
-        for case .dns(let bytes) in path.leaf.subjectAlternativeNameExtension?.value ?? [] {
+        for case .dns(let bytes) in path.leafSubjectAlternativeNames?.value ?? [] {
             guard bytes.starts(with: Array("*.".utf8)) else { continue }
             let domain = String(decoding: bytes.dropFirst(2), as: UTF8.self)
             switch PublicSuffixList.classify(domain) {
