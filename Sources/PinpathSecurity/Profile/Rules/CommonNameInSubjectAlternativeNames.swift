@@ -24,18 +24,17 @@ struct CommonNameInSubjectAlternativeNames: ProfileRule {
 
     func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
         let names = path.leafSubjectAlternativeNames?.value ?? []
-        var dnsNames: Set<[UInt8]> = []
-        var addresses: Set<[UInt8]> = []
-        for name in names {
-            switch name {
-            case .dns(let bytes): dnsNames.insert(bytes)
-            case .ipAddress(let bytes):
-                if let text = bytes.withUnsafeBytes(ipAddressText) { addresses.insert(Array(text.utf8)) }
-            default: continue
-            }
+        // A leaf has a few names: arrays searched in order cost less than sets hashed byte by byte.
+        let dnsNames = names.compactMap { name -> [UInt8]? in
+            if case .dns(let bytes) = name { return bytes }
+            return nil
         }
         for commonName in path.leaf.commonNames {
             if Self.readsAsAddress(commonName) {
+                let addresses = names.compactMap { name -> [UInt8]? in
+                    guard case .ipAddress(let bytes) = name else { return nil }
+                    return bytes.withUnsafeBytes(ipAddressText).map { Array($0.utf8) }
+                }
                 guard !addresses.contains(commonName) else { continue }
                 return fails(
                     path, depth: 0,
@@ -57,7 +56,9 @@ struct CommonNameInSubjectAlternativeNames: ProfileRule {
     /// Whether `name` is `domain`, or a name below it (`*.example.com` and `a.b.example.com` in `example.com`),
     /// byte for byte.
     static func lies(_ name: [UInt8], in domain: [UInt8]) -> Bool {
-        name == domain || (name.count > domain.count + 1 && name.suffix(domain.count + 1) == [UInt8(ascii: ".")] + domain)
+        name == domain
+            || (name.count > domain.count + 1 && name[name.count - domain.count - 1] == UInt8(ascii: ".")
+                && name.suffix(domain.count).elementsEqual(domain))
     }
 
     /// Whether a resolver would take `text` for an address. Wraps `inet_aton` (which also takes the hex,
