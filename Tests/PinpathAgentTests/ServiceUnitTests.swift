@@ -19,6 +19,7 @@ struct ServiceUnitTests {
         let text = try String(contentsOfFile: Self.unit, encoding: .utf8).replacingOccurrences(
             of: "/usr/local/bin/pinpath", with: Shell.pinpath)
         #expect(text.contains("Type=notify") && text.contains("ExecReload=") && text.contains("CapabilityBoundingSet=\n"))
+        #expect(text.contains("\nWatchdogSec=30s\n"))
         let copy = "\(directory)/pinpath.service"
         try text.write(toFile: copy, atomically: true, encoding: .utf8)
         let verified = try Shell.run([Self.analyze!, "verify", copy])

@@ -86,4 +86,20 @@ struct SystemdNotifierTests {
             (error as? SystemCallError)?.errno == ENAMETOOLONG
         }
     }
+
+    @Test("The watchdog: WATCHDOG_USEC for this process (or no WATCHDOG_PID) sets the timeout and a beat at half of it")
+    func watchdog() {
+        let pid = "\(getpid())"
+        for (environment, timeout) in [
+            (["WATCHDOG_USEC": "30000000"], Duration.seconds(30)),
+            (["WATCHDOG_USEC": "30000000", "WATCHDOG_PID": pid], .seconds(30)),
+            (["WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "1"], nil),
+            (["WATCHDOG_USEC": "0"], nil), (["WATCHDOG_USEC": "soon"], nil), ([:], nil),
+        ] as [([String: String], Duration?)] {
+            let notifier = SystemdNotifier(socketPath: "/run/notify", environment: environment)
+            #expect(notifier.watchdogTimeout == timeout, "\(environment)")
+            #expect(notifier.heartbeatInterval == (timeout.map { $0 / 2 } ?? .seconds(10)), "\(environment)")
+        }
+        #expect(SystemdNotifier(socketPath: nil, environment: ["WATCHDOG_USEC": "30000000"]).heartbeatInterval == nil)
+    }
 }

@@ -190,7 +190,11 @@ struct AgentTests {
         #expect(dropped.flatMap { Double($0.split(separator: " ").last ?? "") }.map { $0 > 0 } == true, "\(text)")
     }
 
-    @Test("systemd: READY=1 after start, RELOADING=1 then READY=1 around SIGHUP, STOPPING=1 on SIGTERM")
+    @Test(
+        """
+        systemd: READY=1 after start, WATCHDOG=1 every half WATCHDOG_USEC and STATUS= with the endpoints' states from the \
+        scheduling loop, RELOADING=1 then READY=1 around SIGHUP, STOPPING=1 on SIGTERM
+        """)
     func notifications() async throws {
         let directory = "\(pki.directory)/agent-notify-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -226,12 +230,18 @@ struct AgentTests {
             throw ShellError(description: "no \(expected) from the agent; got \(messages)")
         }
         setenv("NOTIFY_SOCKET", socketPath, 1)
+        setenv("WATCHDOG_USEC", "400000", 1)  // a beat every 0.2 s
         let devNull = open("/dev/null", O_WRONLY)
         let agent = try Shell.spawn([Shell.pinpath, "run", "--config", config], stdout: devNull)
         close(devNull)
         unsetenv("NOTIFY_SOCKET")
+        unsetenv("WATCHDOG_USEC")
         defer { Shell.kill(agent) }
         try await receive(until: "READY=1")
+        // The endpoint's 1 s interval alone would wake the loop too rarely for a 0.4 s watchdog: the beats prove
+        // the loop turns for them. The closed port's probe makes the endpoint down.
+        for _ in 0..<3 { try await receive(until: "WATCHDOG=1") }
+        try await receive(until: "STATUS=1 endpoint: 0 up, 1 down, 0 unreachable, 0 unknown")
         kill(agent, SIGHUP)
         try await receive(until: "RELOADING=1")
         #expect(messages.last!.contains("MONOTONIC_USEC="))

@@ -87,7 +87,19 @@ public final class Agent: Sendable {
             _ = writer.close(timeout: .seconds(1))
             throw .unavailable(error.message)
         }
-        let core = AgentCore(configuration: configuration, writer: writer, monitor: monitor, session: session, once: once)
+        // WATCHDOG=1 (when systemd watches) and STATUS= with the endpoints' states, from the scheduling loop.
+        let heartbeat = notifier.heartbeatInterval.map { interval in
+            (
+                interval: interval,
+                beat: { @Sendable (summary: String) in
+                    try? notifier.watchdog()
+                    try? notifier.status(summary)
+                }
+            )
+        }
+        let core = AgentCore(
+            configuration: configuration, writer: writer, monitor: monitor, session: session, once: once,
+            heartbeat: once ? nil : heartbeat)
         let agent = Agent(
             core: core, writer: writer, monitor: monitor, session: session, notifier: notifier, path: configurationPath,
             environment: environment)

@@ -16,6 +16,8 @@ actor AgentCore {
     private var scheduler = ProbeScheduler(origin: ProbeScheduler.wallClockAlignedOrigin())
     private var admission = ProbeAdmission()
     private var stopping = false
+    /// Called from the loop at least this often with the endpoints' summary: systemd's watchdog and status.
+    private let heartbeat: (interval: Duration, beat: @Sendable (_ summary: String) -> Void)?
     private var sleeper: CheckedContinuation<Void, Never>?
     /// Counts the loop's sleeps, so that a timer can tell whether the sleep it was set for is still on.
     private var sleepNumber = 0
@@ -35,7 +37,11 @@ actor AgentCore {
             lateness: admission.lateness)
     }
 
-    init(configuration: AgentConfiguration, writer: AsyncEventWriter, monitor: ReachabilityMonitor, session: Session, once: Bool) {
+    init(
+        configuration: AgentConfiguration, writer: AsyncEventWriter, monitor: ReachabilityMonitor, session: Session, once: Bool,
+        heartbeat: (interval: Duration, beat: @Sendable (_ summary: String) -> Void)? = nil
+    ) {
+        self.heartbeat = heartbeat
         self.configuration = configuration
         self.writer = writer
         self.monitor = monitor
@@ -59,13 +65,23 @@ actor AgentCore {
 
     // MARK: The loop
 
-    /// Probes every endpoint on its schedule until ``stop()``.
+    /// Probes every endpoint on its schedule until ``stop()``. The heartbeat comes from this loop, so that a
+    /// loop that stops turning stops it too, and systemd's watchdog restarts the agent.
     func run() async {
+        var nextBeat = ContinuousClock.now
         while !stopping {
             let now = ContinuousClock.now
             while let due = scheduler.takeDue(now: now) { launch(due.endpoint, due: due.due) }
             if stopping { break }
-            await sleep(until: scheduler.nextDue)
+            var wakeUp = scheduler.nextDue
+            if let heartbeat {
+                if now >= nextBeat {
+                    heartbeat.beat(endpoints.summary)
+                    nextBeat = now + heartbeat.interval
+                }
+                wakeUp = min(wakeUp ?? nextBeat, nextBeat)
+            }
+            await sleep(until: wakeUp)
         }
     }
 

@@ -35,6 +35,15 @@ struct EndpointRegistry {
     /// Whether every endpoint is `up`.
     var allUp: Bool { order.allSatisfy { trackers[$0]?.state.status == .up } }
 
+    /// `3 endpoints: 2 up, 1 down, 0 unreachable, 0 unknown`: systemd's STATUS= line.
+    var summary: String {
+        var counts: [EndpointState.Status: Int] = [:]
+        for name in order { counts[trackers[name]?.state.status ?? .unknown, default: 0] += 1 }
+        let parts = EndpointState.Status.allCases.filter { $0 != .unknown } + [.unknown]
+        return "\(order.count) endpoint\(order.count == 1 ? "" : "s"): "
+            + parts.map { "\(counts[$0, default: 0]) \($0.rawValue)" }.joined(separator: ", ")
+    }
+
     // MARK: Results
 
     /// Applies a probe's result to its endpoint.

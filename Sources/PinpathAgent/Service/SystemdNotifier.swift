@@ -5,16 +5,44 @@ import Glibc
 /// call it unconditionally.
 ///
 /// The agent sends ``ready()`` after its first path snapshot and configuration load, ``reloading()`` and
-/// then ``ready()`` around a reload (SIGHUP), and ``stopping()`` on shutdown. Any thread; each message
-/// opens its own socket, since there are a handful in a run.
+/// then ``ready()`` around a reload (SIGHUP), ``stopping()`` on shutdown, and from its scheduling loop
+/// ``watchdog()`` and ``status(_:)`` every ``heartbeatInterval``. Any thread; each message opens its own
+/// socket (a few a minute).
 public struct SystemdNotifier: Sendable {
     /// The socket's address as systemd gives it (a path, or `@name` for the abstract namespace); nil when
     /// not run by systemd with `Type=notify`.
     public let socketPath: String?
+    /// systemd's watchdog timeout (`WatchdogSec=`, given as `$WATCHDOG_USEC` to the process `$WATCHDOG_PID`
+    /// names, if any), or nil when there is none: past it without `WATCHDOG=1`, systemd restarts the service.
+    public let watchdogTimeout: Duration?
 
-    /// - Parameter socketPath: `$NOTIFY_SOCKET` by default.
-    public init(socketPath: String? = getenv("NOTIFY_SOCKET").map { String(cString: $0) }) {
+    /// - Parameters:
+    ///   - socketPath: `$NOTIFY_SOCKET` by default.
+    ///   - environment: where `WATCHDOG_USEC` and `WATCHDOG_PID` are read; the process's by default.
+    public init(
+        socketPath: String? = getenv("NOTIFY_SOCKET").map { String(cString: $0) },
+        environment: [String: String]? = nil
+    ) {
         self.socketPath = socketPath.flatMap { $0.isEmpty ? nil : $0 }
+        let variable = { (name: String) in environment.map { $0[name] } ?? getenv(name).map { String(cString: $0) } }
+        let forUs = variable("WATCHDOG_PID").map { pid_t($0) == getpid() } ?? true
+        if forUs, let text = variable("WATCHDOG_USEC"), let microseconds = Int64(text), microseconds > 0 {
+            watchdogTimeout = .microseconds(microseconds)
+        } else {
+            watchdogTimeout = nil
+        }
+    }
+
+    /// How often the agent's loop should send ``watchdog()`` and ``status(_:)``: half the watchdog timeout, as
+    /// sd_watchdog_enabled(3) advises, or every 10 s without one; nil when systemd is not listening.
+    public var heartbeatInterval: Duration? {
+        guard socketPath != nil else { return nil }
+        return watchdogTimeout.map { $0 / 2 } ?? .seconds(10)
+    }
+
+    /// Sends `WATCHDOG=1`, when systemd watches (nothing otherwise).
+    public func watchdog() throws(SystemCallError) {
+        if watchdogTimeout != nil { try send("WATCHDOG=1") }
     }
 
     /// Sends `READY=1`.

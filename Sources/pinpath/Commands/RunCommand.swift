@@ -16,7 +16,8 @@ struct RunCommand: AsyncParsableCommand {
             flight get 2 s, agent.stopping is written, exit 0. An output that fails (a closed pipe, a full \
             disk) does not stop the agent: lines are dropped, counted, and reported by events.dropped once it \
             takes lines again; a deleted events file is created again before the next line. With NOTIFY_SOCKET set (systemd Type=notify), \
-            READY=1, RELOADING=1 and STOPPING=1 are sent.
+            READY=1, RELOADING=1 and STOPPING=1 are sent, and from the scheduling loop STATUS= (the endpoints' \
+            states) every 10 s, or WATCHDOG=1 and STATUS= every half WATCHDOG_USEC under WatchdogSec=.
             --once probes every endpoint once (one result decides its state) and exits 0 if all are up, 1 \
             otherwise, for cron and CI.
             Exit codes: 0 stopped cleanly (or, with --once, all up), 1 some endpoint not up (--once), \
