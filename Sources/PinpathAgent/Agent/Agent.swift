@@ -89,13 +89,10 @@ public final class Agent: Sendable {
         }
         // WATCHDOG=1 (when systemd watches) and STATUS= with the endpoints' states, from the scheduling loop.
         let heartbeat = notifier.heartbeatInterval.map { interval in
-            (
-                interval: interval,
-                beat: { @Sendable (summary: String) in
-                    try? notifier.watchdog()
-                    try? notifier.status(summary)
-                }
-            )
+            AgentCore.Heartbeat(interval: interval) { summary in
+                try? notifier.watchdog()
+                try? notifier.status(summary)
+            }
         }
         let core = AgentCore(
             configuration: configuration, writer: writer, monitor: monitor, session: session, once: once,

@@ -16,11 +16,16 @@ actor AgentCore {
     private var scheduler = ProbeScheduler(origin: ProbeScheduler.wallClockAlignedOrigin())
     private var admission = ProbeAdmission()
     private var stopping = false
-    /// Called from the loop at least this often with the endpoints' summary: systemd's watchdog and status.
-    private let heartbeat: (interval: Duration, beat: @Sendable (_ summary: String) -> Void)?
+    private let heartbeat: Heartbeat?
     private var sleeper: CheckedContinuation<Void, Never>?
     /// Counts the loop's sleeps, so that a timer can tell whether the sleep it was set for is still on.
     private var sleepNumber = 0
+
+    /// Called from the loop at least every `interval` with the endpoints' summary: systemd's watchdog and status.
+    struct Heartbeat {
+        let interval: Duration
+        let beat: @Sendable (_ summary: String) -> Void
+    }
 
     /// What `agent.stopping` reports.
     struct Counters: Sendable {
@@ -39,7 +44,7 @@ actor AgentCore {
 
     init(
         configuration: AgentConfiguration, writer: AsyncEventWriter, monitor: ReachabilityMonitor, session: Session, once: Bool,
-        heartbeat: (interval: Duration, beat: @Sendable (_ summary: String) -> Void)? = nil
+        heartbeat: Heartbeat? = nil
     ) {
         self.heartbeat = heartbeat
         self.configuration = configuration

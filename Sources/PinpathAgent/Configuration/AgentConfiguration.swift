@@ -190,7 +190,8 @@ extension ConfigurationDecoder {
                 "\"\(text)\" does not end in .prom; node_exporter's textfile collector reads only *.prom files")
             return nil
         }
-        reportUnwritableDirectory(of: resolve(path: text), at: value, fields.path("textfile"))
-        return resolve(path: text)
+        let path = resolve(path: text)
+        reportUnwritableDirectory(of: path, at: value, fields.path("textfile"))
+        return path
     }
 }

@@ -60,8 +60,9 @@ public struct EventsConfiguration: Sendable, Equatable {
                     .invalidValue, at: value, fields.path("output"),
                     "\"\(text)\" is not a file path (use stdout or a file such as /var/log/pinpath/events.jsonl)")
             } else if text != "stdout" {
-                output = .file(decoder.resolve(path: text))
-                decoder.reportUnwritableDirectory(of: decoder.resolve(path: text), at: value, fields.path("output"))
+                let path = decoder.resolve(path: text)
+                output = .file(path)
+                decoder.reportUnwritableDirectory(of: path, at: value, fields.path("output"))
             }
         }
         let maxSize = fields["max_size"].flatMap { decoder.byteSize($0, fields.path("max_size")) } ?? defaultMaxSize

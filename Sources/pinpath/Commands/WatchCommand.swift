@@ -66,23 +66,19 @@ struct WatchCommand: AsyncParsableCommand {
 }
 
 /// Checks standard output once a second for a reader that went away (`POLLERR` on a pipe's write end, `POLLHUP`
-/// on a socket or terminal), and then runs `onGone` once.
+/// on a socket or terminal), and then runs `onGone` once: the timer ends there, and a source's handler never
+/// runs twice at once.
 final class ReaderWatch {
     private let timer: any DispatchSourceTimer
 
     init(onGone: @escaping @Sendable () -> Void) {
         timer = DispatchSource.makeTimerSource(queue: .global())
         timer.schedule(deadline: .now() + 1, repeating: 1)
-        let fired = Mutex(false)
-        timer.setEventHandler {
+        timer.setEventHandler { [weak self] in
             var output = pollfd(fd: STDOUT_FILENO, events: 0, revents: 0)
             guard poll(&output, 1, 0) == 1, output.revents & Int16(POLLERR | POLLHUP) != 0 else { return }
-            if fired.withLock({ (done: inout Bool) -> Bool in
-                defer { done = true }
-                return !done
-            }) {
-                onGone()
-            }
+            self?.cancel()
+            onGone()
         }
         timer.resume()
     }
