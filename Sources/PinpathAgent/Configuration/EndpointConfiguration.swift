@@ -1,6 +1,6 @@
 import FoundationEssentials
 import PinpathHTTP
-import Yams
+import PinpathYAML
 
 /// One HTTP(S) endpoint the agent probes (an item of `endpoints:`), with every default applied.
 ///
