@@ -16,9 +16,7 @@ let package = Package(
         .library(name: "PinpathFuzzing", targets: ["PinpathFuzzing"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        // The agent's configuration: YAML with the line and column of every node, for precise errors.
-        .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
     ],
     targets: [
         // C libraries from Debian's -dev packages, found with pkg-config.
@@ -27,6 +25,7 @@ let package = Package(
             providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         // Pass-throughs for what Swift cannot import (variadics, function-like macros, _GNU_SOURCE-only symbols),
         // one target per C library so that each layer needs only its own library's headers.
         .target(name: "CLinuxShims"),  // glibc: setns, eventfd, recvmmsg, thread names, mallopt
@@ -45,10 +44,13 @@ let package = Package(
             dependencies: [
                 "PinpathSupport", "CCurl", "CCurlShims", "COpenSSL", "PinpathReachability", "PinpathSecurity",
             ]),
+        // The agent's configuration: YAML composed by libyaml with the line and column of every node, for
+        // precise errors (a thin wrapper: Yams imports Foundation, which links ICU's 35 MiB of data).
+        .target(name: "PinpathYAML", dependencies: ["CYAML"]),
         .target(
             name: "PinpathAgent",
             dependencies: [
-                "PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", .product(name: "Yams", package: "Yams"),
+                "PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathYAML", "CYAML",
             ]),
         .executableTarget(
             name: "pinpath",
@@ -63,6 +65,7 @@ let package = Package(
             path: "benchmarks/PinpathBench"),
 
         .testTarget(name: "PinpathReachabilityTests", dependencies: ["PinpathReachability"]),
+        .testTarget(name: "PinpathYAMLTests", dependencies: ["PinpathYAML"]),
         // Runs programs (ip, openssl, pinpath) for the test targets; the test PKI and `openssl s_server`.
         .target(name: "PinpathTestSupport", dependencies: ["PinpathSecurity"], path: "Tests/PinpathTestSupport"),
         // The fuzz checks: what each input must satisfy, shared by fuzz/ (libFuzzer) and the property tests.

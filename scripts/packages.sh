@@ -1,8 +1,8 @@
 # Sourced by scripts/run and scripts/test: installs the Debian packages pinpath needs, only those missing.
-# C libraries (with pkg-config to find them; libpsl5, loaded at run time, reads the list of `publicsuffix`); iproute2,
-# python3 and the openssl CLI for the tests and benchmarks.
-PINPATH_PACKAGES=(pkg-config libnl-3-dev libnl-route-3-dev libssl-dev libcurl4-openssl-dev libpsl5 publicsuffix iproute2
-  python3 openssl)
+# C libraries (with pkg-config to find them; libpsl5, loaded at run time, reads the list of `publicsuffix`; libyaml-dev
+# brings the runtime libyaml-0-2); iproute2, python3 and the openssl CLI for the tests and benchmarks.
+PINPATH_PACKAGES=(pkg-config libnl-3-dev libnl-route-3-dev libssl-dev libcurl4-openssl-dev libyaml-dev libpsl5 publicsuffix
+  iproute2 python3 openssl)
 # The tests' servers: python3-venv for httpbin (PyPI), nginx for the agent's many-endpoint runs.
 PINPATH_TEST_PACKAGES=(python3-venv nginx-light)
 

@@ -2,7 +2,7 @@ import FoundationEssentials
 import Glibc
 import PinpathReachability
 import PinpathSecurity
-import Yams
+import PinpathYAML
 
 /// The agent's validated configuration (`etc/pinpath.yaml` is the commented example): every default
 /// applied, every reference resolved, every file it names already read.

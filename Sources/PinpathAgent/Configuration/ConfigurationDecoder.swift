@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Glibc
-import Yams
+import PinpathYAML
 
 /// Walks the YAML nodes of one configuration file, turning them into values and collecting every problem
 /// with its position instead of stopping at the first: a rejected reload must report them all.

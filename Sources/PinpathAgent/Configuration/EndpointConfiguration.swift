@@ -1,6 +1,6 @@
 import FoundationEssentials
 import PinpathHTTP
-import Yams
+import PinpathYAML
 
 /// One HTTP(S) endpoint the agent probes (an item of `endpoints:`), with every default applied.
 ///
@@ -196,7 +196,7 @@ extension ConfigurationDecoder {
     func url(_ node: Node, _ keyPath: String) -> URL? {
         guard let text = string(node, keyPath, "an http or https URL") else { return nil }
         let problem: String?
-        let url = URL(string: text)
+        let url = URL(endpointText: text)
         let shown = DisplayURL.redacting(text)  // problems reach the journal: no query, no credentials
         if text.contains("${") {
             problem = "\"\(shown)\" uses ${…}, which only header values may; put a token in a header instead"

@@ -1,4 +1,4 @@
-import Yams
+import PinpathYAML
 
 /// Where the agent writes its events and which probe results become events (`events:`).
 public struct EventsConfiguration: Sendable, Equatable {

@@ -1,6 +1,6 @@
 import FoundationEssentials
 import PinpathSecurity
-import Yams
+import PinpathYAML
 
 /// One named entry of `policies:`: a validated ``SecurityPolicy`` and what it applies to. Compares by value
 /// (the policy, its hosts, its CA file's certificates), so a reload sees any change to it.

@@ -1,4 +1,4 @@
-import Yams
+import PinpathYAML
 
 /// What a response must look like for a probe to succeed (`expect:`).
 public struct ResponseExpectation: Sendable, Equatable {

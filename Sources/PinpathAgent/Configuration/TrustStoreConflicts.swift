@@ -1,5 +1,5 @@
 import PinpathSecurity
-import Yams
+import PinpathYAML
 
 extension ConfigurationDecoder {
     /// Reports each pair of policies whose `hosts` can match one host but whose `ca_file`s hold different

@@ -1,7 +1,7 @@
-// Yams' own C module (libyaml), imported for its event parser: Yams composes nodes only through recursion.
-import CYaml
+// libyaml, imported for its event parser: counting events needs no node tree.
+import CYAML
 
-/// Refuses YAML nested deeper than the configuration could ever need, before Yams composes it. Yams builds
+/// Refuses YAML nested deeper than the configuration could ever need, before it is composed. Yams built
 /// the node tree recursively (and Swift frees it recursively), so a few thousand `[` overflowed the stack:
 /// `pinpath check-config` and the agent's reload crashed on a 7 KB file. libyaml's parser keeps its state
 /// on the heap, so counting its events is safe at any depth.
@@ -11,7 +11,7 @@ enum YAMLNestingLimit {
 
     /// Where (line and column from 1, as libyaml counts them) the first collection deeper than
     /// ``maximumDepth`` starts; `nil` when none does, or when the text is not valid YAML before that
-    /// point (Yams then reports the syntax error).
+    /// point (the parser then reports the syntax error).
     static func firstTooDeep(in yaml: String) -> (line: Int, column: Int)? {
         var parser = yaml_parser_t()
         guard yaml_parser_initialize(&parser) == 1 else { return nil }

@@ -1,6 +1,4 @@
-// Foundation for Thread and NSCondition: the agent links it already (through Yams), and a condition
-// variable needs the stable address that NSCondition gives and Swift's Mutex does not.
-import Foundation
+import Glibc
 
 /// The agent's event writer: the envelope of ``EventWriter``, written on a thread of its own so that a
 /// slow or failing output never blocks a probe or the network monitor.
@@ -46,9 +44,12 @@ public final class AsyncEventWriter: Sendable {
         precondition(capacity > 0, "capacity must be positive")
         shared = Shared(capacity: capacity)
         let drain = Drain(sink: sink, shared: shared, format: format)
-        let thread = Thread { drain.run() }
-        thread.name = "pinpath-events"
-        thread.start()
+        do {
+            try DedicatedThread(name: "pinpath-events") { drain.run() }.detach()
+        } catch {
+            // The agent cannot run without its writer; pthread_create fails only at a thread limit.
+            fatalError("cannot start the event writer thread: \(error)")
+        }
     }
 
     deinit {
@@ -135,7 +136,7 @@ private final class Shared: @unchecked Sendable {
     }
 
     let capacity: Int
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var state = State()
 
     init(capacity: Int) {
@@ -159,8 +160,7 @@ private final class Shared: @unchecked Sendable {
 
     /// Waits until `done` holds or `timeout` passes; returns whether it holds.
     func wait(timeout: Duration, until done: (State) -> Bool) -> Bool {
-        let seconds = timeout.inSeconds
-        let deadline = Date(timeIntervalSinceNow: seconds)
+        let deadline = ConditionLock.Deadline(after: timeout)
         condition.lock()
         defer { condition.unlock() }
         while !done(state) {

@@ -18,6 +18,7 @@ enum Redirect {
     static func next(after request: HTTPRequest, response: HTTPResponse, options: RequestOptions) throws(HTTPError) -> HTTPRequest? {
         guard [301, 302, 303, 307, 308].contains(response.statusCode), let location = response.headers["Location"],
             let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
+            URLHost.isWellFormed(inURLText: location),  // as full Foundation parsed it: no space or `|` in a host
             let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https"
         else { return nil }
         let downgrade = request.url.scheme?.lowercased() == "https" && scheme == "http"

@@ -1,0 +1,183 @@
+import CYAML
+
+/// Composes YAML text into a ``Node`` tree with libyaml's event parser (Debian's libyaml), keeping the
+/// position of every node.
+///
+/// Aliases become the node their anchor names, as Yams composes them: the copy shares storage with the
+/// original (Swift arrays are copy-on-write), so a "billion laughs" text costs memory in proportion to its
+/// size, not to its expansion. An alias to an anchor not yet closed (`&a [*a]`) is an undefined alias.
+/// Merge keys (`<<`) and tags are not applied: readers see them as written.
+///
+/// Composition keeps its own stack, but a reader walking the tree and Swift freeing it both recurse, so
+/// callers bound the nesting of untrusted text first.
+public struct Parser: Sendable {
+    /// The text to compose.
+    public let yaml: String
+
+    public init(yaml: String) {
+        self.yaml = yaml
+    }
+
+    /// The root of the one document in the text; `nil` when the text holds none (empty, or only comments).
+    ///
+    /// - Throws: ``YamlError`` with libyaml's problem and position; a second document is
+    ///   ``YamlError/composer(context:problem:_:yaml:)`` with the problem "but found another document".
+    public func singleRoot() throws(YamlError) -> Node? {
+        let reader = try EventReader(yaml: yaml)
+        _ = try reader.next()  // the stream's start
+        guard try reader.next().kind != .streamEnd else { return nil }  // or the document's start
+        var composer = Composer(yaml: yaml)
+        let root = try composer.node(startingWith: reader.next(), from: reader)
+        _ = try reader.next()  // the document's end
+        let next = try reader.next()
+        guard next.kind == .streamEnd else {
+            throw .composer(
+                context: YamlError.Context(text: "expected a single document in the stream", mark: Mark(line: 1, column: 1)),
+                problem: "but found another document", next.mark, yaml: yaml)
+        }
+        return root
+    }
+}
+
+/// Builds nodes from events with an explicit stack of the collections still open.
+private struct Composer {
+    let yaml: String
+    /// The nodes anchored so far; a later anchor of the same name replaces an earlier one.
+    var anchors: [String: Node] = [:]
+
+    private struct OpenCollection {
+        let isMapping: Bool
+        let anchor: String?
+        let mark: Mark
+        /// For a mapping, keys and values alternate.
+        var items: [Node] = []
+
+        var node: Node {
+            guard isMapping else { return .sequence(Node.Sequence(items, mark)) }
+            let pairs = stride(from: 0, to: items.count - 1, by: 2).map { (items[$0], items[$0 + 1]) }
+            return .mapping(Node.Mapping(pairs, mark))
+        }
+    }
+
+    init(yaml: String) {
+        self.yaml = yaml
+    }
+
+    mutating func node(startingWith first: Event, from reader: EventReader) throws(YamlError) -> Node {
+        var open: [OpenCollection] = []
+        var event = first
+        while true {
+            let completed: Node?
+            switch event.kind {
+            case .alias:
+                guard let anchor = event.anchor, let node = anchors[anchor] else {
+                    throw .composer(context: nil, problem: "found undefined alias", event.mark, yaml: yaml)
+                }
+                completed = node
+            case .scalar:
+                let node = Node.scalar(event.scalar ?? Node.Scalar("", .plain, event.mark))
+                if let anchor = event.anchor { anchors[anchor] = node }
+                completed = node
+            case .sequenceStart, .mappingStart:
+                open.append(OpenCollection(isMapping: event.kind == .mappingStart, anchor: event.anchor, mark: event.mark))
+                completed = nil
+            case .sequenceEnd, .mappingEnd:
+                guard let collection = open.popLast() else {
+                    throw .composer(context: nil, problem: "unexpected end of a collection", event.mark, yaml: yaml)
+                }
+                let node = collection.node
+                if let anchor = collection.anchor { anchors[anchor] = node }
+                completed = node
+            case .streamStart, .streamEnd, .documentStart, .documentEnd, .none:
+                // libyaml's parser never sends these inside a document.
+                throw .composer(context: nil, problem: "unexpected event", event.mark, yaml: yaml)
+            }
+            if let completed {
+                guard !open.isEmpty else { return completed }
+                open[open.count - 1].items.append(completed)
+            }
+            event = try reader.next()
+        }
+    }
+}
+
+/// One libyaml event, copied out of libyaml's memory.
+private struct Event {
+    enum Kind {
+        case none, streamStart, streamEnd, documentStart, documentEnd, alias, scalar
+        case sequenceStart, sequenceEnd, mappingStart, mappingEnd
+    }
+
+    var kind: Kind
+    var mark: Mark
+    var anchor: String?
+    var scalar: Node.Scalar?
+
+    init(_ event: yaml_event_t) {
+        mark = Mark(line: Int(event.start_mark.line) + 1, column: Int(event.start_mark.column) + 1)
+        switch event.type {
+        case YAML_STREAM_START_EVENT: kind = .streamStart
+        case YAML_STREAM_END_EVENT: kind = .streamEnd
+        case YAML_DOCUMENT_START_EVENT: kind = .documentStart
+        case YAML_DOCUMENT_END_EVENT: kind = .documentEnd
+        case YAML_ALIAS_EVENT:
+            kind = .alias
+            anchor = Self.text(event.data.alias.anchor)
+        case YAML_SCALAR_EVENT:
+            kind = .scalar
+            let data = event.data.scalar
+            anchor = Self.text(data.anchor)
+            // A scalar's length is given: it may hold NUL characters.
+            let value = String(decoding: UnsafeBufferPointer(start: data.value, count: data.length), as: UTF8.self)
+            scalar = Node.Scalar(value, Node.Scalar.Style(rawValue: data.style.rawValue) ?? .any, mark)
+        case YAML_SEQUENCE_START_EVENT:
+            kind = .sequenceStart
+            anchor = Self.text(event.data.sequence_start.anchor)
+        case YAML_SEQUENCE_END_EVENT: kind = .sequenceEnd
+        case YAML_MAPPING_START_EVENT:
+            kind = .mappingStart
+            anchor = Self.text(event.data.mapping_start.anchor)
+        case YAML_MAPPING_END_EVENT: kind = .mappingEnd
+        default: kind = .none
+        }
+    }
+
+    private static func text(_ pointer: UnsafeMutablePointer<UInt8>?) -> String? {
+        pointer.map { String(cString: UnsafePointer($0)) }
+    }
+}
+
+/// Owns one `yaml_parser_t` and the UTF-8 bytes it reads; both live at fixed addresses, as libyaml keeps
+/// pointers to them between calls.
+private final class EventReader {
+    private let parser = UnsafeMutablePointer<yaml_parser_t>.allocate(capacity: 1)
+    private let input: UnsafeMutableBufferPointer<UInt8>
+    private let yaml: String
+
+    init(yaml: String) throws(YamlError) {
+        self.yaml = yaml
+        input = .allocate(capacity: max(yaml.utf8.count, 1))
+        _ = input.initialize(from: yaml.utf8)
+        guard yaml_parser_initialize(parser) == 1 else {
+            input.deallocate()
+            parser.deallocate()
+            throw .memory
+        }
+        yaml_parser_set_encoding(parser, YAML_UTF8_ENCODING)
+        yaml_parser_set_input_string(parser, input.baseAddress, yaml.utf8.count)
+    }
+
+    deinit {
+        yaml_parser_delete(parser)
+        parser.deallocate()
+        input.deallocate()
+    }
+
+    /// Wraps `yaml_parser_parse`: the next event, copied, or libyaml's error.
+    func next() throws(YamlError) -> Event {
+        var event = yaml_event_t()
+        guard yaml_parser_parse(parser, &event) == 1 else { throw YamlError(from: parser.pointee, yaml: yaml) }
+        defer { yaml_event_delete(&event) }
+        return Event(event)
+    }
+}
