@@ -4,8 +4,9 @@
 PINPATH_PACKAGES=(pkg-config libnl-3-dev libnl-route-3-dev libssl-dev libcurl4-openssl-dev libpsl5 publicsuffix iproute2
   python3 openssl)
 # The tests' servers: python3-venv for httpbin (PyPI), nginx for the agent's many-endpoint runs; prometheus for
-# promtool, which checks and unit-tests etc/prometheus/pinpath.rules.yml (Debian 12 has no smaller package with it).
-PINPATH_TEST_PACKAGES=(python3-venv nginx-light prometheus)
+# promtool, which checks and unit-tests etc/prometheus/pinpath.rules.yml (Debian 12 has no smaller package with it);
+# prometheus-node-exporter, which reads the agent's textfile as another user, as the shipped unit is installed.
+PINPATH_TEST_PACKAGES=(python3-venv nginx-light prometheus prometheus-node-exporter)
 
 install_missing_packages() {
     local missing=() package
