@@ -169,7 +169,17 @@ public struct TextfileMetrics: Sendable {
         while true {
             let temporary = "\(directory).\(name).\(String(UInt64.random(in: .min ... .max), radix: 36)).tmp"
             let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-            if descriptor >= 0 { return (descriptor, temporary) }
+            if descriptor >= 0 {
+                // open's mode passes through the umask, and the shipped unit's UMask=0027 would make the file
+                // 0640, unreadable by node_exporter: the metrics are meant for another user, so say 0644 again.
+                guard fchmod(descriptor, 0o644) == 0 else {
+                    let failure = errno
+                    close(descriptor)
+                    unlink(temporary)
+                    throw SystemCallError("chmod", temporary, errno: failure)
+                }
+                return (descriptor, temporary)
+            }
             guard errno == EEXIST else { throw SystemCallError("create", temporary, errno: errno) }
         }
     }
