@@ -131,8 +131,8 @@ enum AgentEvents {
         AgentEvent(
             EventCatalog.reportDelivered,
             [
-                ("url", .string(job.collector.displayURL)), ("endpoint", .string(job.endpoint)), ("hostname", .string(job.report.hostname)),
-                ("port", .int(job.report.port)), ("attempts", .int(attempts)), ("status_code", .int(statusCode)),
+                ("url", .string(job.collector.displayURL)), ("endpoint", .string(job.endpoint)), ("hostname", .string(job.hostname)),
+                ("port", .int(job.port)), ("attempts", .int(attempts)), ("status_code", .int(statusCode)),
                 ("dropped", .int(dropped)),
             ])
     }
@@ -145,8 +145,8 @@ enum AgentEvents {
         AgentEvent(
             EventCatalog.reportDeliveryFailed,
             [
-                ("url", .string(job.collector.displayURL)), ("endpoint", .string(job.endpoint)), ("hostname", .string(job.report.hostname)),
-                ("port", .int(job.report.port)), ("attempts", .int(attempts)), ("reason", .string(reason)),
+                ("url", .string(job.collector.displayURL)), ("endpoint", .string(job.endpoint)), ("hostname", .string(job.hostname)),
+                ("port", .int(job.port)), ("attempts", .int(attempts)), ("reason", .string(reason)),
                 ("status_code", statusCode.map(JSONValue.int) ?? .null), ("message", .string(message)), ("dropped", .int(dropped)),
             ])
     }

@@ -3,12 +3,32 @@ import PinpathHTTP
 import PinpathSecurity
 import Synchronization
 
-/// One pin failure report on its way to one collector.
+/// One pin failure report on its way to one collector: the body to POST, and what its events name.
 struct PinReportJob: Sendable {
-    let report: PinFailureReport
     /// The endpoint whose probe failed.
     let endpoint: String
+    /// The host and port the report is about.
+    let hostname: String
+    let port: Int
+    /// RFC 7469's report as JSON.
+    let body: [UInt8]
     let collector: ReportCollector
+
+    /// `report` for `collector`: the body is RFC 7469's JSON object, the fields `pin.failure` carries after
+    /// `suppressed`.
+    init(report: PinFailureReport, endpoint: String, collector: ReportCollector) {
+        self.init(
+            endpoint: endpoint, hostname: report.hostname, port: report.port, body: Array(AgentEvents.reportBody(report).encoded().utf8),
+            collector: collector)
+    }
+
+    init(endpoint: String, hostname: String, port: Int, body: [UInt8], collector: ReportCollector) {
+        self.endpoint = endpoint
+        self.hostname = hostname
+        self.port = port
+        self.body = body
+        self.collector = collector
+    }
 }
 
 /// POSTs pin failure reports (RFC 7469 §3's JSON) to their collectors through the agent's gated ``Session``,
@@ -188,11 +208,9 @@ final class PinReportDelivery: Sendable {
 
     private static let shutdownMessage = "the agent stopped before the report was delivered"
 
-    /// The POST: the report as RFC 7469's JSON object, the fields `pin.failure` carries after `suppressed`.
+    /// The POST of the report's JSON.
     static func request(_ job: PinReportJob) -> HTTPRequest {
-        let body = AgentEvents.reportBody(job.report).encoded()
-        return HTTPRequest(
-            method: .post, url: job.collector.url, headers: ["Content-Type": "application/json"], body: .bytes(Array(body.utf8)))
+        HTTPRequest(method: .post, url: job.collector.url, headers: ["Content-Type": "application/json"], body: .bytes(job.body))
     }
 
     /// Like a probe's: a fresh connection (every try is a full handshake held to the collector's policies),
