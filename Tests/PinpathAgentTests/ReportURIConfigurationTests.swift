@@ -143,4 +143,20 @@ struct ReportURIConfigurationTests {
             #expect(!output.contains("hunter2") && !output.contains("s3cret"), "\(output)")
         }
     }
+
+    @Test("check-config refuses a bad report_uri with exit 78 and the problem at its line and column, credentials left out")
+    func checkConfigRefuses() throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("pinpath.yaml")
+        try Self.policy("[\"https://reports.example.net/pin\", \"gopher://user:hunter2@reports.example.net/?token=s3cret\"]")
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try Shell.run([Shell.pinpath, "check-config", "--config", file])
+        #expect(result.status == 78)
+        #expect(
+            result.stderr == """
+                pinpath: error: \(file):6:53: policies.pins.report_uri[1]: "gopher://reports.example.net/" is not an http or https \
+                URL (such as https://reports.example.com/pin-failure)
+
+                """, "\(result.stderr)")
+    }
 }
