@@ -74,7 +74,7 @@ struct EndpointRegistry {
             switch reports.decide(PinReportDeduplicator.Key(evaluation.report), now: .now) {
             case .emit(let suppressed):
                 events.append(AgentEvents.pinFailure(endpoint, evaluation, suppressed: suppressed))
-                jobs = endpoint.reportCollectors.map { PinReportJob(report: evaluation.report, endpoint: endpoint.name, collector: $0) }
+                jobs = PinReportJob.jobs(evaluation.report, endpoint: endpoint.name, collectors: endpoint.reportCollectors)
             case .suppress:
                 break
             }

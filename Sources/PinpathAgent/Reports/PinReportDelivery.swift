@@ -14,20 +14,12 @@ struct PinReportJob: Sendable {
     let body: [UInt8]
     let collector: ReportCollector
 
-    /// `report` for `collector`: the body is RFC 7469's JSON object, the fields `pin.failure` carries after
-    /// `suppressed`.
-    init(report: PinFailureReport, endpoint: String, collector: ReportCollector) {
-        self.init(
-            endpoint: endpoint, hostname: report.hostname, port: report.port, body: Array(AgentEvents.reportBody(report).encoded().utf8),
-            collector: collector)
-    }
-
-    init(endpoint: String, hostname: String, port: Int, body: [UInt8], collector: ReportCollector) {
-        self.endpoint = endpoint
-        self.hostname = hostname
-        self.port = port
-        self.body = body
-        self.collector = collector
+    /// `report` for each of `collectors`, its body encoded once: RFC 7469's JSON object, the fields `pin.failure`
+    /// carries after `suppressed`.
+    static func jobs(_ report: PinFailureReport, endpoint: String, collectors: [ReportCollector]) -> [PinReportJob] {
+        guard !collectors.isEmpty else { return [] }
+        let body = Array(AgentEvents.reportBody(report).encoded().utf8)
+        return collectors.map { PinReportJob(endpoint: endpoint, hostname: report.hostname, port: report.port, body: body, collector: $0) }
     }
 }
 
