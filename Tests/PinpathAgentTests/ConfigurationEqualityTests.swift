@@ -26,6 +26,7 @@ struct ConfigurationEqualityTests {
         "max_chain_depth": "4",
         "crl_files": "[\(RevocationPKI.shared.file("inter.crl"))]",
         "revocation": "none",
+        "report_uri": "https://reports.example.net/pin",
     ]
 
     static let baseEndpoint: KeyValuePairs<String, String> = [
@@ -60,6 +61,8 @@ struct ConfigurationEqualityTests {
         "max_chain_depth": "5",
         "crl_files": "[\(RevocationPKI.shared.file("all.crl"))]",
         "revocation": "stapled",
+        // Where its pin failures are reported: the endpoint starts afresh, as for any change to its policies.
+        "report_uri": "[https://reports.example.net/pin, https://backup.example.net/pin]",
     ]
     /// Checked at load only: with two pins it changes nothing a probe does, so it is not a change.
     static let loadTimeOnlyPolicyKeys: Set<String> = ["require_backup_pin"]

@@ -2,7 +2,8 @@ import Foundation
 
 /// A small HTTP(S) server (Python's standard library, `/usr/bin/python3`) on 127.0.0.1 or ::1 that records
 /// every request it receives, for the redirect attacks: `/redirect?status=307&to=URL` answers with that
-/// redirect, anything else with `200 ok`. Killed by its PID when stopped.
+/// redirect, anything else with `200 ok` (or, with `failing`, its first requests with an error status, as a
+/// collector that is restarting or down). Killed by its PID when stopped.
 ///
 /// A request is recorded only once its request line and headers were read, so a client that gave up in the
 /// TLS handshake leaves no record: "received nothing" is an empty ``requests``.
@@ -42,11 +43,19 @@ public final class RecordingServer {
     ///   - address: `127.0.0.1` or `::1`.
     ///   - certificate: the leaf, then the chain (PEM files); `nil` serves plain http.
     ///   - directory: where its script, log and port file go.
-    public init(address: String = "127.0.0.1", certificate: (leaf: String, key: String, chain: [String])? = nil, directory: String) throws {
+    ///   - failing: answer the first `count` requests (recorded all the same) with `status` and an empty body;
+    ///     `Int.max` for every request.
+    public init(
+        address: String = "127.0.0.1", certificate: (leaf: String, key: String, chain: [String])? = nil, directory: String,
+        failing: (status: Int, count: Int)? = nil
+    ) throws {
         let name = "recording-\(UUID().uuidString)"
         let script = "\(directory)/\(name).py"
         let portFile = "\(directory)/\(name).port"
         log = "\(directory)/\(name).jsonl"
+        if let failing {
+            try "\(failing.status) \(failing.count)".write(toFile: log + ".fail", atomically: true, encoding: .utf8)
+        }
         self.address = address
         isTLS = certificate != nil
         try Self.script.write(toFile: script, atomically: true, encoding: .utf8)
@@ -106,16 +115,27 @@ public final class RecordingServer {
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(sys.argv[4], sys.argv[5])
         lock = threading.Lock()
+        # "<status> <count>": the first <count> requests get <status> (see `failing`).
+        failing = open(log_file + ".fail").read().split() if os.path.exists(log_file + ".fail") else ["200", "0"]
+        fail_status, fail_left = int(failing[0]), int(failing[1])
 
         class Handler(BaseHTTPRequestHandler):
             def handle_one(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length).decode("utf-8", "replace") if length else ""
+                global fail_left
                 with lock, open(log_file, "a") as log:
                     log.write(json.dumps({"method": self.command, "path": self.path,
                                           "headers": [[k, v] for k, v in self.headers.items()], "body": body}) + "\n")
+                    fails = fail_left > 0
+                    if fails:
+                        fail_left -= 1
                 url = urlsplit(self.path)
-                if url.path == "/redirect":
+                if fails:
+                    self.send_response(fail_status)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                elif url.path == "/redirect":
                     query = parse_qs(url.query)
                     self.send_response(int(query["status"][0]))
                     self.send_header("Location", query["to"][0])

@@ -27,6 +27,7 @@ public final class Agent: Sendable {
     private let writer: AsyncEventWriter
     private let monitor: ReachabilityMonitor
     private let session: Session
+    private let reports: PinReportDelivery
     private let notifier: SystemdNotifier
     private let configurationPath: String
     private let environment: [String: String]
@@ -37,9 +38,10 @@ public final class Agent: Sendable {
     private let metricsFailure = Mutex<String?>(nil)
 
     private init(
-        core: AgentCore, writer: AsyncEventWriter, monitor: ReachabilityMonitor, session: Session, notifier: SystemdNotifier,
-        path: String, environment: [String: String]
+        core: AgentCore, writer: AsyncEventWriter, monitor: ReachabilityMonitor, session: Session, reports: PinReportDelivery,
+        notifier: SystemdNotifier, path: String, environment: [String: String]
     ) {
+        self.reports = reports
         self.core = core
         self.writer = writer
         self.monitor = monitor
@@ -94,12 +96,15 @@ public final class Agent: Sendable {
                 try? notifier.status(summary)
             }
         }
+        // Pin failure reports go to their collectors through the same session: the collector's host is held to
+        // its own policies and to the reachability gate, as any request.
+        let reports = PinReportDelivery(session: session) { writer.emit($0) }
         let core = AgentCore(
-            configuration: configuration, writer: writer, monitor: monitor, session: session, once: once,
+            configuration: configuration, writer: writer, monitor: monitor, session: session, reports: reports, once: once,
             heartbeat: once ? nil : heartbeat)
         let agent = Agent(
-            core: core, writer: writer, monitor: monitor, session: session, notifier: notifier, path: configurationPath,
-            environment: environment)
+            core: core, writer: writer, monitor: monitor, session: session, reports: reports, notifier: notifier,
+            path: configurationPath, environment: environment)
         writer.emit(
             AgentEvents.started(
                 configurationPath: configurationPath, configuration: configuration, once: once, path: monitor.currentPath))
@@ -133,6 +138,8 @@ public final class Agent: Sendable {
         }
         try? notifier.stopping()
         await core.waitForProbes(timeout: .seconds(2))
+        // Reports still queued or retrying get a short time to arrive; the rest are reported as not delivered.
+        await reports.shutdown(grace: .seconds(2))
         metrics.cancel()
         await writeMetrics()
         let counters = await core.counters

@@ -10,6 +10,7 @@ actor AgentCore {
     private let writer: AsyncEventWriter
     private let monitor: ReachabilityMonitor
     private let probe: EndpointProbe
+    private let reports: PinReportDelivery
     nonisolated let isOnce: Bool
     private(set) var configuration: AgentConfiguration
     private var endpoints: EndpointRegistry
@@ -43,9 +44,10 @@ actor AgentCore {
     }
 
     init(
-        configuration: AgentConfiguration, writer: AsyncEventWriter, monitor: ReachabilityMonitor, session: Session, once: Bool,
-        heartbeat: Heartbeat? = nil
+        configuration: AgentConfiguration, writer: AsyncEventWriter, monitor: ReachabilityMonitor, session: Session,
+        reports: PinReportDelivery, once: Bool, heartbeat: Heartbeat? = nil
     ) {
+        self.reports = reports
         self.heartbeat = heartbeat
         self.configuration = configuration
         self.writer = writer
@@ -165,10 +167,11 @@ actor AgentCore {
         admission.finished(result.endpoint)
         startWaiting()
         let monitor = self.monitor
-        let events = endpoints.record(
+        let (events, jobs) = endpoints.record(
             result, generation: generation, reportEveryProbe: configuration.events.probes == .all || isOnce,
             currentPath: { monitor.currentPath })
         write(events)
+        reports.submit(jobs)  // queued only: the collectors are sent to by the delivery's own tasks
     }
 
     /// Re-reads the monitor's snapshot: endpoints whose path or target went away become `unreachable` and are

@@ -86,7 +86,9 @@ public struct AgentConfiguration: Sendable {
         let declared = fields?["policies"].flatMap { decoder.namedEntries($0, "policies") } ?? []
         let policies = declared.compactMap { PolicyConfiguration.decode(name: $0.name, key: $0.key, value: $0.value, decoder) }
         decoder.reportTrustStoreConflicts(policies, declared: declared)
-        var context = EndpointConfiguration.Context(policies: policies, declaredPolicies: declared.map(\.name))
+        let collectors = decoder.reportCollectors(policies, declared: declared)
+        var context = EndpointConfiguration.Context(
+            policies: policies, declaredPolicies: declared.map(\.name), collectors: collectors)
         let endpointNodes =
             fields?["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") } ?? []
         let endpoints = endpointNodes.enumerated().compactMap { index, node in

@@ -42,6 +42,9 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
         /// A warning: no endpoint and no reachability target, so the agent has nothing to probe or watch but the
         /// machine's own path.
         public static let nothingToMonitor = Code(name: "nothing_to_monitor")
+        /// A warning: a `report_uri` is plain http, so pin failure reports (and any credentials in the URL) cross
+        /// the network unencrypted and can be read or changed on the way.
+        public static let plainHTTPReportURI = Code(name: "plain_http_report_uri")
     }
 
     /// The configuration file, as it was given (relative paths stay relative).

@@ -59,6 +59,9 @@ public struct EndpointConfiguration: Sendable, Equatable {
     public let certExpiryWarning: Duration
     /// Whether redirects are followed (the final response is judged). Default `true`.
     public let followRedirects: Bool
+    /// Where its pin failure reports are POSTed: the `report_uri` of every policy in ``security``, once each, in
+    /// the order of its sources. Empty when none has one.
+    public let reportCollectors: [ReportCollector]
 
     /// The headers to send, with the real values. Never print or log the result: unlike ``headers``, it
     /// does not redact.
@@ -86,6 +89,8 @@ extension EndpointConfiguration {
         /// Every policy name in the file, valid or not: a reference to one that had problems of its own is
         /// not reported again as undefined.
         let declaredPolicies: [String]
+        /// The collectors of each policy's `report_uri`, by policy name.
+        let collectors: [String: [ReportCollector]]
         /// Endpoint names seen so far, with where.
         var names: [String: Node] = [:]
     }
@@ -159,11 +164,18 @@ extension EndpointConfiguration {
             }
         }
         guard decoder.problems.count == before, let name, let url else { return nil }
+        var collectors: [ReportCollector] = []
+        for source in security?.sources ?? [] {
+            for collector in context.collectors[source.name] ?? [] where !collectors.contains(where: { $0.url == collector.url }) {
+                collectors.append(collector)
+            }
+        }
         return EndpointConfiguration(
             name: name, url: url, method: method, headers: headers, expect: expect, interval: interval, timeout: timeout,
             policyName: policyName, security: security, redirectPolicies: followRedirects ? context.policies : [], ipFamily: ipFamily,
             failureThreshold: failureThreshold,
-            successThreshold: successThreshold, certExpiryWarning: warning, followRedirects: followRedirects)
+            successThreshold: successThreshold, certExpiryWarning: warning, followRedirects: followRedirects,
+            reportCollectors: collectors)
     }
 }
 

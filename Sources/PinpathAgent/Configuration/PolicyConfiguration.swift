@@ -19,6 +19,9 @@ public struct PolicyConfiguration: Sendable, Equatable {
     /// The store read from ``caFile`` at load time (so an unreadable file is a configuration error, not a
     /// probe failure); `nil` means the system store.
     public let trustStore: TrustStore?
+    /// Collectors that pin failure reports under this policy are POSTed to (`report_uri`, TrustKit's key), in
+    /// file order. They may hold credentials (user info, a query token): show them through ``DisplayURL`` only.
+    public let reportURIs: [URL]
 
     /// The entry as PinpathSecurity matches hosts (``HostPolicySet``).
     public var hostPolicy: HostPolicy {
@@ -28,7 +31,7 @@ public struct PolicyConfiguration: Sendable, Equatable {
     static let keys = [
         "mode", "pins", "certificates", "ca_file", "hosts", "include_subdomains", "enforce", "expires",
         "allow_invalid_certificates", "validates_domain_name", "require_backup_pin", "profile", "max_chain_depth",
-        "crl_files", "revocation",
+        "crl_files", "revocation", "report_uri",
     ]
 
     /// Reads one policy; `nil` after reporting its problems.
@@ -70,6 +73,7 @@ public struct PolicyConfiguration: Sendable, Equatable {
         }.flatMap { $0 }
         let revocation =
             fields["revocation"].flatMap { decoder.choice($0, fields.path("revocation"), RevocationMode.self) } ?? RevocationMode.none
+        let reportURIs = fields["report_uri"].map { decoder.reportURIs($0, fields.path("report_uri")) } ?? []
 
         if mode == PinningMode.none, let node = fields["pins"] ?? fields["certificates"] {
             decoder.report(
@@ -111,7 +115,7 @@ public struct PolicyConfiguration: Sendable, Equatable {
         }
         return PolicyConfiguration(
             name: name, policy: policy, hosts: hosts, includeSubdomains: includeSubdomains, caFile: caFile?.0,
-            trustStore: caFile?.1)
+            trustStore: caFile?.1, reportURIs: reportURIs)
     }
 }
 

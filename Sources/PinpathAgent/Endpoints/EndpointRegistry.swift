@@ -52,14 +52,16 @@ struct EndpointRegistry {
     ///     the endpoint is dropped.
     ///   - reportEveryProbe: write `probe.completed` for it.
     ///   - currentPath: the monitor's snapshot now, asked only for an `unreachable` result.
-    /// - Returns: the events the result causes, in order.
+    /// - Returns: the events the result causes, in order, and the pin failure reports to send to the
+    ///   endpoint's collectors (those of the `pin.failure` written, none for a suppressed one).
     mutating func record(
         _ result: ProbeResult, generation: Int, reportEveryProbe: Bool, currentPath: () -> NetworkPath
-    ) -> [AgentEvent] {
-        guard var tracker = trackers[result.endpoint], tracker.generation == generation else { return [] }
+    ) -> (events: [AgentEvent], reports: [PinReportJob]) {
+        guard var tracker = trackers[result.endpoint], tracker.generation == generation else { return ([], []) }
         defer { trackers[result.endpoint] = tracker }
         let endpoint = tracker.endpoint
         var events: [AgentEvent] = []
+        var jobs: [PinReportJob] = []
         probes += 1
         if result.outcome == .failure { failures += 1 }
         tracker.lastProbe = EndpointTracker.LastProbe(result)
@@ -72,6 +74,7 @@ struct EndpointRegistry {
             switch reports.decide(PinReportDeduplicator.Key(evaluation.report), now: .now) {
             case .emit(let suppressed):
                 events.append(AgentEvents.pinFailure(endpoint, evaluation, suppressed: suppressed))
+                jobs = PinReportJob.jobs(evaluation.report, endpoint: endpoint.name, collectors: endpoint.reportCollectors)
             case .suppress:
                 break
             }
@@ -88,13 +91,13 @@ struct EndpointRegistry {
         case .unreachable:
             // The gate and the monitor's events see the same snapshot; a verdict that is already stale (the
             // path came back while the probe ran) says nothing about the endpoint.
-            guard !EndpointTracker.isReachable(endpoint, on: currentPath()) else { return events }
+            guard !EndpointTracker.isReachable(endpoint, on: currentPath()) else { return (events, jobs) }
             input = .pathUnreachable
         }
         if let transition = tracker.state.apply(input) {
             events.append(AgentEvents.stateChanged(endpoint, transition, probe: result))
         }
-        return events
+        return (events, jobs)
     }
 
     // MARK: The path

@@ -126,6 +126,36 @@ enum AgentEvents {
             ])
     }
 
+    /// A pin failure report arrived at its collector (a 2xx answer).
+    static func reportDelivered(_ job: PinReportJob, attempts: Int, statusCode: Int, dropped: Int) -> AgentEvent {
+        AgentEvent(
+            EventCatalog.reportDelivered,
+            [
+                ("url", .string(job.collector.displayURL)), ("endpoint", .string(job.endpoint)), ("hostname", .string(job.hostname)),
+                ("port", .int(job.port)), ("attempts", .int(attempts)), ("status_code", .int(statusCode)),
+                ("dropped", .int(dropped)),
+            ])
+    }
+
+    /// A pin failure report did not arrive after its last try (or the agent stopped first). `reason` is the
+    /// request core's error category, `unexpected_status` or `shutdown`.
+    static func reportDeliveryFailed(
+        _ job: PinReportJob, attempts: Int, reason: String, statusCode: Int?, message: String, dropped: Int
+    ) -> AgentEvent {
+        AgentEvent(
+            EventCatalog.reportDeliveryFailed,
+            [
+                ("url", .string(job.collector.displayURL)), ("endpoint", .string(job.endpoint)), ("hostname", .string(job.hostname)),
+                ("port", .int(job.port)), ("attempts", .int(attempts)), ("reason", .string(reason)),
+                ("status_code", statusCode.map(JSONValue.int) ?? .null), ("message", .string(message)), ("dropped", .int(dropped)),
+            ])
+    }
+
+    /// The body POSTed to a collector: RFC 7469's report, the same fields and values `pin.failure` carries.
+    static func reportBody(_ report: PinFailureReport) -> JSONValue {
+        .object(report.fields.map { ($0.name, json($0.value)) })
+    }
+
     /// `errorName`: the errno's name of the last failed write (`ENOSPC`), `nil` for a full queue.
     static func dropped(count: Int, reason: String, errorName: String?) -> AgentEvent {
         AgentEvent(EventCatalog.eventsDropped, [("count", .int(count)), ("reason", .string(reason)), ("error", .string(errorName))])

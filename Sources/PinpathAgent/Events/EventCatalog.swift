@@ -63,6 +63,14 @@ public enum EventCatalog {
             "include-subdomains", "effective-expiration-date", "served-certificate-chain", "validated-certificate-chain",
             "known-pins", "enforce-pinning", "validation-result",
         ], levels: [.error, .warning])
+    /// A pin failure report arrived at a `report_uri` collector.
+    public static let reportDelivered = EventKind(
+        name: "report.delivered", fields: ["url", "endpoint", "hostname", "port", "attempts", "status_code", "dropped"])
+    /// A pin failure report did not arrive at a `report_uri` collector after its last try, or before the agent stopped.
+    public static let reportDeliveryFailed = EventKind(
+        name: "report.delivery_failed",
+        fields: ["url", "endpoint", "hostname", "port", "attempts", "reason", "status_code", "message", "dropped"],
+        levels: [.warning])
     /// A verified-chain certificate is within the warning window.
     public static let certificateExpiring = EventKind(
         name: "tls.certificate_expiring",
@@ -76,7 +84,8 @@ public enum EventCatalog {
     /// Every event, in the README's order.
     public static let all: [EventKind] = [
         agentStarted, agentStopping, configReloaded, configRejected, reachabilityChanged, reachabilityTargetChanged,
-        endpointStateChanged, probeCompleted, pinFailure, certificateExpiring, eventsDropped, metricsWriteFailed,
+        endpointStateChanged, probeCompleted, pinFailure, reportDelivered, reportDeliveryFailed, certificateExpiring, eventsDropped,
+        metricsWriteFailed,
     ]
 }
 

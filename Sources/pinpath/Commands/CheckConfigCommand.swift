@@ -60,7 +60,10 @@ struct CheckConfigCommand: AsyncParsableCommand {
             let hosts = entry.hosts.isEmpty ? "" : ", hosts \(entry.hosts.map(\.description).joined(separator: " "))"
             let pins = entry.policy.pins.isEmpty ? "" : ", \(entry.policy.pins.count) pins"
             let enforce = entry.policy.enforce ? "" : ", report-only"
-            lines.append("  \(entry.name): \(entry.policy.mode.rawValue)\(pins)\(hosts)\(enforce)")
+            let reports =
+                entry.reportURIs.isEmpty
+                ? "" : ", reports to \(entry.reportURIs.map { DisplayURL.redacting($0.absoluteString) }.joined(separator: " "))"
+            lines.append("  \(entry.name): \(entry.policy.mode.rawValue)\(pins)\(hosts)\(enforce)\(reports)")
         }
         lines.append("endpoints: \(configuration.endpoints.count)")
         for endpoint in configuration.endpoints {
@@ -98,6 +101,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
                             ("name", .string(entry.name)), ("mode", .string(entry.policy.mode.rawValue)),
                             ("pins", .int(entry.policy.pins.count)), ("hosts", .array(entry.hosts.map { .string($0.description) })),
                             ("enforce", .bool(entry.policy.enforce)),
+                            ("report_uri", .array(entry.reportURIs.map { .string(DisplayURL.redacting($0.absoluteString)) })),
                         ])
                     })
             ),
