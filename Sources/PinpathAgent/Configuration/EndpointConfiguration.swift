@@ -59,6 +59,8 @@ public struct EndpointConfiguration: Sendable, Equatable {
     public let certExpiryWarning: Duration
     /// Whether redirects are followed (the final response is judged). Default `true`.
     public let followRedirects: Bool
+    /// The proxies its probes go through: its own `proxy:`, else the file's default.
+    public let proxy: ProxyConfiguration
 
     /// The headers to send, with the real values. Never print or log the result: unlike ``headers``, it
     /// does not redact.
@@ -74,7 +76,7 @@ public struct EndpointConfiguration: Sendable, Equatable {
 
     static let keys = [
         "name", "url", "method", "headers", "expect", "interval", "timeout", "policy", "ip_family",
-        "failure_threshold", "success_threshold", "cert_expiry_warning", "follow_redirects",
+        "failure_threshold", "success_threshold", "cert_expiry_warning", "follow_redirects", "proxy",
     ]
 }
 
@@ -86,6 +88,8 @@ extension EndpointConfiguration {
         /// Every policy name in the file, valid or not: a reference to one that had problems of its own is
         /// not reported again as undefined.
         let declaredPolicies: [String]
+        /// The file's default proxies.
+        let proxy: ProxyConfiguration
         /// Endpoint names seen so far, with where.
         var names: [String: Node] = [:]
     }
@@ -124,6 +128,10 @@ extension EndpointConfiguration {
         let warning =
             fields["cert_expiry_warning"].flatMap { decoder.duration($0, fields.path("cert_expiry_warning")) } ?? defaultCertExpiryWarning
         let followRedirects = fields["follow_redirects"].flatMap { decoder.bool($0, fields.path("follow_redirects")) } ?? true
+        let proxy =
+            fields["proxy"].flatMap { node in
+                decoder.proxy(node, fields.path("proxy")).map { ProxyConfiguration(settings: $0, source: .endpoint) }
+            } ?? context.proxy
 
         var policyName: String?
         var named: PolicyConfiguration?
@@ -163,7 +171,8 @@ extension EndpointConfiguration {
             name: name, url: url, method: method, headers: headers, expect: expect, interval: interval, timeout: timeout,
             policyName: policyName, security: security, redirectPolicies: followRedirects ? context.policies : [], ipFamily: ipFamily,
             failureThreshold: failureThreshold,
-            successThreshold: successThreshold, certExpiryWarning: warning, followRedirects: followRedirects)
+            successThreshold: successThreshold, certExpiryWarning: warning, followRedirects: followRedirects,
+            proxy: proxy)
     }
 }
 
