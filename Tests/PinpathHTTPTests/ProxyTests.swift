@@ -109,13 +109,17 @@ struct ProxyTests {
         let origin = try origin("::1")  // the origin at ::1, the proxy at 127.0.0.1: a policy for each host
         let proxy = try ProxyServer(
             mode: .https(leaf: pki.path("ip"), key: pki.path("ip", "key"), chain: [pki.path("inter")]), directory: pki.directory)
-        let proxyHost = try HostPattern(parsing: "127.0.0.1")
-        let originHost = try HostPattern(parsing: "::1")
+        // A session with pins for the proxy's host and for the origin's, right (the test PKI's) or wrong.
+        func session(proxyPinsRight: Bool, originPinsRight: Bool) throws -> Session {
+            let right = try pins(["inter", "root"])
+            let wrong = try pins(["otherinter", "otherroot"])
+            return try self.session(policies: [
+                HostPolicy(patterns: [try HostPattern(parsing: "127.0.0.1")], policy: proxyPinsRight ? right : wrong),
+                HostPolicy(patterns: [try HostPattern(parsing: "::1")], policy: originPinsRight ? right : wrong),
+            ])
+        }
 
-        let rightEverywhere = try session(policies: [
-            HostPolicy(patterns: [proxyHost], policy: pins(["inter", "root"])),
-            HostPolicy(patterns: [originHost], policy: pins(["inter", "root"])),
-        ])
+        let rightEverywhere = try session(proxyPinsRight: true, originPinsRight: true)
         defer { rightEverywhere.shutdown() }
         let response = try await send(rightEverywhere, "\(origin.origin)/one", options(proxy.url())).get()
         #expect(response.statusCode == 200)
@@ -123,20 +127,14 @@ struct ProxyTests {
         #expect(response.tls?.evaluation?.host == "::1")
 
         // The proxy's pins are wrong: refused at the proxy, whatever the origin's policy says.
-        let wrongProxyPins = try session(policies: [
-            HostPolicy(patterns: [proxyHost], policy: pins(["otherinter", "otherroot"])),
-            HostPolicy(patterns: [originHost], policy: pins(["inter", "root"])),
-        ])
+        let wrongProxyPins = try session(proxyPinsRight: false, originPinsRight: true)
         defer { wrongProxyPins.shutdown() }
         let refusedAtProxy = try #require(await send(wrongProxyPins, "\(origin.origin)/two", options(proxy.url())).failureValue)
         #expect(refusedAtProxy.code == .policyRejected, "\(refusedAtProxy)")
         #expect(refusedAtProxy.message.contains("the proxy \(proxy.url())"), "\(refusedAtProxy)")
 
         // The origin's pins are wrong: the proxy passes, the origin is refused inside the tunnel.
-        let wrongOriginPins = try session(policies: [
-            HostPolicy(patterns: [proxyHost], policy: pins(["inter", "root"])),
-            HostPolicy(patterns: [originHost], policy: pins(["otherinter", "otherroot"])),
-        ])
+        let wrongOriginPins = try session(proxyPinsRight: true, originPinsRight: false)
         defer { wrongOriginPins.shutdown() }
         let refusedAtOrigin = try #require(await send(wrongOriginPins, "\(origin.origin)/three", options(proxy.url())).failureValue)
         #expect(refusedAtOrigin.code == .policyRejected, "\(refusedAtOrigin)")
