@@ -73,7 +73,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
                 """
             )
             lines.append("    effective: \(effectivePolicy(endpoint))")
-            if endpoint.proxy.settings != .direct {
+            if endpoint.proxy.settings != .direct || endpoint.proxy.source == .endpoint {
                 lines.append("    proxy: \(endpoint.proxy.summary(for: endpoint.url))")
             }
         }
