@@ -191,6 +191,32 @@ struct ProxyTests {
         #expect(origin.requests.map(\.path) == ["/ok"])
     }
 
+    @Test("pinpath request reads http_proxy and no_proxy itself; --proxy none and no_proxy keep libcurl from using the variable")
+    func commandEnvironment() throws {
+        let origin = try RecordingServer(directory: pki.directory)
+        let proxy = try ProxyServer(directory: pki.directory)
+        let url = "\(origin.origin)/env"
+        func request(_ environment: [String], _ arguments: [String] = []) throws -> Shell.Result {
+            try Shell.run(["/usr/bin/env"] + environment + [Shell.pinpath, "request", url, "--timeout", "10"] + arguments)
+        }
+        let variable = "http_proxy=\(proxy.url())"
+        let through = try request([variable])
+        #expect(through.status == 0, "\(through.stderr)")
+        #expect(proxy.requests.map(\.target) == [url])
+        // Direct: the origin is reachable, so only the proxy's log tells whether libcurl used the variable.
+        for (environment, arguments) in [([variable], ["--proxy", "none"]), ([variable, "no_proxy=127.0.0.1"], [])] {
+            let direct = try request(environment, arguments)
+            #expect(direct.status == 0, "\(direct.stderr)")
+        }
+        #expect(proxy.requests.count == 1)
+        #expect(origin.requests.count == 3)
+        // A bad variable is a usage error naming it.
+        let bad = try request(["https_proxy=socks5://u:hunter2@127.0.0.1:1"])
+        #expect(bad.status == 64, "\(bad.stderr)")
+        #expect(bad.stderr.contains("environment variable https_proxy"), "\(bad.stderr)")
+        #expect(!bad.stderr.contains("hunter2"))
+    }
+
     @Test("With the proxy's port closed, the request fails to connect and names the proxy")
     func proxyDown() async throws {
         let port = try TLSServer.freePort()
