@@ -50,6 +50,24 @@ struct ProxyConfigurationTests {
         #expect(noProxy.endpoints.map(EndpointTracker.host(of:)) == ["a.internal.test"])
     }
 
+    @Test("Through an https proxy, the policies matching the proxy's host travel with the probe even when redirects are off")
+    func httpsProxyPolicies() throws {
+        let yaml = """
+            policies:
+              proxy-pins: { mode: none, hosts: [proxy.example.com] }
+            endpoints:
+              - name: api
+                url: https://api.example.com/health
+                follow_redirects: false
+                proxy: PROXY
+
+            """
+        let https = try loadConfiguration(yaml.replacingOccurrences(of: "PROXY", with: "https://proxy.example.com:8443"))
+        #expect(https.endpoints[0].redirectPolicies.map(\.name) == ["proxy-pins"])
+        let plain = try loadConfiguration(yaml.replacingOccurrences(of: "PROXY", with: "http://proxy.example.com:3128"))
+        #expect(plain.endpoints[0].redirectPolicies.isEmpty)
+    }
+
     @Test("A proxy password may come from the environment and never shows")
     func password() throws {
         let configuration = try loadConfiguration(

@@ -46,8 +46,9 @@ public struct EndpointConfiguration: Sendable, Equatable {
     /// the URL's host, combined; `nil` for http URLs and unpinned hosts (chain and host name are still verified).
     public let security: AppliedPolicy?
     /// The configured policies a redirect may reach, in file order: each hop to another host is held to
-    /// those matching it, as a first request there would be. All of them when redirects are followed, none
-    /// otherwise.
+    /// those matching it, as a first request there would be. All of them when redirects are followed or the
+    /// probe goes through an https proxy (whose own certificate is held to those matching the proxy's host),
+    /// none otherwise.
     public let redirectPolicies: [PolicyConfiguration]
     /// The address families to use. Default `any`.
     public let ipFamily: IPFamily
@@ -169,10 +170,19 @@ extension EndpointConfiguration {
         guard decoder.problems.count == before, let name, let url else { return nil }
         return EndpointConfiguration(
             name: name, url: url, method: method, headers: headers, expect: expect, interval: interval, timeout: timeout,
-            policyName: policyName, security: security, redirectPolicies: followRedirects ? context.policies : [], ipFamily: ipFamily,
+            policyName: policyName, security: security,
+            redirectPolicies: followRedirects || Self.throughHTTPSProxy(proxy, url) ? context.policies : [], ipFamily: ipFamily,
             failureThreshold: failureThreshold,
             successThreshold: successThreshold, certExpiryWarning: warning, followRedirects: followRedirects,
             proxy: proxy)
+    }
+}
+
+extension EndpointConfiguration {
+    /// Whether the probe's first hop goes through an https proxy, whose own certificate is held to the
+    /// configured policies matching the proxy's host (they travel with the redirect policies).
+    static func throughHTTPSProxy(_ proxy: ProxyConfiguration, _ url: URL?) -> Bool {
+        url.flatMap { proxy.settings.proxy(for: $0) }?.scheme == .https
     }
 }
 
