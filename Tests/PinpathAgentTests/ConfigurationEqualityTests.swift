@@ -43,6 +43,7 @@ struct ConfigurationEqualityTests {
         "success_threshold": "1",
         "cert_expiry_warning": "14d",
         "follow_redirects": "true",
+        "proxy": "http://proxy.example.com:3128",
     ]
 
     /// One key changed to another valid value.
@@ -81,6 +82,7 @@ struct ConfigurationEqualityTests {
         "success_threshold": "2",
         "cert_expiry_warning": "7d",
         "follow_redirects": "false",
+        "proxy": "none",
     ]
 
     static func yaml(policy: [String: String] = [:], endpoint: [String: String] = [:], otherHosts: String = "[\"other.test\"]") -> String {

@@ -51,7 +51,7 @@ struct ConfigurationSyntaxPositionTests {
         let text = "a: " + String(repeating: "[", count: 63) + String(repeating: "]", count: 63)
         #expect(
             configurationProblems(text) == [
-                "test.yaml:1:1: a: unknown key \"a\"; known keys: events, policies, endpoints, reachability, metrics"
+                "test.yaml:1:1: a: unknown key \"a\"; known keys: events, policies, endpoints, reachability, metrics, proxy"
             ])
     }
 

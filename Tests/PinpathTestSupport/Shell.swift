@@ -83,6 +83,31 @@ public enum Shell {
         return pid
     }
 
+    /// Starts a server that writes the port it listens on to `portFile` (atomically, by rename), with its
+    /// output discarded, and waits up to 10 s for the port; kills it and throws, naming `what`, if none came.
+    public static func spawnServer(_ arguments: [String], portFile: String, what: String) throws -> (pid: pid_t, port: UInt16) {
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let pid = try spawn(arguments, stdout: devNull, stderr: devNull)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if let text = try? String(contentsOfFile: portFile, encoding: .utf8),
+                let port = UInt16(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            {
+                return (pid, port)
+            }
+            usleep(20_000)
+        }
+        kill(pid)
+        throw ShellError(description: "\(what) did not start")
+    }
+
+    /// Kills a spawned program unless it has already exited, and reaps it. Safe to call twice.
+    public static func stopIfRunning(_ pid: pid_t) {
+        var status: Int32 = 0
+        if waitpid(pid, &status, WNOHANG) == 0 { kill(pid) }
+    }
+
     /// Kills a spawned program and reaps it.
     public static func kill(_ pid: pid_t) {
         _ = Glibc.kill(pid, SIGKILL)

@@ -115,6 +115,10 @@ public final class TestPKI: Sendable {
         key rsa1024 1024; sign rsa1024 valid.test inter v3_leaf $NOW $LATER
         SAN=DNS:other.test; key wronghost; sign wronghost other.test inter v3_leaf $NOW $LATER
         SAN=IP:127.0.0.1,IP:::1; key ip; sign ip "Loopback" inter v3_leaf $NOW $LATER
+        # Loopback leaves from an untrusted root and from the other trusted CA: an https proxy nobody trusts, and
+        # an intercepting proxy impersonating a loopback origin with a certificate the store accepts.
+        key rogueip; sign rogueip "Rogue Loopback" rogueroot v3_leaf $NOW $LATER
+        key otherip; sign otherip "Other Loopback" otherinter v3_leaf $NOW $LATER
         SAN=DNS:*.wild.test; key wildcard; sign wildcard "*.wild.test" inter v3_leaf $NOW $LATER
         SAN=DNS:w*.part.test; key partial; sign partial "w*.part.test" inter v3_leaf $NOW $LATER
         key cnonly; sign cnonly cnonly.test inter v3_cn_only $NOW $LATER

@@ -23,13 +23,16 @@ public struct AgentConfiguration: Sendable {
     public let reachabilityTargets: [ReachabilityTarget]
     /// The node_exporter textfile to write metrics to (`metrics.textfile`), resolved; `nil` for none.
     public let metricsTextfile: String?
+    /// The proxies endpoints without a `proxy:` of their own go through (the top-level `proxy:`, else the
+    /// environment's).
+    public let proxy: ProxyConfiguration
     /// What loaded but deserves a look (pins already expired), sorted by position; `check-config` prints these.
     public var warnings: [ConfigurationProblem] = []
 
     /// The policy named `name`.
     public func policy(named name: String) -> PolicyConfiguration? { policies.first { $0.name == name } }
 
-    static let keys = ["events", "policies", "endpoints", "reachability", "metrics"]
+    static let keys = ["events", "policies", "endpoints", "reachability", "metrics", "proxy"]
 
     /// Reads and validates the configuration file at `path`.
     ///
@@ -87,8 +90,9 @@ public struct AgentConfiguration: Sendable {
         let policies = declared.compactMap { PolicyConfiguration.decode(name: $0.name, key: $0.key, value: $0.value, decoder) }
         decoder.reportTrustStoreConflicts(policies, declared: declared)
         let collectors = decoder.reportCollectors(policies, declared: declared)
+        let proxy = ProxyConfiguration.decodeDefault(fields?["proxy"], decoder)
         var context = EndpointConfiguration.Context(
-            policies: policies, declaredPolicies: declared.map(\.name), collectors: collectors)
+            policies: policies, declaredPolicies: declared.map(\.name), collectors: collectors, proxy: proxy)
         let endpointNodes =
             fields?["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") } ?? []
         let endpoints = endpointNodes.enumerated().compactMap { index, node in
@@ -105,7 +109,7 @@ public struct AgentConfiguration: Sendable {
         guard decoder.problems.isEmpty else { throw ConfigurationError(problems: decoder.problems) }
         return AgentConfiguration(
             file: file, events: events, policies: policies, endpoints: endpoints, reachabilityTargets: targets,
-            metricsTextfile: textfile, warnings: ConfigurationError(problems: decoder.warnings).problems)
+            metricsTextfile: textfile, proxy: proxy, warnings: ConfigurationError(problems: decoder.warnings).problems)
     }
 
     private static func wholeFile(_ path: String, _ code: ConfigurationProblem.Code, _ message: String) -> ConfigurationProblem {

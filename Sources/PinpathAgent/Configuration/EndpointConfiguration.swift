@@ -46,8 +46,9 @@ public struct EndpointConfiguration: Sendable, Equatable {
     /// the URL's host, combined; `nil` for http URLs and unpinned hosts (chain and host name are still verified).
     public let security: AppliedPolicy?
     /// The configured policies a redirect may reach, in file order: each hop to another host is held to
-    /// those matching it, as a first request there would be. All of them when redirects are followed, none
-    /// otherwise.
+    /// those matching it, as a first request there would be. All of them when redirects are followed or the
+    /// probe goes through an https proxy (whose own certificate is held to those matching the proxy's host),
+    /// none otherwise.
     public let redirectPolicies: [PolicyConfiguration]
     /// The address families to use. Default `any`.
     public let ipFamily: IPFamily
@@ -62,6 +63,8 @@ public struct EndpointConfiguration: Sendable, Equatable {
     /// Where its pin failure reports are POSTed: the `report_uri` of every policy in ``security``, once each, in
     /// the order of its sources. Empty when none has one.
     public let reportCollectors: [ReportCollector]
+    /// The proxies its probes go through: its own `proxy:`, else the file's default.
+    public let proxy: ProxyConfiguration
 
     /// The headers to send, with the real values. Never print or log the result: unlike ``headers``, it
     /// does not redact.
@@ -77,7 +80,7 @@ public struct EndpointConfiguration: Sendable, Equatable {
 
     static let keys = [
         "name", "url", "method", "headers", "expect", "interval", "timeout", "policy", "ip_family",
-        "failure_threshold", "success_threshold", "cert_expiry_warning", "follow_redirects",
+        "failure_threshold", "success_threshold", "cert_expiry_warning", "follow_redirects", "proxy",
     ]
 }
 
@@ -91,6 +94,8 @@ extension EndpointConfiguration {
         let declaredPolicies: [String]
         /// The collectors of each policy's `report_uri`, by policy name.
         let collectors: [String: [ReportCollector]]
+        /// The file's default proxies.
+        let proxy: ProxyConfiguration
         /// Endpoint names seen so far, with where.
         var names: [String: Node] = [:]
     }
@@ -129,6 +134,10 @@ extension EndpointConfiguration {
         let warning =
             fields["cert_expiry_warning"].flatMap { decoder.duration($0, fields.path("cert_expiry_warning")) } ?? defaultCertExpiryWarning
         let followRedirects = fields["follow_redirects"].flatMap { decoder.bool($0, fields.path("follow_redirects")) } ?? true
+        let proxy =
+            fields["proxy"].flatMap { node in
+                decoder.proxy(node, fields.path("proxy")).map { ProxyConfiguration(settings: $0, source: .endpoint) }
+            } ?? context.proxy
 
         var policyName: String?
         var named: PolicyConfiguration?
@@ -172,10 +181,19 @@ extension EndpointConfiguration {
         }
         return EndpointConfiguration(
             name: name, url: url, method: method, headers: headers, expect: expect, interval: interval, timeout: timeout,
-            policyName: policyName, security: security, redirectPolicies: followRedirects ? context.policies : [], ipFamily: ipFamily,
+            policyName: policyName, security: security,
+            redirectPolicies: followRedirects || Self.throughHTTPSProxy(proxy, url) ? context.policies : [], ipFamily: ipFamily,
             failureThreshold: failureThreshold,
             successThreshold: successThreshold, certExpiryWarning: warning, followRedirects: followRedirects,
-            reportCollectors: collectors)
+            reportCollectors: collectors, proxy: proxy)
+    }
+}
+
+extension EndpointConfiguration {
+    /// Whether the probe's first hop goes through an https proxy, whose own certificate is held to the
+    /// configured policies matching the proxy's host (they travel with the redirect policies).
+    static func throughHTTPSProxy(_ proxy: ProxyConfiguration, _ url: URL?) -> Bool {
+        url.flatMap { proxy.settings.proxy(for: $0) }?.scheme == .https
     }
 }
 

@@ -41,8 +41,11 @@ struct EndpointTracker: Sendable {
         expiry = ExpiryCheck(window: endpoint.certExpiryWarning)
     }
 
-    /// The host the endpoint connects to, as the monitor watches it (brackets removed from IPv6 literals).
+    /// The host the endpoint connects to, as the monitor watches it (brackets removed from IPv6 literals): its
+    /// proxy's when it goes through one.
     static func host(of endpoint: EndpointConfiguration) -> String? {
+        // Through a proxy, the proxy is the only host the probe connects to: the one its reachability is.
+        if let proxy = endpoint.proxy.settings.proxy(for: endpoint.url) { return proxy.host }
         guard let host = endpoint.url.host(percentEncoded: false), !host.isEmpty else { return nil }
         return URLHost.withoutBrackets(host)
     }

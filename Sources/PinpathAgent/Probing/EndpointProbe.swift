@@ -71,6 +71,7 @@ struct EndpointProbe: Sendable {
         options.trustStore = endpoint.security?.trustStore
         // Redirect hops to other hosts are held to the configured policies for them, with their stores.
         options.policies = HostPolicySet(endpoint.redirectPolicies.map(\.hostPolicy))
+        options.proxies = endpoint.proxy.settings
         return options
     }
 }

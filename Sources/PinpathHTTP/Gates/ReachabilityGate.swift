@@ -7,7 +7,9 @@ struct ReachabilityGate: Sendable {
     let monitor: ReachabilityMonitor
 
     /// Returns when `host` may be tried, or throws ``HTTPError/Code/notReachable`` with the monitor's verdict.
-    func admit(host: String, options: RequestOptions, request: String) async throws(HTTPError) {
+    /// `host` is the proxy's when the request goes through `proxy`: that is the only address it connects to.
+    func admit(host: String, proxy: Proxy? = nil, options: RequestOptions, request: String) async throws(HTTPError) {
+        let request = proxy.map { "\(request) through the proxy \($0)" } ?? request
         switch options.reachability {
         case .ignore:
             return

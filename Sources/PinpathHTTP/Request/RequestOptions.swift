@@ -54,6 +54,12 @@ public struct RequestOptions: Sendable {
     /// Open a new connection and close it afterwards, so that every request performs a full TLS handshake
     /// and so a full policy check (the agent's probes). Off by default: connections are reused.
     public var freshConnection = false
+    /// The proxies requests go through, chosen again for every redirect hop by its URL. Default
+    /// ``ProxySettings/direct``: libcurl is told "no proxy" and never reads `https_proxy` or `http_proxy`
+    /// itself; pass ``ProxySettings/environment(_:)`` to honour them. Through a proxy, the reachability gate
+    /// asks about the proxy's host, and each TLS connection (the proxy's, the origin's inside the tunnel) is
+    /// held to the policy of its own host.
+    public var proxies = ProxySettings.direct
     /// Response bodies larger than this fail with ``HTTPError/Code/protocolError`` instead of exhausting
     /// memory. Default 64 MiB.
     public var maximumBodySize = 64 << 20

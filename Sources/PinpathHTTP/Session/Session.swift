@@ -116,7 +116,7 @@ public final class Session: Sendable {
             guard hop.timeout > .zero else {
                 throw HTTPError(.timedOut, "\(request.method) \(request.displayURL): timed out after \(options.timeout)")
             }
-            var response = try await sendOnce(request, options: hop)
+            var response = try await sendOnce(request, options: hop, policies: policies)
             response.redirectCount = redirects
             guard options.followRedirects, let next = try Redirect.next(after: request, response: response, options: options) else {
                 return response
@@ -142,8 +142,11 @@ public final class Session: Sendable {
         }
     }
 
-    /// One hop: the reachability gate, then one libcurl transfer.
-    private func sendOnce(_ request: HTTPRequest, options: RequestOptions) async throws(HTTPError) -> HTTPResponse {
+    /// One hop: the reachability gate (for the proxy's host when the hop goes through one), then one libcurl
+    /// transfer.
+    private func sendOnce(_ request: HTTPRequest, options: RequestOptions, policies: HostPolicySet) async throws(HTTPError)
+        -> HTTPResponse
+    {
         let label = "\(request.method) \(request.displayURL)"
         guard let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let host = request.url.host(percentEncoded: false), !host.isEmpty
@@ -151,13 +154,18 @@ public final class Session: Sendable {
             throw HTTPError(.invalidURL, "\(label): not an absolute http or https URL")
         }
         let bareHost = URLHost.withoutBrackets(host)
+        let proxy = options.proxies.proxy(for: request.url)
         if let gate, options.reachability != .ignore {
-            try await gate.admit(host: bareHost, options: options, request: label)
+            try await gate.admit(host: proxy?.host ?? bareHost, proxy: proxy, options: options, request: label)
         }
         let verifier = scheme == "https" ? try verifier(host: bareHost, port: request.url.port ?? 443, options: options) : nil
+        let proxyVerifier = try proxy.flatMap { proxy throws(HTTPError) in
+            proxy.scheme == .https ? try self.proxyVerifier(proxy, policies: policies, label: label) : nil
+        }
         let transfer = try Transfer(
             request: request, options: options, verifier: verifier, clientCertificate: configuration.clientCertificate,
-            addressCheck: options.reachability == .ignore ? nil : gate?.addressCheck)
+            addressCheck: options.reachability == .ignore ? nil : gate?.addressCheck,
+            proxy: proxy.map { (proxy: $0, verifier: proxyVerifier) })
         let engine = self.engine
         let result: Result<HTTPResponse, HTTPError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
@@ -177,6 +185,21 @@ public final class Session: Sendable {
         let store: TrustStore
         if let chosen = options.trustStore ?? configuration.trustStore { store = chosen } else { store = try systemStore() }
         return HandshakeVerifier(policy: policy, host: host, port: port, trustStore: store)
+    }
+
+    /// The verifier of an https proxy's own certificate: the per-host policies matching the proxy's host,
+    /// with their trust store, else chain and host-name validation with the session's store. The request's
+    /// own ``RequestOptions/securityPolicy`` is for the origin and never applies to the proxy.
+    private func proxyVerifier(_ proxy: Proxy, policies: HostPolicySet, label: String) throws(HTTPError) -> HandshakeVerifier {
+        let resolved: HostPolicySet.Resolution?
+        do {
+            resolved = try HostPolicyChoice.resolution(forURLHost: proxy.host, in: policies)
+        } catch {
+            throw HTTPError(.policyRejected, "\(label): the proxy \(proxy): \(error.message)")
+        }
+        let store: TrustStore
+        if let chosen = resolved?.trustStore ?? configuration.trustStore { store = chosen } else { store = try systemStore() }
+        return HandshakeVerifier(policy: resolved?.policy ?? chainValidation, host: proxy.host, port: proxy.port, trustStore: store)
     }
 
     /// The system store, loaded once: parsing the CA bundle costs milliseconds, too much for every request.

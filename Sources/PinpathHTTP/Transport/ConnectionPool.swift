@@ -55,15 +55,15 @@ final class ConnectionPool {
     }
 }
 
-/// One ``ConnectionPool`` per distinct trust terms, owned by the engine thread.
+/// One ``ConnectionPool`` per distinct trust terms (and proxy), owned by the engine thread.
 struct ConnectionPools {
-    private var pools: [HandshakeVerifier.Terms: ConnectionPool] = [:]
+    private var pools: [ConnectionTerms: ConnectionPool] = [:]
     /// Beyond this many pools, idle ones are closed before another is made, so that a caller making a new
     /// trust store for every request does not accumulate connection caches.
     private let idleLimit = 16
 
     /// The pool for `terms`, made if needed.
-    mutating func pool(for terms: HandshakeVerifier.Terms) throws(HTTPError) -> ConnectionPool {
+    mutating func pool(for terms: ConnectionTerms) throws(HTTPError) -> ConnectionPool {
         if let pool = pools[terms] { return pool }
         if pools.count >= idleLimit { pools = pools.filter { $0.value.attached > 0 } }
         let pool = try ConnectionPool()

@@ -11,8 +11,18 @@ import PinpathSecurity
 extension Transfer {
     /// libcurl made a TLS context for a new connection (one per connection in 7.88): the verifier goes on it
     /// and lives as long as the connection.
+    ///
+    /// libcurl 7.88 calls this for an https proxy's TLS context too (`CURLOPT_SSL_CTX_FUNCTION` is copied to
+    /// the proxy's settings), with nothing telling the two apart: seen on Debian 12's 7.88.1, a connection
+    /// makes the proxy's context first, then the origin's inside the tunnel. So with both, even calls are
+    /// the proxy's and odd ones the origin's. A libcurl that made them in another order would put each
+    /// verifier on the other's handshake, where the host names differ and the policy refuses, and
+    /// ``admitConnection()`` still requires the origin's verifier on the connection the request goes out on.
     func installVerifier(on sslContext: OpaquePointer) -> CURLcode {
-        guard let verifier else { return CURLE_OK }
+        let ordinal = tlsContextsMade
+        tlsContextsMade += 1
+        let forProxy = proxyVerifier != nil && (verifier == nil || ordinal % 2 == 0)
+        guard let verifier = forProxy ? proxyVerifier : verifier else { return CURLE_OK }
         do {
             try verifier.install(on: sslContext)
             return CURLE_OK

@@ -41,8 +41,17 @@ extension Transfer {
         try set(CURLOPT_HEADERDATA, pointer: context)
         try configureMethodAndBody()
         try configureHeaders()
+        try configureProxy()
         if request.url.scheme?.lowercased() == "https" {
             try configureTLS(clientCertificate: clientCertificate)
+        }
+        if verifier != nil || proxyVerifier != nil {
+            try set(CURLOPT_SSL_SESSIONID_CACHE, 0)  // for the proxy's handshakes too (libcurl copies it)
+            try check(
+                pinpath_curl_set_ssl_ctx_callback(handle) { _, sslContext, context in
+                    Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().installVerifier(on: OpaquePointer(sslContext!))
+                })
+            try set(CURLOPT_SSL_CTX_DATA, pointer: context)
         }
         if addressCheck != nil {
             try check(
@@ -109,12 +118,6 @@ extension Transfer {
         try set(CURLOPT_SSL_VERIFYHOST, verifier.policy.validatesDomainName ? 2 : 0)
         try set(CURLOPT_CAINFO, pointer: nil)
         try set(CURLOPT_CAPATH, pointer: nil)
-        try set(CURLOPT_SSL_SESSIONID_CACHE, 0)
-        try check(
-            pinpath_curl_set_ssl_ctx_callback(handle) { _, sslContext, context in
-                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().installVerifier(on: OpaquePointer(sslContext!))
-            })
-        try set(CURLOPT_SSL_CTX_DATA, pointer: context)
         try check(
             pinpath_curl_set_prereq_callback(handle) { context, _, _, _, _ in
                 Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().admitConnection()
@@ -125,6 +128,31 @@ extension Transfer {
             if let key = clientCertificate.keyPath { try set(CURLOPT_SSLKEY, key) }
             if let password = clientCertificate.password { try set(CURLOPT_KEYPASSWD, password) }
         }
+    }
+
+    /// The proxy, stated on every handle: `CURLOPT_PROXY` empty for none, and an empty `CURLOPT_NOPROXY`
+    /// (``ProxySettings`` already applied `no_proxy`), so libcurl reads no `*_proxy` variable behind the
+    /// session's back. Credentials go as options of their own, never in the URL libcurl could quote. An https
+    /// proxy's certificate is verified as the origin's is: peer verification on, no CA file (the verifier
+    /// brings the store), the verdict the proxy's policy's.
+    private func configureProxy() throws(HTTPError) {
+        try set(CURLOPT_NOPROXY, "")
+        guard let proxy else {
+            try set(CURLOPT_PROXY, "")
+            return
+        }
+        try set(CURLOPT_PROXY, proxy.curlURL)
+        try set(CURLOPT_PROXYTYPE, Int(proxy.scheme == .https ? CURLPROXY_HTTPS.rawValue : CURLPROXY_HTTP.rawValue))
+        if let username = proxy.username {
+            try set(CURLOPT_PROXYUSERNAME, username)
+            try set(CURLOPT_PROXYPASSWORD, proxy.password ?? "")  // Basic, libcurl's default CURLOPT_PROXYAUTH
+        }
+        guard proxy.scheme == .https else { return }
+        guard let proxyVerifier else { throw HTTPError(.engineUnavailable, "an https proxy without a verifier") }
+        try set(CURLOPT_PROXY_SSL_VERIFYPEER, 1)
+        try set(CURLOPT_PROXY_SSL_VERIFYHOST, proxyVerifier.policy.validatesDomainName ? 2 : 0)
+        try set(CURLOPT_PROXY_CAINFO, pointer: nil)
+        try set(CURLOPT_PROXY_CAPATH, pointer: nil)
     }
 
     /// At least 1: libcurl reads 0 as no timeout (CURLOPT_TIMEOUT_MS) or its own default (CURLOPT_CONNECTTIMEOUT_MS).

@@ -5,6 +5,13 @@ import PinpathReachability
 import PinpathSecurity
 import Synchronization
 
+/// What a pooled connection was made and verified under (``Transfer/connectionTerms``).
+struct ConnectionTerms: Hashable {
+    let origin: HandshakeVerifier.Terms?
+    let proxy: Proxy?
+    let proxyTerms: HandshakeVerifier.Terms?
+}
+
 /// One request on one libcurl easy handle: its options (`Transfer+Options.swift`), its callbacks and what
 /// they collect (`Transfer+Callbacks.swift`), and its outcome.
 ///
@@ -20,6 +27,10 @@ final class Transfer: @unchecked Sendable {
     /// Runs the security policy in the handshake of a connection this transfer opens; `nil` for plain http.
     let verifier: HandshakeVerifier?
     let addressCheck: AddressCheck?
+    /// The proxy the request goes through, if any.
+    let proxy: Proxy?
+    /// Runs the policy for the proxy's host in the handshake with an https proxy; `nil` otherwise.
+    let proxyVerifier: HandshakeVerifier?
     let bodySource: RequestBody?
     /// libcurl's message for a failure, written by libcurl (`CURLOPT_ERRORBUFFER`).
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
@@ -39,6 +50,9 @@ final class Transfer: @unchecked Sendable {
     var skippedAddresses: [TargetReachability] = []
     var socketsOpened = 0
     var tlsSession: (version: String, cipher: String)?
+    /// TLS contexts libcurl made for this transfer's connections: with an https proxy and an https origin it
+    /// makes the proxy's first, then the origin's inside the tunnel (``installVerifier(on:)``).
+    var tlsContextsMade = 0
     /// The blank line ending the last response's header section has arrived.
     var headersComplete = false
 
@@ -49,7 +63,7 @@ final class Transfer: @unchecked Sendable {
 
     init(
         request: HTTPRequest, options: RequestOptions, verifier: HandshakeVerifier?, clientCertificate: ClientCertificate?,
-        addressCheck: AddressCheck?
+        addressCheck: AddressCheck?, proxy: (proxy: Proxy, verifier: HandshakeVerifier?)? = nil
     ) throws(HTTPError) {
         guard let handle = curl_easy_init() else {
             throw HTTPError(.engineUnavailable, "libcurl cannot create a transfer (out of memory?)")
@@ -59,6 +73,8 @@ final class Transfer: @unchecked Sendable {
         self.options = options
         self.verifier = verifier
         self.addressCheck = addressCheck
+        self.proxy = proxy?.proxy
+        self.proxyVerifier = proxy?.verifier
         self.bodySource = request.body
         errorBuffer.initialize(to: 0)
         try configure(clientCertificate: clientCertificate)
@@ -74,9 +90,13 @@ final class Transfer: @unchecked Sendable {
     /// as libcurl has its handle.
     var context: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 
-    /// The trust terms the request's connection must have been verified under, which key the engine's
-    /// connection pools; `nil` for plain http.
-    var connectionTerms: HandshakeVerifier.Terms? { verifier?.terms }
+    /// What a connection carrying this request must have been made and verified under, which keys the engine's
+    /// connection pools: the origin's trust terms, and the proxy with its own; `nil` for plain http sent
+    /// directly or through a plain http proxy (libcurl itself tells proxies apart).
+    var connectionTerms: ConnectionTerms? {
+        guard verifier != nil || proxyVerifier != nil else { return nil }
+        return ConnectionTerms(origin: verifier?.terms, proxy: proxy, proxyTerms: proxyVerifier?.terms)
+    }
 
     /// `GET https://example.com/path`, for messages (``HTTPRequest/displayURL``: no query, no credentials).
     var description: String { "\(request.method) \(request.displayURL)" }
@@ -97,11 +117,15 @@ final class Transfer: @unchecked Sendable {
     }
 
     private func error(for code: CURLcode, info: TransferInfo) -> HTTPError {
+        // The proxy's handshake comes first: when its policy refused it, no origin handshake ran.
+        let proxyRefused = proxyVerifier?.lastResult.map { result in (try? result.get())?.allowsConnection != true } ?? false
+        let request = proxy.map { proxyRefused ? "\(description): the proxy \($0)" : "\(description) through the proxy \($0)" }
         let failure = CurlErrorMapping.Failure(
-            code: code, request: description,
+            code: code, request: request ?? description,
             libcurlMessage: errorBuffer.pointee != 0 ? String(cString: errorBuffer) : nil, socketError: info.socketError,
-            handshake: verifier?.lastResult, skippedAddress: socketsOpened == 0 ? skippedAddresses.first : nil,
-            usedTLS: verifier != nil, connected: info.remoteAddress != nil, headersComplete: headersComplete,
+            handshake: proxyRefused ? proxyVerifier?.lastResult : verifier?.lastResult,
+            skippedAddress: socketsOpened == 0 ? skippedAddresses.first : nil,
+            usedTLS: verifier != nil || proxyVerifier != nil, connected: info.remoteAddress != nil, headersComplete: headersComplete,
             maximumBodySize: options.maximumBodySize)
         return CurlErrorMapping.error(for: failure)
     }

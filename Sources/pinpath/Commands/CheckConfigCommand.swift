@@ -76,11 +76,29 @@ struct CheckConfigCommand: AsyncParsableCommand {
                 """
             )
             lines.append("    effective: \(effectivePolicy(endpoint))")
+            if endpoint.proxy.settings != .direct || endpoint.proxy.source == .endpoint {
+                lines.append("    proxy: \(endpoint.proxy.summary(for: endpoint.url))")
+            }
         }
         let targets = configuration.reachabilityTargets.map(\.description).joined(separator: " ")
         lines.append("targets:   \(configuration.reachabilityTargets.count)\(targets.isEmpty ? "" : " (\(targets))")")
         lines.append("metrics:   \(configuration.metricsTextfile ?? "none")")
+        lines.append("proxy:     \(proxySummary(configuration.proxy))")
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The default proxies without credentials: `http://proxy:3128 (configuration)`, or for the environment
+    /// `https http://proxy:3128, http none, no_proxy .internal (environment)`.
+    static func proxySummary(_ proxy: ProxyConfiguration) -> String {
+        let settings = proxy.settings
+        guard settings.httpsProxy != settings.httpProxy || !settings.noProxy.isEmpty else {
+            return "\(settings.httpsProxy?.description ?? "none") (\(proxy.source.rawValue))"
+        }
+        let noProxy = settings.noProxy.isEmpty ? "" : ", no_proxy \(settings.noProxy.joined(separator: ","))"
+        return """
+            https \(settings.httpsProxy?.description ?? "none"), http \(settings.httpProxy?.description ?? "none")\
+            \(noProxy) (\(proxy.source.rawValue))
+            """
     }
 
     /// The summary for machines; header values are not included at all.
@@ -115,6 +133,8 @@ struct CheckConfigCommand: AsyncParsableCommand {
                             ("timeout", .string(DurationSyntax.format(endpoint.timeout))),
                             ("policies", .array((endpoint.security?.names ?? []).map(JSONValue.string))),
                             ("effective_policy", effectivePolicyJSON(endpoint)),
+                            ("proxy", .string(endpoint.proxy.settings.proxy(for: endpoint.url)?.description)),
+                            ("proxy_source", .string(endpoint.proxy.source.rawValue)),
                         ])
                     })
             ),
