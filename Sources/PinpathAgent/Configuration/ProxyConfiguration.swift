@@ -1,6 +1,6 @@
 import FoundationEssentials
 import PinpathHTTP
-import Yams
+import PinpathYAML
 
 /// The proxies an endpoint's probes go through, and where that choice was made: the endpoint's `proxy:`,
 /// the file's top-level `proxy:`, or the environment (`https_proxy`, `HTTPS_PROXY`, `http_proxy`,

@@ -1,6 +1,6 @@
 import FoundationEssentials
 import PinpathHTTP
-import Yams
+import PinpathYAML
 
 /// A collector that pin failure reports are POSTed to: one `report_uri` of a policy an endpoint is held to,
 /// with what its own host is held to. The report goes through the same gated request core as a probe, so the
@@ -80,7 +80,7 @@ extension ConfigurationDecoder {
     ) -> [String: [ReportCollector]] {
         var collectors: [String: [ReportCollector]] = [:]
         for policy in policies where !policy.reportURIs.isEmpty {
-            let node = declared.first { $0.name == policy.name }?.value["report_uri"]
+            let node = declared.first { $0.name == policy.name }?.value.mapping?["report_uri"]
             collectors[policy.name] = policy.reportURIs.map { url in
                 guard url.scheme?.lowercased() == "https", let host = url.host else { return ReportCollector(url: url, security: nil) }
                 do throws(AppliedPolicy.Conflict) {
