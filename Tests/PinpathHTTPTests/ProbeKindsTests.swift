@@ -114,6 +114,23 @@ struct ProbeKindsTests {
         }
     }
 
+    /// Only the success is asserted: under TLS 1.3 a server refuses a missing certificate after the client's
+    /// side of the handshake is done, and a tls:// check, which reads nothing, does not see it (README).
+    @Test("tls:// presents the request's client certificate to a server that requires one")
+    func tlsClientCertificate() async throws {
+        let clients = ClientCertificatePKI.shared
+        let server = try TLSServer(
+            certificate: pki.path("ip"), key: pki.path("ip", "key"), chain: [pki.path("inter")], in: pki.directory,
+            extraArguments: ["-Verify", "1", "-verify_return_error", "-CAfile", clients.path("client-ca")])
+        defer { server.stop() }
+        var withCertificate = options()
+        withCertificate.clientCertificate = ClientCertificate(
+            certificatePath: clients.path("client"), keyPath: clients.path("client-encrypted", "key"),
+            password: ClientCertificatePKI.password)
+        let response = try await session().send(check("tls://127.0.0.1:\(server.port)"), options: withCertificate)
+        #expect(response.tls?.evaluation != nil)
+    }
+
     // MARK: tcp://
 
     @Test("tcp:// connects only; with an exchange it reads the banner, or sends and reads the answer")
