@@ -1,3 +1,4 @@
+import PinpathHTTP
 import Yams
 
 /// What a response must look like for a probe to succeed (`expect:`).
@@ -8,12 +9,18 @@ public struct ResponseExpectation: Sendable, Equatable {
     public let bodyContains: String?
     /// A regular expression the body must match somewhere, if set (`body_matches`).
     public let bodyMatches: BodyPattern?
+    /// Text the server's greeting (SMTP, IMAP, POP3, FTP) or a `tcp://` exchange's answer must contain, if set
+    /// (`banner`).
+    public let banner: String?
 
     /// Creates an expectation; by default any 2xx status and no body check.
-    public init(statuses: [ClosedRange<Int>] = [200...299], bodyContains: String? = nil, bodyMatches: BodyPattern? = nil) {
+    public init(
+        statuses: [ClosedRange<Int>] = [200...299], bodyContains: String? = nil, bodyMatches: BodyPattern? = nil, banner: String? = nil
+    ) {
         self.statuses = statuses
         self.bodyContains = bodyContains
         self.bodyMatches = bodyMatches
+        self.banner = banner
     }
 
     /// Whether `status` is one of ``statuses``.
@@ -32,11 +39,26 @@ public struct ResponseExpectation: Sendable, Equatable {
         statuses.map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ", ")
     }
 
-    static let keys = ["status", "body_contains", "body_matches"]
+    static let keys = ["status", "body_contains", "body_matches", "banner"]
 
-    /// Reads `expect:`; `nil` node means the defaults.
-    static func decode(_ node: Node?, _ keyPath: String, _ decoder: ConfigurationDecoder) -> ResponseExpectation {
+    /// Reads `expect:`; `nil` node means the defaults. `kind` (when the URL was valid) decides which keys
+    /// apply: the HTTP ones for http(s), `banner` for the kinds whose server speaks (``ServiceKind/greets``)
+    /// and `tcp`.
+    static func decode(_ node: Node?, _ keyPath: String, _ decoder: ConfigurationDecoder, kind: ServiceKind? = .https)
+        -> ResponseExpectation
+    {
         guard let node, let fields = decoder.mapping(node, keyPath, known: keys) else { return ResponseExpectation() }
+        if let kind {
+            let applicable = kind.isHTTP ? ["status", "body_contains", "body_matches"] : (kind.greets || kind == .tcp) ? ["banner"] : []
+            for key in keys where !applicable.contains(key) {
+                guard let keyNode = fields[key] else { continue }
+                let reason =
+                    key == "banner"
+                    ? "banner applies to the kinds whose server speaks first (smtp, imap, pop3, ftp and their TLS variants) and to tcp://"
+                    : "\(key) applies to http:// and https:// URLs only"
+                decoder.report(.invalidValue, at: keyNode, fields.path(key), "\(reason); this URL is \(kind.rawValue)://")
+            }
+        }
         var statuses: [ClosedRange<Int>] = [200...299]
         if let node = fields["status"],
             let items = decoder.list(node, fields.path("status"), of: "status codes or ranges", allowingSingle: true)
@@ -54,7 +76,15 @@ public struct ResponseExpectation: Sendable, Equatable {
         let matches = fields["body_matches"].flatMap { node in
             decoder.parse(node, fields.path("body_matches"), "a regular expression") { try BodyPattern($0) }
         }
-        return ResponseExpectation(statuses: statuses, bodyContains: contains, bodyMatches: matches)
+        var banner: String?
+        if let node = fields["banner"], let text = decoder.string(node, fields.path("banner"), "text") {
+            if text.isEmpty {
+                decoder.report(.invalidValue, at: node, fields.path("banner"), "the text is empty; remove banner to accept any greeting")
+            } else {
+                banner = text
+            }
+        }
+        return ResponseExpectation(statuses: statuses, bodyContains: contains, bodyMatches: matches, banner: banner)
     }
 }
 

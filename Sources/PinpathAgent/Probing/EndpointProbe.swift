@@ -12,11 +12,12 @@ struct EndpointProbe: Sendable {
 
     /// Probes once. Never throws: every way a probe can end is a result.
     func probe(_ endpoint: EndpointConfiguration) async -> ProbeResult {
-        var result = ProbeResult(endpoint: endpoint.name, outcome: .failure, started: Date())
-        let request = HTTPRequest(method: endpoint.method, url: endpoint.url, headers: endpoint.requestHeaders)
+        var result = ProbeResult(endpoint: endpoint.name, kind: endpoint.kind, outcome: .failure, started: Date())
+        let request = HTTPRequest(
+            method: endpoint.method, url: endpoint.url, headers: endpoint.kind.isHTTP ? endpoint.requestHeaders : HTTPHeaders())
         do throws(HTTPError) {
             let response = try await session.send(request, options: Self.options(for: endpoint))
-            result.statusCode = response.statusCode
+            result.statusCode = endpoint.kind.isHTTP ? response.statusCode : nil
             result.timings = response.timings
             result.remoteAddress = response.remoteAddress
             result.tlsVersion = response.tls?.version
@@ -38,6 +39,15 @@ struct EndpointProbe: Sendable {
 
     private func judge(_ response: HTTPResponse, against endpoint: EndpointConfiguration, into result: inout ProbeResult) {
         let expect = endpoint.expect
+        guard endpoint.kind.isHTTP else {
+            if let banner = expect.banner, !(response.banner ?? "").contains(banner) {
+                result.errorCategory = "unexpected_banner"
+                result.message = "the server's \(endpoint.kind == .tcp ? "answer" : "greeting") does not contain \"\(banner)\""
+                return
+            }
+            result.outcome = .success
+            return
+        }
         guard expect.accepts(status: response.statusCode) else {
             result.errorCategory = "unexpected_status"
             result.message = "status \(response.statusCode), expected \(expect.statusDescription)"
@@ -71,6 +81,14 @@ struct EndpointProbe: Sendable {
         options.trustStore = endpoint.security?.trustStore
         // Redirect hops to other hosts are held to the configured policies for them, with their stores.
         options.policies = HostPolicySet(endpoint.redirectPolicies.map(\.hostPolicy))
+        options.serverName = endpoint.serverName
+        if let files = endpoint.clientCertificate {
+            options.clientCertificate = ClientCertificate(
+                certificatePath: files.certificate, keyPath: files.key, password: files.password?.unredacted)
+        }
+        if endpoint.kind == .tcp && (endpoint.send != nil || endpoint.expect.banner != nil) {
+            options.tcpExchange = TCPExchange(send: endpoint.send.map { Array($0.utf8) }, readUntil: endpoint.expect.banner)
+        }
         return options
     }
 }
