@@ -41,6 +41,14 @@ struct ProbeKindsAgentTests {
             ("tls://db.example:5432", "    servername: \"bad name\"\n", "endpoints[0].servername:", "is not a host name"),
             ("tcp://db.example:5432", "    client_certificate: /x.pem\n", "endpoints[0].client_certificate:", "has none"),
             ("https://api.example/", "    client_key: /x.key\n", "endpoints[0].client_key:", "without client_certificate"),
+            ("tls://db.example:5432", "    body: hello\n", "endpoints[0].body:", "applies to http:// and https://"),
+            ("https://api.example/", "    body: a\n    body_file: /x\n", "endpoints[0].body:", "not both"),
+            ("https://api.example/", "    body_file: /nonexistent/body.json\n", "endpoints[0].body_file:", "cannot read"),
+            (
+                "https://api.example/", "    expect: { headers: { X-A: \"/[/\" } }\n", "endpoints[0].expect.headers.X-A:",
+                "not a valid regular expression"
+            ),
+            ("https://api.example/", "    expect: { max_duration: soon }\n", "endpoints[0].expect.max_duration:", "not a duration"),
         ])
     func keyRefusedForKind(_ url: String, _ extra: String, _ place: String, _ reason: String) {
         let problems = configurationProblems(Self.endpoint(url, extra))
@@ -184,6 +192,44 @@ struct ProbeKindsAgentTests {
         #expect((probes["smtp"]?["tls_version"] as? String)?.hasPrefix("TLSv1.") == true)
         let pinFailures = events.filter { $0["event"] as? String == "pin.failure" }
         #expect(pinFailures.map { $0["endpoint"] as? String } == ["tls-wrong-pin"], "\(pinFailures)")
+    }
+
+    @Test("HTTP body, body_file, expect.headers and expect.max_duration: sent, checked, and a header mismatch fails")
+    func httpAdditions() throws {
+        let server = try RecordingServer(
+            certificate: (pki.path("ip"), pki.path("ip", "key"), [pki.path("inter")]), directory: pki.directory)
+        defer { server.stop() }
+        let bodyFile = "\(pki.directory)/probe-body-\(UUID().uuidString).json"
+        try #"{"probe":true}"#.write(toFile: bodyFile, atomically: true, encoding: .utf8)
+        let (status, events, output) = try runOnce(
+            """
+              - name: post
+                url: "\(server.origin)/post"
+                method: POST
+                body: ping
+                expect: { headers: { content-type: text/plain, Content-Length: "/^[0-9]+$/" }, max_duration: 30s }
+              - name: put-file
+                url: "\(server.origin)/put"
+                method: PUT
+                body_file: \(bodyFile)
+              - name: header-missing
+                url: "\(server.origin)/get"
+                expect: { headers: { X-Missing: "x" } }
+              - name: header-mismatch
+                url: "\(server.origin)/get"
+                expect: { headers: { Content-Type: "/^application/json/" } }
+
+            """)
+        #expect(status == 1, "\(output)")
+        let probes = probes(events)
+        #expect(probes["post"]?["outcome"] as? String == "success", "\(probes["post"] ?? [:])")
+        #expect(probes["put-file"]?["outcome"] as? String == "success", "\(probes["put-file"] ?? [:])")
+        #expect(probes["header-missing"]?["error_category"] as? String == "unexpected_header")
+        #expect((probes["header-missing"]?["message"] as? String)?.contains("no X-Missing header") == true)
+        #expect(probes["header-mismatch"]?["error_category"] as? String == "unexpected_header")
+        let received = server.requests
+        #expect(received.contains { $0.method == "POST" && $0.path == "/post" && $0.body == "ping" }, "\(received.map(\.body))")
+        #expect(received.contains { $0.method == "PUT" && $0.body == #"{"probe":true}"# }, "\(received.map(\.body))")
     }
 
     @Test(

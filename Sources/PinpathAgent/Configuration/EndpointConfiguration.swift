@@ -55,6 +55,8 @@ public struct EndpointConfiguration: Sendable, Equatable {
     public let method: HTTPMethod
     /// Extra request headers, in file order.
     public let headers: [Header]
+    /// The request body (`body`, or the contents of `body_file` read at load time), sent with the method.
+    public let body: [UInt8]?
     /// What the response must look like. Default: a 2xx status.
     public let expect: ResponseExpectation
     /// Time between the starts of two probes. Default 60s; at least 1s.
@@ -97,8 +99,11 @@ public struct EndpointConfiguration: Sendable, Equatable {
     static let keys = [
         "name", "url", "method", "headers", "expect", "interval", "timeout", "policy", "ip_family",
         "failure_threshold", "success_threshold", "cert_expiry_warning", "follow_redirects", "starttls", "servername", "send",
-        "client_certificate", "client_key", "client_key_password",
+        "client_certificate", "client_key", "client_key_password", "body", "body_file",
     ]
+
+    /// The largest `body_file` read: a probe's body, not an upload.
+    static let maximumBodyFileSize = 1 << 20
 }
 
 extension EndpointConfiguration {
@@ -132,6 +137,7 @@ extension EndpointConfiguration {
         let clientCertificate = decoder.clientCertificate(fields, kind: kind)
         let method = fields["method"].flatMap { decoder.method($0, fields.path("method")) } ?? .get
         let headers = fields["headers"].flatMap { decoder.headers($0, fields.path("headers")) } ?? []
+        let body = decoder.requestBody(fields, kind: kind)
         let expect = ResponseExpectation.decode(fields["expect"], fields.path("expect"), decoder, kind: kind)
         let interval = fields["interval"].flatMap { decoder.duration($0, fields.path("interval"), atLeast: .seconds(1)) } ?? defaultInterval
         var timeout = min(defaultTimeout, interval)
@@ -196,7 +202,7 @@ extension EndpointConfiguration {
         guard decoder.problems.count == before, let name, let url else { return nil }
         return EndpointConfiguration(
             name: name, url: url, serverName: serverName, send: send, clientCertificate: clientCertificate, method: method,
-            headers: headers, expect: expect, interval: interval, timeout: timeout,
+            headers: headers, body: body, expect: expect, interval: interval, timeout: timeout,
             policyName: policyName, security: security, redirectPolicies: followRedirects ? context.policies : [], ipFamily: ipFamily,
             failureThreshold: failureThreshold,
             successThreshold: successThreshold, certExpiryWarning: warning, followRedirects: followRedirects)

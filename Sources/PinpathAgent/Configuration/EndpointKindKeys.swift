@@ -1,5 +1,6 @@
 import PinpathHTTP
 import PinpathSecurity
+import PinpathSupport
 import Yams
 
 /// The endpoint keys that depend on the URL's kind (``ServiceKind``): each is refused, at its line, on a kind
@@ -68,10 +69,35 @@ extension ConfigurationDecoder {
         }
     }
 
-    /// `method`, `headers` and `follow_redirects` are HTTP's; on another kind they are refused.
+    /// `body` (text) or `body_file` (read now, at most 1 MiB): the HTTP request's body, sent with `method`.
+    func requestBody(_ fields: ConfigurationMapping, kind: ServiceKind?) -> [UInt8]? {
+        if let text = fields["body"], fields["body_file"] != nil {
+            report(.invalidValue, at: text, fields.path("body"), "give body or body_file, not both")
+            return nil
+        }
+        if let node = fields["body"] {
+            return string(node, fields.path("body"), "the request body as text").map { Array($0.utf8) }
+        }
+        guard let node = fields["body_file"], let path = string(node, fields.path("body_file"), "a file path") else { return nil }
+        let resolved = resolve(path: path)
+        do {
+            let bytes = try readWholeFile(resolved)
+            guard bytes.count <= EndpointConfiguration.maximumBodyFileSize else {
+                report(
+                    .unusableFile, at: node, fields.path("body_file"), "\(resolved) is larger than 1 MiB; a probe's body should be small")
+                return nil
+            }
+            return bytes
+        } catch {
+            report(.unusableFile, at: node, fields.path("body_file"), "cannot read \(resolved): \(error)")
+            return nil
+        }
+    }
+
+    /// `method`, `headers`, `body`, `body_file` and `follow_redirects` are HTTP's; on another kind they are refused.
     func checkHTTPOnlyKeys(_ fields: ConfigurationMapping, kind: ServiceKind?) {
         guard let kind, !kind.isHTTP else { return }
-        for key in ["method", "headers", "follow_redirects"] {
+        for key in ["method", "headers", "body", "body_file", "follow_redirects"] {
             if let node = fields[key] {
                 report(
                     .invalidValue, at: node, fields.path(key),

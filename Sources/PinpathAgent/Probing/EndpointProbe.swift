@@ -14,7 +14,8 @@ struct EndpointProbe: Sendable {
     func probe(_ endpoint: EndpointConfiguration) async -> ProbeResult {
         var result = ProbeResult(endpoint: endpoint.name, kind: endpoint.kind, outcome: .failure, started: Date())
         let request = HTTPRequest(
-            method: endpoint.method, url: endpoint.url, headers: endpoint.kind.isHTTP ? endpoint.requestHeaders : HTTPHeaders())
+            method: endpoint.method, url: endpoint.url, headers: endpoint.kind.isHTTP ? endpoint.requestHeaders : HTTPHeaders(),
+            body: endpoint.body.map(RequestBody.bytes))
         do throws(HTTPError) {
             let response = try await session.send(request, options: Self.options(for: endpoint))
             result.statusCode = endpoint.kind.isHTTP ? response.statusCode : nil
@@ -23,6 +24,7 @@ struct EndpointProbe: Sendable {
             result.tlsVersion = response.tls?.version
             result.evaluation = response.tls?.evaluation
             judge(response, against: endpoint, into: &result)
+            checkDuration(endpoint, &result)
         } catch {
             result.errorCategory = error.code.description
             result.message = error.message
@@ -60,7 +62,24 @@ struct EndpointProbe: Sendable {
                 ?? "the body does not match \(expect.bodyMatches?.description ?? "the pattern")"
             return
         }
+        for header in expect.headers where !header.accepts(response.headers[header.name]) {
+            result.errorCategory = "unexpected_header"
+            result.message =
+                response.headers[header.name] == nil
+                ? "the response has no \(header.name) header" : "the \(header.name) header does not \(header.requirement)"
+            return
+        }
         result.outcome = .success
+    }
+
+    /// A result that took longer than `expect.max_duration` fails as `too_slow`, whatever else it found.
+    private func checkDuration(_ endpoint: EndpointConfiguration, _ result: inout ProbeResult) {
+        guard result.outcome == .success, let limit = endpoint.expect.maxDuration, let total = result.timings?.total,
+            total > Double(limit.wholeMilliseconds) / 1000
+        else { return }
+        result.outcome = .failure
+        result.errorCategory = "too_slow"
+        result.message = "the probe took \(Int((total * 1000).rounded())) ms, more than max_duration \(DurationSyntax.format(limit))"
     }
 
     static func options(for endpoint: EndpointConfiguration) -> RequestOptions {
