@@ -41,21 +41,7 @@ public final class MailServer {
         try Self.script.write(toFile: script, atomically: true, encoding: .utf8)
         var arguments = ["/usr/bin/python3", script, service.rawValue, mode.rawValue, portFile, log]
         if let certificate { arguments += [certificate.chain, certificate.key] }
-        let devNull = open("/dev/null", O_WRONLY)
-        defer { close(devNull) }
-        pid = try Shell.spawn(arguments, stdout: devNull, stderr: devNull)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            if let text = try? String(contentsOfFile: portFile, encoding: .utf8),
-                let port = UInt16(text.trimmingCharacters(in: .whitespacesAndNewlines))
-            {
-                self.port = port
-                return
-            }
-            usleep(20_000)
-        }
-        Shell.kill(pid)
-        throw ShellError(description: "the \(service.rawValue) test server did not start")
+        (pid, port) = try Shell.spawnListening(arguments, portFile: portFile, what: "the \(service.rawValue) test server")
     }
 
     deinit { stop() }
@@ -88,6 +74,9 @@ public final class MailServer {
                 f.write(line + "\n")
         GREETING = {"smtp": b"220 mail.test ESMTP pinpath-test\r\n", "imap": b"* OK [CAPABILITY IMAP4rev1 STARTTLS] pinpath-test ready\r\n",
                     "pop3": b"+OK pinpath-test POP3 ready\r\n"}
+        def upgrade(conn):
+            conn = ctx.wrap_socket(conn, server_side=True)
+            return conn, conn.makefile("rwb", buffering=0), True
         def serve(conn):
             f = conn.makefile("rwb", buffering=0)
             tls = mode == "implicit"
@@ -108,8 +97,7 @@ public final class MailServer {
                         send(b"\r\n".join(caps) + b"\r\n")
                     elif cmd == "STARTTLS" and mode == "starttls" and not tls:
                         send(b"220 2.0.0 ready\r\n")
-                        conn = ctx.wrap_socket(conn, server_side=True)
-                        f = conn.makefile("rwb", buffering=0); tls = True
+                        conn, f, tls = upgrade(conn)
                     elif cmd == "QUIT":
                         send(b"221 bye\r\n"); return
                     elif cmd in ("NOOP", "RSET", "VRFY"):
@@ -122,8 +110,7 @@ public final class MailServer {
                         send(b"* CAPABILITY IMAP4rev1" + (b" STARTTLS" if mode == "starttls" and not tls else b"") + b"\r\n" + tag.encode() + b" OK done\r\n")
                     elif cmd == "STARTTLS" and mode == "starttls" and not tls:
                         send(tag.encode() + b" OK begin TLS\r\n")
-                        conn = ctx.wrap_socket(conn, server_side=True)
-                        f = conn.makefile("rwb", buffering=0); tls = True
+                        conn, f, tls = upgrade(conn)
                     elif cmd == "LOGOUT":
                         send(b"* BYE\r\n" + tag.encode() + b" OK\r\n"); return
                     elif cmd == "NOOP":
@@ -136,8 +123,7 @@ public final class MailServer {
                         send(b"+OK\r\n" + (b"STLS\r\n" if mode == "starttls" and not tls else b"") + b"USER\r\n.\r\n")
                     elif cmd == "STLS" and mode == "starttls" and not tls:
                         send(b"+OK begin TLS\r\n")
-                        conn = ctx.wrap_socket(conn, server_side=True)
-                        f = conn.makefile("rwb", buffering=0); tls = True
+                        conn, f, tls = upgrade(conn)
                     elif cmd == "QUIT":
                         send(b"+OK bye\r\n"); return
                     elif cmd == "NOOP":

@@ -57,21 +57,7 @@ public final class RecordingServer {
                 .write(toFile: chainFile, atomically: true, encoding: .utf8)
             arguments += [chainFile, certificate.key]
         }
-        let devNull = open("/dev/null", O_WRONLY)
-        defer { close(devNull) }
-        pid = try Shell.spawn(arguments, stdout: devNull, stderr: devNull)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            if let text = try? String(contentsOfFile: portFile, encoding: .utf8),
-                let port = UInt16(text.trimmingCharacters(in: .whitespacesAndNewlines))
-            {
-                self.port = port
-                return
-            }
-            usleep(20_000)
-        }
-        Shell.kill(pid)
-        throw ShellError(description: "the recording server did not start on \(address)")
+        (pid, port) = try Shell.spawnListening(arguments, portFile: portFile, what: "the recording server on \(address)")
     }
 
     deinit { stop() }

@@ -84,6 +84,26 @@ public enum Shell {
     }
 
     /// Kills a spawned program and reaps it.
+    /// Starts a server that writes the port it listens on into `portFile` once it listens (its output to
+    /// /dev/null), and waits for that up to 10 s.
+    /// - Throws: ``ShellError`` naming `what` when it did not start; it is killed then.
+    public static func spawnListening(_ arguments: [String], portFile: String, what: String) throws -> (pid: pid_t, port: UInt16) {
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let pid = try spawn(arguments, stdout: devNull, stderr: devNull)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if let text = try? String(contentsOfFile: portFile, encoding: .utf8),
+                let port = UInt16(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            {
+                return (pid, port)
+            }
+            usleep(20_000)
+        }
+        kill(pid)
+        throw ShellError(description: "\(what) did not start")
+    }
+
     public static func kill(_ pid: pid_t) {
         _ = Glibc.kill(pid, SIGKILL)
         var status: Int32 = 0
