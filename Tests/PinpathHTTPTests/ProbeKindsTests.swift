@@ -17,15 +17,8 @@ struct ProbeKindsTests {
         try TLSServer(certificate: pki.path(leaf), key: pki.path(leaf, "key"), chain: [pki.path(issuer)], in: pki.directory)
     }
 
-    /// A session trusting the test root; with `pins`, a policy pinning those certificates for every host.
-    func session(pins: [String] = []) throws -> Session {
-        var configuration = Session.Configuration(trustStore: try pki.trustStore())
-        if !pins.isEmpty {
-            let policy = try SecurityPolicy(mode: .publicKey, pins: try pki.chain(pins).map(\.spkiPin), requiresBackupPin: false)
-            configuration.policies = HostPolicySet([HostPolicy(patterns: [try HostPattern(parsing: "127.0.0.1")], policy: policy)])
-        }
-        return try Session(configuration)
-    }
+    /// A session trusting the test root; with `pins`, those pinned for 127.0.0.1.
+    func session(pins: [String] = []) throws -> Session { try pki.loopbackSession(pins: pins) }
 
     func check(_ url: String) -> HTTPRequest { HTTPRequest(method: .get, url: URL(string: url)!) }
 
