@@ -2,8 +2,9 @@ import Foundation
 
 /// Client certificates for mutual TLS, issued by the test PKI's intermediate (clientAuth), generated once per
 /// run with the openssl CLI: `client.pem` with `client.key` (plain) and `client-encrypted.key` (AES-256,
-/// password ``password``), a `stranger` certificate from the untrusted root, and `client-ca.pem` (the test
-/// root and intermediate) for `openssl s_server -Verify 1 -CAfile`.
+/// password ``password``; `client-encrypted-2.key`, the same key under ``otherPassword``), a `stranger`
+/// certificate from the untrusted root, `*-combined.pem` (certificate and key in one file), a copy of the key
+/// at another path, and `client-ca.pem` (the test root and intermediate) for `openssl s_server -Verify 1 -CAfile`.
 public final class ClientCertificatePKI: Sendable {
     public static let shared = ClientCertificatePKI(
         directory: GeneratedDirectory.make(
@@ -11,6 +12,8 @@ public final class ClientCertificatePKI: Sendable {
 
     /// The encrypted key's password.
     public static let password = "correct horse battery staple"
+    /// `client-encrypted-2.key`'s password.
+    public static let otherPassword = "another password"
 
     public let directory: String
 
@@ -40,6 +43,10 @@ public final class ClientCertificatePKI: Sendable {
         client client "pinpath test client" inter
         client stranger "pinpath stranger" rogueroot
         openssl pkey -in client.key -aes256 -passout "pass:correct horse battery staple" -out client-encrypted.key
+        openssl pkey -in client.key -aes256 -passout "pass:another password" -out client-encrypted-2.key
+        cp client.key client-copy.key
+        cat client.pem client.key > client-combined.pem
+        cat stranger.pem stranger.key > stranger-combined.pem
         cat "$PKI/root.pem" "$PKI/inter.pem" > client-ca.pem
         """#
 }
