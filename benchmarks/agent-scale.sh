@@ -25,6 +25,12 @@
 # (https://127.0.0.1:PORT/e1 … /eN): one host and port, so the agent has one monitor target, as a fleet of
 # endpoints on one load balancer would.
 #
+# KINDS (default "https") chooses what is probed: `https` (the above) and/or `tls` (issue 14: pinpath's
+# tls://127.0.0.1:PORT endpoints, a TCP connection and a full handshake under the policy, then close; and
+# blackbox_exporter's tcp prober with `tls: true`, its "tls" module, on the same nginx). Both kinds in one run
+# give CPU per tls:// probe next to blackbox_exporter's tls module and next to pinpath's own https probe.
+# The libcurl floor is an https request and runs for the https kind only.
+#
 # It measures and prints; it asserts nothing. The issue's goals, for reading the table: CPU per probe at most
 # 0.8× blackbox_exporter's and within 1.15× of the libcurl floor, RSS under 150 MiB at 10,000 endpoints, p99
 # lateness under 100 ms.
@@ -37,6 +43,7 @@
 #   DURATION  seconds each of pinpath and blackbox_exporter runs (default 180: every endpoint is probed
 #             2-3 times; the agent's first pass is spread over the first N ms, at most 10 s)
 #   MODES     pinpath policies to run: "pinned", "none" or both (default "pinned")
+#   KINDS     probe kinds: "https", "tls" or both (default "https")
 #   SKIP      any of "blackbox floor" to leave those out (default none)
 #   KEEP      1 to keep the work directory (events, configs, RSS samples); its path is printed
 #
@@ -48,6 +55,7 @@ PINPATH=${PINPATH:?set PINPATH to a release pinpath binary (see the header)}
 NS=${NS:-1000 10000}
 DURATION=${DURATION:-180}
 MODES=${MODES:-pinned}
+KINDS=${KINDS:-https}
 SKIP=${SKIP:-}
 KEEP=${KEEP:-0}
 INTERVAL=60
@@ -56,6 +64,7 @@ die() { echo "agent-scale: $*" >&2; exit 1; }
 [[ -x $PINPATH ]] || die "no executable at PINPATH=$PINPATH"
 [[ $DURATION =~ ^[0-9]+$ && $DURATION -ge 30 ]] || die "DURATION must be a number of seconds, at least 30"
 for n in $NS; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "NS must list positive integers (got '$n')"; done
+for kind in $KINDS; do [[ $kind == https || $kind == tls ]] || die "KINDS must list https and/or tls (got '$kind')"; done
 
 missing=()
 command -v nginx >/dev/null || missing+=(nginx-light)
@@ -135,11 +144,12 @@ sample_rss() {
 peak_mib() { sort -n "$1" | tail -1 | awk '{ printf "%.1f", $1 / 1024 }'; }
 calc() { python3 -c "nan = float('nan'); print(f'{$1:.${2:-2}f}')"; }
 
-# Writes a pinpath configuration with N endpoints and the given policy mode.
+# Writes a pinpath configuration with N endpoints of a kind (https: one path each; tls: the same host and port
+# under N names) and the given policy mode.
 write_config() {
-    local n=$1 mode=$2 file=$3
+    local n=$1 mode=$2 file=$3 kind=$4
     {
-        echo "events: {output: $work/events-$n-$mode.jsonl, probes: changes, max_size: 1GiB}"
+        echo "events: {output: $work/events-$n-$mode-$kind.jsonl, probes: changes, max_size: 1GiB}"
         echo "policies:"
         echo "  bench:"
         if [[ $mode == pinned ]]; then
@@ -151,15 +161,20 @@ write_config() {
         echo "    ca_file: $work/root.pem"
         echo "endpoints:"
         for ((i = 1; i <= n; i++)); do
-            echo "  - {name: e$i, url: \"$base/e$i\", interval: ${INTERVAL}s, policy: bench}"
+            if [[ $kind == tls ]]; then
+                echo "  - {name: e$i, url: \"tls://127.0.0.1:$https_port\", interval: ${INTERVAL}s, policy: bench}"
+            else
+                echo "  - {name: e$i, url: \"$base/e$i\", interval: ${INTERVAL}s, policy: bench}"
+            fi
         done
     } > "$file"
 }
 
 # Runs pinpath; prints "cpu_ms_per_probe cpu_pct rss_mib p99_ms probes failures startup_cpu_s steady_ms".
 run_pinpath() {
-    local n=$1 mode=$2 config=$work/agent-$n-$mode.yaml events=$work/events-$n-$mode.jsonl rss=$work/rss-pinpath-$n-$mode
-    write_config "$n" "$mode" "$config"
+    local n=$1 mode=$2 kind=$3
+    local config=$work/agent-$n-$mode-$kind.yaml events=$work/events-$n-$mode-$kind.jsonl rss=$work/rss-pinpath-$n-$mode-$kind
+    write_config "$n" "$mode" "$config" "$kind"
     "$PINPATH" check-config --config "$config" >/dev/null || die "pinpath rejects $config"
     : > "$rss"
     local started=$SECONDS
@@ -198,11 +213,14 @@ cat > driver.py <<'PY'
 # this process's is not counted).
 import asyncio, sys, time
 exporter_port, base, n, interval, duration = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+kind = sys.argv[6] if len(sys.argv) > 6 else "https"
+# The tls module's target is host:port (one for all endpoints); the https module's is the endpoint's URL.
+query = "module=tls_connect&target=" + base.split("://", 1)[1] if kind == "tls" else "module=https_2xx&target=" + base + "/e{i}"
 done = ok = 0
 async def probe(i):
     global done, ok
     reader, writer = await asyncio.open_connection("127.0.0.1", exporter_port)
-    writer.write(f"GET /probe?module=https_2xx&target={base}/e{i} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+    writer.write(f"GET /probe?{query.format(i=i)} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
     body = await reader.read()
     writer.close()
     done += 1
@@ -227,19 +245,27 @@ modules:
       preferred_ip_protocol: ip4
       tls_config:
         ca_file: $work/root.pem
+  tls_connect:
+    prober: tcp
+    timeout: 10s
+    tcp:
+      preferred_ip_protocol: ip4
+      tls: true
+      tls_config:
+        ca_file: $work/root.pem
 YML
 
 # Runs blackbox_exporter with the driver; prints "cpu_ms_per_probe rss_mib probes successes".
 run_blackbox() {
-    local n=$1 bport rss=$work/rss-blackbox-$n
+    local n=$1 kind=$2 bport rss=$work/rss-blackbox-$n-$kind
     bport=$(port); : > "$rss"
     prometheus-blackbox-exporter --config.file="$work/blackbox.yml" --web.listen-address="127.0.0.1:$bport" \
-        2> "$work/blackbox-$n.stderr" & local pid=$!; pids+=("$pid")
+        2> "$work/blackbox-$n-$kind.stderr" & local pid=$!; pids+=("$pid")
     wait_port "$bport"
     sample_rss "$pid" "$rss" & local sampler=$!; pids+=("$sampler")
     local cpu0 cpu1 result
     cpu0=$(cpu_seconds "$pid")
-    result=$(python3 driver.py "$bport" "$base" "$n" "$INTERVAL" "$DURATION")
+    result=$(python3 driver.py "$bport" "$base" "$n" "$INTERVAL" "$DURATION" "$kind")
     cpu1=$(cpu_seconds "$pid")
     kill -TERM "$pid"; wait "$pid" || true; forget "$pid"
     wait "$sampler" 2>/dev/null || true; forget "$sampler"
@@ -258,20 +284,22 @@ print(f"{float(f['cpu_us_per_request']) / 1000:.3f} {f['rss_mib']} {f['requests'
 PY
 }
 
-echo "agent-scale: nproc=$(nproc), nginx on 127.0.0.1:$https_port, ${DURATION}s per run, N in ($NS), modes ($MODES)" >&2
+echo "agent-scale: nproc=$(nproc), nginx on 127.0.0.1:$https_port, ${DURATION}s per run, N in ($NS), modes ($MODES), kinds ($KINDS)" >&2
 declare -A table
 for n in $NS; do
-    for mode in $MODES; do
-        echo "agent-scale: N=$n pinpath ($mode)…" >&2
-        table[$n,pinpath,$mode]=$(run_pinpath "$n" "$mode")
-        echo "  $n pinpath $mode: ${table[$n,pinpath,$mode]}" >&2
+    for kind in $KINDS; do
+        for mode in $MODES; do
+            echo "agent-scale: N=$n pinpath $kind ($mode)…" >&2
+            table[$n,$kind,pinpath,$mode]=$(run_pinpath "$n" "$mode" "$kind")
+            echo "  $n pinpath $kind $mode: ${table[$n,$kind,pinpath,$mode]}" >&2
+        done
+        if [[ $SKIP != *blackbox* ]]; then
+            echo "agent-scale: N=$n blackbox_exporter $kind…" >&2
+            table[$n,$kind,blackbox]=$(run_blackbox "$n" "$kind")
+            echo "  $n blackbox $kind: ${table[$n,$kind,blackbox]}" >&2
+        fi
     done
-    if [[ $SKIP != *blackbox* ]]; then
-        echo "agent-scale: N=$n blackbox_exporter…" >&2
-        table[$n,blackbox]=$(run_blackbox "$n")
-        echo "  $n blackbox: ${table[$n,blackbox]}" >&2
-    fi
-    if [[ $SKIP != *floor* ]]; then
+    if [[ $SKIP != *floor* && " $KINDS " == *" https "* ]]; then
         echo "agent-scale: N=$n curl floor…" >&2
         table[$n,floor]=$(run_floor "$n")
         echo "  $n floor: ${table[$n,floor]}" >&2
@@ -281,29 +309,41 @@ for n in $NS; do
 done
 
 echo
-row='%-6s %-6s %8s %8s %8s %8s %6s %6s %6s %8s %8s %6s %7s %6s %15s\n'
-printf "$row" N policy "pp ms" "bb ms" "curl ms" "c+ca ms" "pp/bb" "pp/c" "pp/c+ca" "pp RSS" "bb RSS" "pp CPU%" "p99 ms" "fail" "probes pp/bb"
+row='%-6s %-5s %-6s %8s %8s %8s %8s %6s %6s %6s %8s %8s %6s %7s %6s %15s\n'
+printf "$row" N kind policy "pp ms" "bb ms" "curl ms" "c+ca ms" "pp/bb" "pp/c" "pp/c+ca" "pp RSS" "bb RSS" "pp CPU%" "p99 ms" "fail" "probes pp/bb"
 for n in $NS; do
-    read -r bb_ms bb_rss bb_probes bb_ok <<<"${table[$n,blackbox]:-nan nan 0 0}"
     read -r c_ms _ _ <<<"${table[$n,floor]:-nan nan 0}"
     read -r cc_ms _ _ <<<"${table[$n,cached]:-nan nan 0}"
-    for mode in $MODES; do
-        read -r pp_ms pp_pct pp_rss pp_p99 pp_probes pp_fail _ <<<"${table[$n,pinpath,$mode]}"
-        printf "$row" "$n" "$mode" "$pp_ms" "$bb_ms" "$c_ms" "$cc_ms" "$(calc "$pp_ms / $bb_ms")" "$(calc "$pp_ms / $c_ms")" \
-            "$(calc "$pp_ms / $cc_ms")" "${pp_rss}M" "${bb_rss}M" "$pp_pct" "$pp_p99" "$pp_fail" "$pp_probes/$bb_probes"
+    for kind in $KINDS; do
+        read -r bb_ms bb_rss bb_probes bb_ok <<<"${table[$n,$kind,blackbox]:-nan nan 0 0}"
+        for mode in $MODES; do
+            read -r pp_ms pp_pct pp_rss pp_p99 pp_probes pp_fail _ <<<"${table[$n,$kind,pinpath,$mode]}"
+            printf "$row" "$n" "$kind" "$mode" "$pp_ms" "$bb_ms" "$c_ms" "$cc_ms" "$(calc "$pp_ms / $bb_ms")" "$(calc "$pp_ms / $c_ms")" \
+                "$(calc "$pp_ms / $cc_ms")" "${pp_rss}M" "${bb_rss}M" "$pp_pct" "$pp_p99" "$pp_fail" "$pp_probes/$bb_probes"
+        done
     done
+    if [[ " $KINDS " == *" https "* && " $KINDS " == *" tls "* ]]; then
+        for mode in $MODES; do
+            read -r tls_ms _ <<<"${table[$n,tls,pinpath,$mode]}"
+            read -r https_ms _ <<<"${table[$n,https,pinpath,$mode]}"
+            echo "N=$n $mode: a pinpath tls:// probe costs $(calc "$tls_ms / $https_ms") of its https probe's CPU"
+        done
+    fi
 done
 echo
 echo "pp = pinpath (all its CPU at SIGTERM over its probes, start-up and first pass included; CPU % from the end of its"
 echo "first pass to SIGTERM),"
-echo "bb = blackbox_exporter (its own CPU over the drive, the driver's not counted); curl = curl-floor.c paced at N/60/s,"
-echo "c+ca = the same with libcurl's CA cache (CURLOPT_CAPATH cleared); ms = CPU ms per probe or request, M = MiB;"
-echo "RSS = peak VmRSS sampled each second; p99 = agent.stopping's schedule_lateness_ms.p99 (ms)."
+echo "bb = blackbox_exporter (its own CPU over the drive, the driver's not counted; kind tls: its tcp prober with tls: true);"
+echo "curl = curl-floor.c paced at N/60/s (an https request), c+ca = the same with libcurl's CA cache (CURLOPT_CAPATH cleared);"
+echo "ms = CPU ms per probe or request, M = MiB; RSS = peak VmRSS sampled each second; p99 = agent.stopping's"
+echo "schedule_lateness_ms.p99 (ms)."
 for n in $NS; do
-    read -r _ _ bb_probes bb_ok <<<"${table[$n,blackbox]:-nan nan 0 0}"
-    for mode in $MODES; do
-        read -r _ _ _ _ _ _ pp_startup pp_steady <<<"${table[$n,pinpath,$mode]}"
-        echo "N=$n $mode: pinpath CPU until its first pass was done ${pp_startup}s; in steady state ${pp_steady} ms per probe"
-        echo "  (steady CPU over the scheduled N/$INTERVAL probes a second); blackbox probe_success 1 in $bb_ok of $bb_probes"
+    for kind in $KINDS; do
+        read -r _ _ bb_probes bb_ok <<<"${table[$n,$kind,blackbox]:-nan nan 0 0}"
+        for mode in $MODES; do
+            read -r _ _ _ _ _ _ pp_startup pp_steady <<<"${table[$n,$kind,pinpath,$mode]}"
+            echo "N=$n $kind $mode: pinpath CPU until its first pass was done ${pp_startup}s; in steady state ${pp_steady} ms per probe"
+            echo "  (steady CPU over the scheduled N/$INTERVAL probes a second); blackbox probe_success 1 in $bb_ok of $bb_probes"
+        done
     done
 done

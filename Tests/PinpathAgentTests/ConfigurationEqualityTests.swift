@@ -29,8 +29,13 @@ struct ConfigurationEqualityTests {
         "report_uri": "https://reports.example.net/pin",
     ]
 
+    static let clients = ClientCertificatePKI.shared
+
     static let baseEndpoint: KeyValuePairs<String, String> = [
         "name": "api",
+        "body": "ping",
+        "client_certificate": clients.path("client"),
+        "client_key": clients.path("client", "key"),
         "url": "https://api.example.com/health",
         "method": "GET",
         "headers": "{ X-Probe: one }",
@@ -70,6 +75,8 @@ struct ConfigurationEqualityTests {
 
     static let endpointChanges: [String: String] = [
         "name": "api2",
+        "body": "pong",
+        "client_key": clients.path("client-copy", "key"),
         "url": "https://api.example.com/health?v=2",
         "method": "HEAD",
         "headers": "{ X-Probe: two }",
@@ -84,6 +91,28 @@ struct ConfigurationEqualityTests {
         "follow_redirects": "false",
         "proxy": "none",
     ]
+
+    /// Keys that cannot be in the https base endpoint (another kind's, or one excluding another there), or
+    /// cannot change alone and stay valid: each with an endpoint of its own, before and after the change.
+    static let otherEndpointChanges: [String: (before: String, after: String)] = [
+        "servername": (
+            #"{ name: db, url: "tls://db.example:5432", servername: a.example }"#,
+            #"{ name: db, url: "tls://db.example:5432", servername: b.example }"#
+        ),
+        "send": (#"{ name: c, url: "tcp://c.example:6379", send: PING }"#, #"{ name: c, url: "tcp://c.example:6379", send: INFO }"#),
+        "body_file": (
+            #"{ name: api, url: "https://api.example.com/", body_file: \#(pki.path("root")) }"#,
+            #"{ name: api, url: "https://api.example.com/", body_file: \#(pki.path("inter")) }"#
+        ),
+        // The key in the certificate's file: the certificate (and so the file) changes alone.
+        "client_certificate": (
+            #"{ name: api, url: "https://api.example.com/", client_certificate: \#(clients.path("client-combined")) }"#,
+            #"{ name: api, url: "https://api.example.com/", client_certificate: \#(clients.path("stranger-combined")) }"#
+        ),
+    ]
+    /// `starttls` has one valid value (true, on the kinds that need it); `client_key_password` cannot change
+    /// alone and still decrypt the same key file (``clientKeyPassword()`` changes the file under it).
+    static let loadTimeOnlyEndpointKeys: Set<String> = ["starttls", "client_key_password"]
 
     static func yaml(policy: [String: String] = [:], endpoint: [String: String] = [:], otherHosts: String = "[\"other.test\"]") -> String {
         let policyLines = basePolicy.map { "    \($0.key): \(policy[$0.key] ?? $0.value)" }
@@ -104,8 +133,35 @@ struct ConfigurationEqualityTests {
     func everyKeyIsCovered() {
         #expect(Set(Self.policyChanges.keys).union(Self.loadTimeOnlyPolicyKeys) == Set(PolicyConfiguration.keys))
         #expect(Set(Self.basePolicy.map(\.key)) == Set(PolicyConfiguration.keys))
-        #expect(Set(Self.endpointChanges.keys) == Set(EndpointConfiguration.keys))
-        #expect(Set(Self.baseEndpoint.map(\.key)) == Set(EndpointConfiguration.keys))
+        let others = Set(Self.otherEndpointChanges.keys).union(Self.loadTimeOnlyEndpointKeys)
+        #expect(Set(Self.endpointChanges.keys).union(others) == Set(EndpointConfiguration.keys))
+        #expect(Set(Self.baseEndpoint.map(\.key)).union(others) == Set(EndpointConfiguration.keys))
+    }
+
+    @Test("A change to a key of another kind's endpoint makes it unequal", arguments: otherEndpointChanges.keys.sorted())
+    func otherEndpointKey(_ key: String) throws {
+        let (before, after) = Self.otherEndpointChanges[key]!
+        #expect(try Self.endpoint("endpoints:\n  - \(before)\n") == Self.endpoint("endpoints:\n  - \(before)\n"))
+        #expect(try Self.endpoint("endpoints:\n  - \(before)\n") != Self.endpoint("endpoints:\n  - \(after)\n"))
+    }
+
+    @Test("A key file re-encrypted under another password, read with that password: a change")
+    func clientKeyPassword() throws {
+        let directory = try TemporaryDirectory()
+        let key = directory.file("client.key")
+        func endpoint(_ password: String) throws -> EndpointConfiguration {
+            let yaml = """
+                endpoints:
+                  - { name: api, url: "https://api.example.com/", client_certificate: \(Self.clients.path("client")), client_key: \(key), client_key_password: "${KEY_PASSWORD}" }
+
+                """
+            return try #require(try loadConfiguration(yaml, environment: ["KEY_PASSWORD": password]).endpoints.first)
+        }
+        try FileManager.default.copyItem(atPath: Self.clients.path("client-encrypted", "key"), toPath: key)
+        let before = try endpoint(ClientCertificatePKI.password)
+        try FileManager.default.removeItem(atPath: key)
+        try FileManager.default.copyItem(atPath: Self.clients.path("client-encrypted-2", "key"), toPath: key)
+        #expect(try endpoint(ClientCertificatePKI.otherPassword) != before)
     }
 
     @Test("The same file twice: equal")

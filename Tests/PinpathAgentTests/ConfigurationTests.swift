@@ -276,10 +276,13 @@ struct ConfigurationTests {
                 endpoint + "    headers:\n      Accept: a\n      accept: b",
                 "test.yaml:6:7: endpoints[0].headers.accept: the header accept is given twice (names are compared without regard to case)"
             ),
-            ("endpoints:\n  - name: api\n", "test.yaml:2:5: endpoints[0]: url is missing (an http or https URL)"),
             (
-                "endpoints:\n  - { name: api, url: \"ftp://x/\" }",
-                #"test.yaml:2:23: endpoints[0].url: "ftp://x/" is not an http or https URL (such as https://api.example.com/health)"#
+                "endpoints:\n  - name: api\n",
+                "test.yaml:2:5: endpoints[0]: url is missing (a URL such as https://host/path or tls://host:port)"
+            ),
+            (
+                "endpoints:\n  - { name: api, url: \"gopher://x/\" }",
+                #"test.yaml:2:23: endpoints[0].url: "gopher://x/" is not a URL pinpath probes; use one of http://, https://, tls://, tcp://, smtp://, smtps://, imap://, imaps://, pop3://, pop3s://, ftp://, ldap://, ldaps:// (such as https://api.example.com/health or tls://db.example.com:5432)"#
             ),
             (
                 "endpoints:\n  - { name: api, url: \"https://u:p@x.test/\" }",

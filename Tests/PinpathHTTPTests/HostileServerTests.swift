@@ -50,14 +50,7 @@ struct HostileServerTests {
         }
     }
 
-    func session(pins: [String] = []) throws -> Session {
-        var configuration = Session.Configuration(trustStore: try pki.trustStore())
-        if !pins.isEmpty {
-            let policy = try SecurityPolicy(mode: .publicKey, pins: try pki.chain(pins).map(\.spkiPin), requiresBackupPin: false)
-            configuration.policies = HostPolicySet([HostPolicy(patterns: [try HostPattern(parsing: "127.0.0.1")], policy: policy)])
-        }
-        return try Session(configuration)
-    }
+    func session(pins: [String] = []) throws -> Session { try pki.loopbackSession(pins: pins) }
 
     static func options() -> RequestOptions {
         var options = RequestOptions()

@@ -54,6 +54,10 @@ static inline CURLcode pinpath_curl_getinfo_off_t(CURL *handle, CURLINFO info, c
 static inline CURLcode pinpath_curl_getinfo_string(CURL *handle, CURLINFO info, char **value) {
     return curl_easy_getinfo(handle, info, value);
 }
+// CURLINFO_ACTIVESOCKET: the connected socket of a CURLOPT_CONNECT_ONLY transfer (variadic: a curl_socket_t*).
+static inline CURLcode pinpath_curl_getinfo_socket(CURL *handle, CURLINFO info, curl_socket_t *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
 // CURLINFO_TLS_SSL_PTR: the backend's session (an OpenSSL SSL* in `internals`).
 static inline CURLcode pinpath_curl_getinfo_tls_session(CURL *handle, struct curl_tlssessioninfo **value) {
     return curl_easy_getinfo(handle, CURLINFO_TLS_SSL_PTR, value);

@@ -16,6 +16,12 @@ static inline int pinpath_sk_X509_num(const STACK_OF(X509) *stack) { return sk_X
 // sk_X509_value is a function-like macro over OPENSSL_sk_value.
 static inline X509 *pinpath_sk_X509_value(const STACK_OF(X509) *stack, int index) { return sk_X509_value(stack, index); }
 
+// sk_X509_NAME_num and sk_X509_NAME_value are function-like macros (the CA names a server asks for).
+static inline int pinpath_sk_X509_NAME_num(const STACK_OF(X509_NAME) *stack) { return sk_X509_NAME_num(stack); }
+static inline X509_NAME *pinpath_sk_X509_NAME_value(const STACK_OF(X509_NAME) *stack, int index) {
+    return sk_X509_NAME_value(stack, index);
+}
+
 // sk_X509_new_null is a function-like macro over OPENSSL_sk_new_null.
 static inline STACK_OF(X509) *pinpath_sk_X509_new_null(void) { return sk_X509_new_null(); }
 

@@ -2,7 +2,9 @@ import FoundationEssentials
 import PinpathHTTP
 import PinpathYAML
 
-/// One HTTP(S) endpoint the agent probes (an item of `endpoints:`), with every default applied.
+/// One endpoint the agent probes (an item of `endpoints:`), with every default applied: an HTTP(S) URL, or
+/// a connection check whose kind the URL's scheme chooses (`tls://`, `tcp://`, `smtp://` with `starttls`…,
+/// ``ServiceKind``).
 ///
 /// Endpoints compare by value, over everything a probe depends on (the policies a redirect may reach
 /// included): a reload restarts exactly the endpoints whose probes would now behave differently.
@@ -25,14 +27,36 @@ public struct EndpointConfiguration: Sendable, Equatable {
         public let value: RedactableValue
     }
 
+    /// A client certificate for mutual TLS (`client_certificate`, `client_key`, `client_key_password`),
+    /// checked at load time; the password renders redacted.
+    public struct ClientCertificateFiles: Sendable, Equatable {
+        /// The certificate file (PEM), resolved against the configuration's directory.
+        public let certificate: String
+        /// The key file (PEM); `nil` when the key is in the certificate's file.
+        public let key: String?
+        /// The key's password (`${ENV}` only), secret.
+        public let password: RedactableValue?
+    }
+
     /// Unique among the endpoints; names the endpoint in events and metrics.
     public let name: String
-    /// The http or https URL (no user name or password in it: put credentials in a header).
+    /// The URL (no user name or password in it: put credentials in a header); its scheme is the ``kind``.
     public let url: URL
+    /// What a probe does, from the URL's scheme.
+    public var kind: ServiceKind { ServiceKind(scheme: url.scheme) ?? .https }
+    /// For the TLS connection checks: the name sent as SNI and checked against the certificate (`servername`);
+    /// `nil` is the URL's host.
+    public let serverName: String?
+    /// For `tcp://`: the text sent after connecting (`send`).
+    public let send: String?
+    /// The client certificate presented when the server asks for one.
+    public let clientCertificate: ClientCertificateFiles?
     /// The method. Default `GET`.
     public let method: HTTPMethod
     /// Extra request headers, in file order.
     public let headers: [Header]
+    /// The request body (`body`, or the contents of `body_file` read at load time), sent with the method.
+    public let body: [UInt8]?
     /// What the response must look like. Default: a 2xx status.
     public let expect: ResponseExpectation
     /// Time between the starts of two probes. Default 60s; at least 1s.
@@ -80,8 +104,12 @@ public struct EndpointConfiguration: Sendable, Equatable {
 
     static let keys = [
         "name", "url", "method", "headers", "expect", "interval", "timeout", "policy", "ip_family",
-        "failure_threshold", "success_threshold", "cert_expiry_warning", "follow_redirects", "proxy",
+        "failure_threshold", "success_threshold", "cert_expiry_warning", "follow_redirects", "proxy", "starttls", "servername",
+        "send", "client_certificate", "client_key", "client_key_password", "body", "body_file",
     ]
+
+    /// The largest `body_file` read: a probe's body, not an upload.
+    static let maximumBodyFileSize = 1 << 20
 }
 
 extension EndpointConfiguration {
@@ -108,10 +136,19 @@ extension EndpointConfiguration {
 
         let name = decoder.required(fields, "name", "a name").flatMap { value in decoder.endpointName(value, fields.path("name"), &context)
         }
-        let url = decoder.required(fields, "url", "an http or https URL").flatMap { decoder.url($0, fields.path("url")) }
+        let url = decoder.required(fields, "url", "a URL such as https://host/path or tls://host:port").flatMap {
+            decoder.url($0, fields.path("url"))
+        }
+        let kind = url.flatMap { ServiceKind(scheme: $0.scheme) }
+        let serverName = decoder.serverName(fields, kind: kind)
+        let send = decoder.sendText(fields, kind: kind)
+        decoder.checkStartTLS(fields, kind: kind)
+        decoder.checkHTTPOnlyKeys(fields, kind: kind)
+        let clientCertificate = decoder.clientCertificate(fields, kind: kind)
         let method = fields["method"].flatMap { decoder.method($0, fields.path("method")) } ?? .get
         let headers = fields["headers"].flatMap { decoder.headers($0, fields.path("headers")) } ?? []
-        let expect = ResponseExpectation.decode(fields["expect"], fields.path("expect"), decoder)
+        let body = decoder.requestBody(fields, kind: kind)
+        let expect = ResponseExpectation.decode(fields["expect"], fields.path("expect"), decoder, kind: kind)
         let interval = fields["interval"].flatMap { decoder.duration($0, fields.path("interval"), atLeast: .seconds(1)) } ?? defaultInterval
         var timeout = min(defaultTimeout, interval)
         if let node = fields["timeout"], let value = decoder.duration(node, fields.path("timeout"), atLeast: .milliseconds(1)) {
@@ -145,10 +182,13 @@ extension EndpointConfiguration {
             policyName = reference
             named = context.policies.first { $0.name == reference }
             if named != nil {
-                if url?.scheme?.lowercased() == "http" {
+                if let kind, !kind.usesTLS {
                     decoder.report(
                         .invalidValue, at: node, fields.path("policy"),
-                        "policy \"\(reference)\" checks TLS, but the URL is plain http; use https or remove the policy")
+                        kind == .http
+                            ? "policy \"\(reference)\" checks TLS, but the URL is plain http; use https or remove the policy"
+                            : "policy \"\(reference)\" checks TLS, but a \(kind.rawValue):// probe has none; use tls:// or remove the policy"
+                    )
                 }
             } else if !context.declaredPolicies.contains(reference) {
                 var message = "policy \"\(reference)\" is not defined"
@@ -163,7 +203,8 @@ extension EndpointConfiguration {
             }
         }
         var security: AppliedPolicy?
-        if let url, url.scheme?.lowercased() == "https", let host = url.host {
+        // The policy is the checked name's: the server name when one is given.
+        if let url, let kind, kind.usesTLS, let host = serverName ?? url.host {
             do throws(AppliedPolicy.Conflict) {
                 security = try AppliedPolicy(host: host, named: named, among: context.policies)
             } catch  where error.involvesNamedPolicy {
@@ -180,7 +221,8 @@ extension EndpointConfiguration {
             }
         }
         return EndpointConfiguration(
-            name: name, url: url, method: method, headers: headers, expect: expect, interval: interval, timeout: timeout,
+            name: name, url: url, serverName: serverName, send: send, clientCertificate: clientCertificate, method: method,
+            headers: headers, body: body, expect: expect, interval: interval, timeout: timeout,
             policyName: policyName, security: security,
             redirectPolicies: followRedirects || Self.throughHTTPSProxy(proxy, url) ? context.policies : [], ipFamily: ipFamily,
             failureThreshold: failureThreshold,
@@ -222,25 +264,32 @@ extension ConfigurationDecoder {
         return name
     }
 
-    /// An absolute http or https URL with a host and no credentials.
+    /// An absolute URL of a ``ServiceKind`` with a host and no credentials; `tls://` and `tcp://` with a port.
     func url(_ node: Node, _ keyPath: String) -> URL? {
-        guard let text = string(node, keyPath, "an http or https URL") else { return nil }
+        guard let text = string(node, keyPath, "a URL") else { return nil }
         let problem: String?
         let url = URL(endpointText: text)
         let shown = DisplayURL.redacting(text)  // problems reach the journal: no query, no credentials
         if text.contains("${") {
             problem = "\"\(shown)\" uses ${…}, which only header values may; put a token in a header instead"
-        } else if let url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" {
+        } else if let url, let kind = ServiceKind(scheme: url.scheme) {
             if url.host?.isEmpty ?? true {
                 problem = "\"\(shown)\" has no host"
             } else if url.user != nil || url.password != nil {
                 problem =
                     "the URL holds a user name or password, which would appear in events; use an Authorization header with ${ENV} instead"
+            } else if kind.defaultPort == nil && url.port == nil {
+                problem = "\"\(shown)\" has no port; a \(kind.rawValue):// URL needs one (\(kind.rawValue)://host:port)"
+            } else if !kind.isHTTP && !(url.path.isEmpty || url.path == "/") {
+                problem = "\"\(shown)\" has a path; a \(kind.rawValue):// probe only connects (write \(kind.rawValue)://host:port)"
             } else {
                 problem = nil
             }
         } else {
-            problem = "\"\(shown)\" is not an http or https URL (such as https://api.example.com/health)"
+            problem = """
+                "\(shown)" is not a URL pinpath probes; use one of \(ServiceKind.allCases.map { "\($0.rawValue)://" }.joined(separator: ", ")) \
+                (such as https://api.example.com/health or tls://db.example.com:5432)
+                """
         }
         if let problem {
             report(.invalidValue, at: node, keyPath, problem)

@@ -1,3 +1,4 @@
+import PinpathHTTP
 import PinpathYAML
 
 /// What a response must look like for a probe to succeed (`expect:`).
@@ -8,12 +9,47 @@ public struct ResponseExpectation: Sendable, Equatable {
     public let bodyContains: String?
     /// A regular expression the body must match somewhere, if set (`body_matches`).
     public let bodyMatches: BodyPattern?
+    /// Text the server's greeting (SMTP, IMAP, POP3, FTP) or a `tcp://` exchange's answer must contain, if set
+    /// (`banner`).
+    public let banner: String?
+    /// Response header fields that must be present and match, in file order (`headers`).
+    public let headers: [HeaderExpectation]
+    /// The longest a probe may take, all phases together (`max_duration`); longer fails as `too_slow`.
+    public let maxDuration: Duration?
+
+    /// One `expect.headers` entry: the field must be present and its value contain the text, or match the
+    /// pattern when written `/…/`.
+    public struct HeaderExpectation: Sendable, Equatable {
+        /// The field name as written (compared without regard to case).
+        public let name: String
+        /// The text the value must contain.
+        public let contains: String?
+        /// The expression the value must match somewhere.
+        public let matches: BodyPattern?
+
+        /// Whether `value` (the field's value, `nil` when absent) passes.
+        public func accepts(_ value: String?) -> Bool {
+            guard let value else { return false }
+            return (contains.map(value.contains) ?? true) && (matches?.matches(value) ?? true)
+        }
+
+        /// `contains "text"` or `matches /pattern/`, for messages.
+        public var requirement: String {
+            matches.map { "match /\($0.source)/" } ?? "contain \"\(contains ?? "")\""
+        }
+    }
 
     /// Creates an expectation; by default any 2xx status and no body check.
-    public init(statuses: [ClosedRange<Int>] = [200...299], bodyContains: String? = nil, bodyMatches: BodyPattern? = nil) {
+    public init(
+        statuses: [ClosedRange<Int>] = [200...299], bodyContains: String? = nil, bodyMatches: BodyPattern? = nil, banner: String? = nil,
+        headers: [HeaderExpectation] = [], maxDuration: Duration? = nil
+    ) {
         self.statuses = statuses
         self.bodyContains = bodyContains
         self.bodyMatches = bodyMatches
+        self.banner = banner
+        self.headers = headers
+        self.maxDuration = maxDuration
     }
 
     /// Whether `status` is one of ``statuses``.
@@ -32,11 +68,28 @@ public struct ResponseExpectation: Sendable, Equatable {
         statuses.map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ", ")
     }
 
-    static let keys = ["status", "body_contains", "body_matches"]
+    static let keys = ["status", "body_contains", "body_matches", "headers", "banner", "max_duration"]
 
-    /// Reads `expect:`; `nil` node means the defaults.
-    static func decode(_ node: Node?, _ keyPath: String, _ decoder: ConfigurationDecoder) -> ResponseExpectation {
+    /// Reads `expect:`; `nil` node means the defaults. `kind` (when the URL was valid) decides which keys
+    /// apply: the HTTP ones for http(s), `banner` for the kinds whose server speaks (``ServiceKind/greets``)
+    /// and `tcp`.
+    static func decode(_ node: Node?, _ keyPath: String, _ decoder: ConfigurationDecoder, kind: ServiceKind? = .https)
+        -> ResponseExpectation
+    {
         guard let node, let fields = decoder.mapping(node, keyPath, known: keys) else { return ResponseExpectation() }
+        if let kind {
+            let applicable =
+                ["max_duration"]
+                + (kind.isHTTP ? ["status", "body_contains", "body_matches", "headers"] : (kind.greets || kind == .tcp) ? ["banner"] : [])
+            for key in keys where !applicable.contains(key) {
+                guard let keyNode = fields[key] else { continue }
+                let reason =
+                    key == "banner"
+                    ? "banner applies to the kinds whose server speaks first (smtp, imap, pop3, ftp and their TLS variants) and to tcp://"
+                    : "\(key) applies to http:// and https:// URLs only"
+                decoder.report(.invalidValue, at: keyNode, fields.path(key), "\(reason); this URL is \(kind.rawValue)://")
+            }
+        }
         var statuses: [ClosedRange<Int>] = [200...299]
         if let node = fields["status"],
             let items = decoder.list(node, fields.path("status"), of: "status codes or ranges", allowingSingle: true)
@@ -54,7 +107,18 @@ public struct ResponseExpectation: Sendable, Equatable {
         let matches = fields["body_matches"].flatMap { node in
             decoder.parse(node, fields.path("body_matches"), "a regular expression") { try BodyPattern($0) }
         }
-        return ResponseExpectation(statuses: statuses, bodyContains: contains, bodyMatches: matches)
+        var banner: String?
+        if let node = fields["banner"], let text = decoder.string(node, fields.path("banner"), "text") {
+            if text.isEmpty {
+                decoder.report(.invalidValue, at: node, fields.path("banner"), "the text is empty; remove banner to accept any greeting")
+            } else {
+                banner = text
+            }
+        }
+        let headers = fields["headers"].flatMap { decoder.headerExpectations($0, fields.path("headers")) } ?? []
+        let maxDuration = fields["max_duration"].flatMap { decoder.duration($0, fields.path("max_duration"), atLeast: .milliseconds(1)) }
+        return ResponseExpectation(
+            statuses: statuses, bodyContains: contains, bodyMatches: matches, banner: banner, headers: headers, maxDuration: maxDuration)
     }
 }
 
@@ -94,6 +158,30 @@ public struct BodyPattern: @unchecked Sendable, Equatable, CustomStringConvertib
 }
 
 extension ConfigurationDecoder {
+    /// `expect.headers`: `Name: text` (the value contains it) or `Name: /pattern/` (the value matches it).
+    func headerExpectations(_ node: Node, _ keyPath: String) -> [ResponseExpectation.HeaderExpectation]? {
+        guard let entries = namedEntries(node, keyPath) else { return nil }
+        var seen: Set<String> = []
+        var expectations: [ResponseExpectation.HeaderExpectation] = []
+        for (name, key, value) in entries {
+            let path = Self.keyPath(keyPath, name)
+            guard seen.insert(name.lowercased()).inserted else {
+                report(.duplicate, at: key, path, "the header \(name) is given twice (names are compared without regard to case)")
+                continue
+            }
+            guard let text = string(value, path, "text, or a /regular expression/") else { continue }
+            if text.count >= 2, text.hasPrefix("/"), text.hasSuffix("/") {
+                guard
+                    let pattern = parse(value, path, "a regular expression", { _ in try BodyPattern(String(text.dropFirst().dropLast())) })
+                else { continue }
+                expectations.append(.init(name: name, contains: nil, matches: pattern))
+            } else {
+                expectations.append(.init(name: name, contains: text, matches: nil))
+            }
+        }
+        return expectations
+    }
+
     /// `204`, `"200-299"` or `"2xx"`, within 100…599.
     func statusRange(_ node: Node, _ keyPath: String) -> ClosedRange<Int>? {
         guard let text = string(node, keyPath, "a status code or range") else { return nil }

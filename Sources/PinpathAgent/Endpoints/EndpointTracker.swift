@@ -68,7 +68,7 @@ struct EndpointTracker: Sendable {
         return TextfileMetrics.Endpoint(
             name: endpoint.name,
             probeSucceeded: lastProbe?.succeeded,
-            phaseDurations: timings.map { TimingsJSON.phases($0).map { ($0.name, $0.seconds) } } ?? [],
+            phaseDurations: timings.map { TimingsJSON.phases($0, kind: endpoint.kind).map { ($0.name, $0.seconds) } } ?? [],
             state: state.status,
             earliestCertificateExpiry: lastProbe?.earliestServedExpiry?.timeIntervalSince1970,
             lastChainExpiry: lastProbe?.verifiedChainExpiry?.timeIntervalSince1970,

@@ -75,10 +75,10 @@ enum AgentEvents {
     /// A probe's result as `probe.completed` carries it, and as `endpoint.state_changed` nests it.
     private static func probe(_ result: ProbeResult) -> [(String, JSONValue)] {
         let timings = result.timings
-        return [
-            ("outcome", .string(result.outcome.rawValue)),
-            ("status_code", result.statusCode.map(JSONValue.int) ?? .null),
-            ("phases_ms", timings.map(TimingsJSON.phasesMilliseconds) ?? .null),
+        // `status_code` is HTTP's: absent from the other kinds' results rather than always null.
+        let status: [(String, JSONValue)] = result.kind.isHTTP ? [("status_code", result.statusCode.map(JSONValue.int) ?? .null)] : []
+        return [("outcome", .string(result.outcome.rawValue))] + status + [
+            ("phases_ms", timings.map { TimingsJSON.phasesMilliseconds($0, kind: result.kind) } ?? .null),
             ("total_ms", timings.map { TimingsJSON.milliseconds($0.total) } ?? .null),
             ("remote_address", .string(result.remoteAddress)),
             ("tls_version", .string(result.tlsVersion)),

@@ -12,16 +12,19 @@ struct EndpointProbe: Sendable {
 
     /// Probes once. Never throws: every way a probe can end is a result.
     func probe(_ endpoint: EndpointConfiguration) async -> ProbeResult {
-        var result = ProbeResult(endpoint: endpoint.name, outcome: .failure, started: Date())
-        let request = HTTPRequest(method: endpoint.method, url: endpoint.url, headers: endpoint.requestHeaders)
+        var result = ProbeResult(endpoint: endpoint.name, kind: endpoint.kind, outcome: .failure, started: Date())
+        let request = HTTPRequest(
+            method: endpoint.method, url: endpoint.url, headers: endpoint.kind.isHTTP ? endpoint.requestHeaders : HTTPHeaders(),
+            body: endpoint.body.map(RequestBody.bytes))
         do throws(HTTPError) {
             let response = try await session.send(request, options: Self.options(for: endpoint))
-            result.statusCode = response.statusCode
+            result.statusCode = endpoint.kind.isHTTP ? response.statusCode : nil
             result.timings = response.timings
             result.remoteAddress = response.remoteAddress
             result.tlsVersion = response.tls?.version
             result.evaluation = response.tls?.evaluation
             judge(response, against: endpoint, into: &result)
+            checkDuration(endpoint, &result)
         } catch {
             result.errorCategory = error.code.description
             result.message = error.message
@@ -38,6 +41,15 @@ struct EndpointProbe: Sendable {
 
     private func judge(_ response: HTTPResponse, against endpoint: EndpointConfiguration, into result: inout ProbeResult) {
         let expect = endpoint.expect
+        guard endpoint.kind.isHTTP else {
+            if let banner = expect.banner, !(response.banner ?? "").contains(banner) {
+                result.errorCategory = "unexpected_banner"
+                result.message = "the server's \(endpoint.kind == .tcp ? "answer" : "greeting") does not contain \"\(banner)\""
+                return
+            }
+            result.outcome = .success
+            return
+        }
         guard expect.accepts(status: response.statusCode) else {
             result.errorCategory = "unexpected_status"
             result.message = "status \(response.statusCode), expected \(expect.statusDescription)"
@@ -50,7 +62,24 @@ struct EndpointProbe: Sendable {
                 ?? "the body does not match \(expect.bodyMatches?.description ?? "the pattern")"
             return
         }
+        for header in expect.headers where !header.accepts(response.headers[header.name]) {
+            result.errorCategory = "unexpected_header"
+            result.message =
+                response.headers[header.name] == nil
+                ? "the response has no \(header.name) header" : "the \(header.name) header does not \(header.requirement)"
+            return
+        }
         result.outcome = .success
+    }
+
+    /// A result that took longer than `expect.max_duration` fails as `too_slow`, whatever else it found.
+    private func checkDuration(_ endpoint: EndpointConfiguration, _ result: inout ProbeResult) {
+        guard result.outcome == .success, let limit = endpoint.expect.maxDuration, let total = result.timings?.total,
+            total > Double(limit.wholeMilliseconds) / 1000
+        else { return }
+        result.outcome = .failure
+        result.errorCategory = "too_slow"
+        result.message = "the probe took \(Int((total * 1000).rounded())) ms, more than max_duration \(DurationSyntax.format(limit))"
     }
 
     static func options(for endpoint: EndpointConfiguration) -> RequestOptions {
@@ -72,6 +101,14 @@ struct EndpointProbe: Sendable {
         // Redirect hops to other hosts are held to the configured policies for them, with their stores.
         options.policies = HostPolicySet(endpoint.redirectPolicies.map(\.hostPolicy))
         options.proxies = endpoint.proxy.settings
+        options.serverName = endpoint.serverName
+        if let files = endpoint.clientCertificate {
+            options.clientCertificate = ClientCertificate(
+                certificatePath: files.certificate, keyPath: files.key, password: files.password?.unredacted)
+        }
+        if endpoint.kind == .tcp && (endpoint.send != nil || endpoint.expect.banner != nil) {
+            options.tcpExchange = TCPExchange(send: endpoint.send.map { Array($0.utf8) }, readUntil: endpoint.expect.banner)
+        }
         return options
     }
 }

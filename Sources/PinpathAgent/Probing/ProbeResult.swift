@@ -16,10 +16,12 @@ public struct ProbeResult: Sendable {
     }
 
     public var endpoint: String
+    /// What the probe did (the endpoint URL's scheme): which fields and phases apply.
+    public var kind: ServiceKind = .https
     public var outcome: Outcome
     /// When the probe started.
     public var started: Date
-    /// The status code, when a response arrived.
+    /// The status code, when an HTTP response arrived (never for the other kinds).
     public var statusCode: Int?
     /// Phase timings, when a response arrived.
     public var timings: PhaseTimings?
@@ -27,7 +29,7 @@ public struct ProbeResult: Sendable {
     public var remoteAddress: String?
     /// The negotiated TLS version.
     public var tlsVersion: String?
-    /// Why it failed: an ``HTTPError`` code name, `unexpected_status` or `unexpected_body`.
+    /// Why it failed: an ``HTTPError`` code name, `unexpected_status`, `unexpected_body` or `unexpected_banner`.
     public var errorCategory: String?
     /// A sentence for a person (never carrying header values or the query string).
     public var message: String?

@@ -63,6 +63,14 @@ public struct RequestOptions: Sendable {
     /// Response bodies larger than this fail with ``HTTPError/Code/protocolError`` instead of exhausting
     /// memory. Default 64 MiB.
     public var maximumBodySize = 64 << 20
+    /// A client certificate for mutual TLS for this request, instead of the session's.
+    public var clientCertificate: ClientCertificate?
+    /// For the TLS kinds other than https (``ServiceKind``): the name sent as SNI and checked against the
+    /// certificate (and the one whose per-host policies apply), while the connection goes to the URL's host.
+    /// It never weakens the check: the name checked is this one. `nil`: the URL's host.
+    public var serverName: String?
+    /// For `tcp://` URLs: one exchange after connecting (``TCPExchange``); `nil` connects only.
+    public var tcpExchange: TCPExchange?
 
     public init() {}
 }

@@ -20,6 +20,10 @@ public struct HTTPResponse: Sendable {
     public var timings: PhaseTimings
     /// How many redirects were followed.
     public var redirectCount: Int
+    /// For the kinds other than HTTP (whose ``statusCode`` is 0): what the server said, up to 4 KiB: the
+    /// greeting and the other response lines of the connect phase (SMTP, IMAP, POP3, FTP), or the bytes a
+    /// `tcp://` exchange read (``TCPExchange``). `nil` when nothing was read.
+    public var banner: String?
 
     /// The `Content-Type` without parameters, lowercased (`application/json`).
     public var mimeType: String? {
@@ -41,5 +45,6 @@ public struct HTTPResponse: Sendable {
         self.tls = tls
         self.timings = timings
         self.redirectCount = redirectCount
+        self.banner = nil
     }
 }

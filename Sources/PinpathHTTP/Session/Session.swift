@@ -99,6 +99,13 @@ public final class Session: Sendable {
         let options = options ?? configuration.defaultOptions
         let deadline = ContinuousClock.now + options.timeout
         var request = withDefaultHeaders(request)
+        // A server name for a non-HTTP TLS kind: the request names it (so its policy and its check apply) and
+        // connects to the URL's host.
+        var connectHost: String?
+        if let serverName = options.serverName, let kind = request.kind, kind.usesTLS, !kind.isHTTP {
+            connectHost = request.url.host(percentEncoded: false)
+            request.url = try Self.url(request.url, withHost: serverName, label: "\(request.method) \(request.displayURL)")
+        }
         let origin = request.url.host.map(HostPattern.canonicalHost)
         let policies = HostPolicySet(configuration.policies.entries + options.policies.entries)
         var redirects = 0
@@ -116,7 +123,7 @@ public final class Session: Sendable {
             guard hop.timeout > .zero else {
                 throw HTTPError(.timedOut, "\(request.method) \(request.displayURL): timed out after \(options.timeout)")
             }
-            var response = try await sendOnce(request, options: hop, policies: policies)
+            var response = try await sendOnce(request, options: hop, policies: policies, connectHost: connectHost)
             response.redirectCount = redirects
             guard options.followRedirects, let next = try Redirect.next(after: request, response: response, options: options) else {
                 return response
@@ -142,28 +149,45 @@ public final class Session: Sendable {
         }
     }
 
+    /// `url` with its host replaced (a server name).
+    private static func url(_ url: URL, withHost host: String, label: String) throws(HTTPError) -> URL {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+            throw HTTPError(.invalidURL, "\(label): cannot read the URL")
+        }
+        components.host = host
+        guard let renamed = components.url else { throw HTTPError(.invalidURL, "\(label): \"\(host)\" is not a host name") }
+        return renamed
+    }
+
     /// One hop: the reachability gate (for the proxy's host when the hop goes through one), then one libcurl
     /// transfer.
-    private func sendOnce(_ request: HTTPRequest, options: RequestOptions, policies: HostPolicySet) async throws(HTTPError)
+    /// - Parameter connectHost: the host to connect to when the URL names a server name instead.
+    private func sendOnce(
+        _ request: HTTPRequest, options: RequestOptions, policies: HostPolicySet, connectHost: String? = nil
+    ) async throws(HTTPError)
         -> HTTPResponse
     {
         let label = "\(request.method) \(request.displayURL)"
-        guard let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let host = request.url.host(percentEncoded: false), !host.isEmpty
-        else {
-            throw HTTPError(.invalidURL, "\(label): not an absolute http or https URL")
+        guard let kind = request.kind, let host = request.url.host(percentEncoded: false), !host.isEmpty else {
+            throw HTTPError(.invalidURL, "\(label): not an absolute URL of a kind pinpath sends (\(Self.supportedSchemes))")
+        }
+        guard let port = request.url.port ?? kind.defaultPort else {
+            throw HTTPError(.invalidURL, "\(label): a \(kind.rawValue):// URL needs a port (\(kind.rawValue)://host:port)")
         }
         let bareHost = URLHost.withoutBrackets(host)
+        let dialledHost = connectHost.map(URLHost.withoutBrackets) ?? bareHost
         let proxy = options.proxies.proxy(for: request.url)
         if let gate, options.reachability != .ignore {
-            try await gate.admit(host: proxy?.host ?? bareHost, proxy: proxy, options: options, request: label)
+            try await gate.admit(host: proxy?.host ?? dialledHost, proxy: proxy, options: options, request: label)
         }
-        let verifier = scheme == "https" ? try verifier(host: bareHost, port: request.url.port ?? 443, options: options) : nil
+        let verifier = kind.usesTLS ? try verifier(host: bareHost, port: port, options: options) : nil
         let proxyVerifier = try proxy.flatMap { proxy throws(HTTPError) in
             proxy.scheme == .https ? try self.proxyVerifier(proxy, policies: policies, label: label) : nil
         }
+        let connectTo = connectHost.map { "\(host):\(port):\($0.contains(":") && !$0.hasPrefix("[") ? "[\($0)]" : $0):\(port)" }
         let transfer = try Transfer(
-            request: request, options: options, verifier: verifier, clientCertificate: configuration.clientCertificate,
+            request: request, options: options, verifier: verifier,
+            clientCertificate: options.clientCertificate ?? configuration.clientCertificate, connectTo: connectTo,
             addressCheck: options.reachability == .ignore ? nil : gate?.addressCheck,
             proxy: proxy.map { (proxy: $0, verifier: proxyVerifier) })
         let engine = self.engine
@@ -175,8 +199,18 @@ public final class Session: Sendable {
         } onCancel: {
             engine.cancel(transfer)
         }
-        return try result.get()
+        var response = try result.get()
+        if let socket = transfer.exchangeSocket {
+            response.banner = try await TCPSocketExchange.run(
+                socket: socket, exchange: options.tcpExchange ?? TCPExchange(),
+                deadline: ContinuousClock.now + options.timeout - .seconds(response.timings.total),
+                label: label)
+        }
+        return response
     }
+
+    /// The schemes ``send(_:options:)`` accepts, for messages.
+    static let supportedSchemes = ServiceKind.allCases.map(\.rawValue).joined(separator: ", ")
 
     private func verifier(host: String, port: Int, options: RequestOptions) throws(HTTPError) -> HandshakeVerifier {
         // `send` has chosen the host's policy (``HostPolicyChoice``, the session's policies included): none

@@ -103,6 +103,11 @@ enum CurlErrorMapping {
         Rule(
             [CURLE_OUT_OF_MEMORY], .protocolError, when: isBrokenResponse,
             message: { "a response header line is longer than libcurl's limit of \(headerLineLimitKiB) KiB (libcurl: \($0.detail))" }),
+        // CURLOPT_USE_SSL = CURLUSESSL_ALL: the server did not offer the upgrade (or refused it), and libcurl
+        // stopped there rather than go on in plaintext.
+        Rule(
+            [CURLE_USE_SSL_FAILED], .tlsFailed,
+            message: { "the server does not offer STARTTLS (or refused it); nothing more was sent (libcurl: \($0.detail))" }),
         Rule([CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL], .invalidURL),
         Rule([CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY], .resolveFailed),
         Rule([CURLE_COULDNT_CONNECT], .connectFailed),

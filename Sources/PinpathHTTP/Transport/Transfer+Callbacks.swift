@@ -47,7 +47,20 @@ extension Transfer {
             return CURL_PREREQFUNC_ABORT
         }
         connectionVerifier = checked
+        // A connection check ends with the connection (it is closed before the transfer completes).
+        if !kind.isHTTP { tlsSession = TransferInfo(handle: handle).tlsSession }
         return CURL_PREREQFUNC_OK
+    }
+
+    /// A response line of a connection check's connect phase (the greeting, capabilities, the STARTTLS answer).
+    func receiveServerLine(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
+        let room = TCPExchange.maximumBannerSize - serverLines.count
+        if room > 0 {
+            data.withMemoryRebound(to: UInt8.self, capacity: count) {
+                serverLines.append(contentsOf: UnsafeBufferPointer(start: $0, count: min(count, room)))
+            }
+        }
+        return count
     }
 
     func receiveBody(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {

@@ -5,44 +5,34 @@ import PinpathSupport
 /// The options a transfer sets on its easy handle before the engine adds it: URL, limits, method and body,
 /// headers, TLS and the callbacks (`Transfer+Callbacks.swift`).
 extension Transfer {
-    func configure(clientCertificate: ClientCertificate?) throws(HTTPError) {
-        try request.headers.validate()
-        try set(CURLOPT_URL, request.url.absoluteString)
+    func configure(clientCertificate: ClientCertificate?, connectTo: String?) throws(HTTPError) {
+        try set(CURLOPT_URL, curlURL)
         try set(CURLOPT_NOSIGNAL, 1)  // several threads; timeouts are libcurl's own
         try set(CURLOPT_ERRORBUFFER, pointer: errorBuffer)
         try set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(options.connectTimeout))
         try set(CURLOPT_TIMEOUT_MS, Self.milliseconds(options.timeout))
         try set(CURLOPT_FOLLOWLOCATION, 0)  // the session follows redirects itself, so each hop is gated
-        try set(CURLOPT_ACCEPT_ENCODING, "")  // every encoding this libcurl decodes
-        try set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-        try set(CURLOPT_PROTOCOLS_STR, "http,https")
-        // A body announced (Content-Length) larger than the limit is refused before any of it is read;
-        // receiveBody still counts, for chunked bodies and servers that announce less than they send. Not for
-        // HEAD: libcurl would apply it to the length of the body a HEAD response only describes.
-        if request.method != .head { try set(CURLOPT_MAXFILESIZE_LARGE, options.maximumBodySize, offset: true) }
+        // One kind's protocol only: libcurl never switches to another (a redirect, a plaintext fallback).
+        try set(CURLOPT_PROTOCOLS_STR, kind.isHTTP ? "http,https" : kind.curlScheme)
         switch options.addressFamily {
         case .any: break
         case .ipv4: try set(CURLOPT_IPRESOLVE, Int(CURL_IPRESOLVE_V4))
         case .ipv6: try set(CURLOPT_IPRESOLVE, Int(CURL_IPRESOLVE_V6))
         }
-        if options.freshConnection {
-            try set(CURLOPT_FRESH_CONNECT, 1)
-            try set(CURLOPT_FORBID_REUSE, 1)
+        if kind.isHTTP {
+            try configureHTTP()
+        } else {
+            try configureConnectionCheck()
         }
-        try check(
-            pinpath_curl_set_data_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, context in
-                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveBody(data!, size * count)
-            })
-        try set(CURLOPT_WRITEDATA, pointer: context)
-        try check(
-            pinpath_curl_set_data_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, context in
-                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveHeader(data!, size * count)
-            })
-        try set(CURLOPT_HEADERDATA, pointer: context)
-        try configureMethodAndBody()
-        try configureHeaders()
+        if let connectTo {
+            guard let list = curl_slist_append(nil, connectTo) else {
+                throw HTTPError(.engineUnavailable, "libcurl cannot store the server name's address (out of memory?)")
+            }
+            connectToList = list
+            try set(CURLOPT_CONNECT_TO, pointer: list)
+        }
         try configureProxy()
-        if request.url.scheme?.lowercased() == "https" {
+        if kind.usesTLS {
             try configureTLS(clientCertificate: clientCertificate)
         }
         if verifier != nil || proxyVerifier != nil {
@@ -60,6 +50,58 @@ extension Transfer {
                 })
             try set(CURLOPT_OPENSOCKETDATA, pointer: context)
         }
+    }
+
+    /// The URL libcurl is given: ``ServiceKind/curlScheme`` in place of `tls` and `tcp`.
+    private var curlURL: String {
+        let text = request.url.absoluteString
+        guard !kind.isHTTP, let separator = text.firstRange(of: "://") else { return text }
+        return kind.curlScheme + text[separator.lowerBound...]
+    }
+
+    private func configureHTTP() throws(HTTPError) {
+        try request.headers.validate()
+        try set(CURLOPT_ACCEPT_ENCODING, "")  // every encoding this libcurl decodes
+        try set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        // A body announced (Content-Length) larger than the limit is refused before any of it is read;
+        // receiveBody still counts, for chunked bodies and servers that announce less than they send. Not for
+        // HEAD: libcurl would apply it to the length of the body a HEAD response only describes.
+        if request.method != .head { try set(CURLOPT_MAXFILESIZE_LARGE, options.maximumBodySize, offset: true) }
+        if options.freshConnection {
+            try set(CURLOPT_FRESH_CONNECT, 1)
+            try set(CURLOPT_FORBID_REUSE, 1)
+        }
+        try check(
+            pinpath_curl_set_data_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveBody(data!, size * count)
+            })
+        try set(CURLOPT_WRITEDATA, pointer: context)
+        try check(
+            pinpath_curl_set_data_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, context in
+                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveHeader(data!, size * count)
+            })
+        try set(CURLOPT_HEADERDATA, pointer: context)
+        try configureMethodAndBody()
+        try configureHeaders()
+    }
+
+    /// A connection check (`tls://`, `tcp://`, mail, FTP, LDAP): `CURLOPT_CONNECT_ONLY` runs the protocol's
+    /// connect phase and sends no request. Always a new connection, so every check is a full handshake. A
+    /// STARTTLS kind requires the upgrade (`CURLUSESSL_ALL`): a server that does not offer it fails with
+    /// `CURLE_USE_SSL_FAILED` before anything else is sent, never continuing in plaintext.
+    private func configureConnectionCheck() throws(HTTPError) {
+        try set(CURLOPT_CONNECT_ONLY, 1)
+        try set(CURLOPT_FRESH_CONNECT, 1)
+        // Closed as soon as the check is done, except a tcp:// exchange's, whose socket is taken when the
+        // transfer completes (libcurl closes it when the handle leaves the engine).
+        if !(kind == .tcp && options.tcpExchange != nil) { try set(CURLOPT_FORBID_REUSE, 1) }
+        if kind.upgradesWithSTARTTLS { try set(CURLOPT_USE_SSL, Int(CURLUSESSL_ALL.rawValue)) }
+        // libcurl hands the server's response lines of the connect phase (the greeting first) to the header callback.
+        try check(
+            pinpath_curl_set_data_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, context in
+                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveServerLine(data!, size * count)
+            })
+        try set(CURLOPT_HEADERDATA, pointer: context)
     }
 
     private func configureMethodAndBody() throws(HTTPError) {

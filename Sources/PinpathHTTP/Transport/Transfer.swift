@@ -1,6 +1,7 @@
 import CCurl
 import CCurlShims  // it includes <curl/curl.h> too, and clang may credit libcurl's constants to it
 import FoundationEssentials
+import Glibc
 import PinpathReachability
 import PinpathSecurity
 import Synchronization
@@ -22,6 +23,8 @@ final class Transfer: @unchecked Sendable {
     typealias AddressCheck = @Sendable (IPAddress) -> TargetReachability?
 
     let request: HTTPRequest
+    /// What the URL's scheme asks for: an HTTP exchange or a connection check.
+    let kind: ServiceKind
     let options: RequestOptions
     let handle: UnsafeMutableRawPointer
     /// Runs the security policy in the handshake of a connection this transfer opens; `nil` for plain http.
@@ -36,6 +39,8 @@ final class Transfer: @unchecked Sendable {
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
     /// The request's header fields as libcurl holds them; freed with the handle.
     var headerList: UnsafeMutablePointer<curl_slist>?
+    /// `CURLOPT_CONNECT_TO`'s one entry (a server name dialled at another host); freed with the handle.
+    var connectToList: UnsafeMutablePointer<curl_slist>?
 
     // Written by the callbacks on the engine thread, read by ``outcome(_:)``.
     /// The verifier that checked the connection the request goes out on: ``verifier`` for a new connection,
@@ -55,6 +60,11 @@ final class Transfer: @unchecked Sendable {
     var tlsContextsMade = 0
     /// The blank line ending the last response's header section has arrived.
     var headersComplete = false
+    /// For the non-HTTP kinds: the server's response lines in the connect phase (the greeting first).
+    var serverLines: [UInt8] = []
+    /// For a `tcp://` exchange: a duplicate of the connected socket, taken before libcurl closes its own; the
+    /// session runs the exchange on it and closes it.
+    var exchangeSocket: Int32?
 
     /// Set from any thread to stop the transfer; the engine removes it at its next wake-up.
     let cancelled = Atomic<Bool>(false)
@@ -63,13 +73,15 @@ final class Transfer: @unchecked Sendable {
 
     init(
         request: HTTPRequest, options: RequestOptions, verifier: HandshakeVerifier?, clientCertificate: ClientCertificate?,
-        addressCheck: AddressCheck?, proxy: (proxy: Proxy, verifier: HandshakeVerifier?)? = nil
+        connectTo: String? = nil, addressCheck: AddressCheck?, proxy: (proxy: Proxy, verifier: HandshakeVerifier?)? = nil
     ) throws(HTTPError) {
         guard let handle = curl_easy_init() else {
             throw HTTPError(.engineUnavailable, "libcurl cannot create a transfer (out of memory?)")
         }
         self.handle = handle
         self.request = request
+        // The session has checked the scheme; a URL without one of the kinds is sent as libcurl reads it.
+        self.kind = request.kind ?? .https
         self.options = options
         self.verifier = verifier
         self.addressCheck = addressCheck
@@ -77,12 +89,14 @@ final class Transfer: @unchecked Sendable {
         self.proxyVerifier = proxy?.verifier
         self.bodySource = request.body
         errorBuffer.initialize(to: 0)
-        try configure(clientCertificate: clientCertificate)
+        try configure(clientCertificate: clientCertificate, connectTo: connectTo)
     }
 
     deinit {
         curl_easy_cleanup(handle)
         curl_slist_free_all(headerList)
+        curl_slist_free_all(connectToList)
+        if let exchangeSocket { close(exchangeSocket) }
         errorBuffer.deallocate()
     }
 
@@ -106,6 +120,7 @@ final class Transfer: @unchecked Sendable {
         if let callbackFailure { return .failure(callbackFailure) }
         let info = TransferInfo(handle: handle)
         guard code == CURLE_OK else { return .failure(error(for: code, info: info)) }
+        if !kind.isHTTP { return .success(connectionCheckResponse(info)) }
         var response = HTTPResponse(
             url: request.url, statusCode: info.responseCode, headers: responseHeaders, body: body,
             httpVersion: info.httpVersion, remoteAddress: info.remoteAddress, timings: info.timings)
@@ -114,6 +129,24 @@ final class Transfer: @unchecked Sendable {
                 version: tlsSession.version, cipher: tlsSession.cipher, evaluation: try? connectionVerifier?.lastResult?.get())
         }
         return .success(response)
+    }
+
+    /// A connection check's result: no status, the server's lines as its banner, and for `tcp://` with an
+    /// exchange the socket to run it on (duplicated now: libcurl closes its own when the handle leaves).
+    private func connectionCheckResponse(_ info: TransferInfo) -> HTTPResponse {
+        var response = HTTPResponse(
+            url: request.url, statusCode: 0, headers: HTTPHeaders(), body: [], httpVersion: "", remoteAddress: info.remoteAddress,
+            timings: info.timings)
+        if let tlsSession {
+            response.tls = TLSDetails(
+                version: tlsSession.version, cipher: tlsSession.cipher, evaluation: try? connectionVerifier?.lastResult?.get())
+        }
+        if !serverLines.isEmpty { response.banner = String(decoding: serverLines, as: UTF8.self) }
+        if kind == .tcp, options.tcpExchange != nil, let socket = info.activeSocket {
+            let duplicate = fcntl(socket, F_DUPFD_CLOEXEC, 0)
+            if duplicate >= 0 { exchangeSocket = duplicate }
+        }
+        return response
     }
 
     private func error(for code: CURLcode, info: TransferInfo) -> HTTPError {

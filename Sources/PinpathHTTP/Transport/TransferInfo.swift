@@ -49,6 +49,15 @@ struct TransferInfo {
         return timings
     }
 
+    /// The connected socket of a `CURLOPT_CONNECT_ONLY` transfer that has completed; `nil` otherwise.
+    var activeSocket: Int32? {
+        var socket: curl_socket_t = CURL_SOCKET_BAD
+        guard pinpath_curl_getinfo_socket(handle, CURLINFO_ACTIVESOCKET, &socket) == CURLE_OK, socket != CURL_SOCKET_BAD else {
+            return nil
+        }
+        return socket
+    }
+
     /// The OpenSSL `SSL*` of the transfer's connection, once it has one.
     var ssl: OpaquePointer? {
         var info: UnsafeMutablePointer<curl_tlssessioninfo>?

@@ -25,6 +25,10 @@ public struct TLSAudit: Sendable {
         /// The limit for the TCP connection and the TLS handshake together. Name resolution is the system
         /// resolver's and is not bounded by it.
         public var timeout: Duration
+        /// A client certificate (PEM, its chain after it) and key (`nil`: in the certificate's file) to send
+        /// when the server asks for one; check them first with ``ClientIdentity/check(certificatePath:keyPath:password:)``
+        /// (an encrypted key is not supported here).
+        public var clientCertificate: (certificate: String, key: String?)?
 
         /// Creates options.
         public init(
@@ -87,6 +91,9 @@ public struct TLSAudit: Sendable {
     public let protocolVersion: String?
     /// The negotiated cipher suite (`TLS_AES_256_GCM_SHA384`), when there was a handshake.
     public let cipher: String?
+    /// The server asked for a client certificate in the handshake (mutual TLS), naming these authorities;
+    /// `nil` when it did not ask, or there was no handshake.
+    public private(set) var clientCertificateRequest: ClientCertificateRequest?
     /// What the server sent, leaf first; empty when there was no handshake.
     public let servedChain: [Certificate]
     /// The chain alone (no host, no pins) against the anchors the policy uses: the trust store, or in
@@ -149,7 +156,8 @@ public struct TLSAudit: Sendable {
             let connection = try TLSConnection(
                 connectingTo: options.connectTo ?? endpoint, label: endpoint.description, deadline: deadline)
             address = connection.address
-            let handshake = try connection.handshake(serverName: serverName, deadline: deadline)
+            let handshake = try connection.handshake(
+                serverName: serverName, clientCertificate: options.clientCertificate, deadline: deadline)
             self.init(endpoint, serverName: serverName, address: connection.address, handshake: handshake, options: options)
         } catch {
             self.init(
@@ -188,6 +196,7 @@ public struct TLSAudit: Sendable {
             verifiedAt: options.verificationTime ?? judgement.evaluation?.date ?? Date(), address: address,
             protocolVersion: handshake.protocolVersion, cipher: handshake.cipher, servedChain: handshake.servedChain,
             judgement: judgement, connectionError: nil)
+        clientCertificateRequest = handshake.clientCertificateRequest
     }
 
     /// The verdicts on a chain: the chain alone and the host alone (for the report), then the policy.

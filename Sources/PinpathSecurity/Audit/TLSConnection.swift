@@ -20,6 +20,8 @@ final class TLSConnection {
         let servedChain: [Certificate]
         /// The OCSP response the server stapled, or `nil`. From `SSL_get_tlsext_status_ocsp_resp`.
         let stapledOCSPResponse: [UInt8]?
+        /// The server's request for a client certificate, or `nil` when it asked for none.
+        let clientCertificateRequest: ClientCertificateRequest?
     }
 
     /// The address the socket connected to (`127.0.0.1:4433`).
@@ -60,9 +62,31 @@ final class TLSConnection {
     /// Completes a TLS handshake before `deadline`, then sends close_notify.
     /// - Parameter serverName: the SNI name to send; `nil` (or an IP address, which SNI cannot carry) sends none.
     /// - Throws: ``TLSConnectionError`` naming the label: a timeout, an alert, or an answer that is not TLS.
-    func handshake(serverName: String?, deadline: ContinuousClock.Instant) throws(TLSConnectionError) -> Handshake {
+    /// - Parameter clientCertificate: a certificate (PEM, its chain after it) and key to send when the server
+    ///   asks for one; checked beforehand (``ClientIdentity``), so OpenSSL never asks for a password.
+    func handshake(
+        serverName: String?, clientCertificate: (certificate: String, key: String?)? = nil, deadline: ContinuousClock.Instant
+    ) throws(TLSConnectionError) -> Handshake {
         SSL_set_verify(ssl, SSL_VERIFY_NONE, nil)
         SSL_set_security_level(ssl, 0)
+        if let clientCertificate {
+            guard SSL_use_certificate_chain_file(ssl, clientCertificate.certificate) == 1,
+                SSL_use_PrivateKey_file(ssl, clientCertificate.key ?? clientCertificate.certificate, SSL_FILETYPE_PEM) == 1
+            else {
+                throw Self.openSSLError(.openSSLFailure, "\(label): OpenSSL cannot load the client certificate or key")
+            }
+        }
+        // OpenSSL calls the certificate callback of a client only when the server sent a CertificateRequest.
+        let asked = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
+        asked.initialize(to: 0)
+        defer { asked.deallocate() }
+        SSL_set_cert_cb(
+            ssl,
+            { _, flag in
+                flag?.assumingMemoryBound(to: Int32.self).pointee = 1
+                return 1
+            }, asked)
+        defer { SSL_set_cert_cb(ssl, nil, nil) }
         if let serverName, !HostNameCheck.isIPAddress(serverName), pinpath_SSL_set_tlsext_host_name(ssl, serverName) != 1 {
             throw Self.openSSLError(.openSSLFailure, "\(label): OpenSSL refuses the server name \"\(serverName)\"")
         }
@@ -84,11 +108,22 @@ final class TLSConnection {
         let handshake = Handshake(
             protocolVersion: SSL_get_version(ssl).map { String(cString: $0) } ?? "unknown",
             cipher: SSL_get_current_cipher(ssl).flatMap { SSL_CIPHER_get_name($0) }.map { String(cString: $0) } ?? "unknown",
-            servedChain: chain, stapledOCSPResponse: Self.stapledOCSPResponse(ssl))
+            servedChain: chain, stapledOCSPResponse: Self.stapledOCSPResponse(ssl),
+            clientCertificateRequest: asked.pointee == 0
+                ? nil : ClientCertificateRequest(authorities: Self.clientAuthorities(ssl), certificateSent: SSL_get_certificate(ssl) != nil)
+        )
         // A polite close_notify; the socket is non-blocking, so this never waits for the server's.
         _ = SSL_shutdown(ssl)
         ERR_clear_error()
         return handshake
+    }
+
+    /// The CA names the server's CertificateRequest carried. On a client, `SSL_get_client_CA_list` returns them.
+    private static func clientAuthorities(_ ssl: OpaquePointer) -> [String] {
+        guard let names = SSL_get_client_CA_list(ssl) else { return [] }
+        return (0..<pinpath_sk_X509_NAME_num(names)).compactMap { index in
+            pinpath_sk_X509_NAME_value(names, index).map { Certificate.name($0) }
+        }
     }
 
     private static func stapledOCSPResponse(_ ssl: OpaquePointer) -> [UInt8]? {

@@ -75,7 +75,8 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     /// Hashes the DER encoding, consistent with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(derBytes) }
 
-    private static func name(_ name: OpaquePointer?) -> String {
+    /// A distinguished name in RFC 2253 form (`CN=Pinpath Test Root`). Wraps `X509_NAME_print_ex`.
+    static func name(_ name: OpaquePointer?) -> String {
         guard let name else { return "" }
         return writingToMemoryBIO { X509_NAME_print_ex($0, name, 0, pinpath_XN_FLAG_RFC2253()) >= 0 } ?? ""
     }

@@ -43,6 +43,8 @@ struct AuditCommand: AsyncParsableCommand {
 
     @OptionGroup var chainPolicy: ChainPolicyOptions
 
+    @OptionGroup var clientCertificate: ClientCertificateOptions
+
     @Option(help: "Seconds allowed for the TCP connection and the TLS handshake of each host.")
     var timeout: Duration = .seconds(10)
 
@@ -59,10 +61,11 @@ struct AuditCommand: AsyncParsableCommand {
 
     func run() async throws {
         let endpoints = try allEndpoints()
-        let options = TLSAudit.Options(
+        var options = TLSAudit.Options(
             policy: try chainPolicy.policy(), trustStore: try chainPolicy.trustStore(),
             serverName: try servername.map { try parseServerName($0, option: "--servername") },
             verificationTime: chainPolicy.at?.date, timeout: timeout)
+        options.clientCertificate = try clientCertificate.checked()
         let batch = TLSAuditBatch(endpoints) { endpoint in
             var options = options
             options.connectTo = connect?.endpoint(defaultPort: endpoint.port)

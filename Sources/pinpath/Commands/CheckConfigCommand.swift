@@ -68,11 +68,17 @@ struct CheckConfigCommand: AsyncParsableCommand {
         lines.append("endpoints: \(configuration.endpoints.count)")
         for endpoint in configuration.endpoints {
             let policy = endpoint.security.map { ", policy \($0.names.joined(separator: "+"))" } ?? ""
+            // A connection check has no method or status: its line says what it checks instead.
+            let what = endpoint.kind.isHTTP ? "\(endpoint.method) " : ""
+            var expectation = endpoint.kind.isHTTP ? ", expect \(endpoint.expect.statusDescription)" : ""
+            if let banner = endpoint.expect.banner { expectation += ", banner \"\(banner)\"" }
+            let serverName = endpoint.serverName.map { ", servername \($0)" } ?? ""
+            let client = endpoint.clientCertificate.map { ", client certificate \($0.certificate)" } ?? ""
             lines.append(
                 """
-                  \(endpoint.name): \(endpoint.method) \(DisplayURL.redacting(endpoint.url.absoluteString)) every \
-                \(DurationSyntax.format(endpoint.interval)), timeout \(DurationSyntax.format(endpoint.timeout)), expect \
-                \(endpoint.expect.statusDescription)\(policy)
+                  \(endpoint.name): \(what)\(DisplayURL.redacting(endpoint.url.absoluteString)) every \
+                \(DurationSyntax.format(endpoint.interval)), timeout \(DurationSyntax.format(endpoint.timeout))\
+                \(expectation)\(serverName)\(client)\(policy)
                 """
             )
             lines.append("    effective: \(effectivePolicy(endpoint))")

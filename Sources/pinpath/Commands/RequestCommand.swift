@@ -66,6 +66,8 @@ struct RequestCommand: AsyncParsableCommand {
 
     @OptionGroup var profileOptions: ProfileOptions
 
+    @OptionGroup var clientCertificate: ClientCertificateOptions
+
     @Option(help: "The total time allowed, in seconds.")
     var timeout: Duration = .seconds(30)
 
@@ -231,6 +233,9 @@ struct RequestCommand: AsyncParsableCommand {
         var configuration = Session.Configuration()
         if let caFile {
             do { configuration.trustStore = try TrustStore(caFile: caFile) } catch { throw CommandFailure.usage("--ca-file \(error)") }
+        }
+        if let files = try clientCertificate.checked() {
+            configuration.clientCertificate = ClientCertificate(certificatePath: files.certificate, keyPath: files.key)
         }
         var options = RequestOptions()
         options.timeout = timeout

@@ -24,6 +24,7 @@ enum AuditText {
         }
         if audit.chainFile == nil {
             lines.append(field("protocol", "\(audit.protocolVersion ?? "?"), cipher \(audit.cipher ?? "?")"))
+            lines.append(field("client cert", clientCertificateText(audit.clientCertificateRequest)))
         }
         let count = audit.servedChain.count
         lines.append("  served chain (\(count) certificate\(count == 1 ? "" : "s")):")
@@ -96,6 +97,16 @@ enum AuditText {
             ("verified_at", .string(rfc3339(audit.verifiedAt))),
             ("protocol", .string(audit.protocolVersion)),
             ("cipher", .string(audit.cipher)),
+            (
+                "client_certificate",
+                audit.protocolVersion == nil
+                    ? .null
+                    : .object([
+                        ("requested", .bool(audit.clientCertificateRequest != nil)),
+                        ("authorities", .array((audit.clientCertificateRequest?.authorities ?? []).map(JSONValue.string))),
+                        ("sent", .bool(audit.clientCertificateRequest?.certificateSent ?? false)),
+                    ])
+            ),
             (
                 "served_chain",
                 .array(
@@ -242,6 +253,14 @@ enum AuditText {
             ("name", .string(violation.rule)), ("depth", .int(violation.depth)), ("subject", .string(violation.subject)),
             ("message", .string(violation.message)), ("accepted_by_rfc5280", .bool(violation.acceptedByRFC5280)),
         ])
+    }
+
+    /// Whether the server asked for a client certificate, the authorities it named, and whether one was sent.
+    private static func clientCertificateText(_ request: ClientCertificateRequest?) -> String {
+        guard let request else { return "not requested" }
+        let authorities =
+            request.authorities.isEmpty ? "naming no CA" : "naming \(request.authorities.map { "\"\($0)\"" }.joined(separator: ", "))"
+        return "requested, \(authorities); \(request.certificateSent ? "sent" : "none sent (give --cert and --key)")"
     }
 
     private static func field(_ name: String, _ value: String) -> String {

@@ -1,0 +1,108 @@
+/// What a request's URL scheme asks the request core to do: an HTTP exchange, or a connection check for a
+/// service that is not a web server (`tls://`, `tcp://`, mail, FTP and LDAP, with STARTTLS or implicit TLS).
+///
+/// Every kind goes through the same ``Session``: the reachability gate before connecting, the security policy
+/// inside the handshake (for the kinds that use TLS), the same timings and errors. The non-HTTP kinds open a
+/// connection with libcurl's `CURLOPT_CONNECT_ONLY`, which runs the protocol's connect phase (greeting,
+/// `STARTTLS`, the TLS handshake, the capability command libcurl sends after it) and sends nothing else.
+public enum ServiceKind: String, Sendable, CaseIterable {
+    case http
+    case https
+    /// TCP and a TLS handshake, then close.
+    case tls
+    /// TCP connect only, and optionally one exchange (``TCPExchange``).
+    case tcp
+    /// SMTP with `STARTTLS` required (a server that does not offer it fails; nothing continues in plaintext).
+    case smtp
+    /// SMTP over implicit TLS (submissions, 465).
+    case smtps
+    /// IMAP with `STARTTLS` required.
+    case imap
+    /// IMAP over implicit TLS (993).
+    case imaps
+    /// POP3 with `STLS` required.
+    case pop3
+    /// POP3 over implicit TLS (995).
+    case pop3s
+    /// FTP with `AUTH TLS` required (libcurl logs in as `anonymous` in its connect phase).
+    case ftp
+    /// LDAP with StartTLS required (libcurl's OpenLDAP backend).
+    case ldap
+    /// LDAP over implicit TLS (636).
+    case ldaps
+
+    /// The kind for a URL scheme (any case); `nil` for a scheme the core does not probe.
+    public init?(scheme: String?) {
+        guard let scheme, let kind = ServiceKind(rawValue: scheme.lowercased()) else { return nil }
+        self = kind
+    }
+
+    /// An HTTP exchange (`http`, `https`): methods, headers, bodies, statuses, redirects.
+    public var isHTTP: Bool { self == .http || self == .https }
+
+    /// The connection is held to a security policy in a TLS handshake.
+    public var usesTLS: Bool { self != .http && self != .tcp }
+
+    /// The plaintext protocol is upgraded with its `STARTTLS` command, which libcurl is told to require.
+    public var upgradesWithSTARTTLS: Bool { [.smtp, .imap, .pop3, .ftp, .ldap].contains(self) }
+
+    /// The server speaks first with a greeting that ``HTTPResponse/banner`` captures (SMTP, IMAP, POP3, FTP).
+    public var greets: Bool { [.smtp, .smtps, .imap, .imaps, .pop3, .pop3s, .ftp].contains(self) }
+
+    /// The port when the URL names none; `nil` for `tls` and `tcp`, whose URLs must name one.
+    public var defaultPort: Int? {
+        switch self {
+        case .http: 80
+        case .https: 443
+        case .tls, .tcp: nil
+        case .smtp: 25
+        case .smtps: 465
+        case .imap: 143
+        case .imaps: 993
+        case .pop3: 110
+        case .pop3s: 995
+        case .ftp: 21
+        case .ldap: 389
+        case .ldaps: 636
+        }
+    }
+
+    /// The phases a result of this kind has, at blackbox_exporter's boundaries: `resolve` and `connect`
+    /// for `tcp`; `tls` added for the TLS kinds (for STARTTLS kinds it includes the greeting and the
+    /// upgrade); all five for HTTP.
+    public var phases: [String] {
+        switch self {
+        case .http, .https: ["resolve", "connect", "tls", "processing", "transfer"]
+        case .tcp: ["resolve", "connect"]
+        default: ["resolve", "connect", "tls"]
+        }
+    }
+
+    /// The scheme libcurl is given: `tls` is an `https` connection that stops after the handshake, `tcp` an
+    /// `http` one that stops after connecting (`CURLOPT_CONNECT_ONLY` sends no request for either).
+    var curlScheme: String {
+        switch self {
+        case .tls: "https"
+        case .tcp: "http"
+        default: rawValue
+        }
+    }
+}
+
+/// One query-response exchange on a `tcp://` connection (blackbox_exporter's `query_response`, once): send
+/// ``send`` if any, then read until ``readUntil`` arrives, the server closes, 4 KiB were read or the
+/// request's time is up. What was read is the response's ``HTTPResponse/banner``.
+public struct TCPExchange: Sendable, Equatable {
+    /// The bytes to send first, if any.
+    public var send: [UInt8]?
+    /// Stop reading once this text has arrived; `nil` stops at the first line end.
+    public var readUntil: String?
+
+    /// The most bytes read.
+    public static let maximumBannerSize = 4096
+
+    public init(send: [UInt8]? = nil, readUntil: String? = nil) {
+        self.send = send
+        self.readUntil = readUntil
+    }
+}
