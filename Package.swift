@@ -19,6 +19,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // The agent's configuration: YAML with the line and column of every node, for precise errors.
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
+        // The agent's /metrics endpoint: NIO's HTTP/1 server (its parser is llhttp's) rather than one written here.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // C libraries from Debian's -dev packages, found with pkg-config.
@@ -49,6 +51,8 @@ let package = Package(
             name: "PinpathAgent",
             dependencies: [
                 "PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", .product(name: "Yams", package: "Yams"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
         .executableTarget(
             name: "pinpath",

@@ -77,6 +77,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
         let targets = configuration.reachabilityTargets.map(\.description).joined(separator: " ")
         lines.append("targets:   \(configuration.reachabilityTargets.count)\(targets.isEmpty ? "" : " (\(targets))")")
         lines.append("metrics:   \(configuration.metricsTextfile ?? "none")")
+        if let listen = configuration.metricsListen { lines.append("listen:    \(listen) (/metrics, /healthz, /readyz)") }
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -116,6 +117,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
             ),
             ("targets", .array(configuration.reachabilityTargets.map { .string($0.description) })),
             ("metrics_textfile", .string(configuration.metricsTextfile)),
+            ("metrics_listen", .string(configuration.metricsListen?.description)),
             ("warnings", .array(configuration.warnings.map(\.jsonValue))),
         ])
     }

@@ -1,0 +1,217 @@
+import PinpathReachability
+
+/// Renders a ``MetricsSnapshot`` in the Prometheus text format (0.0.4) or in OpenMetrics 1.0: one renderer for
+/// the node_exporter textfile and for `/metrics`, so both show the same families.
+///
+/// The names follow blackbox_exporter's where the meaning is the same, so that its dashboards work:
+/// `probe_success`, `probe_duration_seconds`, `probe_http_duration_seconds{phase}`, `probe_http_status_code`,
+/// `probe_ssl_earliest_cert_expiry`, `probe_ssl_last_chain_expiry_timestamp_seconds`, `probe_tls_version_info`,
+/// `probe_ssl_ocsp_response_status`, each with an `endpoint` label; pinpath's own are prefixed `pinpath_`.
+/// No timestamps: node_exporter's textfile collector rejects them.
+public enum MetricsExposition {
+    /// The two exposition formats.
+    public enum Format: Sendable, Equatable {
+        /// The Prometheus text format, version 0.0.4.
+        case prometheus
+        /// OpenMetrics 1.0: counters' family names without `_total`, and `# EOF` at the end.
+        case openMetrics
+
+        /// The `Content-Type` of a response in this format.
+        public var contentType: String {
+            switch self {
+            case .prometheus: "text/plain; version=0.0.4; charset=utf-8"
+            case .openMetrics: "application/openmetrics-text; version=1.0.0; charset=utf-8"
+            }
+        }
+
+        /// The format a scraper asks for with its `Accept` header: OpenMetrics when it names
+        /// `application/openmetrics-text` (Prometheus does so first, with a higher `q`), the text format otherwise.
+        public init(accept: String?) {
+            let wantsOpenMetrics =
+                accept?.split(separator: ",").contains { range in
+                    let mediaType = range.split(separator: ";", maxSplits: 1).first ?? ""
+                    let quality = range.split(separator: ";").dropFirst().first {
+                        $0.trimmingSpaces.hasPrefix("q=")
+                    }
+                    return mediaType.trimmingSpaces.lowercased() == "application/openmetrics-text"
+                        && quality.flatMap { Double($0.trimmingSpaces.dropFirst(2)) } != 0
+                } ?? false
+            self = wantsOpenMetrics ? .openMetrics : .prometheus
+        }
+    }
+
+    /// The snapshot as exposition text: HELP and TYPE once per family, samples in the endpoints' order.
+    public static func render(_ snapshot: MetricsSnapshot, format: Format = .prometheus) -> String {
+        var out = Output(format: format)
+        out.text.reserveCapacity(1024 + snapshot.endpoints.count * 1200)
+        // The `endpoint="…"` label of each endpoint, escaped once rather than once per sample.
+        let labels = snapshot.endpoints.map { "endpoint=\"\(escape($0.name))\"" }
+        func perEndpoint(_ body: (inout Output, MetricsSnapshot.Endpoint, String) -> Void) {
+            for (endpoint, label) in zip(snapshot.endpoints, labels) { body(&out, endpoint, label) }
+        }
+
+        out.family("probe_success", .gauge, "Whether the endpoint's last probe succeeded.")
+        perEndpoint { out, endpoint, label in
+            guard let succeeded = endpoint.probeSucceeded else { return }
+            out.sample("probe_success", label, succeeded ? 1 : 0)
+        }
+        out.family("probe_duration_seconds", .gauge, "Duration of the endpoint's last probe, all phases.")
+        perEndpoint { out, endpoint, label in
+            guard let seconds = endpoint.probeDuration else { return }
+            out.sample("probe_duration_seconds", label, seconds)
+        }
+        out.family("probe_http_duration_seconds", .gauge, "Duration of each phase of the endpoint's last probe.")
+        perEndpoint { out, endpoint, label in
+            for (phase, seconds) in endpoint.phaseDurations {
+                out.sample("probe_http_duration_seconds", label + ",phase=\"\(phase)\"", seconds)
+            }
+        }
+        out.family("probe_http_status_code", .gauge, "The last probe's HTTP status code; 0 without a response.")
+        perEndpoint { out, endpoint, label in
+            guard endpoint.probeSucceeded != nil else { return }
+            out.sample("probe_http_status_code", label, Double(endpoint.statusCode ?? 0))
+        }
+        out.family("probe_ssl_earliest_cert_expiry", .gauge, "Earliest expiry of the certificates served, in Unix time.")
+        perEndpoint { out, endpoint, label in
+            guard let expiry = endpoint.earliestCertificateExpiry else { return }
+            out.sample("probe_ssl_earliest_cert_expiry", label, expiry)
+        }
+        out.family(
+            "probe_ssl_last_chain_expiry_timestamp_seconds", .gauge, "Earliest expiry in the verified chain, in Unix time.")
+        perEndpoint { out, endpoint, label in
+            guard let expiry = endpoint.lastChainExpiry else { return }
+            out.sample("probe_ssl_last_chain_expiry_timestamp_seconds", label, expiry)
+        }
+        out.family("probe_tls_version_info", .gauge, "The TLS version the last probe negotiated.")
+        perEndpoint { out, endpoint, label in
+            guard let version = endpoint.tlsVersion else { return }
+            out.sample("probe_tls_version_info", label + ",version=\"\(escape(blackboxTLSVersion(version)))\"", 1)
+        }
+        // Only when some server stapled: most endpoints never do, and a family without samples says nothing.
+        if snapshot.endpoints.contains(where: { $0.ocspResponseStatus != nil }) {
+            out.family(
+                "probe_ssl_ocsp_response_status", .gauge, "The stapled OCSP response's status: 0 good, 1 revoked, 2 unknown.")
+            perEndpoint { out, endpoint, label in
+                guard let status = endpoint.ocspResponseStatus else { return }
+                out.sample("probe_ssl_ocsp_response_status", label, Double(status))
+            }
+        }
+        out.family("pinpath_endpoint_state", .gauge, "The endpoint's state: 1 for the current one.")
+        perEndpoint { out, endpoint, label in
+            for state in EndpointState.Status.allCases {
+                out.sample("pinpath_endpoint_state", label + stateLabels[state]!, endpoint.state == state ? 1 : 0)
+            }
+        }
+        out.family("pinpath_pin_failures", .counter, "Pin validation failures since the agent started.")
+        perEndpoint { out, endpoint, label in
+            out.sample("pinpath_pin_failures_total", label + ",enforced=\"true\"", Double(endpoint.enforcedPinFailures))
+            out.sample("pinpath_pin_failures_total", label + ",enforced=\"false\"", Double(endpoint.reportOnlyPinFailures))
+        }
+        if let status = snapshot.pathStatus {
+            out.family("pinpath_reachability_status", .gauge, "The network path's status: 1 for the current one.")
+            for candidate in [ReachabilityStatus.reachable, .notReachable] {
+                out.sample("pinpath_reachability_status", "status=\"\(candidate.rawValue)\"", status == candidate ? 1 : 0)
+            }
+        }
+        out.family("pinpath_target_reachable", .gauge, "Whether a watched host can be reached from here.")
+        for (target, reachable) in snapshot.targets {
+            out.sample("pinpath_target_reachable", "target=\"\(escape(target))\"", reachable ? 1 : 0)
+        }
+        out.family("pinpath_events_dropped", .counter, "Event lines the agent dropped, by reason.")
+        for (reason, count) in snapshot.eventsDropped {
+            out.sample("pinpath_events_dropped_total", "reason=\"\(escape(reason))\"", Double(count))
+        }
+        out.family("pinpath_probes", .counter, "Probe results recorded since the agent started.")
+        out.sample("pinpath_probes_total", "", Double(snapshot.probes))
+        out.family("pinpath_probe_lateness_seconds", .histogram, "How late probes started against their schedule.")
+        var cumulative = 0
+        for (index, count) in snapshot.lateness.counts.enumerated() {
+            cumulative += count
+            let bound = index < LatenessHistogram.bounds.count ? Self.format(LatenessHistogram.bounds[index]) : "+Inf"
+            out.sample("pinpath_probe_lateness_seconds_bucket", "le=\"\(bound)\"", Double(cumulative))
+        }
+        out.sample("pinpath_probe_lateness_seconds_sum", "", snapshot.lateness.sum)
+        out.sample("pinpath_probe_lateness_seconds_count", "", Double(snapshot.lateness.count))
+        out.family("pinpath_metrics_write_failures", .counter, "Failed writes of the metrics textfile.")
+        out.sample("pinpath_metrics_write_failures_total", "", Double(snapshot.textfileWriteFailures))
+        out.family("pinpath_build_info", .gauge, "The agent's build: always 1, the labels say which.")
+        out.sample(
+            "pinpath_build_info", snapshot.buildLabels.map { "\($0.name)=\"\(escape($0.value))\"" }.joined(separator: ","), 1)
+        if format == .openMetrics { out.text += "# EOF\n" }
+        return out.text
+    }
+
+    /// `endpoint_state`'s `state` labels, built once.
+    private static let stateLabels = Dictionary(
+        uniqueKeysWithValues: EndpointState.Status.allCases.map { ($0, ",state=\"\($0.rawValue)\"") })
+
+    /// blackbox_exporter's spelling of a TLS version (`TLS 1.3`) for OpenSSL's (`TLSv1.3`), so that its
+    /// dashboards' queries match.
+    static func blackboxTLSVersion(_ openSSLName: String) -> String {
+        openSSLName.hasPrefix("TLSv") ? "TLS " + openSSLName.dropFirst(4) : openSSLName
+    }
+
+    /// Label values escape backslash, double quote and newline (the text format's rule).
+    static func escape(_ value: String) -> String {
+        guard value.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\n") })
+        else { return value }
+        var escaped = ""
+        for character in value {
+            switch character {
+            case "\\": escaped += "\\\\"
+            case "\"": escaped += "\\\""
+            case "\n": escaped += "\\n"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
+    }
+
+    /// Integers without a fraction; the text format's spelling of infinities and NaN.
+    static func format(_ value: Double) -> String {
+        if value.isNaN { return "NaN" }
+        if value.isInfinite { return value > 0 ? "+Inf" : "-Inf" }
+        if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
+        return String(value)
+    }
+
+    enum FamilyType: String {
+        case gauge, counter, histogram
+    }
+
+    /// The text being built, and the format's rules for family headers.
+    private struct Output {
+        let format: Format
+        var text = ""
+
+        /// `# HELP` and `# TYPE`. A counter's family is named without `_total`: OpenMetrics requires it, and the
+        /// text format wants the sample's name (with `_total`) in its headers.
+        mutating func family(_ name: String, _ type: FamilyType, _ help: String) {
+            let headerName = type == .counter && format == .prometheus ? name + "_total" : name
+            text += "# HELP \(headerName) \(help)\n# TYPE \(headerName) \(type.rawValue)\n"
+        }
+
+        /// One sample; `labels` is already `name="escaped",…`, or empty.
+        mutating func sample(_ name: String, _ labels: String, _ value: Double) {
+            text += name
+            if !labels.isEmpty {
+                text += "{"
+                text += labels
+                text += "}"
+            }
+            text += " "
+            text += MetricsExposition.format(value)
+            text += "\n"
+        }
+    }
+}
+
+extension Substring {
+    /// Without leading and trailing spaces and tabs (FoundationEssentials has no `trimmingCharacters`).
+    fileprivate var trimmingSpaces: Substring {
+        var result = self
+        while result.first == " " || result.first == "\t" { result.removeFirst() }
+        while result.last == " " || result.last == "\t" { result.removeLast() }
+        return result
+    }
+}
