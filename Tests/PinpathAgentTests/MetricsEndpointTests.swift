@@ -15,7 +15,8 @@ struct MetricsEndpointTests {
 
     /// Asks with curl: `target` is `127.0.0.1:PORT` or a Unix socket path.
     static func fetch(_ target: String, _ path: String, _ options: [String] = []) throws -> Answer? {
-        let connect = target.hasPrefix("/") ? ["--unix-socket", target, "http://localhost\(path)"] : ["http://\(target)\(path)"]
+        // -g: the brackets of [::1]:PORT are an address, not a curl glob.
+        let connect = target.hasPrefix("/") ? ["--unix-socket", target, "http://localhost\(path)"] : ["-g", "http://\(target)\(path)"]
         let result = try Shell.run(["/usr/bin/curl", "-s", "-i", "--max-time", "10"] + options + connect)
         guard result.status == 0, let split = result.stdout.range(of: "\r\n\r\n") else { return nil }
         let lines = result.stdout[..<split.lowerBound].split(separator: "\r\n")
@@ -177,13 +178,16 @@ struct MetricsEndpointTests {
         #expect(try scene.fetch("/healthz") == nil, "nothing listens after the agent stopped")
     }
 
-    @Test("A Unix socket: curl --unix-socket scrapes it; the socket file goes away at stop")
-    func unixSocket() async throws {
+    @Test(
+        "A Unix socket (curl --unix-socket; the socket file goes away at stop) and IPv6 loopback are served too",
+        arguments: ["unix", "ipv6"])
+    func otherAddresses(kind: String) async throws {
         let directory = try TemporaryDirectory()
         let socket = directory.file("metrics.sock")
-        let scene = try Scene(listen: socket)
+        let port = try TLSServer.freePort()
+        let scene = try Scene(listen: kind == "unix" ? socket : "[::1]:\(port)")
         try scene.start()
-        try await Self.wait("api up over the socket") {
+        try await Self.wait("api up at \(scene.listen)") {
             Self.value(#"probe_success{endpoint="api"}"#, in: try scene.metrics()) == 1
         }
         #expect(try scene.fetch("/healthz")?.status == 200)

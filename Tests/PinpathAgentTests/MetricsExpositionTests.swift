@@ -159,6 +159,17 @@ struct MetricsExpositionTests {
         #expect(MetricsExposition.format(value) == text)
     }
 
+    @Test(
+        "Sample values: whole millionths written digit by digit, the same text as Swift's own for other values",
+        arguments: [
+            (0.000001, "0.000001"), (1.5, "1.5"), (-0.25, "-0.25"), (123.456789, "123.456789"), (0.1 + 0.2, "0.30000000000000004"),
+            (1e-7, "1e-07"), (2_366_841_600, "2366841600"), (0.0125, "0.0125"),
+        ] as [(Double, String)])
+    func sampleValue(value: Double, text: String) {
+        let snapshot = MetricsSnapshot(endpoints: [.init(name: "a", probeSucceeded: true, probeDuration: value, state: .up)])
+        #expect(MetricsExposition.render(snapshot).contains("\nprobe_duration_seconds{endpoint=\"a\"} \(text)\n"))
+    }
+
     @Test("Label values escape backslash, quote and newline")
     func escape() {
         #expect(MetricsExposition.escape("a\\b\"c\nd é") == #"a\\b\"c\nd é"#)

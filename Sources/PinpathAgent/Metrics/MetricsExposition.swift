@@ -42,6 +42,12 @@ public enum MetricsExposition {
 
     /// The snapshot as exposition text: HELP and TYPE once per family, samples in the endpoints' order.
     public static func render(_ snapshot: MetricsSnapshot, format: Format = .prometheus) -> String {
+        String(decoding: renderBytes(snapshot, format: format), as: UTF8.self)
+    }
+
+    /// ``render(_:format:)`` as UTF-8 bytes, for a response body: no String in between (10,000 endpoints make
+    /// about 10 MB).
+    public static func renderBytes(_ snapshot: MetricsSnapshot, format: Format = .prometheus) -> [UInt8] {
         var out = Output(format: format)
         out.text.reserveCapacity(1024 + snapshot.endpoints.count * 1200)
         // The `endpoint="…"` label of each endpoint, escaped once rather than once per sample.
@@ -63,7 +69,7 @@ public enum MetricsExposition {
         out.family("probe_http_duration_seconds", .gauge, "Duration of each phase of the endpoint's last probe.")
         perEndpoint { out, endpoint, label in
             for (phase, seconds) in endpoint.phaseDurations {
-                out.sample("probe_http_duration_seconds", label + ",phase=\"\(phase)\"", seconds)
+                out.sample("probe_http_duration_seconds", label, "phase", phase, seconds)
             }
         }
         out.family("probe_http_status_code", .gauge, "The last probe's HTTP status code; 0 without a response.")
@@ -85,7 +91,7 @@ public enum MetricsExposition {
         out.family("probe_tls_version_info", .gauge, "The TLS version the last probe negotiated.")
         perEndpoint { out, endpoint, label in
             guard let version = endpoint.tlsVersion else { return }
-            out.sample("probe_tls_version_info", label + ",version=\"\(escape(blackboxTLSVersion(version)))\"", 1)
+            out.sample("probe_tls_version_info", label, "version", escape(blackboxTLSVersion(version)), 1)
         }
         // Only when some server stapled: most endpoints never do, and a family without samples says nothing.
         if snapshot.endpoints.contains(where: { $0.ocspResponseStatus != nil }) {
@@ -98,14 +104,14 @@ public enum MetricsExposition {
         }
         out.family("pinpath_endpoint_state", .gauge, "The endpoint's state: 1 for the current one.")
         perEndpoint { out, endpoint, label in
-            for state in EndpointState.Status.allCases {
-                out.sample("pinpath_endpoint_state", label + stateLabels[state]!, endpoint.state == state ? 1 : 0)
+            for state in states {
+                out.sample("pinpath_endpoint_state", label, "state", state.rawValue, endpoint.state == state ? 1 : 0)
             }
         }
         out.family("pinpath_pin_failures", .counter, "Pin validation failures since the agent started.")
         perEndpoint { out, endpoint, label in
-            out.sample("pinpath_pin_failures_total", label + ",enforced=\"true\"", Double(endpoint.enforcedPinFailures))
-            out.sample("pinpath_pin_failures_total", label + ",enforced=\"false\"", Double(endpoint.reportOnlyPinFailures))
+            out.sample("pinpath_pin_failures_total", label, "enforced", "true", Double(endpoint.enforcedPinFailures))
+            out.sample("pinpath_pin_failures_total", label, "enforced", "false", Double(endpoint.reportOnlyPinFailures))
         }
         if let status = snapshot.pathStatus {
             out.family("pinpath_reachability_status", .gauge, "The network path's status: 1 for the current one.")
@@ -137,13 +143,12 @@ public enum MetricsExposition {
         out.family("pinpath_build_info", .gauge, "The agent's build: always 1, the labels say which.")
         out.sample(
             "pinpath_build_info", snapshot.buildLabels.map { "\($0.name)=\"\(escape($0.value))\"" }.joined(separator: ","), 1)
-        if format == .openMetrics { out.text += "# EOF\n" }
+        if format == .openMetrics { out.append("# EOF\n") }
         return out.text
     }
 
-    /// `endpoint_state`'s `state` labels, built once.
-    private static let stateLabels = Dictionary(
-        uniqueKeysWithValues: EndpointState.Status.allCases.map { ($0, ",state=\"\($0.rawValue)\"") })
+    /// The states, once: `allCases` builds a new array at each call.
+    private static let states = EndpointState.Status.allCases
 
     /// blackbox_exporter's spelling of a TLS version (`TLS 1.3`) for OpenSSL's (`TLSv1.3`), so that its
     /// dashboards' queries match.
@@ -179,29 +184,106 @@ public enum MetricsExposition {
         case gauge, counter, histogram
     }
 
-    /// The text being built, and the format's rules for family headers.
+    /// The text being built, as bytes (appending to an array beats appending to a String, and a label is never
+    /// joined into a new String: its pieces are appended in place), and the format's rules for family headers.
     private struct Output {
         let format: Format
-        var text = ""
+        var text: [UInt8] = []
+
+        init(format: Format) {
+            self.format = format
+        }
+
+        mutating func append(_ string: String) {
+            text.append(contentsOf: string.utf8)
+        }
 
         /// `# HELP` and `# TYPE`. A counter's family is named without `_total`: OpenMetrics requires it, and the
         /// text format wants the sample's name (with `_total`) in its headers.
         mutating func family(_ name: String, _ type: FamilyType, _ help: String) {
             let headerName = type == .counter && format == .prometheus ? name + "_total" : name
-            text += "# HELP \(headerName) \(help)\n# TYPE \(headerName) \(type.rawValue)\n"
+            append("# HELP \(headerName) \(help)\n# TYPE \(headerName) \(type.rawValue)\n")
         }
 
         /// One sample; `labels` is already `name="escaped",…`, or empty.
         mutating func sample(_ name: String, _ labels: String, _ value: Double) {
-            text += name
-            if !labels.isEmpty {
-                text += "{"
-                text += labels
-                text += "}"
+            sample(name, labels, nil, "", value)
+        }
+
+        /// One sample: `labels` is already `name="escaped",…` or empty, and `extraName="extraValue"` (already
+        /// escaped) follows it when given.
+        mutating func sample(_ name: String, _ labels: String, _ extraName: String?, _ extraValue: String, _ value: Double) {
+            append(name)
+            if !labels.isEmpty || extraName != nil {
+                text.append(UInt8(ascii: "{"))
+                append(labels)
+                if let extraName {
+                    if !labels.isEmpty { text.append(UInt8(ascii: ",")) }
+                    append(extraName)
+                    text.append(contentsOf: #"=""#.utf8)
+                    append(extraValue)
+                    text.append(UInt8(ascii: "\""))
+                }
+                text.append(UInt8(ascii: "}"))
             }
-            text += " "
-            text += MetricsExposition.format(value)
-            text += "\n"
+            text.append(UInt8(ascii: " "))
+            if value == value.rounded(), abs(value) < 1e15 {
+                appendInteger(Int64(value))
+            } else if let micros = Self.wholeMicroseconds(value) {
+                appendMicroseconds(micros)
+            } else {
+                append(MetricsExposition.format(value))
+            }
+            text.append(UInt8(ascii: "\n"))
+        }
+
+        /// `value` in millionths when it has at most six decimals (libcurl's timings are whole microseconds),
+        /// else nil: such a value is written exactly without Double's general formatting, the costliest part of a
+        /// scrape.
+        static func wholeMicroseconds(_ value: Double) -> Int64? {
+            let scaled = value * 1_000_000
+            let rounded = scaled.rounded()
+            guard abs(rounded) < 1e15, abs(scaled - rounded) < 1e-6 * max(1, abs(scaled)),
+                Double(Int64(rounded)) / 1_000_000 == value
+            else { return nil }
+            return Int64(rounded)
+        }
+
+        /// A number of millionths as a decimal fraction without trailing zeros: 12500 → `0.0125`.
+        private mutating func appendMicroseconds(_ micros: Int64) {
+            if micros < 0 { text.append(UInt8(ascii: "-")) }
+            let magnitude = micros.magnitude
+            appendInteger(Int64(magnitude / 1_000_000))
+            var fraction = magnitude % 1_000_000
+            guard fraction != 0 else { return }
+            text.append(UInt8(ascii: "."))
+            var width = 6
+            while fraction % 10 == 0 {
+                fraction /= 10
+                width -= 1
+            }
+            var divisor: UInt64 = 1
+            for _ in 1..<width { divisor *= 10 }
+            while divisor > 0 {
+                text.append(UInt8(ascii: "0") + UInt8(fraction / divisor % 10))
+                divisor /= 10
+            }
+        }
+
+        /// Decimal digits without a String in between: most samples are 0, 1 or a Unix time.
+        private mutating func appendInteger(_ value: Int64) {
+            if value < 0 { text.append(UInt8(ascii: "-")) }
+            var magnitude = value.magnitude
+            var digits: (UInt64, UInt64) = (0, 0)  // 16 bytes: enough for |value| < 1e15
+            withUnsafeMutableBytes(of: &digits) { buffer in
+                var index = buffer.count
+                repeat {
+                    index -= 1
+                    buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                    magnitude /= 10
+                } while magnitude > 0
+                text.append(contentsOf: buffer[index...])
+            }
         }
     }
 }

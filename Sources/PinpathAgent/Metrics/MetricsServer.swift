@@ -123,8 +123,8 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         switch path {
         case "/metrics":
             let format = MetricsExposition.Format(accept: head.headers[canonicalForm: "accept"].joined(separator: ","))
-            let text = MetricsExposition.render(store.snapshot().snapshot, format: format)
-            respond(context, status: .ok, body: text, head: head, contentType: format.contentType)
+            let body = MetricsExposition.renderBytes(store.snapshot().snapshot, format: format)
+            respond(context, status: .ok, body: body, head: head, contentType: format.contentType)
         case "/healthz":
             respond(context, status: .ok, body: "ok\n", head: head)
         case "/readyz":
@@ -145,9 +145,16 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         _ context: ChannelHandlerContext, status: HTTPResponseStatus, body: String, head: HTTPRequestHead,
         headers extra: HTTPHeaders = HTTPHeaders(), contentType: String = "text/plain; charset=utf-8"
     ) {
+        respond(context, status: status, body: Array(body.utf8), head: head, headers: extra, contentType: contentType)
+    }
+
+    private func respond(
+        _ context: ChannelHandlerContext, status: HTTPResponseStatus, body: [UInt8], head: HTTPRequestHead,
+        headers extra: HTTPHeaders = HTTPHeaders(), contentType: String
+    ) {
         answered = true
-        var buffer = context.channel.allocator.buffer(capacity: body.utf8.count)
-        buffer.writeString(body)
+        var buffer = context.channel.allocator.buffer(capacity: body.count)
+        buffer.writeBytes(body)
         var headers = extra
         headers.add(name: "Content-Type", value: contentType)
         headers.add(name: "Content-Length", value: String(buffer.readableBytes))
