@@ -59,6 +59,9 @@ public struct MetricsSnapshot: Sendable {
 
     /// The endpoints, in configuration order.
     public var endpoints: [Endpoint] = []
+    /// The endpoints' sample lines as the store rendered them when they changed, in the same order; nil: rendered
+    /// from `endpoints` when needed.
+    var rendered: [RenderedEndpoint]?
     /// The path's status; nil before the first snapshot.
     public var pathStatus: ReachabilityStatus?
     /// Every watched target (the configured ones and the endpoints' hosts) and whether it is reachable.

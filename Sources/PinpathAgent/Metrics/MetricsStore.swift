@@ -11,7 +11,7 @@ import Synchronization
 final class MetricsStore: Sendable {
     private struct State {
         var order: [String] = []
-        var endpoints: [String: MetricsSnapshot.Endpoint] = [:]
+        var endpoints: [String: (metrics: MetricsSnapshot.Endpoint, rendered: RenderedEndpoint)] = [:]
         var snapshot = MetricsSnapshot()
         /// Bumped by every change, so that the textfile is rewritten only when something changed.
         var version = 0
@@ -31,7 +31,17 @@ final class MetricsStore: Sendable {
         let statistics = eventsDropped()
         var (snapshot, version) = state.withLock { state in
             var snapshot = state.snapshot
-            snapshot.endpoints = state.order.compactMap { state.endpoints[$0] }
+            var endpoints: [MetricsSnapshot.Endpoint] = []
+            var rendered: [RenderedEndpoint] = []
+            endpoints.reserveCapacity(state.order.count)
+            rendered.reserveCapacity(state.order.count)
+            for name in state.order {
+                guard let entry = state.endpoints[name] else { continue }
+                endpoints.append(entry.metrics)
+                rendered.append(entry.rendered)
+            }
+            snapshot.endpoints = endpoints
+            snapshot.rendered = rendered
             return (snapshot, state.version)
         }
         snapshot.eventsDropped = [("queue_full", statistics.droppedQueueFull), ("write_failed", statistics.droppedWriteFailed)]
@@ -49,20 +59,22 @@ final class MetricsStore: Sendable {
     /// Whether `/readyz` says ready: the first path snapshot taken and every endpoint with its first result.
     var isReady: Bool {
         state.withLock { state in
-            state.snapshot.pathStatus != nil && state.order.allSatisfy { state.endpoints[$0]?.hasFirstResult ?? false }
+            state.snapshot.pathStatus != nil && state.order.allSatisfy { state.endpoints[$0]?.metrics.hasFirstResult ?? false }
         }
     }
 
     /// Applies what the endpoints' registry says changed: a new order (after a reload, or at start) replaces every
     /// endpoint, otherwise the changed ones are updated in place.
+    /// The endpoints' sample lines are rendered here, before the lock: once per change rather than once per scrape.
     func update(order: [String]?, endpoints: [MetricsSnapshot.Endpoint], probes: Int) {
         guard order != nil || !endpoints.isEmpty else { return }
+        let rendered = endpoints.map(RenderedEndpoint.init)
         state.withLock { state in
             if let order {
                 state.order = order
                 state.endpoints.removeAll(keepingCapacity: true)
             }
-            for endpoint in endpoints { state.endpoints[endpoint.name] = endpoint }
+            for (endpoint, lines) in zip(endpoints, rendered) { state.endpoints[endpoint.name] = (endpoint, lines) }
             state.snapshot.probes = probes
             state.version &+= 1
         }
