@@ -16,7 +16,9 @@ let package = Package(
         .library(name: "PinpathFuzzing", targets: ["PinpathFuzzing"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // The agent's /metrics endpoint: NIO's HTTP/1 server (its parser is llhttp's) rather than one written here.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // C libraries from Debian's -dev packages, found with pkg-config.
@@ -51,6 +53,8 @@ let package = Package(
             name: "PinpathAgent",
             dependencies: [
                 "PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathYAML", "CYAML",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
         .executableTarget(
             name: "pinpath",

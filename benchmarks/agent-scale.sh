@@ -6,6 +6,11 @@
 #      start-up included, at SIGTERM, over agent.stopping's probes), CPU % in steady state (from the moment
 #      every endpoint has reported once to SIGTERM), peak RSS (VmRSS sampled every second), probes and
 #      failures, and the p99 lateness of probe starts against their schedule (agent.stopping). Once per policy in MODES: `pinned` (public_key, 2 pins: root and leaf) and/or `none`.
+#      A mode with `+listen` (`pinned+listen`) also sets `metrics.listen` and scrapes `/metrics` with curl every
+#      15 s (Prometheus's default interval) during the run, so its CPU per probe includes serving them; after the
+#      run's figures are taken, SCRAPES more scrapes back to back give the CPU of one scrape: the CPU of NIO's
+#      event loop thread (/proc/PID/task/TID, the thread named NIO-ELT-…), which renders and serves /metrics and
+#      does nothing else, over SCRAPES.
 #   2. Debian's prometheus-blackbox-exporter probing the same N URLs at the same rate (N/60 per second, evenly
 #      spread) for DURATION seconds, driven by a small Python asyncio client: the exporter's own CPU per probe
 #      and peak RSS. The driver's CPU is not counted (it runs in its own process; only the exporter's /proc
@@ -42,8 +47,10 @@
 #   NS        endpoint counts (default "1000 10000")
 #   DURATION  seconds each of pinpath and blackbox_exporter runs (default 180: every endpoint is probed
 #             2-3 times; the agent's first pass is spread over the first N ms, at most 10 s)
-#   MODES     pinpath policies to run: "pinned", "none" or both (default "pinned")
+#   MODES     pinpath policies to run: "pinned", "none", each optionally with "+listen" (default "pinned");
+#             "pinned pinned+listen" compares the agent's CPU per probe without and with /metrics
 #   KINDS     probe kinds: "https", "tls" or both (default "https")
+#   SCRAPES   back-to-back scrapes of /metrics that measure one scrape's CPU in +listen modes (default 20)
 #   SKIP      any of "blackbox floor" to leave those out (default none)
 #   KEEP      1 to keep the work directory (events, configs, RSS samples); its path is printed
 #
@@ -56,6 +63,7 @@ NS=${NS:-1000 10000}
 DURATION=${DURATION:-180}
 MODES=${MODES:-pinned}
 KINDS=${KINDS:-https}
+SCRAPES=${SCRAPES:-20}
 SKIP=${SKIP:-}
 KEEP=${KEEP:-0}
 INTERVAL=60
@@ -150,9 +158,10 @@ write_config() {
     local n=$1 mode=$2 file=$3 kind=$4
     {
         echo "events: {output: $work/events-$n-$mode-$kind.jsonl, probes: changes, max_size: 1GiB}"
+        [[ $mode == *+listen ]] && echo "metrics: {listen: \"$work/metrics-$n-$kind.sock\"}"
         echo "policies:"
         echo "  bench:"
-        if [[ $mode == pinned ]]; then
+        if [[ ${mode%+listen} == pinned ]]; then
             echo "    mode: public_key"
             echo "    pins: [\"sha256/$root_pin\", \"sha256/$leaf_pin\"]"
         else
@@ -170,7 +179,19 @@ write_config() {
     } > "$file"
 }
 
-# Runs pinpath; prints "cpu_ms_per_probe cpu_pct rss_mib p99_ms probes failures startup_cpu_s steady_ms".
+# CPU seconds of pinpath's /metrics thread (NIO's event loop, named NIO-ELT-…); 0 without one.
+loop_cpu_seconds() {
+    local task
+    for task in /proc/"$1"/task/*; do
+        if [[ $(cat "$task/comm" 2>/dev/null) == NIO-ELT* ]]; then cpu_seconds "$1/task/${task##*/}"; return; fi
+    done
+    echo 0
+}
+# One scrape of the +listen run's socket; prints the body's size in bytes.
+scrape() { curl -s --max-time 10 --unix-socket "$1" http://localhost/metrics | wc -c; }
+
+# Runs pinpath; prints "cpu_ms_per_probe cpu_pct rss_mib p99_ms probes failures startup_cpu_s steady_ms
+# scrape_cpu_ms scrape_bytes" (the last two "nan 0" without +listen).
 run_pinpath() {
     local n=$1 mode=$2 kind=$3
     local config=$work/agent-$n-$mode-$kind.yaml events=$work/events-$n-$mode-$kind.jsonl rss=$work/rss-pinpath-$n-$mode-$kind
@@ -181,8 +202,11 @@ run_pinpath() {
     "$PINPATH" run --config "$config" 2> "$work/pinpath-$n-$mode.stderr" & local pid=$!; pids+=("$pid")
     sample_rss "$pid" "$rss" & local sampler=$!; pids+=("$sampler")
     # Steady state starts when every endpoint has reported once (its first endpoint.state_changed).
-    local first_pass_done=0
+    local first_pass_done=0 socket=$work/metrics-$n-$kind.sock next_scrape=$((SECONDS + 15))
     while ((SECONDS - started < DURATION)); do
+        if [[ $mode == *+listen ]] && ((SECONDS >= next_scrape)); then
+            scrape "$socket" >/dev/null; next_scrape=$((SECONDS + 15))
+        fi
         kill -0 "$pid" 2>/dev/null || die "pinpath exited early (see $work/pinpath-$n-$mode.stderr)"
         if ((!first_pass_done)) && [[ -f $events ]] && (($(grep -c '"endpoint.state_changed"' "$events") >= n)); then
             first_pass_done=1
@@ -193,17 +217,27 @@ run_pinpath() {
     ((first_pass_done)) || die "pinpath: not every endpoint reported within ${DURATION}s (see $events)"
     local cpu1 t1
     cpu1=$(cpu_seconds "$pid"); t1=$(date +%s.%N)
+    local scrape_ms=nan scrape_bytes=0
+    if [[ $mode == *+listen ]]; then
+        local loop0 loop1
+        loop0=$(loop_cpu_seconds "$pid")
+        for ((k = 0; k < SCRAPES; k++)); do scrape_bytes=$(scrape "$socket"); done
+        loop1=$(loop_cpu_seconds "$pid")
+        scrape_ms=$(calc "($loop1 - $loop0) / $SCRAPES * 1000" 1)
+    fi
     kill -TERM "$pid"; wait "$pid" || true; forget "$pid"
     wait "$sampler" 2>/dev/null || true; forget "$sampler"
-    python3 - "$events" "$cpu0" "$cpu1" "$t0" "$t1" "$(peak_mib "$rss")" "$n" "$INTERVAL" <<'PY'
+    python3 - "$events" "$cpu0" "$cpu1" "$t0" "$t1" "$(peak_mib "$rss")" "$n" "$INTERVAL" "$scrape_ms" "$scrape_bytes" <<'PY'
 import json, sys
 events, cpu0, cpu1, t0, t1, rss, n, interval = sys.argv[1], *map(float, sys.argv[2:6]), sys.argv[6], *map(float, sys.argv[7:9])
+scrape_ms, scrape_bytes = sys.argv[9], sys.argv[10]
 stop = [e for e in map(json.loads, open(events)) if e["event"] == "agent.stopping"]
 if not stop: sys.exit("agent-scale: no agent.stopping event in " + events)
 s = stop[-1]
 late = s["schedule_lateness_ms"] or {}
 print(f"{cpu1 / s['probes'] * 1000:.3f} {(cpu1 - cpu0) / (t1 - t0) * 100:.1f} {rss} {late.get('p99', 'nan')} "
-      f"{s['probes']} {s['failures']} {cpu0:.2f} {(cpu1 - cpu0) / ((t1 - t0) * n / interval) * 1000:.3f}")
+      f"{s['probes']} {s['failures']} {cpu0:.2f} {(cpu1 - cpu0) / ((t1 - t0) * n / interval) * 1000:.3f} "
+      f"{scrape_ms} {scrape_bytes}")
 PY
 }
 
@@ -341,9 +375,12 @@ for n in $NS; do
     for kind in $KINDS; do
         read -r _ _ bb_probes bb_ok <<<"${table[$n,$kind,blackbox]:-nan nan 0 0}"
         for mode in $MODES; do
-            read -r _ _ _ _ _ _ pp_startup pp_steady <<<"${table[$n,$kind,pinpath,$mode]}"
+            read -r _ _ _ _ _ _ pp_startup pp_steady scrape_ms scrape_bytes <<<"${table[$n,$kind,pinpath,$mode]}"
             echo "N=$n $kind $mode: pinpath CPU until its first pass was done ${pp_startup}s; in steady state ${pp_steady} ms per probe"
             echo "  (steady CPU over the scheduled N/$INTERVAL probes a second); blackbox probe_success 1 in $bb_ok of $bb_probes"
+            if [[ $mode == *+listen ]]; then
+                echo "  /metrics: ${scrape_ms} ms of CPU per scrape (NIO's thread, $SCRAPES scrapes of $scrape_bytes bytes, $n endpoints)"
+            fi
         done
     done
 done

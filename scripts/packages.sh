@@ -3,10 +3,11 @@
 # brings the runtime libyaml-0-2); iproute2, python3 and the openssl CLI for the tests and benchmarks.
 PINPATH_PACKAGES=(pkg-config libnl-3-dev libnl-route-3-dev libssl-dev libcurl4-openssl-dev libyaml-dev libpsl5 publicsuffix
   iproute2 python3 openssl)
-# The tests' servers: python3-venv for httpbin (PyPI), nginx for the agent's many-endpoint runs; prometheus for
-# promtool, which checks and unit-tests etc/prometheus/pinpath.rules.yml (Debian 12 has no smaller package with it);
-# prometheus-node-exporter, which reads the agent's textfile as another user, as the shipped unit is installed.
-PINPATH_TEST_PACKAGES=(python3-venv nginx-light prometheus prometheus-node-exporter)
+# The tests' servers: python3-venv for httpbin (PyPI), nginx for the agent's many-endpoint runs; curl, the real
+# HTTP client that scrapes the agent's /metrics; prometheus for promtool, which checks and unit-tests
+# etc/prometheus/pinpath.rules.yml (Debian 12 has no smaller package with it); prometheus-node-exporter, which reads
+# the agent's textfile as another user, as the shipped unit is installed.
+PINPATH_TEST_PACKAGES=(python3-venv nginx-light curl prometheus prometheus-node-exporter)
 
 install_missing_packages() {
     local missing=() package

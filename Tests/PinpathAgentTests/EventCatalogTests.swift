@@ -68,7 +68,9 @@ struct EventCatalogTests {
     @Test("The event builders write the catalog's fields")
     func buildersFollowTheCatalog() {
         #expect(AgentEvents.dropped(count: 1, reason: "queue_full", errorName: nil).fields.map(\.0) == EventCatalog.eventsDropped.fields)
-        #expect(AgentEvents.metricsWriteFailed(file: "m.prom", error: "EACCES").fields.map(\.0) == EventCatalog.metricsWriteFailed.fields)
+        #expect(
+            AgentEvents.metricsWriteFailed(file: "m.prom", error: "cannot create m.prom: Permission denied", errnoName: "EACCES").fields
+                .map(\.0) == EventCatalog.metricsWriteFailed.fields)
         let result = ProbeResult(endpoint: "api", outcome: .failure, started: Date())
         #expect(AgentEvents.probeCompleted(result).fields.map(\.0) == EventCatalog.probeCompleted.fields)
         #expect(AgentEvents.probeCompleted(result).name == "probe.completed")
@@ -80,6 +82,8 @@ struct EventCatalogTests {
         #expect(AgentEvents.probeCompleted(ProbeResult(endpoint: "api", outcome: .success, started: Date())).level == .info)
         #expect(AgentEvents.probeCompleted(ProbeResult(endpoint: "api", outcome: .unreachable, started: Date())).level == .warning)
         #expect(AgentEvents.dropped(count: 1, reason: "queue_full", errorName: nil).level == .warning)
-        #expect(AgentEvents.metricsWriteFailed(file: "m.prom", error: "EACCES").level == .error)
+        #expect(
+            AgentEvents.metricsWriteFailed(file: "m.prom", error: "cannot create m.prom: Permission denied", errnoName: "EACCES").level
+                == .error)
     }
 }

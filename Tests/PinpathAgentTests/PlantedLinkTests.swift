@@ -91,7 +91,7 @@ struct PlantedLinkTests {
         #expect(scene.isLink("pinpath.prom.tmp"), "the old temporary name is not used at all")
         #expect(!scene.isLink("pinpath.prom"), "the rename replaced the planted link with the metrics")
         let metrics = try String(contentsOfFile: scene.directory.file("pinpath.prom"), encoding: .utf8)
-        #expect(metrics.contains("pinpath_probe_success{endpoint=\"slow\"} 0"), "\(metrics)")
+        #expect(metrics.contains("probe_success{endpoint=\"slow\"} 0"), "\(metrics)")
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: scene.directory.path).filter {
             $0.hasSuffix(".tmp") && $0 != "pinpath.prom.tmp"
         }

@@ -258,9 +258,9 @@ struct RevocationEndToEndTests {
             #expect(Self.requests(in: transcript).isEmpty, "the server received: \(Self.requests(in: transcript))")
         }
         let text = try String(contentsOfFile: metrics, encoding: .utf8)
-        #expect(text.contains("pinpath_ssl_ocsp_response_status{endpoint=\"good-staple\"} 0"), "\(text)")
-        #expect(text.contains("pinpath_ssl_ocsp_response_status{endpoint=\"revoked-staple\"} 1"), "\(text)")
-        #expect(!text.contains("pinpath_ssl_ocsp_response_status{endpoint=\"missing-staple\"}"), "\(text)")
+        #expect(text.contains("probe_ssl_ocsp_response_status{endpoint=\"good-staple\"} 0"), "\(text)")
+        #expect(text.contains("probe_ssl_ocsp_response_status{endpoint=\"revoked-staple\"} 1"), "\(text)")
+        #expect(!text.contains("probe_ssl_ocsp_response_status{endpoint=\"missing-staple\"}"), "\(text)")
     }
 
     @Test("check-config: crl_files naming a file that is no CRL, and an unknown revocation mode, are configuration errors (exit 78)")

@@ -151,7 +151,7 @@ struct AgentTests {
         try await events.wait(for: "probe.completed", after: events.all.count)
 
         let metricsText = try String(contentsOfFile: metrics, encoding: .utf8)
-        #expect(metricsText.contains("pinpath_pin_failures_total{endpoint=\"api\"}"))
+        #expect(metricsText.contains("pinpath_pin_failures_total{endpoint=\"api\",enforced=\"true\"}"))
 
         // SIGTERM: agent.stopping, exit 0.
         let status = try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(6))
@@ -186,8 +186,10 @@ struct AgentTests {
         let status = try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(6))
         #expect(status == 0)
         let text = try String(contentsOfFile: metrics, encoding: .utf8)
-        let dropped = text.split(separator: "\n").first { $0.hasPrefix("pinpath_events_dropped_total") }
-        #expect(dropped.flatMap { Double($0.split(separator: " ").last ?? "") }.map { $0 > 0 } == true, "\(text)")
+        // One sample per reason (queue_full, write_failed): their sum is what was lost.
+        let dropped = text.split(separator: "\n").filter { $0.hasPrefix("pinpath_events_dropped_total{") }
+            .compactMap { Double($0.split(separator: " ").last ?? "") }
+        #expect(dropped.count == 2 && dropped.reduce(0, +) > 0, "\(text)")
     }
 
     @Test(

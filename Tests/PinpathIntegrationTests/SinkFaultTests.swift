@@ -56,11 +56,12 @@ struct SinkFaultTests {
             return (mountPoint, filler)
         }
 
-        /// `pinpath_events_dropped_total` from the metrics textfile (written every 5 s after probes).
+        /// `pinpath_events_dropped_total` from the metrics textfile (written every 5 s after probes), all reasons.
         var droppedInMetrics: Int? {
             let text = (try? String(contentsOfFile: "\(directory)/pinpath.prom", encoding: .utf8)) ?? ""
-            return text.split(separator: "\n").first { $0.hasPrefix("pinpath_events_dropped_total") }
-                .flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) }
+            let samples = text.split(separator: "\n").filter { $0.hasPrefix("pinpath_events_dropped_total{") }
+                .compactMap { Double($0.split(separator: " ").last ?? "") }
+            return samples.isEmpty ? nil : Int(samples.reduce(0, +))
         }
     }
 

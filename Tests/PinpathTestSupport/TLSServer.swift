@@ -13,17 +13,19 @@ public final class TLSServer {
     ///   - transcript: a file that receives s_server's standard output (what clients sent, when not `www`).
     ///   - extraArguments: more s_server options, such as `-cipher DEFAULT:@SECLEVEL=0`, which lets it serve
     ///     an RSA-1024 or SHA-1-signed chain that Debian's default level refuses to load.
+    ///   - port: the port to listen on, to bring a stopped server back at the same address; a free one by default.
     public init(
         certificate: String, key: String, chain: [String], in directory: String, www: Bool = true, transcript: String? = nil,
-        extraArguments: [String] = []
+        extraArguments: [String] = [], port: UInt16? = nil
     ) throws {
         let chainFile = "\(directory)/served-chain-\(UUID().uuidString).pem"
         let text = try chain.map { try String(contentsOfFile: $0, encoding: .utf8) }.joined()
         try text.write(toFile: chainFile, atomically: true, encoding: .utf8)
-        port = try Self.freePort()
+        self.port = try port ?? Self.freePort()
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        var arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-quiet"] + (www ? ["-www"] : [])
+        var arguments =
+            ["s_server", "-accept", "127.0.0.1:\(self.port)", "-cert", certificate, "-key", key, "-quiet"] + (www ? ["-www"] : [])
         if !chain.isEmpty { arguments += ["-cert_chain", chainFile] }
         arguments += extraArguments
         process.arguments = arguments
@@ -38,14 +40,14 @@ public final class TLSServer {
         try process.run()
         // Wait for the listener; s_server takes a few milliseconds to load its keys.
         for _ in 0..<200 {
-            if let fd = try? Self.connectLoopback(port: port) {
+            if let fd = try? Self.connectLoopback(port: self.port) {
                 close(fd)
                 return
             }
             usleep(10_000)
         }
         stop()
-        throw ShellError(description: "openssl s_server did not listen on 127.0.0.1:\(port)")
+        throw ShellError(description: "openssl s_server did not listen on 127.0.0.1:\(self.port)")
     }
 
     public func stop() {

@@ -34,15 +34,21 @@ public final class Agent: Sendable {
     private let started = ContinuousClock.now
     private let stopReason = Mutex<String?>(nil)
     private let reloads = Mutex<Task<Void, Never>?>(nil)
-    /// The last metrics write failure reported, so a lasting one is reported once, not every 5 s.
-    private let metricsFailure = Mutex<String?>(nil)
+    private let metrics: MetricsStore
+    private let metricsServer: MetricsServer?
+    /// The textfile's state: the metrics version last written (nil: write at the next turn), and whether the
+    /// last write failed, so that a failure streak is reported once, not every 5 s.
+    private let textfile = Mutex<(writtenVersion: Int?, failing: Bool)>((nil, false))
 
     private init(
         core: AgentCore, writer: AsyncEventWriter, monitor: ReachabilityMonitor, session: Session, reports: PinReportDelivery,
-        notifier: SystemdNotifier, path: String, environment: [String: String]
+        notifier: SystemdNotifier, metrics: MetricsStore, metricsServer: MetricsServer?, path: String,
+        environment: [String: String]
     ) {
         self.reports = reports
         self.core = core
+        self.metrics = metrics
+        self.metricsServer = metricsServer
         self.writer = writer
         self.monitor = monitor
         self.session = session
@@ -74,11 +80,23 @@ public final class Agent: Sendable {
         }
         DescriptorSink.ignoreBrokenPipeSignal()
         let writer = AsyncEventWriter(sink: sink, format: lineFormat(configuration.events, environment: environment))
+        let metrics = MetricsStore { writer.statistics }
+        // Bound first: an address in use is an output that cannot be used, found before anything else starts.
+        var metricsServer: MetricsServer?
+        if let address = configuration.metricsListen, !once {
+            do {
+                metricsServer = try await MetricsServer.start(address, store: metrics)
+            } catch {
+                _ = writer.close(timeout: .seconds(1))
+                throw .output(error.description)
+            }
+        }
         let monitor: ReachabilityMonitor
         let session: Session
         do {
             monitor = try await ReachabilityMonitor.start(targets: configuration.watchedTargets)
         } catch {
+            await metricsServer?.close()
             _ = writer.close(timeout: .seconds(1))
             throw .unavailable("netlink is unavailable: \(error)")
         }
@@ -86,9 +104,11 @@ public final class Agent: Sendable {
             session = try Session(monitor: monitor)
         } catch {
             monitor.stop()
+            await metricsServer?.close()
             _ = writer.close(timeout: .seconds(1))
             throw .unavailable(error.message)
         }
+        metrics.update(path: monitor.currentPath)
         // WATCHDOG=1 (when systemd watches) and STATUS= with the endpoints' states, from the scheduling loop.
         let heartbeat = notifier.heartbeatInterval.map { interval in
             AgentCore.Heartbeat(interval: interval) { summary in
@@ -101,10 +121,10 @@ public final class Agent: Sendable {
         let reports = PinReportDelivery(session: session) { writer.emit($0) }
         let core = AgentCore(
             configuration: configuration, writer: writer, monitor: monitor, session: session, reports: reports, once: once,
-            heartbeat: once ? nil : heartbeat)
+            metrics: metrics, heartbeat: once ? nil : heartbeat)
         let agent = Agent(
             core: core, writer: writer, monitor: monitor, session: session, reports: reports, notifier: notifier,
-            path: configurationPath, environment: environment)
+            metrics: metrics, metricsServer: metricsServer, path: configurationPath, environment: environment)
         writer.emit(
             AgentEvents.started(
                 configurationPath: configurationPath, configuration: configuration, once: once, path: monitor.currentPath))
@@ -114,6 +134,7 @@ public final class Agent: Sendable {
             if case .path(let change) = event, change.reason == .initial { return }  // agent.started has it
             if case .target(let change) = event, change.reason == .initial { return }
             writer.emit(AgentEvents.reachability(event))
+            metrics.update(path: monitor.currentPath)
             Task { await core.pathChanged() }
         }
         return agent
@@ -142,6 +163,7 @@ public final class Agent: Sendable {
         await reports.shutdown(grace: .seconds(2))
         metrics.cancel()
         await writeMetrics()
+        await metricsServer?.close()
         let counters = await core.counters
         writer.emit(
             AgentEvents.stopping(
@@ -224,23 +246,28 @@ public final class Agent: Sendable {
         }
     }
 
+    /// Rewrites the textfile when the metrics changed since the last write, or the last write failed. The first
+    /// failure of a streak is reported (`metrics.write_failed`, with errno's name); every failure is counted
+    /// (`pinpath_metrics_write_failures_total`).
     private func writeMetrics() async {
-        guard let path = await core.configuration.metricsTextfile, let endpoints = await core.metricsIfChanged() else { return }
-        let text = TextfileMetrics.render(endpoints: endpoints, eventsDroppedTotal: writer.statistics.dropped)
-        let failure: String?
+        guard let path = await core.configuration.metricsTextfile else { return }
+        let version = metrics.version
+        guard textfile.withLock({ $0.writtenVersion != version }) else { return }
+        let (snapshot, snapshotVersion) = metrics.snapshot()
         do {
-            try TextfileMetrics(path: path).write(text)
-            failure = nil
+            try TextfileMetrics(path: path).write(MetricsExposition.render(snapshot))
+            textfile.withLock { $0 = (snapshotVersion, false) }
         } catch {
-            failure = error.description
-            await core.metricsNotWritten()
-        }
-        let isNew = metricsFailure.withLock { last in
-            defer { last = failure }
-            return failure != nil && failure != last
-        }
-        if isNew, let failure {
-            writer.emit(AgentEvents.metricsWriteFailed(file: path, error: failure))
+            metrics.textfileWriteFailed()
+            let isNewStreak = textfile.withLock { state in
+                defer { state = (nil, true) }
+                return !state.failing
+            }
+            if isNewStreak {
+                writer.emit(
+                    AgentEvents.metricsWriteFailed(
+                        file: path, error: error.description, errnoName: OutputError(errno: error.errno).errnoName))
+            }
         }
     }
 }

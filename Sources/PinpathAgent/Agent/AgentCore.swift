@@ -11,6 +11,7 @@ actor AgentCore {
     private let monitor: ReachabilityMonitor
     private let probe: EndpointProbe
     private let reports: PinReportDelivery
+    private let metrics: MetricsStore
     nonisolated let isOnce: Bool
     private(set) var configuration: AgentConfiguration
     private var endpoints: EndpointRegistry
@@ -45,9 +46,10 @@ actor AgentCore {
 
     init(
         configuration: AgentConfiguration, writer: AsyncEventWriter, monitor: ReachabilityMonitor, session: Session,
-        reports: PinReportDelivery, once: Bool, heartbeat: Heartbeat? = nil
+        reports: PinReportDelivery, once: Bool, metrics: MetricsStore, heartbeat: Heartbeat? = nil
     ) {
         self.reports = reports
+        self.metrics = metrics
         self.heartbeat = heartbeat
         self.configuration = configuration
         self.writer = writer
@@ -55,6 +57,8 @@ actor AgentCore {
         self.probe = EndpointProbe(session: session)
         self.isOnce = once
         endpoints = EndpointRegistry(configuration.endpoints, thresholdsOfOne: once)
+        let changes = endpoints.takeMetricsChanges()
+        metrics.update(order: changes.order, endpoints: changes.endpoints, probes: 0)
         guard !once else { return }
         let now = ContinuousClock.now
         for endpoint in configuration.endpoints {
@@ -116,6 +120,7 @@ actor AgentCore {
             self.handle(result, generation: generation)
         }
         admission.started(name, task: task, due: isOnce ? nil : due)
+        if !isOnce { metrics.observeLateness(due.duration(to: .now)) }
     }
 
     /// Starts queued probes while there is room.
@@ -172,6 +177,7 @@ actor AgentCore {
             currentPath: { monitor.currentPath })
         write(events)
         reports.submit(jobs)  // queued only: the collectors are sent to by the delivery's own tasks
+        publishMetrics()
     }
 
     /// Re-reads the monitor's snapshot: endpoints whose path or target went away become `unreachable` and are
@@ -180,6 +186,7 @@ actor AgentCore {
         guard !isOnce else { return }
         let (events, unreachable, returning) = endpoints.pathChanged(monitor.currentPath)
         write(events)
+        publishMetrics()
         for name in unreachable { scheduler.suspend(name) }
         if !returning.isEmpty {
             scheduler.probeSoon(returning, now: .now)
@@ -225,11 +232,11 @@ actor AgentCore {
 
     // MARK: Metrics
 
-    /// The metrics of every endpoint if something changed since the last call, else `nil`.
-    func metricsIfChanged() -> [TextfileMetrics.Endpoint]? { endpoints.metricsIfChanged() }
-
-    /// The metrics could not be written: offer them again at the next call.
-    func metricsNotWritten() { endpoints.metricsNotWritten() }
+    /// Hands the endpoints whose metrics changed to the store that `/metrics` and the textfile read.
+    private func publishMetrics() {
+        let changes = endpoints.takeMetricsChanges()
+        metrics.update(order: changes.order, endpoints: changes.endpoints, probes: endpoints.probes)
+    }
 
     private func write(_ events: [AgentEvent]) {
         for event in events { _ = writer.emit(event) }

@@ -23,6 +23,8 @@ public struct AgentConfiguration: Sendable {
     public let reachabilityTargets: [ReachabilityTarget]
     /// The node_exporter textfile to write metrics to (`metrics.textfile`), resolved; `nil` for none.
     public let metricsTextfile: String?
+    /// Where `/metrics`, `/healthz` and `/readyz` are served (`metrics.listen`); `nil` for nowhere (the default).
+    public var metricsListen: MetricsListenAddress? = nil
     /// The proxies endpoints without a `proxy:` of their own go through (the top-level `proxy:`, else the
     /// environment's).
     public let proxy: ProxyConfiguration
@@ -99,7 +101,7 @@ public struct AgentConfiguration: Sendable {
             EndpointConfiguration.decode(node, "endpoints[\(index)]", &context, decoder)
         }
         let targets = fields?["reachability"].map { decoder.reachabilityTargets($0) } ?? []
-        let textfile = fields?["metrics"].flatMap { decoder.metricsTextfile($0) }
+        let metrics = fields?["metrics"].map { decoder.metrics($0) }
         if endpointNodes.isEmpty && targets.isEmpty {
             decoder.warn(
                 .nothingToMonitor, at: fields?["endpoints"], "endpoints",
@@ -109,7 +111,8 @@ public struct AgentConfiguration: Sendable {
         guard decoder.problems.isEmpty else { throw ConfigurationError(problems: decoder.problems) }
         return AgentConfiguration(
             file: file, events: events, policies: policies, endpoints: endpoints, reachabilityTargets: targets,
-            metricsTextfile: textfile, proxy: proxy, warnings: ConfigurationError(problems: decoder.warnings).problems)
+            metricsTextfile: metrics?.textfile, metricsListen: metrics?.listen, proxy: proxy,
+            warnings: ConfigurationError(problems: decoder.warnings).problems)
     }
 
     private static func wholeFile(_ path: String, _ code: ConfigurationProblem.Code, _ message: String) -> ConfigurationProblem {
@@ -185,19 +188,31 @@ extension ConfigurationDecoder {
         }
     }
 
-    /// `metrics: { textfile: … }`: a `.prom` file, the only name node_exporter's textfile collector reads.
-    func metricsTextfile(_ node: Node) -> String? {
-        guard let fields = mapping(node, "metrics", known: ["textfile"]), let value = fields["textfile"],
-            let text = string(value, fields.path("textfile"), "a file path")
-        else { return nil }
+    /// `metrics: { textfile: …, listen: … }`: a node_exporter textfile, and where `/metrics` listens.
+    func metrics(_ node: Node) -> (textfile: String?, listen: MetricsListenAddress?) {
+        guard let fields = mapping(node, "metrics", known: ["textfile", "listen"]) else { return (nil, nil) }
+        let textfile = fields["textfile"].flatMap { metricsTextfile($0, fields.path("textfile")) }
+        let listen = fields["listen"].flatMap { value -> MetricsListenAddress? in
+            let address = parse(value, fields.path("listen"), "an address:port or a Unix socket path") {
+                try MetricsListenAddress(parsing: $0)
+            }
+            if case .unix(let path) = address { reportUnwritableDirectory(of: path, at: value, fields.path("listen")) }
+            return address
+        }
+        return (textfile, listen)
+    }
+
+    /// `metrics.textfile`: a `.prom` file, the only name node_exporter's textfile collector reads.
+    private func metricsTextfile(_ value: Node, _ keyPath: String) -> String? {
+        guard let text = string(value, keyPath, "a file path") else { return nil }
         guard text.hasSuffix(".prom"), !text.hasSuffix("/.prom") else {
             report(
-                .invalidValue, at: value, fields.path("textfile"),
+                .invalidValue, at: value, keyPath,
                 "\"\(text)\" does not end in .prom; node_exporter's textfile collector reads only *.prom files")
             return nil
         }
         let path = resolve(path: text)
-        reportUnwritableDirectory(of: path, at: value, fields.path("textfile"))
+        reportUnwritableDirectory(of: path, at: value, keyPath)
         return path
     }
 }

@@ -26,7 +26,8 @@ struct ConfigurationChange: Sendable, Equatable {
         let newTargets = new.watchedTargets
         removedTargets = oldTargets.filter { !newTargets.contains($0) }
         addedTargets = newTargets.filter { !oldTargets.contains($0) }
-        let outputsChanged = new.events != old.events || new.metricsTextfile != old.metricsTextfile
+        let outputsChanged =
+            new.events != old.events || new.metricsTextfile != old.metricsTextfile || new.metricsListen != old.metricsListen
         restartRequired = outputsChanged ? ["events", "metrics"] : []
     }
 }

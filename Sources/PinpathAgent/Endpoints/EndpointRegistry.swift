@@ -17,7 +17,10 @@ struct EndpointRegistry {
     private(set) var pinFailures = 0
     /// Bumped by each reload: results of probes started before a reload changed their endpoint are dropped.
     private var generation = 0
-    private var metricsDirty = false
+    /// Endpoints whose metrics changed since ``takeMetricsChanges()`` last ran.
+    private var metricsChanged: Set<String> = []
+    /// A reload changed the set or order of endpoints since then.
+    private var metricsOrderChanged = true
 
     /// - Parameter thresholdsOfOne: decide each state on one result (`run --once`).
     init(_ endpoints: [EndpointConfiguration], thresholdsOfOne: Bool) {
@@ -65,11 +68,15 @@ struct EndpointRegistry {
         probes += 1
         if result.outcome == .failure { failures += 1 }
         tracker.lastProbe = EndpointTracker.LastProbe(result)
-        metricsDirty = true
+        metricsChanged.insert(result.endpoint)
 
         if reportEveryProbe { events.append(AgentEvents.probeCompleted(result)) }
         if let evaluation = result.pinFailure {
-            tracker.pinFailures += 1
+            if evaluation.allowsConnection {
+                tracker.reportOnlyPinFailures += 1
+            } else {
+                tracker.enforcedPinFailures += 1
+            }
             pinFailures += 1
             switch reports.decide(PinReportDeduplicator.Key(evaluation.report), now: .now) {
             case .emit(let suppressed):
@@ -118,9 +125,10 @@ struct EndpointRegistry {
                     events.append(AgentEvents.stateChanged(tracker.endpoint, transition, probe: nil))
                 }
                 unreachable.append(name)
-                metricsDirty = true
+                metricsChanged.insert(name)
             } else if reachable && !tracker.state.pathIsReachable {
                 _ = tracker.state.apply(.pathReachable)
+                metricsChanged.insert(name)
                 returning.append(name)
             }
             trackers[name] = tracker
@@ -142,19 +150,20 @@ struct EndpointRegistry {
             trackers[endpoint.name] = EndpointTracker(endpoint, generation: generation)
         }
         order = endpoints.map(\.name)
-        metricsDirty = true
+        metricsOrderChanged = true
         return restarted
     }
 
     // MARK: Metrics
 
-    /// The metrics of every endpoint if something changed since the last call, else `nil`.
-    mutating func metricsIfChanged() -> [TextfileMetrics.Endpoint]? {
-        guard metricsDirty else { return nil }
-        metricsDirty = false
-        return order.compactMap { trackers[$0]?.metrics }
+    /// What changed in the metrics since the last call: after a reload (and at the first call) the order and
+    /// every endpoint's metrics; otherwise only the endpoints that changed, in no particular order.
+    mutating func takeMetricsChanges() -> (order: [String]?, endpoints: [MetricsSnapshot.Endpoint]) {
+        defer {
+            metricsChanged.removeAll(keepingCapacity: true)
+            metricsOrderChanged = false
+        }
+        if metricsOrderChanged { return (order, order.compactMap { trackers[$0]?.metrics }) }
+        return (nil, metricsChanged.compactMap { trackers[$0]?.metrics })
     }
-
-    /// The metrics could not be written: offer them again at the next call.
-    mutating func metricsNotWritten() { metricsDirty = true }
 }

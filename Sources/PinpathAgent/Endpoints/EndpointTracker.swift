@@ -10,6 +10,8 @@ struct EndpointTracker: Sendable {
     struct LastProbe: Sendable {
         var succeeded: Bool
         var timings: PhaseTimings?
+        var statusCode: Int?
+        var tlsVersion: String?
         var earliestServedExpiry: Date?
         var verifiedChainExpiry: Date?
         var ocspResponseStatus: Int?
@@ -17,6 +19,8 @@ struct EndpointTracker: Sendable {
         init(_ result: ProbeResult) {
             succeeded = result.outcome == .success
             timings = result.timings
+            statusCode = result.statusCode
+            tlsVersion = result.tlsVersion
             earliestServedExpiry = result.evaluation?.servedChain.map(\.notAfter).min()
             verifiedChainExpiry = result.evaluation?.verifiedChain.map(\.notAfter).min()
             ocspResponseStatus = result.evaluation?.ocspStaple?.status.metricValue
@@ -27,7 +31,9 @@ struct EndpointTracker: Sendable {
     var state: EndpointState
     var expiry: ExpiryCheck
     var lastProbe: LastProbe?
-    var pinFailures = 0
+    /// Pin failures since start that refused the connection, and those under report-only policies.
+    var enforcedPinFailures = 0
+    var reportOnlyPinFailures = 0
     /// Bumped by a reload that changed the endpoint: results of probes started before are dropped.
     var generation: Int
 
@@ -63,15 +69,19 @@ struct EndpointTracker: Sendable {
     }
 
     /// The metrics of this endpoint.
-    var metrics: TextfileMetrics.Endpoint {
+    var metrics: MetricsSnapshot.Endpoint {
         let timings = lastProbe?.timings
-        return TextfileMetrics.Endpoint(
+        return MetricsSnapshot.Endpoint(
             name: endpoint.name,
             probeSucceeded: lastProbe?.succeeded,
+            probeDuration: timings?.total,
             phaseDurations: timings.map { TimingsJSON.phases($0, kind: endpoint.kind).map { ($0.name, $0.seconds) } } ?? [],
+            statusCode: lastProbe?.statusCode,
+            tlsVersion: lastProbe?.tlsVersion,
             state: state.status,
             earliestCertificateExpiry: lastProbe?.earliestServedExpiry?.timeIntervalSince1970,
             lastChainExpiry: lastProbe?.verifiedChainExpiry?.timeIntervalSince1970,
-            pinFailures: pinFailures, ocspResponseStatus: lastProbe?.ocspResponseStatus)
+            enforcedPinFailures: enforcedPinFailures, reportOnlyPinFailures: reportOnlyPinFailures,
+            ocspResponseStatus: lastProbe?.ocspResponseStatus)
     }
 }

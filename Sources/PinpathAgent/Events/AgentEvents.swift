@@ -161,8 +161,10 @@ enum AgentEvents {
         AgentEvent(EventCatalog.eventsDropped, [("count", .int(count)), ("reason", .string(reason)), ("error", .string(errorName))])
     }
 
-    static func metricsWriteFailed(file: String, error: String) -> AgentEvent {
-        AgentEvent(EventCatalog.metricsWriteFailed, [("file", .string(file)), ("error", .string(error))])
+    /// `errnoName`: the failed call's errno by name (`ENOTDIR`, `ENOSPC`).
+    static func metricsWriteFailed(file: String, error: String, errnoName: String) -> AgentEvent {
+        AgentEvent(
+            EventCatalog.metricsWriteFailed, [("file", .string(file)), ("error", .string(error)), ("errno", .string(errnoName))])
     }
 
     private static func json(_ value: ReportValue) -> JSONValue {

@@ -78,8 +78,10 @@ public enum EventCatalog {
         levels: [.warning])
     /// The first line written after lines were lost.
     public static let eventsDropped = EventKind(name: "events.dropped", fields: ["count", "reason", "error"], levels: [.warning])
-    /// The metrics textfile could not be written (once until the error changes).
-    public static let metricsWriteFailed = EventKind(name: "metrics.write_failed", fields: ["file", "error"], levels: [.error])
+    /// The metrics textfile could not be written: once per failure streak (the writes go on every 5 s, and
+    /// `pinpath_metrics_write_failures_total` counts each).
+    public static let metricsWriteFailed = EventKind(
+        name: "metrics.write_failed", fields: ["file", "error", "errno"], levels: [.error])
 
     /// Every event, in the README's order.
     public static let all: [EventKind] = [

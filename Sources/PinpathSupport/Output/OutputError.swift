@@ -32,6 +32,9 @@ public struct OutputError: Error, Sendable, CustomStringConvertible {
         case ENFILE: "ENFILE"
         case ELOOP: "ELOOP"
         case ENXIO: "ENXIO"
+        case ENOTDIR: "ENOTDIR"
+        case EISDIR: "EISDIR"
+        case EPERM: "EPERM"
         default: "errno \(errno)"
         }
     }

@@ -90,6 +90,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
         lines.append("targets:   \(configuration.reachabilityTargets.count)\(targets.isEmpty ? "" : " (\(targets))")")
         lines.append("metrics:   \(configuration.metricsTextfile ?? "none")")
         lines.append("proxy:     \(proxySummary(configuration.proxy))")
+        if let listen = configuration.metricsListen { lines.append("listen:    \(listen) (/metrics, /healthz, /readyz)") }
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -146,6 +147,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
             ),
             ("targets", .array(configuration.reachabilityTargets.map { .string($0.description) })),
             ("metrics_textfile", .string(configuration.metricsTextfile)),
+            ("metrics_listen", .string(configuration.metricsListen?.description)),
             ("warnings", .array(configuration.warnings.map(\.jsonValue))),
         ])
     }

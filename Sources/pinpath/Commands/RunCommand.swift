@@ -21,7 +21,8 @@ struct RunCommand: AsyncParsableCommand {
             --once probes every endpoint once (one result decides its state) and exits 0 if all are up, 1 \
             otherwise, for cron and CI.
             Exit codes: 0 stopped cleanly (or, with --once, all up), 1 some endpoint not up (--once), \
-            69 netlink or libcurl unavailable, 73 the events file cannot be opened, 78 invalid configuration.
+            69 netlink or libcurl unavailable, 73 the events file cannot be opened or metrics.listen cannot be \
+            bound, 78 invalid configuration.
             """)
 
     @Option(help: "The configuration file.")

@@ -1,0 +1,319 @@
+import PinpathReachability
+
+/// Renders a ``MetricsSnapshot`` in the Prometheus text format (0.0.4) or in OpenMetrics 1.0: one renderer for
+/// the node_exporter textfile and for `/metrics`, so both show the same families.
+///
+/// The names follow blackbox_exporter's where the meaning is the same, so that its dashboards work:
+/// `probe_success`, `probe_duration_seconds`, `probe_http_duration_seconds{phase}`, `probe_http_status_code`,
+/// `probe_ssl_earliest_cert_expiry`, `probe_ssl_last_chain_expiry_timestamp_seconds`, `probe_tls_version_info`,
+/// `probe_ssl_ocsp_response_status`, each with an `endpoint` label; pinpath's own are prefixed `pinpath_`.
+/// No timestamps: node_exporter's textfile collector rejects them.
+public enum MetricsExposition {
+    /// The two exposition formats.
+    public enum Format: Sendable, Equatable {
+        /// The Prometheus text format, version 0.0.4.
+        case prometheus
+        /// OpenMetrics 1.0: counters' family names without `_total`, and `# EOF` at the end.
+        case openMetrics
+
+        /// The `Content-Type` of a response in this format.
+        public var contentType: String {
+            switch self {
+            case .prometheus: "text/plain; version=0.0.4; charset=utf-8"
+            case .openMetrics: "application/openmetrics-text; version=1.0.0; charset=utf-8"
+            }
+        }
+
+        /// The format a scraper asks for with its `Accept` header: OpenMetrics when it names
+        /// `application/openmetrics-text` (Prometheus does so first, with a higher `q`), the text format otherwise.
+        public init(accept: String?) {
+            let wantsOpenMetrics =
+                accept?.split(separator: ",").contains { range in
+                    let mediaType = range.split(separator: ";", maxSplits: 1).first ?? ""
+                    let quality = range.split(separator: ";").dropFirst().first {
+                        $0.trimmingSpaces.hasPrefix("q=")
+                    }
+                    return mediaType.trimmingSpaces.lowercased() == "application/openmetrics-text"
+                        && quality.flatMap { Double($0.trimmingSpaces.dropFirst(2)) } != 0
+                } ?? false
+            self = wantsOpenMetrics ? .openMetrics : .prometheus
+        }
+    }
+
+    /// The snapshot as exposition text: HELP and TYPE once per family, samples in the endpoints' order.
+    public static func render(_ snapshot: MetricsSnapshot, format: Format = .prometheus) -> String {
+        String(decoding: renderBytes(snapshot, format: format), as: UTF8.self)
+    }
+
+    /// ``render(_:format:)`` as UTF-8 bytes, for a response body: no String in between (10,000 endpoints make
+    /// about 10 MB).
+    public static func renderBytes(_ snapshot: MetricsSnapshot, format: Format = .prometheus) -> [UInt8] {
+        var out = Output(format: format)
+        let rendered = snapshot.rendered ?? snapshot.endpoints.map(RenderedEndpoint.init)
+        out.text.reserveCapacity(4096 + rendered.reduce(0) { $0 + $1.bytes.count })
+        for (index, family) in RenderedEndpoint.families.enumerated() {
+            // A family without samples says nothing: OCSP, when no server stapled.
+            if family.onlyWithSamples && rendered.allSatisfy({ $0.section(index).isEmpty }) { continue }
+            out.family(family.name, family.type, family.help)
+            for endpoint in rendered { out.text.append(contentsOf: endpoint.section(index)) }
+        }
+        if let status = snapshot.pathStatus {
+            out.family("pinpath_reachability_status", .gauge, "The network path's status: 1 for the current one.")
+            for candidate in [ReachabilityStatus.reachable, .notReachable] {
+                out.sample("pinpath_reachability_status", "status=\"\(candidate.rawValue)\"", status == candidate ? 1 : 0)
+            }
+        }
+        out.family("pinpath_target_reachable", .gauge, "Whether a watched host can be reached from here.")
+        for (target, reachable) in snapshot.targets {
+            out.sample("pinpath_target_reachable", "target=\"\(escape(target))\"", reachable ? 1 : 0)
+        }
+        out.family("pinpath_events_dropped", .counter, "Event lines the agent dropped, by reason.")
+        for (reason, count) in snapshot.eventsDropped {
+            out.sample("pinpath_events_dropped_total", "reason=\"\(escape(reason))\"", Double(count))
+        }
+        out.family("pinpath_probes", .counter, "Probe results recorded since the agent started.")
+        out.sample("pinpath_probes_total", "", Double(snapshot.probes))
+        out.family("pinpath_probe_lateness_seconds", .histogram, "How late probes started against their schedule.")
+        var cumulative = 0
+        for (index, count) in snapshot.lateness.counts.enumerated() {
+            cumulative += count
+            let bound = index < LatenessHistogram.bounds.count ? Self.format(LatenessHistogram.bounds[index]) : "+Inf"
+            out.sample("pinpath_probe_lateness_seconds_bucket", "le=\"\(bound)\"", Double(cumulative))
+        }
+        out.sample("pinpath_probe_lateness_seconds_sum", "", snapshot.lateness.sum)
+        out.sample("pinpath_probe_lateness_seconds_count", "", Double(snapshot.lateness.count))
+        out.family("pinpath_metrics_write_failures", .counter, "Failed writes of the metrics textfile.")
+        out.sample("pinpath_metrics_write_failures_total", "", Double(snapshot.textfileWriteFailures))
+        out.family("pinpath_build_info", .gauge, "The agent's build: always 1, the labels say which.")
+        out.sample(
+            "pinpath_build_info", snapshot.buildLabels.map { "\($0.name)=\"\(escape($0.value))\"" }.joined(separator: ","), 1)
+        if format == .openMetrics { out.append("# EOF\n") }
+        return out.text
+    }
+
+    /// The states, once: `allCases` builds a new array at each call.
+    static let states = EndpointState.Status.allCases
+
+    /// blackbox_exporter's spelling of a TLS version (`TLS 1.3`) for OpenSSL's (`TLSv1.3`), so that its
+    /// dashboards' queries match.
+    static func blackboxTLSVersion(_ openSSLName: String) -> String {
+        openSSLName.hasPrefix("TLSv") ? "TLS " + openSSLName.dropFirst(4) : openSSLName
+    }
+
+    /// Label values escape backslash, double quote and newline (the text format's rule).
+    static func escape(_ value: String) -> String {
+        guard value.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\n") })
+        else { return value }
+        var escaped = ""
+        for character in value {
+            switch character {
+            case "\\": escaped += "\\\\"
+            case "\"": escaped += "\\\""
+            case "\n": escaped += "\\n"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
+    }
+
+    /// Integers without a fraction; the text format's spelling of infinities and NaN.
+    static func format(_ value: Double) -> String {
+        if value.isNaN { return "NaN" }
+        if value.isInfinite { return value > 0 ? "+Inf" : "-Inf" }
+        if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
+        return String(value)
+    }
+
+    enum FamilyType: String {
+        case gauge, counter, histogram
+    }
+
+    /// The text being built, as bytes (appending to an array beats appending to a String, and a label is never
+    /// joined into a new String: its pieces are appended in place), and the format's rules for family headers.
+    struct Output {
+        let format: Format
+        var text: [UInt8] = []
+
+        init(format: Format) {
+            self.format = format
+        }
+
+        mutating func append(_ string: String) {
+            text.append(contentsOf: string.utf8)
+        }
+
+        /// `# HELP` and `# TYPE`. A counter's family is named without `_total`: OpenMetrics requires it, and the
+        /// text format wants the sample's name (with `_total`) in its headers.
+        mutating func family(_ name: String, _ type: FamilyType, _ help: String) {
+            let headerName = type == .counter && format == .prometheus ? name + "_total" : name
+            append("# HELP \(headerName) \(help)\n# TYPE \(headerName) \(type.rawValue)\n")
+        }
+
+        /// One sample; `labels` is already `name="escaped",…`, or empty.
+        mutating func sample(_ name: String, _ labels: String, _ value: Double) {
+            sample(name, labels, nil, "", value)
+        }
+
+        /// One sample: `labels` is already `name="escaped",…` or empty, and `extraName="extraValue"` (already
+        /// escaped) follows it when given.
+        mutating func sample(_ name: String, _ labels: String, _ extraName: String?, _ extraValue: String, _ value: Double) {
+            append(name)
+            if !labels.isEmpty || extraName != nil {
+                text.append(UInt8(ascii: "{"))
+                append(labels)
+                if let extraName {
+                    if !labels.isEmpty { text.append(UInt8(ascii: ",")) }
+                    append(extraName)
+                    text.append(contentsOf: #"=""#.utf8)
+                    append(extraValue)
+                    text.append(UInt8(ascii: "\""))
+                }
+                text.append(UInt8(ascii: "}"))
+            }
+            text.append(UInt8(ascii: " "))
+            if value == value.rounded(), abs(value) < 1e15 {
+                appendInteger(Int64(value))
+            } else if let micros = Self.wholeMicroseconds(value) {
+                appendMicroseconds(micros)
+            } else {
+                append(MetricsExposition.format(value))
+            }
+            text.append(UInt8(ascii: "\n"))
+        }
+
+        /// `value` in millionths when it has at most six decimals (libcurl's timings are whole microseconds),
+        /// else nil: such a value is written exactly without Double's general formatting, the costliest part of a
+        /// scrape.
+        static func wholeMicroseconds(_ value: Double) -> Int64? {
+            let scaled = value * 1_000_000
+            let rounded = scaled.rounded()
+            guard abs(rounded) < 1e15, abs(scaled - rounded) < 1e-6 * max(1, abs(scaled)),
+                Double(Int64(rounded)) / 1_000_000 == value
+            else { return nil }
+            return Int64(rounded)
+        }
+
+        /// A number of millionths as a decimal fraction without trailing zeros: 12500 → `0.0125`.
+        private mutating func appendMicroseconds(_ micros: Int64) {
+            if micros < 0 { text.append(UInt8(ascii: "-")) }
+            let magnitude = micros.magnitude
+            appendInteger(Int64(magnitude / 1_000_000))
+            var fraction = magnitude % 1_000_000
+            guard fraction != 0 else { return }
+            text.append(UInt8(ascii: "."))
+            var width = 6
+            while fraction % 10 == 0 {
+                fraction /= 10
+                width -= 1
+            }
+            var divisor: UInt64 = 1
+            for _ in 1..<width { divisor *= 10 }
+            while divisor > 0 {
+                text.append(UInt8(ascii: "0") + UInt8(fraction / divisor % 10))
+                divisor /= 10
+            }
+        }
+
+        /// Decimal digits without a String in between: most samples are 0, 1 or a Unix time.
+        private mutating func appendInteger(_ value: Int64) {
+            if value < 0 { text.append(UInt8(ascii: "-")) }
+            var magnitude = value.magnitude
+            var digits: (UInt64, UInt64) = (0, 0)  // 16 bytes: enough for |value| < 1e15
+            withUnsafeMutableBytes(of: &digits) { buffer in
+                var index = buffer.count
+                repeat {
+                    index -= 1
+                    buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                    magnitude /= 10
+                } while magnitude > 0
+                text.append(contentsOf: buffer[index...])
+            }
+        }
+    }
+}
+
+/// One endpoint's sample lines, family by family, rendered once when the endpoint changes (``MetricsStore``
+/// keeps them): a scrape of 10,000 endpoints then copies bytes instead of formatting 170,000 samples. The lines
+/// are the same in both formats; only the family headers differ.
+struct RenderedEndpoint: Sendable {
+    /// The per-endpoint families, in the order they are written.
+    static let families: [(name: String, type: MetricsExposition.FamilyType, help: String, onlyWithSamples: Bool)] = [
+        ("probe_success", .gauge, "Whether the endpoint's last probe succeeded.", false),
+        ("probe_duration_seconds", .gauge, "Duration of the endpoint's last probe, all phases.", false),
+        ("probe_http_duration_seconds", .gauge, "Duration of each phase of the endpoint's last probe.", false),
+        ("probe_http_status_code", .gauge, "The last probe's HTTP status code; 0 without a response.", false),
+        ("probe_ssl_earliest_cert_expiry", .gauge, "Earliest expiry of the certificates served, in Unix time.", false),
+        (
+            "probe_ssl_last_chain_expiry_timestamp_seconds", .gauge, "Earliest expiry in the verified chain, in Unix time.",
+            false
+        ),
+        ("probe_tls_version_info", .gauge, "The TLS version the last probe negotiated.", false),
+        ("probe_ssl_ocsp_response_status", .gauge, "The stapled OCSP response's status: 0 good, 1 revoked, 2 unknown.", true),
+        ("pinpath_endpoint_state", .gauge, "The endpoint's state: 1 for the current one.", false),
+        ("pinpath_pin_failures", .counter, "Pin validation failures since the agent started.", false),
+    ]
+
+    /// Every family's lines, one after the other.
+    let bytes: [UInt8]
+    /// Where each family's lines end in `bytes`.
+    private let ends: [Int32]
+
+    /// The lines of family number `index`.
+    func section(_ index: Int) -> ArraySlice<UInt8> {
+        bytes[(index == 0 ? 0 : Int(ends[index - 1]))..<Int(ends[index])]
+    }
+
+    init(_ endpoint: MetricsSnapshot.Endpoint) {
+        var out = MetricsExposition.Output(format: .prometheus)
+        var ends: [Int32] = []
+        ends.reserveCapacity(Self.families.count)
+        func endSection() { ends.append(Int32(out.text.count)) }
+        // The `endpoint="…"` label, escaped once rather than once per sample.
+        let label = "endpoint=\"\(MetricsExposition.escape(endpoint.name))\""
+        if let succeeded = endpoint.probeSucceeded { out.sample("probe_success", label, succeeded ? 1 : 0) }
+        endSection()
+        if let seconds = endpoint.probeDuration { out.sample("probe_duration_seconds", label, seconds) }
+        endSection()
+        for (phase, seconds) in endpoint.phaseDurations {
+            out.sample("probe_http_duration_seconds", label, "phase", phase, seconds)
+        }
+        endSection()
+        if endpoint.probeSucceeded != nil {
+            out.sample("probe_http_status_code", label, Double(endpoint.statusCode ?? 0))
+        }
+        endSection()
+        if let expiry = endpoint.earliestCertificateExpiry { out.sample("probe_ssl_earliest_cert_expiry", label, expiry) }
+        endSection()
+        if let expiry = endpoint.lastChainExpiry {
+            out.sample("probe_ssl_last_chain_expiry_timestamp_seconds", label, expiry)
+        }
+        endSection()
+        if let version = endpoint.tlsVersion {
+            out.sample(
+                "probe_tls_version_info", label, "version",
+                MetricsExposition.escape(MetricsExposition.blackboxTLSVersion(version)), 1)
+        }
+        endSection()
+        if let status = endpoint.ocspResponseStatus { out.sample("probe_ssl_ocsp_response_status", label, Double(status)) }
+        endSection()
+        for state in MetricsExposition.states {
+            out.sample("pinpath_endpoint_state", label, "state", state.rawValue, endpoint.state == state ? 1 : 0)
+        }
+        endSection()
+        out.sample("pinpath_pin_failures_total", label, "enforced", "true", Double(endpoint.enforcedPinFailures))
+        out.sample("pinpath_pin_failures_total", label, "enforced", "false", Double(endpoint.reportOnlyPinFailures))
+        endSection()
+        bytes = out.text
+        self.ends = ends
+    }
+}
+
+extension Substring {
+    /// Without leading and trailing spaces and tabs (FoundationEssentials has no `trimmingCharacters`).
+    fileprivate var trimmingSpaces: Substring {
+        var result = self
+        while result.first == " " || result.first == "\t" { result.removeFirst() }
+        while result.last == " " || result.last == "\t" { result.removeLast() }
+        return result
+    }
+}

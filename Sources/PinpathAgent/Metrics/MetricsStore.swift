@@ -1,0 +1,108 @@
+import PinpathReachability
+import Synchronization
+
+/// The agent's current metrics, kept up to date by the agent's loop and the monitor's callback, read by the
+/// `/metrics` server and the textfile writer. Readers take a ``MetricsSnapshot`` copy under a short lock and
+/// render without it, so a scrape never holds up a probe's result (and rendering 10,000 endpoints happens off
+/// the agent's actor).
+///
+/// Safe from any thread: the state sits behind a `Mutex`, touched by the agent's actor, the monitor's thread
+/// and NIO's event loop.
+final class MetricsStore: Sendable {
+    private struct State {
+        var order: [String] = []
+        var endpoints: [String: (metrics: MetricsSnapshot.Endpoint, rendered: RenderedEndpoint)] = [:]
+        var snapshot = MetricsSnapshot()
+        /// Bumped by every change, so that the textfile is rewritten only when something changed.
+        var version = 0
+    }
+
+    private let state = Mutex(State())
+    /// The events writer's drop counters, read at each snapshot (the writer counts them on its own thread).
+    private let eventsDropped: @Sendable () -> AsyncEventWriter.Statistics
+
+    /// - Parameter eventsDropped: the writer's counters, for `pinpath_events_dropped_total`.
+    init(eventsDropped: @escaping @Sendable () -> AsyncEventWriter.Statistics) {
+        self.eventsDropped = eventsDropped
+    }
+
+    /// The metrics now, with their ``version``.
+    func snapshot() -> (snapshot: MetricsSnapshot, version: Int) {
+        let statistics = eventsDropped()
+        var (snapshot, version) = state.withLock { state in
+            var snapshot = state.snapshot
+            var endpoints: [MetricsSnapshot.Endpoint] = []
+            var rendered: [RenderedEndpoint] = []
+            endpoints.reserveCapacity(state.order.count)
+            rendered.reserveCapacity(state.order.count)
+            for name in state.order {
+                guard let entry = state.endpoints[name] else { continue }
+                endpoints.append(entry.metrics)
+                rendered.append(entry.rendered)
+            }
+            snapshot.endpoints = endpoints
+            snapshot.rendered = rendered
+            return (snapshot, state.version)
+        }
+        snapshot.eventsDropped = [("queue_full", statistics.droppedQueueFull), ("write_failed", statistics.droppedWriteFailed)]
+        return (snapshot, Self.version(version, statistics))
+    }
+
+    /// A number that changes whenever the metrics do, without copying them: for the textfile writer.
+    var version: Int { Self.version(state.withLock { $0.version }, eventsDropped()) }
+
+    /// The drops change without the store knowing: part of the version, so that the textfile follows them.
+    private static func version(_ stored: Int, _ statistics: AsyncEventWriter.Statistics) -> Int {
+        stored &* 1_000_003 &+ statistics.dropped
+    }
+
+    /// Whether `/readyz` says ready: the first path snapshot taken and every endpoint with its first result.
+    var isReady: Bool {
+        state.withLock { state in
+            state.snapshot.pathStatus != nil && state.order.allSatisfy { state.endpoints[$0]?.metrics.hasFirstResult ?? false }
+        }
+    }
+
+    /// Applies what the endpoints' registry says changed: a new order (after a reload, or at start) replaces every
+    /// endpoint, otherwise the changed ones are updated in place.
+    /// The endpoints' sample lines are rendered here, before the lock: once per change rather than once per scrape.
+    func update(order: [String]?, endpoints: [MetricsSnapshot.Endpoint], probes: Int) {
+        guard order != nil || !endpoints.isEmpty else { return }
+        let rendered = endpoints.map(RenderedEndpoint.init)
+        state.withLock { state in
+            if let order {
+                state.order = order
+                state.endpoints.removeAll(keepingCapacity: true)
+            }
+            for (endpoint, lines) in zip(endpoints, rendered) { state.endpoints[endpoint.name] = (endpoint, lines) }
+            state.snapshot.probes = probes
+            state.version &+= 1
+        }
+    }
+
+    /// Records how late a probe started against its schedule.
+    func observeLateness(_ lateness: Duration) {
+        let seconds = Double(lateness.components.seconds) + Double(lateness.components.attoseconds) * 1e-18
+        state.withLock { state in
+            state.snapshot.lateness.observe(seconds)
+            state.version &+= 1
+        }
+    }
+
+    /// Takes the monitor's snapshot of the path and the watched targets.
+    func update(path: NetworkPath) {
+        state.withLock { state in
+            state.snapshot.pathStatus = path.status
+            state.snapshot.targets = path.targets.map { ($0.target, $0.status == .reachable) }
+            state.version &+= 1
+        }
+    }
+
+    /// Counts a failed write of the metrics textfile.
+    func textfileWriteFailed() {
+        state.withLock { state in
+            state.snapshot.textfileWriteFailures += 1
+            state.version &+= 1
+        }
+    }
+}

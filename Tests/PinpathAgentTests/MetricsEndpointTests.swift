@@ -1,0 +1,268 @@
+import Foundation
+import PinpathTestSupport
+import Testing
+
+/// `metrics.listen`: the built `pinpath run` serves `/metrics`, `/healthz` and `/readyz`, scraped with curl
+/// (a real HTTP client) while it probes a real TLS server (`openssl s_server`) that goes down and comes back.
+@Suite("/metrics over HTTP", .serialized)
+struct MetricsEndpointTests {
+    /// One HTTP answer as curl got it.
+    struct Answer {
+        var status: Int
+        var headers: [String: String]
+        var body: String
+    }
+
+    /// Asks with curl: `target` is `127.0.0.1:PORT` or a Unix socket path.
+    static func fetch(_ target: String, _ path: String, _ options: [String] = []) throws -> Answer? {
+        // -g: the brackets of [::1]:PORT are an address, not a curl glob.
+        let connect = target.hasPrefix("/") ? ["--unix-socket", target, "http://localhost\(path)"] : ["-g", "http://\(target)\(path)"]
+        let result = try Shell.run(["/usr/bin/curl", "-s", "-i", "--max-time", "10"] + options + connect)
+        guard result.status == 0, let split = result.stdout.range(of: "\r\n\r\n") else { return nil }
+        let lines = result.stdout[..<split.lowerBound].split(separator: "\r\n")
+        guard let status = lines.first?.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return nil }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return Answer(status: status, headers: headers, body: String(result.stdout[split.upperBound...]))
+    }
+
+    /// The value of the sample written exactly as `series` (name and labels), or nil.
+    static func value(_ series: String, in text: String) -> Double? {
+        text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+    }
+
+    /// Polls until `condition` holds; fails the test after `timeout` (not a timing assertion: a bound on a hang).
+    static func wait(_ what: String, timeout: Duration = .seconds(20), _ condition: () throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while try !condition() {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("timed out waiting for \(what)")
+                throw ShellError(description: "timed out waiting for \(what)")
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    /// A running agent with one TLS endpoint (`api`, a token in its query) and one that never answers (`slow`,
+    /// whose first result comes only after its 3 s timeout, so that `/readyz` has a while to say 503).
+    final class Scene {
+        let directory: TemporaryDirectory
+        let port: UInt16
+        var server: TLSServer?
+        let silent: SilentServer
+        var agent: pid_t = 0
+        let listen: String
+
+        init(listen: String? = nil, textfile: String? = nil) throws {
+            directory = try TemporaryDirectory()
+            server = try Self.startServer(in: directory.path, port: nil)
+            port = server!.port
+            silent = try SilentServer()
+            let freePort = try TLSServer.freePort()
+            self.listen = listen ?? "127.0.0.1:\(freePort)"
+            var yaml = """
+                events: { output: \(directory.file("events.jsonl")), probes: all }
+                policies:
+                  local: { mode: none, ca_file: \(TestPKI.shared.path("store")) }
+                endpoints:
+                  - { name: api, url: "https://localhost:\(port)/?token=s3cr3t", policy: local, interval: 1s, timeout: 900ms, failure_threshold: 1 }
+                  - { name: slow, url: "http://127.0.0.1:\(silent.port)/", interval: 5s, timeout: 3s }
+                metrics:
+                  listen: "\(self.listen)"
+
+                """
+            if let textfile { yaml += "  textfile: \(textfile)\n" }
+            try yaml.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        }
+
+        static func startServer(in directory: String, port: UInt16?) throws -> TLSServer {
+            let localhost = LocalhostPKI.shared
+            return try TLSServer(
+                certificate: localhost.path("valid"), key: localhost.path("valid", "key"), chain: [TestPKI.shared.path("inter")],
+                in: directory, port: port)
+        }
+
+        func start() throws {
+            let devNull = open("/dev/null", O_WRONLY)
+            defer { close(devNull) }
+            agent = try Shell.spawn([Shell.pinpath, "run", "--config", directory.file("pinpath.yaml")], stdout: devNull)
+        }
+
+        func fetch(_ path: String, _ options: [String] = []) throws -> Answer? { try MetricsEndpointTests.fetch(listen, path, options) }
+
+        /// `/metrics`' text, or "" while nothing answers.
+        func metrics() throws -> String { try fetch("/metrics")?.body ?? "" }
+
+        /// The events written so far.
+        var events: [[String: Any]] {
+            directory.lines("events.jsonl").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        }
+
+        deinit {
+            if agent > 0 { Shell.kill(agent) }
+            server?.stop()
+            silent.stop()
+        }
+    }
+
+    @Test("probe_success and the state follow a server that stops and comes back; /healthz, /readyz 503 then 200; no secret in the text")
+    func scrapeFollowsTheServer() async throws {
+        let scene = try Scene()
+        try scene.start()
+        // Alive at once; not ready until `slow` has its first result (after its 3 s timeout).
+        try await Self.wait("/healthz") { try scene.fetch("/healthz")?.status == 200 }
+        let early = try #require(try scene.fetch("/readyz"))
+        #expect(early.status == 503, "\(early.body)")
+        try await Self.wait("/readyz 200") { try scene.fetch("/readyz")?.status == 200 }
+
+        try await Self.wait("api up") { Self.value(#"pinpath_endpoint_state{endpoint="api",state="up"}"#, in: try scene.metrics()) == 1 }
+        let answer = try #require(try scene.fetch("/metrics"))
+        #expect(answer.status == 200)
+        #expect(answer.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8")
+        let text = answer.body
+        #expect(Self.value(#"probe_success{endpoint="api"}"#, in: text) == 1, "\(text)")
+        #expect(Self.value(#"probe_http_status_code{endpoint="api"}"#, in: text) == 200)
+        #expect(Self.value(#"probe_tls_version_info{endpoint="api",version="TLS 1.3"}"#, in: text) == 1)
+        // The leaf's notAfter is 2045-01-01T00:00:00Z.
+        #expect(Self.value(#"probe_ssl_earliest_cert_expiry{endpoint="api"}"#, in: text) == 2_366_841_600)
+        #expect(Self.value(#"probe_ssl_last_chain_expiry_timestamp_seconds{endpoint="api"}"#, in: text) != nil)
+        #expect((Self.value(#"probe_duration_seconds{endpoint="api"}"#, in: text) ?? 0) > 0)
+        #expect(Self.value(#"probe_http_duration_seconds{endpoint="api",phase="tls"}"#, in: text) != nil)
+        #expect(Self.value(#"pinpath_pin_failures_total{endpoint="api",enforced="true"}"#, in: text) == 0)
+        #expect(Self.value(#"pinpath_reachability_status{status="reachable"}"#, in: text) == 1)
+        #expect(Self.value(#"pinpath_target_reachable{target="localhost"}"#, in: text) == 1, "\(text)")
+        #expect(Self.value(#"pinpath_events_dropped_total{reason="queue_full"}"#, in: text) == 0)
+        #expect((Self.value("pinpath_probes_total", in: text) ?? 0) > 0)
+        #expect((Self.value(#"pinpath_probe_lateness_seconds_bucket{le="+Inf"}"#, in: text) ?? 0) > 0)
+        #expect(text.contains(#"pinpath_build_info{version=""#))
+        #expect(!text.contains("s3cr3t") && !text.contains("https://"), "endpoints are named, their URLs never shown")
+
+        // The server goes away: the probe fails, the state is down (threshold 1).
+        scene.server?.stop()
+        try await Self.wait("api down") {
+            let text = try scene.metrics()
+            return Self.value(#"probe_success{endpoint="api"}"#, in: text) == 0
+                && Self.value(#"pinpath_endpoint_state{endpoint="api",state="down"}"#, in: text) == 1
+        }
+        #expect(Self.value(#"pinpath_endpoint_state{endpoint="api",state="up"}"#, in: try scene.metrics()) == 0)
+        // It comes back at the same address: up again.
+        scene.server = try Scene.startServer(in: scene.directory.path, port: scene.port)
+        try await Self.wait("api up again") {
+            let text = try scene.metrics()
+            return Self.value(#"probe_success{endpoint="api"}"#, in: text) == 1
+                && Self.value(#"pinpath_endpoint_state{endpoint="api",state="up"}"#, in: text) == 1
+        }
+
+        // OpenMetrics when asked for, as Prometheus asks.
+        let open = try #require(
+            try scene.fetch(
+                "/metrics", ["-H", "Accept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"]))
+        #expect(open.headers["content-type"] == "application/openmetrics-text; version=1.0.0; charset=utf-8")
+        #expect(open.body.hasSuffix("# EOF\n"))
+        #expect(open.body.contains("# TYPE pinpath_probes counter\npinpath_probes_total "))
+
+        // HEAD answers the headers only; other methods, paths and bodies are refused.
+        let head = try #require(try scene.fetch("/metrics", ["-I"]))
+        #expect(head.status == 200 && head.body.isEmpty)
+        #expect(try scene.fetch("/metrics", ["-X", "POST"])?.status == 405)
+        #expect(try scene.fetch("/metrics", ["-X", "DELETE"])?.headers["allow"] == "GET, HEAD")
+        #expect(try scene.fetch("/other")?.status == 404)
+        #expect(try scene.fetch("/metrics", ["--data", "x=1"])?.status == 413)
+        #expect(try scene.fetch("/metrics?debug=1")?.status == 200)
+
+        #expect(try await Shell.stop(scene.agent, signal: SIGTERM, timeout: .seconds(6)) == 0)
+        scene.agent = 0
+        #expect(try scene.fetch("/healthz") == nil, "nothing listens after the agent stopped")
+    }
+
+    @Test(
+        "A Unix socket (curl --unix-socket; the socket file goes away at stop) and IPv6 loopback are served too",
+        arguments: ["unix", "ipv6"])
+    func otherAddresses(kind: String) async throws {
+        let directory = try TemporaryDirectory()
+        let socket = directory.file("metrics.sock")
+        let port = try TLSServer.freePort()
+        let scene = try Scene(listen: kind == "unix" ? socket : "[::1]:\(port)")
+        try scene.start()
+        try await Self.wait("api up at \(scene.listen)") {
+            Self.value(#"probe_success{endpoint="api"}"#, in: try scene.metrics()) == 1
+        }
+        #expect(try scene.fetch("/healthz")?.status == 200)
+        #expect(try await Shell.stop(scene.agent, signal: SIGTERM, timeout: .seconds(6)) == 0)
+        scene.agent = 0
+        #expect(!FileManager.default.fileExists(atPath: socket))
+    }
+
+    @Test("An address already in use: the agent does not start (exit 73) and says which address and why")
+    func addressInUse() throws {
+        let (descriptor, port) = try TLSServer.bindLoopback()
+        defer { close(descriptor) }
+        #expect(listen(descriptor, 1) == 0)
+        let scene = try Scene(listen: "127.0.0.1:\(port)")
+        let result = try Shell.run([
+            "/usr/bin/timeout", "-s", "KILL", "20", Shell.pinpath, "run", "--config", scene.directory.file("pinpath.yaml"),
+        ])
+        #expect(result.status == 73, "\(result.stderr)")
+        #expect(result.stderr.contains("127.0.0.1:\(port)") && result.stderr.contains("metrics.listen"), "\(result.stderr)")
+        #expect(result.stderr.contains("Address already in use"), "\(result.stderr)")
+    }
+
+    @Test(
+        "check-config refuses a bad metrics.listen at its line and column (exit 78)",
+        arguments: [
+            ("localhost:9818", "not an IP address"), ("127.0.0.1:99999", "not a port"), ("9818", "has no port"),
+            ("::1:9818", "needs brackets"), ("relative/metrics.sock", "has no port"),
+            ("/nonexistent-dir/metrics.sock", "does not exist"),
+        ])
+    func badListen(value: String, message: String) throws {
+        let directory = try TemporaryDirectory()
+        try "endpoints:\n  - { name: a, url: \"http://127.0.0.1:1/\" }\nmetrics:\n  listen: \"\(value)\"\n".write(
+            toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        let result = try Shell.run([Shell.pinpath, "check-config", "--config", directory.file("pinpath.yaml")])
+        #expect(result.status == 78, "\(result.stdout)\(result.stderr)")
+        #expect(result.stderr.contains("pinpath.yaml:4:11: metrics.listen: "), "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+
+    @Test("A textfile whose directory became a file: one metrics.write_failed per failure streak (ENOTDIR), every failure counted")
+    func textfileWriteFailures() async throws {
+        let outside = try TemporaryDirectory()
+        let folder = outside.file("textfile")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        let scene = try Scene(textfile: "\(folder)/pinpath.prom")
+        try scene.start()
+        try await Self.wait("the textfile with a probe's result") {
+            let text = (try? String(contentsOfFile: "\(folder)/pinpath.prom", encoding: .utf8)) ?? ""
+            return text.contains("probe_success{endpoint=\"api\"}") && text.contains("pinpath_build_info{")
+        }
+
+        // The directory is replaced by a file: every write fails, for root too.
+        try FileManager.default.removeItem(atPath: folder)
+        try "not a directory\n".write(toFile: folder, atomically: false, encoding: .utf8)
+        try await Self.wait("three failed writes", timeout: .seconds(30)) {
+            (Self.value("pinpath_metrics_write_failures_total", in: try scene.metrics()) ?? 0) >= 3
+        }
+        var failures = scene.events.filter { $0["event"] as? String == "metrics.write_failed" }
+        #expect(failures.count == 1, "one event for the streak, not one per write: \(failures)")
+        #expect(failures.first?["errno"] as? String == "ENOTDIR")
+        #expect(failures.first?["level"] as? String == "error")
+        #expect(failures.first?["file"] as? String == "\(folder)/pinpath.prom")
+
+        // Back: the file is written again; broken again: a new streak, a second event.
+        try FileManager.default.removeItem(atPath: folder)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        try await Self.wait("the textfile again") { FileManager.default.fileExists(atPath: "\(folder)/pinpath.prom") }
+        try FileManager.default.removeItem(atPath: folder)
+        try "not a directory\n".write(toFile: folder, atomically: false, encoding: .utf8)
+        try await Self.wait("a second streak", timeout: .seconds(30)) {
+            scene.events.filter { $0["event"] as? String == "metrics.write_failed" }.count >= 2
+        }
+        #expect(try await Shell.stop(scene.agent, signal: SIGTERM, timeout: .seconds(6)) == 0)
+        scene.agent = 0
+        failures = scene.events.filter { $0["event"] as? String == "metrics.write_failed" }
+        #expect(failures.count == 2, "\(failures)")
+    }
+}
