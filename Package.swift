@@ -3,7 +3,8 @@ import PackageDescription
 
 let package = Package(
     name: "pinpath",
-    platforms: [.macOS(.v15)],  // Linux is the target; this only keeps SwiftPM's availability checks quiet.
+    // Linux only (glibc, rtnetlink, OpenSSL and libcurl from the system): SwiftPM has no platform entry for Linux
+    // versions, so none is declared, and no Apple platform is claimed.
     products: [
         .library(name: "PinpathSupport", targets: ["PinpathSupport"]),
         .library(name: "PinpathReachability", targets: ["PinpathReachability"]),
@@ -11,9 +12,6 @@ let package = Package(
         .library(name: "PinpathHTTP", targets: ["PinpathHTTP"]),
         .library(name: "PinpathAgent", targets: ["PinpathAgent"]),
         .executable(name: "pinpath", targets: ["pinpath"]),
-        // Not for users: fuzz/Package.swift builds its libFuzzer targets on this, and a package sees only
-        // another package's products.
-        .library(name: "PinpathFuzzing", targets: ["PinpathFuzzing"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

@@ -7,14 +7,21 @@ let targets = ["FuzzConfiguration", "FuzzPins", "FuzzCertificates", "FuzzQuerySt
 
 let package = Package(
     name: "pinpath-fuzz",
-    platforms: [.macOS(.v15)],
+    // Linux only, as the package it fuzzes.
     dependencies: [.package(name: "pinpath", path: "..")],
     targets: [
         // Declares libFuzzer's LLVMFuzzerRunDriver, which Swift cannot see otherwise (libFuzzer has no header).
         .target(name: "CLibFuzzer"),
+        // The checks shared with the property tests: Sources/PinpathFuzzing is a link to ../Tests/PinpathFuzzing
+        // (SwiftPM refuses a target path outside the package), because pinpath does not export them as a product,
+        // which would offer them to every user of the package.
         .target(
-            name: "FuzzDriver",
-            dependencies: ["CLibFuzzer", .product(name: "PinpathFuzzing", package: "pinpath")]),
+            name: "PinpathFuzzing",
+            dependencies: [
+                .product(name: "PinpathSecurity", package: "pinpath"), .product(name: "PinpathHTTP", package: "pinpath"),
+                .product(name: "PinpathAgent", package: "pinpath"),
+            ]),
+        .target(name: "FuzzDriver", dependencies: ["CLibFuzzer", "PinpathFuzzing"]),
     ] + targets.map { .executableTarget(name: $0, dependencies: ["FuzzDriver"]) },
     swiftLanguageModes: [.v6]
 )
