@@ -33,8 +33,10 @@ let package = Package(
 
         // What every layer shares: threads, whole-file reads, line output, times and durations, JSON values,
         // the version. Depends on no C library but glibc.
-        .target(name: "PinpathSupport", dependencies: ["CLinuxShims"], plugins: ["GitCommit"]),
-        // Gives PinpathSupport the git commit of the checkout (`PinpathVersion.commit`, `pinpath --version`).
+        // PinpathBuildCommit is linked, not imported: see PinpathVersion.commit.
+        .target(name: "PinpathSupport", dependencies: ["CLinuxShims", "PinpathBuildCommit"]),
+        // The git commit of the checkout (`PinpathVersion.commit`, `pinpath --version`), written by the plugin.
+        .target(name: "PinpathBuildCommit", plugins: ["GitCommit"]),
         .plugin(name: "GitCommit", capability: .buildTool()),
         .target(name: "PinpathReachability", dependencies: ["PinpathSupport", "CNetlink", "CLinuxShims"]),
         // libpsl (wildcards never span a public suffix) is loaded at run time: libpsl5 is wherever libcurl is.

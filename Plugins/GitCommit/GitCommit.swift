@@ -1,10 +1,10 @@
 import Foundation
 import PackagePlugin
 
-/// Writes the git commit the package is built from into PinpathSupport (`PinpathVersion.commit`), before every
-/// build: `git rev-parse` on the package's own checkout, or no commit when the package is not one (a source
-/// tarball, a Debian source build, a copy). The file is rewritten only when its text changes, so an unchanged
-/// commit recompiles nothing.
+/// Writes the git commit the package is built from into PinpathBuildCommit before every build, as the C function
+/// `pinpath_build_commit` that `PinpathVersion.commit` reads: `git rev-parse` on the package's own checkout, or
+/// NULL when the package is not one (a source tarball, a Debian source build, a copy). The file is rewritten
+/// only when its text changes, so an unchanged commit recompiles nothing, and a new one only this target.
 @main
 struct GitCommit: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: Target) throws -> [Command] {
@@ -31,8 +31,9 @@ struct GitCommit: BuildToolPlugin {
                 hash=$(git -C "$package" rev-parse --short=7 HEAD 2>/dev/null) && [ -n "$hash" ] && commit="\"$hash\""
             fi
         fi
+        [ "$commit" = nil ] && value=nil || value="UnsafeRawPointer(($commit as StaticString).utf8Start).assumingMemoryBound(to: CChar.self)"
         text="// Written by the GitCommit plugin (Plugins/GitCommit) before each build.
-        let gitCommit: String? = $commit"
+        @_cdecl(\"pinpath_build_commit\") public func pinpathBuildCommit() -> UnsafePointer<CChar>? { $value }"
         [ "$(cat "$output/GitCommit.swift" 2>/dev/null)" = "$text" ] || printf '%s\n' "$text" > "$output/GitCommit.swift"
         """#
 }
