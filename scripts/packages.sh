@@ -3,8 +3,10 @@
 # python3 and the openssl CLI for the tests and benchmarks.
 PINPATH_PACKAGES=(pkg-config libnl-3-dev libnl-route-3-dev libssl-dev libcurl4-openssl-dev libpsl5 publicsuffix iproute2
   python3 openssl)
-# The tests' servers: python3-venv for httpbin (PyPI), nginx for the agent's many-endpoint runs.
-PINPATH_TEST_PACKAGES=(python3-venv nginx-light)
+# The tests' servers: python3-venv for httpbin (PyPI), nginx for the agent's many-endpoint runs. The packaging
+# tests: debhelper (with dpkg-dev) builds the .deb, lintian checks it, systemd's systemd-analyze verifies the unit,
+# man-db and bsdextrautils (col) render a man page.
+PINPATH_TEST_PACKAGES=(python3-venv nginx-light debhelper lintian systemd man-db bsdextrautils)
 
 install_missing_packages() {
     local missing=() package
