@@ -106,9 +106,10 @@ struct PackagingTests {
     func debianPackage() throws {
         let output = try Self.temporaryDirectory("pinpath-deb")
         defer { try? FileManager.default.removeItem(atPath: output) }
-        // The .deb files go to the temporary directory, not the checkout's parent (dpkg-buildpackage's default).
+        // The .deb files go to the temporary directory, not the checkout's parent (dpkg-buildpackage's default);
+        // no debug symbols package, which only costs time here.
         let build = [
-            "/usr/bin/env", "PINPATH_DEB_DESTDIR=\(output)", "dpkg-buildpackage", "-b", "--no-sign",
+            "/usr/bin/env", "PINPATH_DEB_DESTDIR=\(output)", "DEB_BUILD_OPTIONS=noautodbgsym", "dpkg-buildpackage", "-b", "--no-sign",
             "--buildinfo-file=\(output)/pinpath.buildinfo", "--buildinfo-option=-u\(output)",
             "--changes-file=\(output)/pinpath.changes", "--changes-option=-u\(output)",
         ]
@@ -135,7 +136,7 @@ struct PackagingTests {
         #expect(!postinst.contains("deb-systemd-invoke") && !postinst.contains("systemctl"), "\(postinst)")
         let postinstLines = postinst.split(separator: "\n")
         for (index, line) in postinstLines.enumerated() where line.contains("deb-systemd-helper enable") {
-            #expect(index > 0 && postinstLines[index - 1].contains("was-enabled"), "\(postinst)")
+            #expect(postinstLines[max(0, index - 3)..<index].contains { $0.contains("was-enabled") }, "\(postinst)")
         }
         let control = try String(contentsOfFile: "\(info)/control", encoding: .utf8)
         #expect(control.contains("\nVersion: \(PinpathVersion.current)\n"), "\(control)")
