@@ -3,7 +3,8 @@ import PackageDescription
 
 let package = Package(
     name: "pinpath",
-    platforms: [.macOS(.v15)],  // Linux is the target; this only keeps SwiftPM's availability checks quiet.
+    // Linux only (glibc, rtnetlink, OpenSSL and libcurl from the system): SwiftPM has no platform entry for Linux
+    // versions, so none is declared, and no Apple platform is claimed.
     products: [
         .library(name: "PinpathSupport", targets: ["PinpathSupport"]),
         .library(name: "PinpathReachability", targets: ["PinpathReachability"]),
@@ -11,9 +12,6 @@ let package = Package(
         .library(name: "PinpathHTTP", targets: ["PinpathHTTP"]),
         .library(name: "PinpathAgent", targets: ["PinpathAgent"]),
         .executable(name: "pinpath", targets: ["pinpath"]),
-        // Not for users: fuzz/Package.swift builds its libFuzzer targets on this, and a package sees only
-        // another package's products.
-        .library(name: "PinpathFuzzing", targets: ["PinpathFuzzing"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -36,7 +34,11 @@ let package = Package(
 
         // What every layer shares: threads, whole-file reads, line output, times and durations, JSON values,
         // the version. Depends on no C library but glibc.
-        .target(name: "PinpathSupport", dependencies: ["CLinuxShims"]),
+        // PinpathBuildCommit is linked, not imported: see PinpathVersion.commit.
+        .target(name: "PinpathSupport", dependencies: ["CLinuxShims", "PinpathBuildCommit"]),
+        // The git commit of the checkout (`PinpathVersion.commit`, `pinpath --version`), written by the plugin.
+        .target(name: "PinpathBuildCommit", plugins: ["GitCommit"]),
+        .plugin(name: "GitCommit", capability: .buildTool()),
         .target(name: "PinpathReachability", dependencies: ["PinpathSupport", "CNetlink", "CLinuxShims"]),
         // libpsl (wildcards never span a public suffix) is loaded at run time: libpsl5 is wherever libcurl is.
         .target(name: "PinpathSecurity", dependencies: ["PinpathSupport", "COpenSSL", "COpenSSLShims"]),

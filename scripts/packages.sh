@@ -6,8 +6,11 @@ PINPATH_PACKAGES=(pkg-config libnl-3-dev libnl-route-3-dev libssl-dev libcurl4-o
 # The tests' servers: python3-venv for httpbin (PyPI), nginx for the agent's many-endpoint runs; curl, the real
 # HTTP client that scrapes the agent's /metrics; prometheus for promtool, which checks and unit-tests
 # etc/prometheus/pinpath.rules.yml (Debian 12 has no smaller package with it); prometheus-node-exporter, which reads
-# the agent's textfile as another user, as the shipped unit is installed.
-PINPATH_TEST_PACKAGES=(python3-venv nginx-light curl prometheus prometheus-node-exporter)
+# the agent's textfile as another user, as the shipped unit is installed. The packaging tests: debhelper (with
+# dpkg-dev) builds the .deb, lintian checks it, systemd's systemd-analyze verifies the unit, man-db and
+# bsdextrautils (col) render a man page.
+PINPATH_TEST_PACKAGES=(python3-venv nginx-light curl prometheus prometheus-node-exporter debhelper lintian systemd man-db
+  bsdextrautils)
 
 install_missing_packages() {
     local missing=() package

@@ -35,3 +35,11 @@ int pinpath_receive_datagrams(int fd, unsigned char *buffer, size_t slot_size, u
         lengths[i] = (messages[i].msg_hdr.msg_flags & MSG_TRUNC) ? SIZE_MAX : messages[i].msg_len;
     return count;
 }
+
+// Defined by PinpathBuildCommit's generated source (Plugins/GitCommit); weak, so that the C above never
+// needs its header and a program without it still links.
+extern const char *pinpath_build_commit(void) __attribute__((weak));
+
+const char *pinpath_linked_build_commit(void) {
+    return pinpath_build_commit ? pinpath_build_commit() : NULL;
+}

@@ -14,7 +14,8 @@ struct Pinpath: AsyncParsableCommand {
             needed service) unavailable, 74 output error, 78 invalid configuration. `run`, `audit`, `verify` and \
             `request` have their own codes, listed in their help.
             """,
-        version: PinpathVersion.current,
+        // `pinpath 0.1.0 (git abc1234)`: the commit says which build a report came from.
+        version: "pinpath \(PinpathVersion.description)",
         subcommands: [
             RunCommand.self, CheckConfigCommand.self, StatusCommand.self, WatchCommand.self, RequestCommand.self,
             AuditCommand.self, VerifyCommand.self, PinsCommand.self,

@@ -25,4 +25,10 @@ int pinpath_malloc_fix_mmap_threshold(size_t bytes);
 int pinpath_receive_datagrams(int fd, unsigned char *buffer, size_t slot_size, unsigned slots, size_t *lengths,
                               int wait_for_one);
 
+// The git commit the program was built from ("abc1234"), or NULL. Swift cannot declare a weak reference:
+// the definition, written by the GitCommit plugin into the PinpathBuildCommit target, is looked up weakly so
+// that only that small target recompiles when the commit changes (a Swift import of it would recompile
+// every module above PinpathSupport after each commit).
+const char *pinpath_linked_build_commit(void);
+
 #endif
