@@ -46,6 +46,22 @@ struct ConfigurationSyntaxPositionTests {
             ])
     }
 
+    /// Found in review: an alias pastes its anchored subtree in, so anchors each 60 levels deep, each holding the
+    /// previous one's alias, built a tree 60 × N levels deep from a file that grows only linearly. The first
+    /// alias that would go past the limit is refused where it stands.
+    @Test("Aliases count as deep as the nodes they stand for")
+    func deepThroughAliases() {
+        let open = String(repeating: "[", count: 60)
+        let close = String(repeating: "]", count: 60)
+        let text =
+            "a0: &a0 \(open)x\(close)\n"
+            + (1..<600).map { "a\($0): &a\($0) \(open)*a\($0 - 1)\(close)\n" }.joined()
+        #expect(
+            configurationProblems(text) == [
+                "test.yaml:2:69: nested deeper than 64 levels; the configuration needs 5 (is this the right file?)"
+            ])
+    }
+
     @Test("64 levels are still read (and refused only for what they hold)")
     func nestingAtTheLimit() {
         let text = "a: " + String(repeating: "[", count: 63) + String(repeating: "]", count: 63)

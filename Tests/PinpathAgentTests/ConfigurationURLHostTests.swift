@@ -15,6 +15,11 @@ struct ConfigurationURLHostTests {
         "endpoints:\n  - name: api\n    url: \"\(url)\"\n"
     }
 
+    /// What the configuration says of a URL it cannot probe.
+    static let refusal =
+        "is not a URL pinpath probes; use one of http://, https://, tls://, tcp://, smtp://, smtps://, imap://, imaps://, "
+        + "pop3://, pop3s://, ftp://, ldap://, ldaps:// (such as https://api.example.com/health or tls://db.example.com:5432)"
+
     @Test(
         "A host with characters a host cannot have is not a URL",
         arguments: [
@@ -23,9 +28,7 @@ struct ConfigurationURLHostTests {
         ])
     func refused(url: String) {
         #expect(
-            configurationProblems(Self.endpoint(url)) == [
-                "test.yaml:3:10: endpoints[0].url: \"\(url)\" is not an http or https URL (such as https://api.example.com/health)"
-            ])
+            configurationProblems(Self.endpoint(url)) == ["test.yaml:3:10: endpoints[0].url: \"\(url)\" \(Self.refusal)"])
     }
 
     @Test(
@@ -50,7 +53,7 @@ struct ConfigurationURLHostTests {
         #expect(result.status == 78)
         #expect(
             result.stderr
-                == "pinpath: error: \(file):3:10: endpoints[0].url: \"\(url)\" is not an http or https URL (such as https://api.example.com/health)\n"
+                == "pinpath: error: \(file):3:10: endpoints[0].url: \"\(url)\" \(Self.refusal)\n"
         )
     }
 }

@@ -196,6 +196,57 @@ struct MetricsEndpointTests {
         #expect(!FileManager.default.fileExists(atPath: socket))
     }
 
+    /// Found in review: connections were unlimited and a read timeout that one byte resets kept them for good, so
+    /// a client could take every descriptor of the agent (its probes' sockets, its events file) or pin rendered bodies.
+    @Test("Many connections that trickle one byte at a time: at most 32 are kept, and those are closed after 30 s")
+    func connectionFlood() async throws {
+        let scene = try Scene()
+        try scene.start()
+        try await Self.wait("api up") { Self.value(#"probe_success{endpoint="api"}"#, in: try scene.metrics()) == 1 }
+        let port = try #require(UInt16(scene.listen.split(separator: ":").last ?? ""))
+        let descriptorsBefore = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(scene.agent)/fd").count
+        var sockets: [Int32] = []
+        defer { for socket in sockets { close(socket) } }
+        for _ in 0..<60 {
+            let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            #expect(connected == 0)
+            _ = "GET /metrics HTTP/1.1\r\n".withCString { send(socket, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+            sockets.append(socket)
+        }
+        try await Task.sleep(for: .seconds(1))
+        let descriptorsDuring = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(scene.agent)/fd").count
+        #expect(descriptorsDuring - descriptorsBefore <= 32 + 4, "\(descriptorsBefore) descriptors before, \(descriptorsDuring) with 60 clients")
+        // The ones past the limit were closed at once: reading them gives end of file, or a reset (the server
+        // closed with our unread byte in its buffer).
+        func closedByServer(_ socket: Int32) -> Bool {
+            var pollDescriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            guard poll(&pollDescriptor, 1, 0) == 1 else { return false }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let received = recv(socket, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+                if received == 0 || (received < 0 && errno == ECONNRESET) { return true }
+                if received < 0 { return false }
+            }
+        }
+        #expect(sockets.filter(closedByServer).count >= 60 - 32)
+        // Trickling keeps none past its lifetime.
+        for _ in 0..<35 {
+            try await Task.sleep(for: .seconds(1))
+            // A header line a second: a request that never ends, which a read timeout alone would keep alive.
+            for socket in sockets { _ = "X-A: b\r\n".withCString { send(socket, $0, strlen($0), Int32(MSG_NOSIGNAL)) } }
+        }
+        let open = sockets.filter { !closedByServer($0) }.count
+        #expect(open == 0, "\(open) connections outlived their 30 s")
+        #expect(try scene.fetch("/healthz")?.status == 200)
+    }
+
     @Test("An address already in use: the agent does not start (exit 73) and says which address and why")
     func addressInUse() throws {
         let (descriptor, port) = try TLSServer.bindLoopback()

@@ -65,6 +65,23 @@ struct ProxySettingsTests {
         #expect(try ProxySettings.environment { _ in nil } == .direct)
     }
 
+    /// Found in review: a value that does not parse as a URL (no scheme, a password with `/` or `#`) kept its
+    /// credentials in the message, since the usual redaction needs a URL to find them in.
+    @Test(
+        "A proxy that does not parse is named without its credentials",
+        arguments: [
+            "svc:Pa55/word@proxy.corp:3128", "http://svc:Pa55/word@proxy.corp:3128", "svc:Pa55#word@proxy.corp:3128",
+            "svc:Pa55@word@proxy.corp:99999",
+        ])
+    func unparsableCredentials(text: String) {
+        #expect {
+            _ = try Proxy(parsing: text)
+        } throws: { error in
+            let message = (error as? HTTPError)?.message ?? ""
+            return message.contains("proxy.corp") && !message.contains("Pa55") && !message.contains("word")
+        }
+    }
+
     @Test("A bad environment value names its variable, not its credentials")
     func badEnvironment() {
         #expect {

@@ -2,12 +2,14 @@ import Glibc
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 /// Serves `/metrics` (Prometheus text or OpenMetrics, by `Accept`), `/healthz` and `/readyz` over HTTP/1.1 on
 /// one NIO event loop thread of its own, so a scrape never runs on the agent's actor or a probe's thread.
 ///
 /// Each connection gets one request and is closed after the answer; request bodies are refused (413), other
-/// paths are 404, other methods 405; a connection that sends nothing for 10 s is closed. NIO's decoder (llhttp)
+/// paths are 404, other methods 405; a connection that sends nothing for 10 s is closed, every connection 30 s after
+/// it was accepted, and at most 32 are open at once (``ConnectionLimit``). NIO's decoder (llhttp)
 /// parses the requests and bounds their headers (80 KiB).
 final class MetricsServer: Sendable {
     private let group: MultiThreadedEventLoopGroup
@@ -24,11 +26,18 @@ final class MetricsServer: Sendable {
     /// - Throws: ``StartError`` naming the address and the system's reason (`Address already in use`).
     static func start(_ address: MetricsListenAddress, store: MetricsStore) async throws(StartError) -> MetricsServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let connections = ConnectionLimit()
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 64)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                // A client cannot hold the agent's descriptors or rendered bodies: at most a few connections at
+                // once, each closed at a deadline from accept whatever it sends (a read timeout alone would be
+                // reset by one byte every few seconds).
+                guard connections.admit() else { return channel.close() }
+                channel.closeFuture.whenComplete { _ in connections.release() }
+                channel.eventLoop.scheduleTask(in: ConnectionLimit.lifetime) { channel.close(promise: nil) }
+                return channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(IdleStateHandler(readTimeout: .seconds(10)))
                     try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: true)
@@ -165,4 +174,27 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }
+}
+
+/// The connections the metrics server holds at once, and how long each may live.
+final class ConnectionLimit: Sendable {
+    /// More than a few Prometheus servers and health checkers scraping at once.
+    static let maximum = 32
+    /// Enough for a slow scraper to read 10,000 endpoints' metrics.
+    static let lifetime = TimeAmount.seconds(30)
+    private let open = Atomic<Int>(0)
+
+    /// Counts a new connection in, unless ``maximum`` are open.
+    func admit() -> Bool {
+        var current = open.load(ordering: .relaxed)
+        while current < Self.maximum {
+            let (exchanged, original) = open.compareExchange(expected: current, desired: current + 1, ordering: .relaxed)
+            if exchanged { return true }
+            current = original
+        }
+        return false
+    }
+
+    /// Counts a closed connection out.
+    func release() { open.subtract(1, ordering: .relaxed) }
 }

@@ -29,7 +29,7 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible {
     ///   scheme, no host, a bad port, a path, query or fragment.
     public init(parsing text: String) throws(HTTPError) {
         let trimmed = Self.trimmed(text)
-        let shown = DisplayURL.redacting(trimmed)
+        let shown = Self.withoutCredentials(trimmed)
         let withScheme = trimmed.contains("://") ? trimmed : "http://\(trimmed)"
         guard let parts = URLComponents(string: withScheme), let schemeText = parts.scheme?.lowercased() else {
             throw HTTPError(.invalidURL, "\"\(shown)\" is not a proxy URL (use http://host:port or https://host:port)")
@@ -57,6 +57,14 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible {
 
     /// `http://host:port`, without credentials: what messages, events and the terminal show.
     public var description: String { "\(scheme.rawValue)://\(URLHost.bracketed(host)):\(port)" }
+
+    /// `text` for a message: nothing before its last `@` is shown, since a URL that does not parse (a password
+    /// holding `/` or `#`, a missing scheme) would otherwise keep its credentials through ``DisplayURL``.
+    static func withoutCredentials(_ text: String) -> String {
+        guard let at = text.lastIndex(of: "@") else { return DisplayURL.redacting(text) }
+        let scheme = text.firstRange(of: "://").map { String(text[..<$0.upperBound]) } ?? ""
+        return scheme + "[redacted]@" + text[text.index(after: at)...]
+    }
 
     /// `text` without spaces and tabs around it (an environment variable's value often ends with one).
     static func trimmed(_ text: some StringProtocol) -> String {

@@ -201,6 +201,7 @@ public final class Session: Sendable {
         }
         var response = try result.get()
         if let socket = transfer.exchangeSocket {
+            transfer.exchangeSocket = nil  // the exchange closes it; the transfer must not close the number again
             response.banner = try await TCPSocketExchange.run(
                 socket: socket, exchange: options.tcpExchange ?? TCPExchange(),
                 deadline: ContinuousClock.now + options.timeout - .seconds(response.timings.total),
