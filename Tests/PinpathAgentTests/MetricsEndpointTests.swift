@@ -223,7 +223,8 @@ struct MetricsEndpointTests {
         try await Task.sleep(for: .seconds(1))
         let descriptorsDuring = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(scene.agent)/fd").count
         #expect(
-            descriptorsDuring - descriptorsBefore <= 32 + 4, "\(descriptorsBefore) descriptors before, \(descriptorsDuring) with 60 clients")
+            descriptorsDuring - descriptorsBefore <= 32 + 4, "\(descriptorsBefore) descriptors before, \(descriptorsDuring) with 60 clients"
+        )
         // The ones past the limit were closed at once: reading them gives end of file, or a reset (the server
         // closed with our unread byte in its buffer).
         func closedByServer(_ socket: Int32) -> Bool {
