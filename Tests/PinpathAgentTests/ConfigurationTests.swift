@@ -67,7 +67,7 @@ struct ConfigurationTests {
         #expect(a.timeout == .seconds(10))
         #expect(a.failureThreshold == 2)
         #expect(a.successThreshold == 1)
-        #expect(a.certExpiryWarning == .seconds(14 * 86_400))
+        #expect(a.certExpiryWarnings == [.seconds(14 * 86_400), .seconds(7 * 86_400), .seconds(86_400)])
         #expect(a.followRedirects)
         #expect(a.ipFamily == .any)
         #expect(a.expect.statuses == [200...299])
@@ -129,7 +129,7 @@ struct ConfigurationTests {
         #expect(api.timeout == .milliseconds(500))
         #expect(api.ipFamily == .ipv6)
         #expect((api.failureThreshold, api.successThreshold) == (3, 2))
-        #expect(api.certExpiryWarning == .zero)
+        #expect(api.certExpiryWarnings.isEmpty)
         #expect(!api.followRedirects)
         #expect(configuration.metricsTextfile == "/tmp/pinpath.prom")
     }

@@ -13,37 +13,56 @@ struct ExpiryCheckTests {
         Certificate(identity: "fp-\(name)", subject: "CN=\(name)", notAfter: now.addingTimeInterval(days * Self.day))
     }
 
-    @Test("Only certificates within the window warn, with their depth and whole days left")
+    static let fourThresholds: [Duration] = [30, 14, 7, 1].map { .seconds($0 * 86_400) }
+
+    @Test("Only certificates within a threshold warn, with their depth, whole days left and threshold")
     func window() {
-        var check = ExpiryCheck(window: .seconds(30 * 86_400))
+        var check = ExpiryCheck(thresholds: [.seconds(30 * 86_400)])
         let chain = [certificate("leaf", days: 10.5), certificate("intermediate", days: 400), certificate("root", days: 30)]
         let warnings = check.check(chain: chain, now: now)
         #expect(warnings.map(\.certificate.subject) == ["CN=leaf", "CN=root"])
         #expect(warnings.map(\.depth) == [0, 2])
         #expect(warnings.map(\.daysLeft) == [10, 30])
+        #expect(warnings.map(\.threshold) == [.seconds(30 * 86_400), .seconds(30 * 86_400)])
     }
 
-    @Test("A certificate warns when it enters the window, then once a day, not on every probe")
-    func daily() {
-        var check = ExpiryCheck(window: .seconds(30 * 86_400))
+    @Test("Each threshold crossed warns once, not on every probe nor every day")
+    func thresholds() {
+        var check = ExpiryCheck(thresholds: Self.fourThresholds.reversed())  // any order
         let leaf = certificate("leaf", days: 30.2)
-        func warn(after days: Double) -> [Int] {
-            check.check(chain: [leaf], now: now.addingTimeInterval(days * Self.day)).map(\.daysLeft)
+        func warn(after days: Double) -> [Duration] {
+            check.check(chain: [leaf], now: now.addingTimeInterval(days * Self.day)).map(\.threshold)
         }
         #expect(warn(after: 0) == [])
-        #expect(warn(after: 0.25) == [29])
+        #expect(warn(after: 0.25) == [.seconds(30 * 86_400)])
         #expect(warn(after: 0.5) == [])
-        #expect(warn(after: 1.1) == [])
-        #expect(warn(after: 1.25) == [28])
-        #expect(warn(after: 5) == [25])
-        #expect(warn(after: 30.1) == [0])
-        #expect(warn(after: 30.15) == [])
-        #expect(warn(after: 30.3) == [-1])
+        #expect(warn(after: 5) == [])
+        #expect(warn(after: 16.3) == [.seconds(14 * 86_400)])
+        #expect(warn(after: 20) == [])
+        #expect(warn(after: 23.3) == [.seconds(7 * 86_400)])
+        #expect(warn(after: 29.3) == [.seconds(86_400)])
+        #expect(warn(after: 29.9) == [])
+        #expect(warn(after: 31) == [])  // expired: still within the smallest, already warned
+    }
+
+    @Test("A certificate first seen within several thresholds warns once, for the smallest (as after a restart)")
+    func firstSeen() {
+        var check = ExpiryCheck(thresholds: Self.fourThresholds)
+        let warnings = check.check(chain: [certificate("leaf", days: 10)], now: now)
+        #expect(warnings.map(\.threshold) == [.seconds(14 * 86_400)])
+        #expect(warnings.map(\.daysLeft) == [10])
+        #expect(check.check(chain: [certificate("leaf", days: 10)], now: now).isEmpty)
+    }
+
+    @Test("No thresholds (0s or []) never warn")
+    func off() {
+        var check = ExpiryCheck(thresholds: [.zero])
+        #expect(check.check(chain: [certificate("leaf", days: 0.5)], now: now).isEmpty)
     }
 
     @Test("A renewed certificate is a new one; one that left the chain is forgotten")
     func renewal() {
-        var check = ExpiryCheck(window: .seconds(30 * 86_400))
+        var check = ExpiryCheck(thresholds: [.seconds(30 * 86_400)])
         let old = certificate("leaf", days: 5)
         #expect(check.check(chain: [old], now: now).count == 1)
         var renewed = old

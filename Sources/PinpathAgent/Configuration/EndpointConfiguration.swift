@@ -80,8 +80,9 @@ public struct EndpointConfiguration: Sendable, Equatable {
     public let failureThreshold: Int
     /// Consecutive successes before it is reported up again. Default 1.
     public let successThreshold: Int
-    /// Warn when a certificate of the verified chain expires within this long. Default 14d; 0s turns it off.
-    public let certExpiryWarning: Duration
+    /// The thresholds at which a certificate of the verified chain expiring warns, once each, longest first.
+    /// Default 14d, 7d and 1d; empty (`0s` or `[]`) turns warnings off.
+    public let certExpiryWarnings: [Duration]
     /// Whether redirects are followed (the final response is judged). Default `true`.
     public let followRedirects: Bool
     /// Where its pin failure reports are POSTed: the `report_uri` of every policy in ``security``, once each, in
@@ -100,7 +101,7 @@ public struct EndpointConfiguration: Sendable, Equatable {
 
     static let defaultInterval = Duration.seconds(60)
     static let defaultTimeout = Duration.seconds(10)
-    static let defaultCertExpiryWarning = Duration.seconds(14 * 86_400)
+    static let defaultCertExpiryWarnings: [Duration] = [.seconds(14 * 86_400), .seconds(7 * 86_400), .seconds(86_400)]
 
     static let keys = [
         "name", "url", "method", "headers", "expect", "interval", "timeout", "policy", "ip_family",
@@ -124,8 +125,8 @@ extension EndpointConfiguration {
         let collectors: [String: [ReportCollector]]
         /// The file's default proxies.
         let proxy: ProxyConfiguration
-        /// Endpoint names seen so far, with where.
-        var names: [String: Node] = [:]
+        /// Endpoint names seen so far, with the file and node where.
+        var names: [String: (file: String, node: Node)] = [:]
     }
 
     /// Reads one endpoint; `nil` after reporting its problems.
@@ -168,8 +169,9 @@ extension EndpointConfiguration {
             fields["failure_threshold"].flatMap { decoder.integer($0, fields.path("failure_threshold"), in: 1...Int.max) } ?? 2
         let successThreshold =
             fields["success_threshold"].flatMap { decoder.integer($0, fields.path("success_threshold"), in: 1...Int.max) } ?? 1
-        let warning =
-            fields["cert_expiry_warning"].flatMap { decoder.duration($0, fields.path("cert_expiry_warning")) } ?? defaultCertExpiryWarning
+        let warnings =
+            fields["cert_expiry_warning"].flatMap { decoder.expiryThresholds($0, fields.path("cert_expiry_warning")) }
+            ?? defaultCertExpiryWarnings
         let followRedirects = fields["follow_redirects"].flatMap { decoder.bool($0, fields.path("follow_redirects")) } ?? true
         let proxy =
             fields["proxy"].flatMap { node in
@@ -226,7 +228,7 @@ extension EndpointConfiguration {
             policyName: policyName, security: security,
             redirectPolicies: followRedirects || Self.throughHTTPSProxy(proxy, url) ? context.policies : [], ipFamily: ipFamily,
             failureThreshold: failureThreshold,
-            successThreshold: successThreshold, certExpiryWarning: warning, followRedirects: followRedirects,
+            successThreshold: successThreshold, certExpiryWarnings: warnings, followRedirects: followRedirects,
             reportCollectors: collectors, proxy: proxy)
     }
 }
@@ -255,12 +257,15 @@ extension ConfigurationDecoder {
             return nil
         }
         if let first = context.names[name] {
-            report(
-                .duplicate, at: node, keyPath,
-                "another endpoint is already named \"\(name)\" (line \(first.mark?.line ?? 0)); names must be unique")
+            // Across files, the first one's whole position: both files may have the line.
+            let mark = first.node.mark
+            let place =
+                first.file == file
+                ? "line \(mark?.line ?? 0)" : "at \(first.file):\(mark?.line ?? 0):\(mark?.column ?? 0)"
+            report(.duplicate, at: node, keyPath, "another endpoint is already named \"\(name)\" (\(place)); names must be unique")
             return nil
         }
-        context.names[name] = node
+        context.names[name] = (file, node)
         return name
     }
 
@@ -296,6 +301,25 @@ extension ConfigurationDecoder {
             return nil
         }
         return url
+    }
+
+    /// `cert_expiry_warning`: one duration (`0s` for none) or a list of them (`[30d, 14d, 7d, 1d]`, `[]` for none),
+    /// each once; longest first.
+    func expiryThresholds(_ node: Node, _ keyPath: String) -> [Duration]? {
+        guard case .sequence(let items) = node else {
+            return duration(node, keyPath).map { $0 == .zero ? [] : [$0] }
+        }
+        var thresholds: [Duration] = []
+        for (index, item) in items.enumerated() {
+            let path = "\(keyPath)[\(index)]"
+            guard let threshold = duration(item, path, atLeast: .milliseconds(1)) else { continue }
+            guard !thresholds.contains(threshold) else {
+                report(.duplicate, at: item, path, "\(DurationSyntax.format(threshold)) is already a threshold")
+                continue
+            }
+            thresholds.append(threshold)
+        }
+        return thresholds.sorted(by: >)
     }
 
     /// An HTTP method token, upper-cased (`get` is `GET`).

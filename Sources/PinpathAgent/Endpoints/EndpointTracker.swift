@@ -44,7 +44,7 @@ struct EndpointTracker: Sendable {
             thresholdsOfOne
             ? EndpointState(failureThreshold: 1, successThreshold: 1)
             : EndpointState(failureThreshold: endpoint.failureThreshold, successThreshold: endpoint.successThreshold)
-        expiry = ExpiryCheck(window: endpoint.certExpiryWarning)
+        expiry = ExpiryCheck(thresholds: endpoint.certExpiryWarnings)
     }
 
     /// The host the endpoint connects to, as the monitor watches it (brackets removed from IPv6 literals): its

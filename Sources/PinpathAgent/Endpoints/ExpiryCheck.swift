@@ -1,14 +1,14 @@
 import FoundationEssentials
 import PinpathSecurity
 
-/// Decides when to emit `tls.certificate_expiring` for one endpoint: when a certificate of its verified
-/// chain is within the warning window, once when it enters the window and then once a day, when its whole
-/// days left go down (30, 29, …, 0).
+/// Decides when to emit `tls.certificate_expiring` for one endpoint: once for each threshold of
+/// `cert_expiry_warning` (for example 30d, 14d, 7d, 1d) that a certificate of its verified chain crosses.
 ///
-/// A warning on every probe (every 30 s) would drown the log; one warning only would be lost in it. A
-/// daily reminder per certificate is what certificate monitors (and a person reading the log) expect. The
-/// memory is the current chain only: a certificate that leaves the chain (renewed) is forgotten, and its
-/// successor starts afresh. A restart warns again at the next probe.
+/// A warning on every probe (every 30 s) would drown the log; a few warnings, each closer to the end, are
+/// what certificate monitors (and a person reading the log) expect. A certificate first seen already within
+/// several thresholds warns once, for the smallest of them. The memory is the current chain only: a
+/// certificate that leaves the chain (renewed) is forgotten, and its successor starts afresh. There is no
+/// state file: a restart (not a reload) warns again, once, for the smallest threshold each certificate is within.
 ///
 /// A value with no locking: the agent keeps one per endpoint, on one task.
 public struct ExpiryCheck: Sendable {
@@ -41,33 +41,36 @@ public struct ExpiryCheck: Sendable {
         public let depth: Int
         /// Whole days left before `notAfter` (0 on its last day, negative once expired).
         public let daysLeft: Int
+        /// The threshold crossed: the smallest one the certificate is within.
+        public let threshold: Duration
     }
 
-    /// How long before `notAfter` warnings start.
-    public let window: Duration
-    /// The days left last warned about, per certificate of the current chain.
-    private var warned: [Certificate: Int] = [:]
+    /// The thresholds, longest first; empty when warnings are off.
+    public let thresholds: [Duration]
+    /// The smallest threshold warned about, per certificate of the current chain.
+    private var warned: [Certificate: Duration] = [:]
 
-    /// - Parameter window: the configured warning window (for example 30 days).
-    public init(window: Duration) {
-        self.window = window
+    /// - Parameter thresholds: the configured thresholds (for example 30, 14, 7 and 1 days), in any order;
+    ///   zero ones are ignored.
+    public init(thresholds: [Duration]) {
+        self.thresholds = Set(thresholds.filter { $0 > .zero }).sorted(by: >)
     }
 
     /// The warnings to emit for the verified chain seen at `now`, leaf first. Call after each probe that
     /// verified a chain.
     public mutating func check(chain: [Certificate], now: Date) -> [Warning] {
-        let windowSeconds = window.inSeconds
-        var seen: [Certificate: Int] = [:]
+        var seen: [Certificate: Duration] = [:]
         var warnings: [Warning] = []
         for (depth, certificate) in chain.enumerated() {
             let secondsLeft = certificate.notAfter.timeIntervalSince(now)
-            guard secondsLeft <= windowSeconds else { continue }
-            let daysLeft = Int((secondsLeft / 86_400).rounded(.down))
-            if let last = warned[certificate], last <= daysLeft {
+            // Longest first: the thresholds it is within are a prefix, the last of them the smallest.
+            guard let threshold = thresholds.last(where: { secondsLeft <= $0.inSeconds }) else { continue }
+            if let last = warned[certificate], last <= threshold {
                 seen[certificate] = last
             } else {
-                seen[certificate] = daysLeft
-                warnings.append(Warning(certificate: certificate, depth: depth, daysLeft: daysLeft))
+                seen[certificate] = threshold
+                let daysLeft = Int((secondsLeft / 86_400).rounded(.down))
+                warnings.append(Warning(certificate: certificate, depth: depth, daysLeft: daysLeft, threshold: threshold))
             }
         }
         warned = seen

@@ -121,6 +121,7 @@ enum AgentEvents {
                 ("depth", .int(warning.depth)),
                 ("not_after", rfc3339(warning.certificate.notAfter)),
                 ("days_left", .int(warning.daysLeft)),
+                ("threshold", .string(DurationSyntax.format(warning.threshold))),
                 ("earliest_served_expiry", rfc3339(evaluation.servedChain.map(\.notAfter).min())),
                 ("verified_chain_expiry", rfc3339(evaluation.verifiedChain.map(\.notAfter).min())),
             ])

@@ -71,10 +71,13 @@ public enum EventCatalog {
         name: "report.delivery_failed",
         fields: ["url", "endpoint", "hostname", "port", "attempts", "reason", "status_code", "message", "dropped"],
         levels: [.warning])
-    /// A verified-chain certificate is within the warning window.
+    /// A verified-chain certificate crossed a `cert_expiry_warning` threshold.
     public static let certificateExpiring = EventKind(
         name: "tls.certificate_expiring",
-        fields: ["endpoint", "host", "subject", "depth", "not_after", "days_left", "earliest_served_expiry", "verified_chain_expiry"],
+        fields: [
+            "endpoint", "host", "subject", "depth", "not_after", "days_left", "threshold", "earliest_served_expiry",
+            "verified_chain_expiry",
+        ],
         levels: [.warning])
     /// The first line written after lines were lost.
     public static let eventsDropped = EventKind(name: "events.dropped", fields: ["count", "reason", "error"], levels: [.warning])
