@@ -34,7 +34,7 @@ public struct AgentConfiguration: Sendable {
     /// The policy named `name`.
     public func policy(named name: String) -> PolicyConfiguration? { policies.first { $0.name == name } }
 
-    static let keys = ["events", "policies", "endpoints", "reachability", "metrics", "proxy"]
+    static let keys = ["events", "policies", "defaults", "endpoints", "include", "reachability", "metrics", "proxy"]
 
     /// Reads and validates the configuration file at `path`.
     ///
@@ -95,11 +95,24 @@ public struct AgentConfiguration: Sendable {
         let proxy = ProxyConfiguration.decodeDefault(fields?["proxy"], decoder)
         var context = EndpointConfiguration.Context(
             policies: policies, declaredPolicies: declared.map(\.name), collectors: collectors, proxy: proxy)
-        let endpointNodes =
+        let defaults = EndpointDefaults.decode(fields?["defaults"], decoder)
+        let ownEndpoints =
             fields?["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") } ?? []
-        let endpoints = endpointNodes.enumerated().compactMap { index, node in
-            EndpointConfiguration.decode(node, "endpoints[\(index)]", &context, decoder)
+        let sources =
+            [EndpointSource(file: file, endpoints: ownEndpoints)] + (fields?["include"].map { includedEndpoints($0, decoder) } ?? [])
+        var endpoints: [EndpointConfiguration] = []
+        for source in sources {
+            decoder.file = source.file
+            for (index, node) in source.endpoints.enumerated() {
+                let keyPath = "endpoints[\(index)]"
+                let (merged, inherited) = defaults.apply(to: node, keyPath)
+                decoder.inherited = (keyPath, inherited)
+                if let endpoint = EndpointConfiguration.decode(merged, keyPath, &context, decoder) { endpoints.append(endpoint) }
+            }
+            decoder.inherited = nil
         }
+        decoder.file = file
+        let endpointNodes = sources.flatMap(\.endpoints)
         let targets = fields?["reachability"].map { decoder.reachabilityTargets($0) } ?? []
         let metrics = fields?["metrics"].map { decoder.metrics($0) }
         if endpointNodes.isEmpty && targets.isEmpty {
@@ -115,12 +128,12 @@ public struct AgentConfiguration: Sendable {
             warnings: ConfigurationError(problems: decoder.warnings).problems)
     }
 
-    private static func wholeFile(_ path: String, _ code: ConfigurationProblem.Code, _ message: String) -> ConfigurationProblem {
+    static func wholeFile(_ path: String, _ code: ConfigurationProblem.Code, _ message: String) -> ConfigurationProblem {
         ConfigurationProblem(file: path, line: nil, column: nil, keyPath: "", code: code, message: message)
     }
 
     /// strerror's words for a failed read, rather than Foundation's sentence about a "file couldn't be opened".
-    private static func reason(_ error: any Error) -> String {
+    static func reason(_ error: any Error) -> String {
         if let posix = (error as? CocoaError)?.underlying as? POSIXError {
             return String(cString: strerror(posix.code.rawValue))
         }
@@ -128,7 +141,7 @@ public struct AgentConfiguration: Sendable {
     }
 
     /// A Yams parse error as a problem at libyaml's position, in libyaml's words.
-    private static func syntaxProblem(_ error: any Error, file: String, yaml: String) -> ConfigurationProblem {
+    static func syntaxProblem(_ error: any Error, file: String, yaml: String) -> ConfigurationProblem {
         switch error as? YamlError {
         case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
             .composer(let context, let problem, let mark, _):

@@ -7,7 +7,13 @@ import PinpathYAML
 ///
 /// Each reader returns `nil` after recording a problem, so callers just skip what could not be read.
 final class ConfigurationDecoder {
-    let file: String
+    /// The file being read: the main one, or an included one while its endpoints are read.
+    var file: String
+    /// The main configuration file, where `defaults:` is written.
+    let mainFile: String
+    /// Key paths of the endpoint being read whose values came from `defaults:` (`endpoints[3].interval`,
+    /// `endpoints[3].headers.X-Team`), with the endpoint's own key path: their problems are the defaults'.
+    var inherited: (endpoint: String, keyPaths: [String])?
     /// The configuration file's directory: relative paths in the file are relative to it, not to the
     /// agent's working directory (systemd starts it in `/`).
     let baseDirectory: String
@@ -20,25 +26,51 @@ final class ConfigurationDecoder {
 
     init(file: String, baseDirectory: String, environment: [String: String]) {
         self.file = file
+        self.mainFile = file
         self.baseDirectory = baseDirectory
         self.environment = environment
     }
 
     /// Records a problem at `node`'s position (the document start when it has none).
     func report(_ code: ConfigurationProblem.Code, at node: Node?, _ keyPath: String, _ message: String) {
+        let problem = makeProblem(code, at: node, keyPath, message)
+        // A bad default would otherwise be reported once per endpoint that inherits it.
+        if !problems.contains(problem) { problems.append(problem) }
+    }
+
+    /// The problem at `node` in the file being read, or at `defaults.…` in the main file when the value came
+    /// from `defaults:`.
+    private func makeProblem(_ code: ConfigurationProblem.Code, at node: Node?, _ keyPath: String, _ message: String)
+        -> ConfigurationProblem
+    {
         let mark = node?.mark
-        problems.append(
-            ConfigurationProblem(
-                file: file, line: mark?.line ?? 1, column: mark?.column ?? 1, keyPath: keyPath, code: code, message: message))
+        var file = file
+        var keyPath = keyPath
+        if let inherited, inherited.keyPaths.contains(where: { Self.keyPath(keyPath, isWithin: $0) }) {
+            file = mainFile
+            keyPath = "defaults" + keyPath.dropFirst(inherited.endpoint.count)
+        }
+        return ConfigurationProblem(
+            file: file, line: mark?.line ?? 1, column: mark?.column ?? 1, keyPath: keyPath, code: code, message: message)
+    }
+
+    /// Whether `keyPath` is `base` or below it (`base.key`, `base[0]`).
+    private static func keyPath(_ keyPath: String, isWithin base: String) -> Bool {
+        guard keyPath.hasPrefix(base) else { return false }
+        let rest = keyPath.dropFirst(base.count)
+        return rest.isEmpty || rest.hasPrefix(".") || rest.hasPrefix("[")
+    }
+
+    /// Records a problem made elsewhere (an included file that cannot be read or parsed).
+    func record(_ problem: ConfigurationProblem) {
+        problems.append(problem)
     }
 
     /// Records a warning at `node`'s position: `check-config` prints it, the agent reports it in `agent.started` and
     /// `config.reloaded`.
     func warn(_ code: ConfigurationProblem.Code, at node: Node?, _ keyPath: String, _ message: String) {
-        let mark = node?.mark
-        warnings.append(
-            ConfigurationProblem(
-                file: file, line: mark?.line ?? 1, column: mark?.column ?? 1, keyPath: keyPath, code: code, message: message))
+        let warning = makeProblem(code, at: node, keyPath, message)
+        if !warnings.contains(warning) { warnings.append(warning) }
     }
 
     /// `path` as given when absolute, otherwise under the configuration file's directory.

@@ -45,6 +45,8 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
         /// A warning: a `report_uri` is plain http, so pin failure reports (and any credentials in the URL) cross
         /// the network unencrypted and can be read or changed on the way.
         public static let plainHTTPReportURI = Code(name: "plain_http_report_uri")
+        /// A warning: an `include` pattern matches no file, so it adds no endpoints.
+        public static let nothingIncluded = Code(name: "nothing_included")
     }
 
     /// The configuration file, as it was given (relative paths stay relative).

@@ -1,0 +1,123 @@
+import FoundationEssentials
+import Glibc
+import PinpathYAML
+
+/// One file's `endpoints:` items: the main file's, or an included file's.
+struct EndpointSource {
+    /// The file, as named in problems: the main file as given, an included one as its pattern matched it.
+    let file: String
+    /// The items of its `endpoints:` list, not yet read.
+    let endpoints: [Node]
+}
+
+extension AgentConfiguration {
+    /// The files `include:` names (one glob pattern or a list of them, relative to the main file's directory),
+    /// each read for its `endpoints:`, in sorted order per pattern, each file once.
+    ///
+    /// Configuration management drops one file per service into a directory (`include: conf.d/*.yaml`). An
+    /// included file holds `endpoints:` only: policies, defaults and everything else stay in the main file, where
+    /// a reviewer of security settings finds them all. Included files cannot include others (one level). A
+    /// pattern that matches nothing is a warning: an empty `conf.d` is a normal state.
+    static func includedEndpoints(_ node: Node, _ decoder: ConfigurationDecoder) -> [EndpointSource] {
+        guard let patterns = decoder.list(node, "include", of: "file patterns (conf.d/*.yaml)", allowingSingle: true) else {
+            return []
+        }
+        var seen: Set<String> = []
+        var sources: [EndpointSource] = []
+        for (index, patternNode) in patterns.enumerated() {
+            let keyPath = isSequence(node) ? "include[\(index)]" : "include"
+            guard let pattern = decoder.string(patternNode, keyPath, "a file pattern (conf.d/*.yaml)") else { continue }
+            guard !pattern.isEmpty else {
+                decoder.report(.invalidValue, at: patternNode, keyPath, "the pattern is empty (write one like conf.d/*.yaml)")
+                continue
+            }
+            let resolved = decoder.resolve(path: pattern)
+            let matches: [String]
+            switch glob(resolved) {
+            case .success(let paths): matches = paths
+            case .failure(let failure):
+                decoder.report(.unreadableFile, at: patternNode, keyPath, failure.message)
+                continue
+            }
+            if matches.isEmpty {
+                decoder.warn(.nothingIncluded, at: patternNode, keyPath, "\"\(pattern)\" matches no file; no endpoints included from it")
+            }
+            for path in matches where seen.insert(path).inserted {
+                if let source = readIncluded(path, decoder) { sources.append(source) }
+            }
+        }
+        return sources
+    }
+
+    private static func isSequence(_ node: Node) -> Bool {
+        if case .sequence = node { true } else { false }
+    }
+
+    /// glob(3)'s matches, sorted (glob sorts unless told not to); a message when the search itself failed.
+    private static func glob(_ pattern: String) -> Result<[String], GlobFailure> {
+        var found = glob_t()
+        defer { globfree(&found) }
+        switch Glibc.glob(pattern, 0, nil, &found) {
+        case 0:
+            return .success((0..<Int(found.gl_pathc)).compactMap { found.gl_pathv[$0].map { String(cString: $0) } })
+        case GLOB_NOMATCH:
+            return .success([])
+        case GLOB_NOSPACE:
+            return .failure(GlobFailure(message: "out of memory while matching \"\(pattern)\""))
+        default:
+            return .failure(GlobFailure(message: "cannot read a directory while matching \"\(pattern)\""))
+        }
+    }
+
+    private struct GlobFailure: Error {
+        let message: String
+    }
+
+    /// One included file's endpoint items; its problems name it.
+    private static func readIncluded(_ path: String, _ decoder: ConfigurationDecoder) -> EndpointSource? {
+        let mainFile = decoder.file
+        decoder.file = path
+        defer { decoder.file = mainFile }
+        let text: String
+        do {
+            let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            guard let decoded = String(data: data, encoding: .utf8) else {
+                decoder.record(wholeFile(path, .unreadableFile, "the included file is not UTF-8 text"))
+                return nil
+            }
+            text = decoded
+        } catch {
+            decoder.record(wholeFile(path, .unreadableFile, "cannot read the included file: \(reason(error))"))
+            return nil
+        }
+        if let (line, column) = YAMLNestingLimit.firstTooDeep(in: text) {
+            decoder.record(
+                ConfigurationProblem(
+                    file: path, line: line, column: column, keyPath: "", code: .syntax,
+                    message: "nested deeper than \(YAMLNestingLimit.maximumDepth) levels; an included file needs 4"))
+            return nil
+        }
+        let root: Node?
+        do {
+            root = try Parser(yaml: text).singleRoot()
+        } catch {
+            decoder.record(syntaxProblem(error, file: path, yaml: text))
+            return nil
+        }
+        // An empty file (a service with nothing to probe yet) includes nothing.
+        guard let root else { return EndpointSource(file: path, endpoints: []) }
+        var rest = root
+        if case .mapping(let mapping) = root {
+            for (key, _) in mapping where key.string == "include" {
+                decoder.report(
+                    .invalidValue, at: key, "include",
+                    "an included file cannot include others (one level); move the pattern to \(mainFile)")
+            }
+            rest = .mapping(Node.Mapping(mapping.filter { $0.key.string != "include" }.map { ($0.key, $0.value) }, mapping.mark))
+        }
+        guard let fields = decoder.mapping(rest, "", known: ["endpoints"]) else { return nil }
+        let endpoints =
+            fields["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") } ?? []
+        return EndpointSource(file: path, endpoints: endpoints)
+    }
+}
