@@ -18,6 +18,8 @@ struct CheckConfigCommand: AsyncParsableCommand {
             also the answer for a file that cannot be read. With --json, one object on stdout either way: \
             {"valid":true,…,"warnings":[…]} or {"valid":false,"problems":[…]}. Warnings (pins already \
             expired, …) are printed as `pinpath: warning: …` on stderr and do not change the exit code.
+            With --effective, every endpoint's keys with the values its probes use (after defaults: and \
+            the built-in defaults; secrets redacted), as text or as an "effective" object per endpoint.
             Exit codes: 0 valid (warnings or not), 64 usage error, 74 output error, 78 invalid.
             """)
 
@@ -30,15 +32,18 @@ struct CheckConfigCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
+    @Flag(help: "Also print every endpoint's effective values, after defaults: and the built-in defaults.")
+    var effective = false
+
     func run() async throws {
         let result = Result { () throws(ConfigurationError) in try AgentConfiguration.load(path: config) }
         let text: String
         switch (result, json) {
         case (.success(let configuration), false):
-            text = Self.summary(configuration)
+            text = Self.summary(configuration) + (effective ? Self.effectiveText(configuration) : "")
             let lines = configuration.warnings.map { "pinpath: warning: \($0)\n" }.joined()
             try? LineOutput(descriptor: STDERR_FILENO).write(lines)
-        case (.success(let configuration), true): text = Self.json(configuration).encoded() + "\n"
+        case (.success(let configuration), true): text = Self.json(configuration, effective: effective).encoded() + "\n"
         case (.failure(let error), false):
             // Problems go to stderr, one per line, each in the CLI's error form.
             let lines = error.problems.map { "pinpath: error: \($0)\n" }.joined()
@@ -108,8 +113,21 @@ struct CheckConfigCommand: AsyncParsableCommand {
             """
     }
 
-    /// The summary for machines; header values are not included at all.
-    static func json(_ configuration: AgentConfiguration) -> JSONValue {
+    /// Each endpoint's effective values, one `key: value` line each (values other than text in JSON).
+    static func effectiveText(_ configuration: AgentConfiguration) -> String {
+        var lines = ["effective values:"]
+        for endpoint in configuration.endpoints {
+            lines.append("  \(endpoint.name):")
+            for (key, value) in endpoint.effectiveValues where key != "name" {
+                let shown = if case .string(let text) = value { text } else { value.encoded() }
+                lines.append("    \(key): \(shown)")
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The summary for machines; header values are not included at all, unless `effective` (then redacted when secret).
+    static func json(_ configuration: AgentConfiguration, effective: Bool = false) -> JSONValue {
         .object([
             ("valid", true), ("file", .string(configuration.file)),
             (
@@ -133,8 +151,8 @@ struct CheckConfigCommand: AsyncParsableCommand {
             (
                 "endpoints",
                 .array(
-                    configuration.endpoints.map { endpoint in
-                        .object([
+                    configuration.endpoints.map { endpoint -> JSONValue in
+                        var fields: [(String, JSONValue)] = [
                             ("name", .string(endpoint.name)), ("url", .string(DisplayURL.redacting(endpoint.url.absoluteString))),
                             ("interval", .string(DurationSyntax.format(endpoint.interval))),
                             ("timeout", .string(DurationSyntax.format(endpoint.timeout))),
@@ -142,7 +160,9 @@ struct CheckConfigCommand: AsyncParsableCommand {
                             ("effective_policy", effectivePolicyJSON(endpoint)),
                             ("proxy", .string(endpoint.proxy.settings.proxy(for: endpoint.url)?.description)),
                             ("proxy_source", .string(endpoint.proxy.source.rawValue)),
-                        ])
+                        ]
+                        if effective { fields.append(("effective", .object(endpoint.effectiveValues.map { ($0.key, $0.value) }))) }
+                        return .object(fields)
                     })
             ),
             ("targets", .array(configuration.reachabilityTargets.map { .string($0.description) })),
