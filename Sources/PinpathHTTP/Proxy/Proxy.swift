@@ -63,7 +63,7 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible {
     static func withoutCredentials(_ text: String) -> String {
         guard let at = text.lastIndex(of: "@") else { return DisplayURL.redacting(text) }
         let scheme = text.firstRange(of: "://").map { String(text[..<$0.upperBound]) } ?? ""
-        return scheme + "[redacted]@" + text[text.index(after: at)...]
+        return scheme + text[text.index(after: at)...]
     }
 
     /// `text` without spaces and tabs around it (an environment variable's value often ends with one).
