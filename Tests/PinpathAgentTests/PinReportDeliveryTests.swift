@@ -249,4 +249,25 @@ struct PinReportDeliveryTests {
         let names = agent.events.all.map { $0["event"] as? String ?? "" }
         #expect(names.last == "agent.stopping", "\(names)")
     }
+
+    @Test("Reports go through the file's proxy: the collector is reached by a CONNECT tunnel, even for an endpoint probed directly")
+    func deliveredThroughTheConfiguredProxy() async throws {
+        let servers = try servers()
+        defer { servers.stop() }
+        let (server, collector) = (servers.probed, servers.collector)
+        let proxy = try ProxyServer(directory: pki.directory)
+        defer { proxy.stop() }
+        let configuration = try configuration(server: server, reportURI: "\(collector.origin)/pin-failure")
+            .replacingOccurrences(of: "timeout: 900ms }", with: "timeout: 900ms, proxy: none }")
+        let agent = try RunningAgent(configuration: "proxy: \(proxy.url())\n" + configuration)
+        let delivered = try await agent.events.wait(for: "report.delivered")
+        let status = try await agent.stop()
+        #expect(status == 0, "\(agent.output)")
+
+        #expect(delivered["attempts"] as? Int == 1)
+        #expect(collector.requests.map(\.method) == ["POST"])
+        let tunnels = proxy.requests.filter { $0.method == "CONNECT" }
+        #expect(tunnels.count == 1 && tunnels.allSatisfy { $0.target.hasSuffix(":\(collector.port)") }, "\(proxy.requests)")
+        #expect(!proxy.requests.contains { $0.target.hasSuffix(":\(server.port)") }, "the endpoint's proxy: none keeps its probes direct")
+    }
 }

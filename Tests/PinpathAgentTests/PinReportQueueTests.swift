@@ -24,7 +24,7 @@ struct PinReportQueueTests {
     }
 
     func jobs(_ count: Int, to url: String) throws -> [PinReportJob] {
-        let collector = ReportCollector(url: try #require(URL(string: url)), security: nil)
+        let collector = ReportCollector(url: try #require(URL(string: url)), security: nil, proxies: .direct)
         return (0..<count).map { index in
             PinReportJob(
                 endpoint: "e\(index)", hostname: "h\(index).test", port: 443, body: Array(#"{"n":\#(index)}"#.utf8), collector: collector)

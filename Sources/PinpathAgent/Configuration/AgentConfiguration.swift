@@ -91,8 +91,8 @@ public struct AgentConfiguration: Sendable {
         let declared = fields?["policies"].flatMap { decoder.namedEntries($0, "policies") } ?? []
         let policies = declared.compactMap { PolicyConfiguration.decode(name: $0.name, key: $0.key, value: $0.value, decoder) }
         decoder.reportTrustStoreConflicts(policies, declared: declared)
-        let collectors = decoder.reportCollectors(policies, declared: declared)
         let proxy = ProxyConfiguration.decodeDefault(fields?["proxy"], decoder)
+        let collectors = decoder.reportCollectors(policies, declared: declared, proxy: proxy)
         var context = EndpointConfiguration.Context(
             policies: policies, declaredPolicies: declared.map(\.name), collectors: collectors, proxy: proxy)
         let defaults = EndpointDefaults.decode(fields?["defaults"], decoder)

@@ -12,6 +12,9 @@ public struct ReportCollector: Sendable, Equatable {
     /// The policies that apply to the collector's host, combined; `nil` for plain http and for a host no policy
     /// matches (its chain and host name are still verified against the system store).
     public let security: AppliedPolicy?
+    /// The proxies the POST goes through: the file's default (its top-level `proxy:`, else the environment's),
+    /// never an endpoint's, since one collector serves every endpoint of its policies.
+    public let proxies: ProxySettings
 
     /// The URL as events and messages show it: without user info, query or fragment.
     public var displayURL: String { DisplayURL.redacting(url.absoluteString) }
@@ -76,22 +79,25 @@ extension ConfigurationDecoder {
     /// to (``AppliedPolicy``, as for an endpoint on that host that names no policy). A conflict is reported at the
     /// `report_uri`; one between two host-matched policies is already reported at the policies themselves.
     func reportCollectors(
-        _ policies: [PolicyConfiguration], declared: [(name: String, key: Node, value: Node)]
+        _ policies: [PolicyConfiguration], declared: [(name: String, key: Node, value: Node)], proxy: ProxyConfiguration
     ) -> [String: [ReportCollector]] {
         var collectors: [String: [ReportCollector]] = [:]
         for policy in policies where !policy.reportURIs.isEmpty {
             let node = declared.first { $0.name == policy.name }?.value.mapping?["report_uri"]
             collectors[policy.name] = policy.reportURIs.map { url in
-                guard url.scheme?.lowercased() == "https", let host = url.host else { return ReportCollector(url: url, security: nil) }
+                guard url.scheme?.lowercased() == "https", let host = url.host else {
+                    return ReportCollector(url: url, security: nil, proxies: proxy.settings)
+                }
                 do throws(AppliedPolicy.Conflict) {
-                    return ReportCollector(url: url, security: try AppliedPolicy(host: host, named: nil, among: policies))
+                    return ReportCollector(
+                        url: url, security: try AppliedPolicy(host: host, named: nil, among: policies), proxies: proxy.settings)
                 } catch {
                     if error.involvesNamedPolicy {
                         report(
                             .refusedPolicy, at: node, Self.keyPath(Self.keyPath("policies", policy.name), "report_uri"),
                             "\(DisplayURL.redacting(url.absoluteString)): \(error.description)")
                     }
-                    return ReportCollector(url: url, security: nil)
+                    return ReportCollector(url: url, security: nil, proxies: proxy.settings)
                 }
             }
         }

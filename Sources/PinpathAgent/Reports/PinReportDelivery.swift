@@ -206,7 +206,7 @@ final class PinReportDelivery: Sendable {
     }
 
     /// Like a probe's: a fresh connection (every try is a full handshake held to the collector's policies),
-    /// the reachability gate, no redirects (a collector that moved is a failure, and a redirect could carry the
+    /// the reachability gate (for the proxy's host when the report goes through one), no redirects (a collector that moved is a failure, and a redirect could carry the
     /// URL's credentials elsewhere), a small response limit.
     static func options(for collector: ReportCollector) -> RequestOptions {
         var options = RequestOptions()
@@ -218,6 +218,7 @@ final class PinReportDelivery: Sendable {
         options.maximumBodySize = 64 << 10
         options.securityPolicy = collector.security?.policy
         options.trustStore = collector.security?.trustStore
+        options.proxies = collector.proxies
         return options
     }
 }
