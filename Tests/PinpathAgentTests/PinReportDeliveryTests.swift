@@ -270,4 +270,49 @@ struct PinReportDeliveryTests {
         #expect(tunnels.count == 1 && tunnels.allSatisfy { $0.target.hasSuffix(":\(collector.port)") }, "\(proxy.requests)")
         #expect(!proxy.requests.contains { $0.target.hasSuffix(":\(server.port)") }, "the endpoint's proxy: none keeps its probes direct")
     }
+
+    @Test("An https proxy refused by its own pins is not the endpoint's pin failure: no pin.failure or report; the probe names the proxy")
+    func refusedProxyIsNotTheEndpointsPinFailure() async throws {
+        let leaf = (pki.path("ip"), pki.path("ip", "key"), [pki.path("inter")])
+        let origin = try RecordingServer(address: "::1", certificate: leaf, directory: pki.directory)
+        let collector = try collector()
+        let proxy = try ProxyServer(mode: .https(leaf: leaf.0, key: leaf.1, chain: leaf.2), directory: pki.directory)
+        defer {
+            origin.stop()
+            collector.stop()
+            proxy.stop()
+        }
+        let agent = try RunningAgent(
+            configuration: """
+                events: { probes: all }
+                proxy: \(proxy.url())
+                policies:
+                  proxy-host:
+                    { mode: public_key, pins: [\(try pins(["otherinter", "otherroot"]))], hosts: ["127.0.0.1"], ca_file: \(pki.path("store")) }
+                  origin:
+                    mode: public_key
+                    pins: [\(try pins(["inter", "root"]))]
+                    hosts: ["::1"]
+                    ca_file: \(pki.path("store"))
+                    report_uri: "\(collector.origin)/pin-failure"
+                endpoints:
+                  - { name: api, url: "\(origin.origin)/health", interval: 1s, timeout: 900ms }
+                """)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while agent.events.of("probe.completed").count < 3, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let status = try await agent.stop()
+        #expect(status == 0, "\(agent.output)")
+
+        let probes = agent.events.of("probe.completed")
+        #expect(probes.count >= 3, "\(agent.output)")
+        for probe in probes {
+            #expect(probe["error_category"] as? String == "policy_rejected", "\(probe)")
+            #expect((probe["message"] as? String)?.contains("the proxy \(proxy.url())") == true, "\(probe)")
+        }
+        let names = agent.events.all.compactMap { $0["event"] as? String }
+        #expect(!names.contains("pin.failure") && !names.contains { $0.hasPrefix("report.") }, "\(names)")
+        #expect(collector.requests.isEmpty && origin.requests.isEmpty)
+    }
 }

@@ -132,13 +132,14 @@ struct ProxyTests {
         let refusedAtProxy = try #require(await send(wrongProxyPins, "\(origin.origin)/two", options(proxy.url())).failureValue)
         #expect(refusedAtProxy.code == .policyRejected, "\(refusedAtProxy)")
         #expect(refusedAtProxy.message.contains("the proxy \(proxy.url())"), "\(refusedAtProxy)")
+        #expect(refusedAtProxy.refusingProxy?.host == "127.0.0.1" && refusedAtProxy.evaluation?.host == "127.0.0.1")
 
         // The origin's pins are wrong: the proxy passes, the origin is refused inside the tunnel.
         let wrongOriginPins = try session(proxyPinsRight: true, originPinsRight: false)
         defer { wrongOriginPins.shutdown() }
         let refusedAtOrigin = try #require(await send(wrongOriginPins, "\(origin.origin)/three", options(proxy.url())).failureValue)
         #expect(refusedAtOrigin.code == .policyRejected, "\(refusedAtOrigin)")
-        #expect(refusedAtOrigin.evaluation?.host == "::1", "\(refusedAtOrigin)")
+        #expect(refusedAtOrigin.evaluation?.host == "::1" && refusedAtOrigin.refusingProxy == nil, "\(refusedAtOrigin)")
         #expect(origin.requests.map(\.path) == ["/one"])
         #expect(proxy.requests.filter { $0.method == "CONNECT" }.count == 2)  // one and three; two stopped at the proxy
     }

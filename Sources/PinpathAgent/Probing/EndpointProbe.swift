@@ -28,7 +28,9 @@ struct EndpointProbe: Sendable {
         } catch {
             result.errorCategory = error.code.description
             result.message = error.message
-            result.evaluation = error.evaluation
+            // A refused https proxy's evaluation is about the proxy: not the endpoint's pin failure, not a report
+            // to the endpoint's collectors, not its certificate's expiry. The message names the proxy.
+            result.evaluation = error.refusingProxy == nil ? error.evaluation : nil
             result.statusCode = error.response?.statusCode
             result.timings = error.response?.timings
             if error.code == .notReachable {

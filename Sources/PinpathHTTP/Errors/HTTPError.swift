@@ -61,6 +61,9 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     public var response: HTTPResponse?
     /// The security policy's evaluation, when it ran in the handshake and rejected the server.
     public var evaluation: TrustEvaluation?
+    /// The https proxy whose own handshake was refused, when it was: ``evaluation`` is then the proxy's (held to
+    /// the policies of the proxy's host), not the origin's, which was never reached.
+    public var refusingProxy: Proxy?
     /// The monitor's verdict, for ``Code/notReachable``.
     public var reachability: TargetReachability?
     /// libcurl's result code, when the failure came from libcurl.

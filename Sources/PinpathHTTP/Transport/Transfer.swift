@@ -160,6 +160,8 @@ final class Transfer: @unchecked Sendable {
             skippedAddress: socketsOpened == 0 ? skippedAddresses.first : nil,
             usedTLS: verifier != nil || proxyVerifier != nil, connected: info.remoteAddress != nil, headersComplete: headersComplete,
             maximumBodySize: options.maximumBodySize)
-        return CurlErrorMapping.error(for: failure)
+        var error = CurlErrorMapping.error(for: failure)
+        if proxyRefused { error.refusingProxy = proxy }
+        return error
     }
 }
