@@ -186,3 +186,18 @@ struct ConnectivityAgentTests {
         #expect(text.contains("pinpath_connectivity_check_duration_seconds 0.0125\n"))
     }
 }
+
+@Suite("Connectivity in the example configuration")
+struct ConnectivityExampleTests {
+    @Test("etc/pinpath.yaml's commented connectivity: block loads once uncommented")
+    func commentedExample() throws {
+        let lines = try String(contentsOfFile: exampleConfiguration, encoding: .utf8).split(
+            separator: "\n", omittingEmptySubsequences: false)
+        let start = try #require(lines.firstIndex(of: "# connectivity:"), "etc/pinpath.yaml has no commented connectivity: block")
+        let block = [lines[start]] + lines[(start + 1)...].prefix { $0.hasPrefix("#   ") }
+        let yaml = block.map { $0.dropFirst(2) }.joined(separator: "\n") + "\n"
+        let connectivity = try #require(try loadConfiguration(yaml).connectivity)
+        #expect(connectivity.check.url.scheme == "http")
+        #expect(connectivity.interval == .seconds(300) && connectivity.check.expectedStatus == 204)
+    }
+}
