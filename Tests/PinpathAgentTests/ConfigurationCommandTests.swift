@@ -16,6 +16,24 @@ struct ConfigurationCommandTests {
         #expect(lines.contains("targets:   2 (1.1.1.1 2606:4700:4700::1111)"))
     }
 
+    @Test("The connectivity check is summarised (text and JSON) when configured, without its query")
+    func connectivity() throws {
+        let file = try Self.write(
+            """
+            connectivity:
+              url: http://192.0.2.10/generate_204?key=s3cret
+              interval: 5m
+            """)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let text = try Shell.run([Shell.pinpath, "check-config", "--config", file])
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stdout.contains("connectivity: http://192.0.2.10/generate_204 every 5m, timeout 10s, expect 204, empty\n"))
+        let json = try Shell.run([Shell.pinpath, "check-config", "--json", "--config", file])
+        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        #expect(object?["connectivity"] as? String == "http://192.0.2.10/generate_204 every 5m, timeout 10s, expect 204, empty")
+        #expect(!(text.stdout + json.stdout).contains("s3cret"))
+    }
+
     @Test("An invalid file: every problem as a pinpath: error line on stderr, exit 78")
     func invalid() throws {
         let file = try Self.write(

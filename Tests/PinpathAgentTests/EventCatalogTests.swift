@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PinpathHTTP
 import Testing
 
 @testable import PinpathAgent
@@ -74,6 +75,12 @@ struct EventCatalogTests {
         let result = ProbeResult(endpoint: "api", outcome: .failure, started: Date())
         #expect(AgentEvents.probeCompleted(result).fields.map(\.0) == EventCatalog.probeCompleted.fields)
         #expect(AgentEvents.probeCompleted(result).name == "probe.completed")
+        let portal = ConnectivityVerdict(state: .portal, reason: "redirected (302) to portal.example", timings: PhaseTimings())
+        let url = URL(string: "http://192.0.2.10/generate_204?session=1")!
+        let event = AgentEvents.connectivityChanged(portal, previous: nil, url: url)
+        #expect(event.fields.map(\.0) == EventCatalog.connectivityChanged.fields)
+        #expect(event.fields.first { $0.0 == "previous" }?.1 == .null)
+        #expect(event.fields.first { $0.0 == "url" }?.1 == .string("http://192.0.2.10/generate_204"))
     }
 
     @Test("Levels follow the README's rule: a failed probe warns, a successful one informs; a reload with warnings warns")
@@ -82,6 +89,11 @@ struct EventCatalogTests {
         #expect(AgentEvents.probeCompleted(ProbeResult(endpoint: "api", outcome: .success, started: Date())).level == .info)
         #expect(AgentEvents.probeCompleted(ProbeResult(endpoint: "api", outcome: .unreachable, started: Date())).level == .warning)
         #expect(AgentEvents.dropped(count: 1, reason: "queue_full", errorName: nil).level == .warning)
+        let url = URL(string: "http://192.0.2.10/generate_204")!
+        for state in ConnectivityState.allCases {
+            let event = AgentEvents.connectivityChanged(ConnectivityVerdict(state: state, reason: "r"), previous: .full, url: url)
+            #expect(event.level == (state == .full ? .info : .warning), "connectivity \(state)")
+        }
         #expect(
             AgentEvents.metricsWriteFailed(file: "m.prom", error: "cannot create m.prom: Permission denied", errnoName: "EACCES").level
                 == .error)

@@ -36,15 +36,18 @@ public final class Agent: Sendable {
     private let reloads = Mutex<Task<Void, Never>?>(nil)
     private let metrics: MetricsStore
     private let metricsServer: MetricsServer?
+    /// The connectivity check, when `connectivity:` is configured (not with `run --once`).
+    private let connectivity: ConnectivityWatcher?
     /// The textfile's state: the metrics version last written (nil: write at the next turn), and whether the
     /// last write failed, so that a failure streak is reported once, not every 5 s.
     private let textfile = Mutex<(writtenVersion: Int?, failing: Bool)>((nil, false))
 
     private init(
         core: AgentCore, writer: AsyncEventWriter, monitor: ReachabilityMonitor, session: Session, reports: PinReportDelivery,
-        notifier: SystemdNotifier, metrics: MetricsStore, metricsServer: MetricsServer?, path: String,
-        environment: [String: String]
+        notifier: SystemdNotifier, metrics: MetricsStore, metricsServer: MetricsServer?, connectivity: ConnectivityWatcher?,
+        path: String, environment: [String: String]
     ) {
+        self.connectivity = connectivity
         self.reports = reports
         self.core = core
         self.metrics = metrics
@@ -122,9 +125,18 @@ public final class Agent: Sendable {
         let core = AgentCore(
             configuration: configuration, writer: writer, monitor: monitor, session: session, reports: reports, once: once,
             metrics: metrics, heartbeat: once ? nil : heartbeat)
+        // The check goes through the same session, so it is gated by the path like every probe.
+        let connectivity = configuration.connectivity.flatMap { settings in
+            once
+                ? nil
+                : ConnectivityWatcher(session: session, configuration: settings) {
+                    await core.connectivityChecked($0, url: settings.check.url)
+                }
+        }
         let agent = Agent(
             core: core, writer: writer, monitor: monitor, session: session, reports: reports, notifier: notifier,
-            metrics: metrics, metricsServer: metricsServer, path: configurationPath, environment: environment)
+            metrics: metrics, metricsServer: metricsServer, connectivity: connectivity, path: configurationPath,
+            environment: environment)
         writer.emit(
             AgentEvents.started(
                 configurationPath: configurationPath, configuration: configuration, once: once, path: monitor.currentPath))
@@ -136,6 +148,7 @@ public final class Agent: Sendable {
             writer.emit(AgentEvents.reachability(event))
             metrics.update(path: monitor.currentPath)
             Task { await core.pathChanged() }
+            if case .path = event, let connectivity { Task { await connectivity.pathChanged() } }
         }
         return agent
     }
@@ -149,6 +162,7 @@ public final class Agent: Sendable {
     public func run() async -> Bool {
         try? notifier.ready()
         let metrics = Task { await self.writeMetricsPeriodically() }
+        let connectivityChecks = connectivity.map { watcher in Task { await watcher.run() } }
         let allUp: Bool
         if core.isOnce {
             allUp = await core.runOnce()
@@ -158,6 +172,9 @@ public final class Agent: Sendable {
             allUp = true
         }
         try? notifier.stopping()
+        await connectivity?.stop()
+        connectivityChecks?.cancel()  // a check in flight: its transfer stops
+        await connectivityChecks?.value
         await core.waitForProbes(timeout: .seconds(2))
         // Reports still queued or retrying get a short time to arrive; the rest are reported as not delivered.
         await reports.shutdown(grace: .seconds(2))

@@ -20,6 +20,8 @@ actor AgentCore {
     private var stopping = false
     private let heartbeat: Heartbeat?
     private var sleeper: CheckedContinuation<Void, Never>?
+    /// The connectivity check's last state; `nil` before the first verdict and when the check is off.
+    private var connectivity: ConnectivityState?
     /// Counts the loop's sleeps, so that a timer can tell whether the sleep it was set for is still on.
     private var sleepNumber = 0
 
@@ -64,14 +66,19 @@ actor AgentCore {
         for endpoint in configuration.endpoints {
             scheduler.add(endpoint.name, interval: endpoint.interval, now: now)
         }
-        // A first result for every endpoint soon after start rather than up to an interval later, spread at
-        // about 200 a second (at least over one second, at most over the interval) so that a restart with
-        // many endpoints is not a burst: 10,000 endpoints at 60 s are 167 probes a second anyway.
-        let names = configuration.endpoints.map(\.name)
-        if let shortest = configuration.endpoints.map(\.interval).min() {
-            let window = min(shortest, max(.seconds(1), .milliseconds(5 * names.count)))
-            scheduler.probeSoon(names, now: now, window: window)
+        // With a connectivity check, this first burst waits for its first verdict (``connectivityChecked``):
+        // endpoints probed into a captive portal would only meet the portal, and follow its redirect.
+        if configuration.connectivity == nil, let window = Self.firstProbeWindow(configuration) {
+            scheduler.probeSoon(configuration.endpoints.map(\.name), now: now, window: window)
         }
+    }
+
+    /// A first result for every endpoint soon after start rather than up to an interval later, spread at
+    /// about 200 a second (at least over one second, at most over the interval) so that a restart with
+    /// many endpoints is not a burst: 10,000 endpoints at 60 s are 167 probes a second anyway.
+    private static func firstProbeWindow(_ configuration: AgentConfiguration) -> Duration? {
+        guard let shortest = configuration.endpoints.map(\.interval).min() else { return nil }
+        return min(shortest, max(.seconds(1), .milliseconds(5 * configuration.endpoints.count)))
     }
 
     // MARK: The loop
@@ -184,12 +191,28 @@ actor AgentCore {
     /// not probed; those that came back are probed at once, spread over a second.
     func pathChanged() {
         guard !isOnce else { return }
-        let (events, unreachable, returning) = endpoints.pathChanged(monitor.currentPath)
+        let (events, unreachable, returning) = endpoints.pathChanged(monitor.currentPath, connectivity: connectivity)
         write(events)
         publishMetrics()
         for name in unreachable { scheduler.suspend(name) }
         if !returning.isEmpty {
             scheduler.probeSoon(returning, now: .now)
+            wake()
+        }
+    }
+
+    /// Takes a connectivity verdict: `connectivity.changed` when the state differs from the last (the first
+    /// verdict too), the metric, and the endpoints outside the local network held or released.
+    /// - Parameter url: the check's URL (the running one: a reload that changes it takes effect at restart).
+    func connectivityChecked(_ verdict: ConnectivityVerdict, url: URL) {
+        metrics.update(connectivity: verdict)
+        let previous = connectivity
+        guard previous != verdict.state else { return }
+        connectivity = verdict.state
+        write([AgentEvents.connectivityChanged(verdict, previous: previous, url: url)])
+        pathChanged()
+        if previous == nil, let window = Self.firstProbeWindow(configuration) {
+            scheduler.probeSoon(endpoints.probed, now: .now, window: window)  // the start's burst, held until now
             wake()
         }
     }

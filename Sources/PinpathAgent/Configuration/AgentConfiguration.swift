@@ -28,13 +28,15 @@ public struct AgentConfiguration: Sendable {
     /// The proxies endpoints without a `proxy:` of their own go through (the top-level `proxy:`, else the
     /// environment's).
     public let proxy: ProxyConfiguration
+    /// The connectivity check (`connectivity:`); `nil` when off (the default).
+    public var connectivity: ConnectivityConfiguration? = nil
     /// What loaded but deserves a look (pins already expired), sorted by position; `check-config` prints these.
     public var warnings: [ConfigurationProblem] = []
 
     /// The policy named `name`.
     public func policy(named name: String) -> PolicyConfiguration? { policies.first { $0.name == name } }
 
-    static let keys = ["events", "policies", "defaults", "endpoints", "include", "reachability", "metrics", "proxy"]
+    static let keys = ["events", "policies", "defaults", "endpoints", "include", "reachability", "metrics", "proxy", "connectivity"]
 
     /// Reads and validates the configuration file at `path`.
     ///
@@ -115,6 +117,7 @@ public struct AgentConfiguration: Sendable {
         let endpointNodes = sources.flatMap(\.endpoints)
         let targets = fields?["reachability"].map { decoder.reachabilityTargets($0) } ?? []
         let metrics = fields?["metrics"].map { decoder.metrics($0) }
+        let connectivity = fields?["connectivity"].flatMap { ConnectivityConfiguration.decode($0, decoder) }
         if endpointNodes.isEmpty && targets.isEmpty {
             decoder.warn(
                 .nothingToMonitor, at: fields?["endpoints"], "endpoints",
@@ -124,7 +127,7 @@ public struct AgentConfiguration: Sendable {
         guard decoder.problems.isEmpty else { throw ConfigurationError(problems: decoder.problems) }
         return AgentConfiguration(
             file: file, events: events, policies: policies, endpoints: endpoints, reachabilityTargets: targets,
-            metricsTextfile: metrics?.textfile, metricsListen: metrics?.listen, proxy: proxy,
+            metricsTextfile: metrics?.textfile, metricsListen: metrics?.listen, proxy: proxy, connectivity: connectivity,
             warnings: ConfigurationError(problems: decoder.warnings).problems)
     }
 

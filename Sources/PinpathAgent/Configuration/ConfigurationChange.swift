@@ -13,7 +13,8 @@ struct ConfigurationChange: Sendable, Equatable {
     /// Reachability targets the monitor starts watching, and those it stops watching.
     let addedTargets: [ReachabilityTarget]
     let removedTargets: [ReachabilityTarget]
-    /// Outputs whose change takes effect only at the next start (`events`, `metrics`); empty when neither changed.
+    /// What takes effect only at the next start: the outputs (`events`, `metrics`) and the `connectivity`
+    /// check; empty when none changed.
     let restartRequired: [String]
 
     init(from old: AgentConfiguration, to new: AgentConfiguration) {
@@ -28,7 +29,7 @@ struct ConfigurationChange: Sendable, Equatable {
         addedTargets = newTargets.filter { !oldTargets.contains($0) }
         let outputsChanged =
             new.events != old.events || new.metricsTextfile != old.metricsTextfile || new.metricsListen != old.metricsListen
-        restartRequired = outputsChanged ? ["events", "metrics"] : []
+        restartRequired = (outputsChanged ? ["events", "metrics"] : []) + (new.connectivity != old.connectivity ? ["connectivity"] : [])
     }
 }
 

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PinpathHTTP
 import PinpathReachability
 
 /// Every endpoint's tracker, and what probe results, path changes and reloads do to them: the endpoint
@@ -34,6 +35,9 @@ struct EndpointRegistry {
     func probeTarget(_ name: String) -> (endpoint: EndpointConfiguration, generation: Int)? {
         trackers[name].map { ($0.endpoint, $0.generation) }
     }
+
+    /// The endpoints being probed (not held by the path or the connectivity verdict), in configuration order.
+    var probed: [String] { order.filter { trackers[$0]?.state.pathIsReachable ?? false } }
 
     /// Whether every endpoint is `up`.
     var allUp: Bool { order.allSatisfy { trackers[$0]?.state.status == .up } }
@@ -109,19 +113,24 @@ struct EndpointRegistry {
 
     // MARK: The path
 
-    /// Applies the monitor's snapshot: endpoints whose path or target went away become `unreachable`; those
-    /// that came back may be probed again.
+    /// Applies the monitor's snapshot and the connectivity check's last verdict: endpoints whose path or
+    /// target went away, or that are outside the local network while connectivity is `limited` or `portal`,
+    /// become `unreachable` (``EndpointTracker/blockingCause(_:on:connectivity:)``); those that came back may
+    /// be probed again.
     /// - Returns: the events, the endpoints that became unreachable (not to be probed) and those that came
     ///   back (to be probed soon), in configuration order.
-    mutating func pathChanged(_ path: NetworkPath) -> (events: [AgentEvent], unreachable: [String], returning: [String]) {
+    mutating func pathChanged(_ path: NetworkPath, connectivity: ConnectivityState? = nil) -> (
+        events: [AgentEvent], unreachable: [String], returning: [String]
+    ) {
         var events: [AgentEvent] = []
         var unreachable: [String] = []
         var returning: [String] = []
         for name in order {
             guard var tracker = trackers[name] else { continue }
-            let reachable = EndpointTracker.isReachable(tracker.endpoint, on: path)
-            if !reachable && tracker.state.pathIsReachable {
-                if let transition = tracker.state.apply(.pathUnreachable) {
+            let blocked = EndpointTracker.blockingCause(tracker.endpoint, on: path, connectivity: connectivity)
+            let reachable = blocked == nil
+            if let blocked, tracker.state.pathIsReachable {
+                if let transition = tracker.state.apply(blocked) {
                     events.append(AgentEvents.stateChanged(tracker.endpoint, transition, probe: nil))
                 }
                 unreachable.append(name)

@@ -10,6 +10,8 @@
 /// - `pathUnreachable` (the path, or the endpoint's target, is not reachable) makes any state `unreachable`
 ///   at once, distinct from `down`: the endpoint was not tried. Results that arrive while the path is
 ///   unreachable (probes that were in flight) are ignored: they say nothing about the endpoint.
+/// - `connectivityLimited` and `captivePortal` (the connectivity check found a dead upstream or a portal, and
+///   the endpoint is outside the local network) act as `pathUnreachable`, with their own cause.
 /// - `pathReachable` changes no state; probes resume, and the next results decide as they do from
 ///   `unknown`: a success is `up` at once, failures count toward the threshold.
 /// - A probe that fails only the pin check in report-only mode is a success here: the caller passes
@@ -25,7 +27,8 @@ public struct EndpointState: Sendable, Equatable {
         case up
         /// Probes fail.
         case down
-        /// Probes are not attempted: the path or the target is not reachable.
+        /// Probes are not attempted: the path or the target is not reachable, or (outside the local network)
+        /// the connectivity check says `limited` or `portal`.
         case unreachable
     }
 
@@ -37,6 +40,11 @@ public struct EndpointState: Sendable, Equatable {
         case probeFailed = "probe_failed"
         /// The path or the endpoint's target stopped being reachable.
         case pathUnreachable = "path_unreachable"
+        /// The connectivity check says `limited` (a dead upstream) and the endpoint is outside the local network.
+        case connectivityLimited = "connectivity_limited"
+        /// The connectivity check says `portal` (a captive portal answers) and the endpoint is outside the
+        /// local network.
+        case captivePortal = "captive_portal"
         /// It is reachable again.
         case pathReachable = "path_reachable"
     }
@@ -76,7 +84,7 @@ public struct EndpointState: Sendable, Equatable {
     /// Applies one input; returns the transition it caused, or nil when the state stays.
     public mutating func apply(_ input: Input) -> Transition? {
         switch input {
-        case .pathUnreachable:
+        case .pathUnreachable, .connectivityLimited, .captivePortal:
             pathIsReachable = false
             (failures, successes) = (0, 0)
             return move(to: .unreachable, cause: input, consecutive: 1)

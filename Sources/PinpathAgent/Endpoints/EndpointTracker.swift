@@ -68,6 +68,34 @@ struct EndpointTracker: Sendable {
         }
     }
 
+    /// Why the endpoint is not to be probed now, or `nil` when it is: the path's rule (``isReachable(_:on:)``)
+    /// first, then the connectivity check's verdict for endpoints outside the local network.
+    ///
+    /// Such endpoints are skipped rather than probed and reclassified, as NWPathMonitor's users do: through a
+    /// portal or a dead upstream a probe only meets the portal's answer or a timeout, which says nothing about
+    /// the endpoint, costs a handshake each, and would count toward `down`. The connectivity check is the one
+    /// request that tells when it is over. `none` adds nothing: it comes from the path, whose own per-host
+    /// verdict already decides (a host with a route of its own, over a VPN say, stays probed).
+    static func blockingCause(
+        _ endpoint: EndpointConfiguration, on path: NetworkPath, connectivity: ConnectivityState?
+    ) -> EndpointState.Input? {
+        guard isReachable(endpoint, on: path) else { return .pathUnreachable }
+        let cause: EndpointState.Input
+        switch connectivity {
+        case .limited?: cause = .connectivityLimited
+        case .portal?: cause = .captivePortal
+        default: return nil  // full, unknown yet, or `none` (the path's rule above decides)
+        }
+        return isOnLocalNetwork(endpoint, on: path) ? nil : cause
+    }
+
+    /// Whether the endpoint's host (its proxy's, through one) is on the local network: an address literal, or
+    /// the address the monitor resolved its name to. An unresolved name counts as outside.
+    static func isOnLocalNetwork(_ endpoint: EndpointConfiguration, on path: NetworkPath) -> Bool {
+        guard let host = host(of: endpoint), let address = IPAddress(host) ?? path.target(host)?.address else { return false }
+        return path.isOnLocalNetwork(address)
+    }
+
     /// The metrics of this endpoint.
     var metrics: MetricsSnapshot.Endpoint {
         let timings = lastProbe?.timings

@@ -66,6 +66,13 @@ enum AgentEvents {
         ReachabilityJSON.agentEvent(event)
     }
 
+    /// `previous`: the state before, `nil` for the first verdict. `url` is the check's, without its query.
+    static func connectivityChanged(_ verdict: ConnectivityVerdict, previous: ConnectivityState?, url: URL) -> AgentEvent {
+        AgentEvent(
+            EventCatalog.connectivityChanged, ConnectivityJSON.fields(verdict, url: url, previous: .some(previous)),
+            level: verdict.state == .full ? .info : .warning)
+    }
+
     static func probeCompleted(_ result: ProbeResult) -> AgentEvent {
         AgentEvent(
             EventCatalog.probeCompleted, [("endpoint", .string(result.endpoint))] + probe(result),

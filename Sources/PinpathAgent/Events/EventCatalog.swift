@@ -43,6 +43,10 @@ public enum EventCatalog {
     public static let reachabilityTargetChanged = EventKind(
         name: "reachability.target_changed",
         fields: ["target", "status", "previous_status", "interface", "reason", "detail", "address"], levels: [.info, .warning])
+    /// The connectivity check's verdict changed (the first verdict after start too, with `previous` null).
+    public static let connectivityChanged = EventKind(
+        name: "connectivity.changed", fields: ["state", "previous", "reason", "url", "phases_ms", "total_ms"],
+        levels: [.info, .warning])
     /// An endpoint's state changed.
     public static let endpointStateChanged = EventKind(
         name: "endpoint.state_changed", fields: ["endpoint", "url", "state", "previous_state", "cause", "consecutive", "probe"],
@@ -89,7 +93,8 @@ public enum EventCatalog {
     /// Every event, in the README's order.
     public static let all: [EventKind] = [
         agentStarted, agentStopping, configReloaded, configRejected, reachabilityChanged, reachabilityTargetChanged,
-        endpointStateChanged, probeCompleted, pinFailure, reportDelivered, reportDeliveryFailed, certificateExpiring, eventsDropped,
+        connectivityChanged, endpointStateChanged, probeCompleted, pinFailure, reportDelivered, reportDeliveryFailed, certificateExpiring,
+        eventsDropped,
         metricsWriteFailed,
     ]
 }

@@ -1,3 +1,4 @@
+import PinpathHTTP
 import PinpathReachability
 
 /// Renders a ``MetricsSnapshot`` in the Prometheus text format (0.0.4) or in OpenMetrics 1.0: one renderer for
@@ -61,6 +62,16 @@ public enum MetricsExposition {
             out.family("pinpath_reachability_status", .gauge, "The network path's status: 1 for the current one.")
             for candidate in [ReachabilityStatus.reachable, .notReachable] {
                 out.sample("pinpath_reachability_status", "status=\"\(candidate.rawValue)\"", status == candidate ? 1 : 0)
+            }
+        }
+        if let connectivity = snapshot.connectivity {
+            out.family("pinpath_connectivity_status", .gauge, "The connectivity check's verdict: 1 for the current state.")
+            for candidate in ConnectivityState.allCases {
+                out.sample("pinpath_connectivity_status", "state=\"\(candidate.rawValue)\"", connectivity.state == candidate ? 1 : 0)
+            }
+            if let seconds = connectivity.seconds {
+                out.family("pinpath_connectivity_check_duration_seconds", .gauge, "How long the last connectivity check took.")
+                out.sample("pinpath_connectivity_check_duration_seconds", "", seconds)
             }
         }
         out.family("pinpath_target_reachable", .gauge, "Whether a watched host can be reached from here.")

@@ -1,3 +1,4 @@
+import PinpathHTTP
 import PinpathReachability
 import PinpathSupport
 
@@ -64,6 +65,9 @@ public struct MetricsSnapshot: Sendable {
     var rendered: [RenderedEndpoint]?
     /// The path's status; nil before the first snapshot.
     public var pathStatus: ReachabilityStatus?
+    /// The connectivity check's last verdict and how long it took (seconds; nil when nothing was sent); nil
+    /// when the check is off or has not run yet.
+    public var connectivity: (state: ConnectivityState, seconds: Double?)?
     /// Every watched target (the configured ones and the endpoints' hosts) and whether it is reachable.
     public var targets: [(target: String, reachable: Bool)] = []
     /// Event lines lost since start, by reason (`queue_full`, `write_failed`).

@@ -1,3 +1,4 @@
+import PinpathHTTP
 import PinpathReachability
 import Synchronization
 
@@ -94,6 +95,14 @@ final class MetricsStore: Sendable {
         state.withLock { state in
             state.snapshot.pathStatus = path.status
             state.snapshot.targets = path.targets.map { ($0.target, $0.status == .reachable) }
+            state.version &+= 1
+        }
+    }
+
+    /// Takes the connectivity check's verdict.
+    func update(connectivity verdict: ConnectivityVerdict) {
+        state.withLock { state in
+            state.snapshot.connectivity = (verdict.state, verdict.timings?.total)
             state.version &+= 1
         }
     }

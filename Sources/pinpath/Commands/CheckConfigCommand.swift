@@ -96,6 +96,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
         lines.append("metrics:   \(configuration.metricsTextfile ?? "none")")
         lines.append("proxy:     \(proxySummary(configuration.proxy))")
         if let listen = configuration.metricsListen { lines.append("listen:    \(listen) (/metrics, /healthz, /readyz)") }
+        if let connectivity = configuration.connectivity { lines.append("connectivity: \(connectivitySummary(connectivity))") }
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -168,8 +169,17 @@ struct CheckConfigCommand: AsyncParsableCommand {
             ("targets", .array(configuration.reachabilityTargets.map { .string($0.description) })),
             ("metrics_textfile", .string(configuration.metricsTextfile)),
             ("metrics_listen", .string(configuration.metricsListen?.description)),
+            ("connectivity", .string(configuration.connectivity.map(connectivitySummary))),
             ("warnings", .array(configuration.warnings.map(\.jsonValue))),
         ])
+    }
+
+    /// `http://192.0.2.10/generate_204 every 5m, timeout 10s, expect 204` (the URL without its query).
+    static func connectivitySummary(_ connectivity: ConnectivityConfiguration) -> String {
+        let check = connectivity.check
+        let body = check.expectedBody.map { " containing \"\($0)\"" } ?? (check.expectedStatus == 204 ? ", empty" : "")
+        return "\(DisplayURL.redacting(check.url.absoluteString)) every \(DurationSyntax.format(connectivity.interval)), "
+            + "timeout \(DurationSyntax.format(check.timeout)), expect \(check.expectedStatus)\(body)"
     }
 
     /// What an endpoint's handshakes are held to and why: the combined mode, pins, enforcement and store,
