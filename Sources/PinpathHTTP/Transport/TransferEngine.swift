@@ -34,6 +34,8 @@ final class TransferEngine: Sendable {
     }
 
     private let shared: Shared
+    /// The easy handles of finished transfers, for the next ones.
+    let handles = EasyHandlePool()
     private var multi: Multi { shared.multi }
     private let thread = Mutex<DedicatedThread?>(nil)
 
