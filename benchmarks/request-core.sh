@@ -83,9 +83,11 @@ run() { echo "  $*" >&2; "$@"; }
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "runs:" >&2
 floor1=$(run "$work/curl-floor" "http://127.0.0.1:$http_port/" "$COUNT" 1)
-ours1=$(run "$BENCH" get "http://127.0.0.1:$http_port/" "$COUNT" 1)
+ours1=$(run "$BENCH" get "http://127.0.0.1:$http_port/" "$COUNT" 1 executor)
+ours1_pool=$(run "$BENCH" get "http://127.0.0.1:$http_port/" "$COUNT" 1)
 floor16=$(run "$work/curl-floor" "http://127.0.0.1:$http_port/" $((COUNT * 4)) 16)
-ours16=$(run "$BENCH" get "http://127.0.0.1:$http_port/" $((COUNT * 4)) 16)
+ours16=$(run "$BENCH" get "http://127.0.0.1:$http_port/" $((COUNT * 4)) 16 executor)
+ours16_pool=$(run "$BENCH" get "http://127.0.0.1:$http_port/" $((COUNT * 4)) 16)
 floor_tls=$(run "$work/curl-floor" "https://127.0.0.1:$https_port/" "$HANDSHAKES" 1 fresh "ca=$work/root.pem")
 ours_tls=$(run "$BENCH" get "https://127.0.0.1:$https_port/" "$HANDSHAKES" 1 fresh "ca=$work/root.pem" "pin=sha256/$pin")
 openssl_tls=$(run "$work/openssl-floor" "https://127.0.0.1:$https_port/" "$HANDSHAKES" "ca=$work/root.pem")
@@ -98,14 +100,24 @@ echo
 # The other processes' load changes CPU per request too (caches, frequency): say what it was.
 echo "load average (1, 5, 15 min): before $load_before, after $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-52s %12s %12s %8s\n' "" "pinpath" "libcurl" "ratio"
-printf '%-52s %12s %12s %8s\n' "keep-alive GET, 1 at a time (req/s)" "$(field rps <<<"$ours1")" "$(field rps <<<"$floor1")" "$(ratio "$(field rps <<<"$ours1")" "$(field rps <<<"$floor1")")"
-printf '%-52s %12s %12s %8s\n' "keep-alive GET, 16 at once (req/s)" "$(field rps <<<"$ours16")" "$(field rps <<<"$floor16")" "$(ratio "$(field rps <<<"$ours16")" "$(field rps <<<"$floor16")")"
-printf '%-52s %12s %12s %8s\n' "  CPU per request, 16 at once (us)" "$(field cpu_us_per_request <<<"$ours16")" "$(field cpu_us_per_request <<<"$floor16")" "$(ratio "$(field cpu_us_per_request <<<"$ours16")" "$(field cpu_us_per_request <<<"$floor16")")"
-printf '%-52s %12s %12s %8s\n' "full-handshake HTTPS, pinned vs not (req/s)" "$(field rps <<<"$ours_tls")" "$(field rps <<<"$floor_tls")" "$(ratio "$(field rps <<<"$ours_tls")" "$(field rps <<<"$floor_tls")")"
-printf '%-52s %12s %12s %8s\n' "  CPU per handshake request (us)" "$(field cpu_us_per_request <<<"$ours_tls")" "$(field cpu_us_per_request <<<"$floor_tls")" "$(ratio "$(field cpu_us_per_request <<<"$ours_tls")" "$(field cpu_us_per_request <<<"$floor_tls")")"
+row() {  # label, pinpath's line, the peer's line, field
+  printf '%-52s %12s %12s %8s\n' "$1" "$(field "$4" <<<"$2")" "$(field "$4" <<<"$3")" "$(ratio "$(field "$4" <<<"$2")" "$(field "$4" <<<"$3")")"
+}
+# pinpath-bench's `executor` runs its request loops on the session's libcurl thread (Session.executor);
+# "from the pool" is a task on the global executor, as most callers are.
+row "keep-alive GET, 1 at a time (req/s)" "$ours1" "$floor1" rps
+row "  from the pool (req/s)" "$ours1_pool" "$floor1" rps
+row "  CPU per request, 1 at a time (us)" "$ours1" "$floor1" cpu_us_per_request
+row "  from the pool (us)" "$ours1_pool" "$floor1" cpu_us_per_request
+row "keep-alive GET, 16 at once (req/s)" "$ours16" "$floor16" rps
+row "  from the pool (req/s)" "$ours16_pool" "$floor16" rps
+row "  CPU per request, 16 at once (us)" "$ours16" "$floor16" cpu_us_per_request
+row "  from the pool (us)" "$ours16_pool" "$floor16" cpu_us_per_request
+row "full-handshake HTTPS, pinned vs not (req/s)" "$ours_tls" "$floor_tls" rps
+row "  CPU per handshake request (us)" "$ours_tls" "$floor_tls" cpu_us_per_request
 printf '%-52s %12s %12s %8s\n' "" "pinpath" "openssl" "ratio"
-printf '%-52s %12s %12s %8s\n' "  CPU per handshake request, one SSL_CTX (us)" "$(field cpu_us_per_request <<<"$ours_tls")" "$(field cpu_us_per_request <<<"$openssl_tls")" "$(ratio "$(field cpu_us_per_request <<<"$ours_tls")" "$(field cpu_us_per_request <<<"$openssl_tls")")"
-printf '%-52s %12s %12s %8s\n' "  CPU per handshake request, SSL_CTX each (us)" "$(field cpu_us_per_request <<<"$ours_tls")" "$(field cpu_us_per_request <<<"$openssl_ctx_tls")" "$(ratio "$(field cpu_us_per_request <<<"$ours_tls")" "$(field cpu_us_per_request <<<"$openssl_ctx_tls")")"
+row "  CPU per handshake request, one SSL_CTX (us)" "$ours_tls" "$openssl_tls" cpu_us_per_request
+row "  CPU per handshake request, SSL_CTX each (us)" "$ours_tls" "$openssl_ctx_tls" cpu_us_per_request
 gate_us=$(python3 -c "print(f'{1e6/$(field rps <<<"$gated") - 1e6/$(field rps <<<"$ungated"):.1f}')")
 gate_cpu=$(python3 -c "print(f'{$(field cpu_us_per_request <<<"$gated") - $(field cpu_us_per_request <<<"$ungated"):.1f}')")
 printf '%-52s %12s\n' "reachability gate: added wall time per request (us)" "$gate_us"

@@ -82,6 +82,12 @@ public final class Session: Sendable {
     /// tables that a handshake on the session's thread may be reading at that moment.
     public func shutdown() { engine.stop() }
 
+    /// The session's libcurl thread as an executor. A task that sends many requests can prefer it
+    /// (`withTaskExecutorPreference`, `addTask(executorPreference:)`): its requests then cross no thread, neither to
+    /// start a transfer nor to resume with the response. Keep such a task short of blocking work: while it runs,
+    /// no transfer of the session makes progress. After ``shutdown()``, its jobs run on the global executor.
+    public var executor: any TaskExecutor { engine.executor }
+
     /// libcurl's version and TLS backend, after checking that it is the OpenSSL build.
     public static func engineVersion() throws(HTTPError) -> String { try CurlRuntime.check() }
 
