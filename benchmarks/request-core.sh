@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The request core against libcurl used directly (benchmarks/curl-floor.c), on loopback, in one run:
-#   1. keep-alive GET requests per second, one at a time and 16 at once (goal: ratio >= 0.9);
-#   2. full-handshake HTTPS requests per second: pinpath with a pin check against curl without one;
+#   1. keep-alive GET requests per second, one at a time and 16 at once (goal: ratio >= 0.9), and CPU per
+#      request (goal: ratio <= 1.3);
+#   2. full-handshake HTTPS requests: pinpath with a pin check against curl without one, and the CPU per
+#      request against OpenSSL used directly (benchmarks/openssl-floor.c: one SSL_CTX and trust store for
+#      every connection; goal: ratio <= 1.1), and against OpenSSL with a new SSL_CTX per connection, as
+#      libcurl 7.88 makes one;
 #   3. the per-request cost of the reachability gate (a numeric host: one kernel route look-up);
 #   4. resident memory with 1,000 requests in flight.
 # Servers: nginx (Debian's package) for 1-3, a Python asyncio server that answers after 2 s for 4.
@@ -21,6 +25,7 @@ trap cleanup EXIT
 command -v nginx >/dev/null || { echo "request-core.sh: needs nginx (apt-get install nginx-light)" >&2; exit 69; }
 
 cc -O2 -o "$work/curl-floor" "$here/curl-floor.c" $(pkg-config --cflags --libs libcurl)
+cc -O2 -o "$work/openssl-floor" "$here/openssl-floor.c" $(pkg-config --cflags --libs openssl)
 
 # A root and a leaf for 127.0.0.1.
 cd "$work"
@@ -75,24 +80,44 @@ done
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
 ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
 run() { echo "  $*" >&2; "$@"; }
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "runs:" >&2
 floor1=$(run "$work/curl-floor" "http://127.0.0.1:$http_port/" "$COUNT" 1)
-ours1=$(run "$BENCH" get "http://127.0.0.1:$http_port/" "$COUNT" 1)
+ours1=$(run "$BENCH" get "http://127.0.0.1:$http_port/" "$COUNT" 1 executor)
+ours1_pool=$(run "$BENCH" get "http://127.0.0.1:$http_port/" "$COUNT" 1)
 floor16=$(run "$work/curl-floor" "http://127.0.0.1:$http_port/" $((COUNT * 4)) 16)
-ours16=$(run "$BENCH" get "http://127.0.0.1:$http_port/" $((COUNT * 4)) 16)
+ours16=$(run "$BENCH" get "http://127.0.0.1:$http_port/" $((COUNT * 4)) 16 executor)
+ours16_pool=$(run "$BENCH" get "http://127.0.0.1:$http_port/" $((COUNT * 4)) 16)
 floor_tls=$(run "$work/curl-floor" "https://127.0.0.1:$https_port/" "$HANDSHAKES" 1 fresh "ca=$work/root.pem")
 ours_tls=$(run "$BENCH" get "https://127.0.0.1:$https_port/" "$HANDSHAKES" 1 fresh "ca=$work/root.pem" "pin=sha256/$pin")
+openssl_tls=$(run "$work/openssl-floor" "https://127.0.0.1:$https_port/" "$HANDSHAKES" "ca=$work/root.pem")
+openssl_ctx_tls=$(run "$work/openssl-floor" "https://127.0.0.1:$https_port/" "$HANDSHAKES" "ca=$work/root.pem" context-per-connection)
 gated=$(run "$BENCH" get "http://127.0.0.1:$http_port/" "$COUNT" 1 gate)
 ungated=$(run "$BENCH" get "http://127.0.0.1:$http_port/" "$COUNT" 1)
 inflight=$(run "$BENCH" inflight "http://127.0.0.1:$slow_port/" 1000)
 
 echo
+# The other processes' load changes CPU per request too (caches, frequency): say what it was.
+echo "load average (1, 5, 15 min): before $load_before, after $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-52s %12s %12s %8s\n' "" "pinpath" "libcurl" "ratio"
-printf '%-52s %12s %12s %8s\n' "keep-alive GET, 1 at a time (req/s)" "$(field rps <<<"$ours1")" "$(field rps <<<"$floor1")" "$(ratio "$(field rps <<<"$ours1")" "$(field rps <<<"$floor1")")"
-printf '%-52s %12s %12s %8s\n' "keep-alive GET, 16 at once (req/s)" "$(field rps <<<"$ours16")" "$(field rps <<<"$floor16")" "$(ratio "$(field rps <<<"$ours16")" "$(field rps <<<"$floor16")")"
-printf '%-52s %12s %12s %8s\n' "  CPU per request, 16 at once (us)" "$(field cpu_us_per_request <<<"$ours16")" "$(field cpu_us_per_request <<<"$floor16")" "$(ratio "$(field cpu_us_per_request <<<"$ours16")" "$(field cpu_us_per_request <<<"$floor16")")"
-printf '%-52s %12s %12s %8s\n' "full-handshake HTTPS, pinned vs not (req/s)" "$(field rps <<<"$ours_tls")" "$(field rps <<<"$floor_tls")" "$(ratio "$(field rps <<<"$ours_tls")" "$(field rps <<<"$floor_tls")")"
-printf '%-52s %12s %12s %8s\n' "  CPU per handshake request (us)" "$(field cpu_us_per_request <<<"$ours_tls")" "$(field cpu_us_per_request <<<"$floor_tls")" "$(ratio "$(field cpu_us_per_request <<<"$ours_tls")" "$(field cpu_us_per_request <<<"$floor_tls")")"
+row() {  # label, pinpath's line, the peer's line, field
+  printf '%-52s %12s %12s %8s\n' "$1" "$(field "$4" <<<"$2")" "$(field "$4" <<<"$3")" "$(ratio "$(field "$4" <<<"$2")" "$(field "$4" <<<"$3")")"
+}
+# pinpath-bench's `executor` runs its request loops on the session's libcurl thread (Session.executor);
+# "from the pool" is a task on the global executor, as most callers are.
+row "keep-alive GET, 1 at a time (req/s)" "$ours1" "$floor1" rps
+row "  from the pool (req/s)" "$ours1_pool" "$floor1" rps
+row "  CPU per request, 1 at a time (us)" "$ours1" "$floor1" cpu_us_per_request
+row "  from the pool (us)" "$ours1_pool" "$floor1" cpu_us_per_request
+row "keep-alive GET, 16 at once (req/s)" "$ours16" "$floor16" rps
+row "  from the pool (req/s)" "$ours16_pool" "$floor16" rps
+row "  CPU per request, 16 at once (us)" "$ours16" "$floor16" cpu_us_per_request
+row "  from the pool (us)" "$ours16_pool" "$floor16" cpu_us_per_request
+row "full-handshake HTTPS, pinned vs not (req/s)" "$ours_tls" "$floor_tls" rps
+row "  CPU per handshake request (us)" "$ours_tls" "$floor_tls" cpu_us_per_request
+printf '%-52s %12s %12s %8s\n' "" "pinpath" "openssl" "ratio"
+row "  CPU per handshake request, one SSL_CTX (us)" "$ours_tls" "$openssl_tls" cpu_us_per_request
+row "  CPU per handshake request, SSL_CTX each (us)" "$ours_tls" "$openssl_ctx_tls" cpu_us_per_request
 gate_us=$(python3 -c "print(f'{1e6/$(field rps <<<"$gated") - 1e6/$(field rps <<<"$ungated"):.1f}')")
 gate_cpu=$(python3 -c "print(f'{$(field cpu_us_per_request <<<"$gated") - $(field cpu_us_per_request <<<"$ungated"):.1f}')")
 printf '%-52s %12s\n' "reachability gate: added wall time per request (us)" "$gate_us"

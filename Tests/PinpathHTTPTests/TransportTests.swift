@@ -151,6 +151,48 @@ struct TransportTests {
         #expect(refused?.message.contains("shutting down") == true, "\(String(describing: refused))")
     }
 
+    @Test("A task preferring the session's executor runs on its libcurl thread, can be cancelled, and goes on after shutdown")
+    func sessionExecutor() async throws {
+        let server = try server()
+        defer { server.stop() }
+        let silent = try SilentServer()
+        defer { silent.stop() }
+        let session = try session(pins: ["inter"])
+        let request = get(server.port)
+        let (threadName, verified) = try await withTaskExecutorPreference(session.executor) {
+            var verified: [Bool] = []
+            for _ in 0..<3 { verified.append(try await session.send(request).tls?.verifiedChainPins.isEmpty == false) }
+            return (Self.currentThreadName(), verified)
+        }
+        #expect(threadName == "pinpath-curl")
+        #expect(verified == [true, true, true])
+
+        let hanging = get(silent.port)
+        let task = Task(executorPreference: session.executor) { try await session.send(hanging) }
+        try await Task.sleep(for: .milliseconds(100))
+        task.cancel()
+        await #expect { _ = try await task.value } throws: { ($0 as? HTTPError)?.code == .cancelled }
+
+        // Shut down from the libcurl thread itself: the next request is refused, and the task, still preferring
+        // the stopped thread, runs on elsewhere instead of waiting forever.
+        let afterShutdown = Task(executorPreference: session.executor) { () async -> (HTTPError.Code?, String) in
+            session.shutdown()
+            var code: HTTPError.Code?
+            do throws(HTTPError) { _ = try await session.send(request) } catch { code = error.code }
+            await Task.yield()
+            return (code, Self.currentThreadName())
+        }
+        let (code, laterThread) = await afterShutdown.value
+        #expect(code == .cancelled)
+        #expect(laterThread != "pinpath-curl")
+    }
+
+    /// The calling thread's name, as the kernel knows it.
+    static func currentThreadName() -> String {
+        let name = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+        return name.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     @Test("Header injection is refused before anything is sent")
     func headerInjection() async throws {
         var request = get(1)

@@ -1,6 +1,7 @@
 // Drives the request core for benchmarks/request-core.sh: prints one line of figures, asserts nothing.
 //
-//   pinpath-bench get URL COUNT CONCURRENCY [fresh] [pin=sha256/…] [ca=FILE] [gate]
+//   pinpath-bench get URL COUNT CONCURRENCY [fresh] [pin=sha256/…] [ca=FILE] [gate] [executor]
+// executor: the request loops prefer the session's libcurl thread (Session.executor) instead of the global pool.
 //   pinpath-bench inflight URL COUNT
 import FoundationEssentials
 import Glibc
@@ -33,6 +34,7 @@ struct PinpathBench {
         let session = try Session(configuration, monitor: monitor)
         let request = HTTPRequest(method: .get, url: url)
         let sending = options
+        let onSessionThread = flags.contains("executor")
 
         switch arguments[1] {
         case "get":
@@ -42,7 +44,7 @@ struct PinpathBench {
             let started = ContinuousClock.now
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for worker in 0..<concurrency {
-                    group.addTask {
+                    group.addTask(executorPreference: onSessionThread ? session.executor : nil) {
                         for _ in stride(from: worker, to: count, by: concurrency) {
                             let response = try await session.send(request, options: sending)
                             precondition(response.statusCode == 200, "status \(response.statusCode)")

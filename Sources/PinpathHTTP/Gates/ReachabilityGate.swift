@@ -8,14 +8,15 @@ struct ReachabilityGate: Sendable {
 
     /// Returns when `host` may be tried, or throws ``HTTPError/Code/notReachable`` with the monitor's verdict.
     /// `host` is the proxy's when the request goes through `proxy`: that is the only address it connects to.
-    func admit(host: String, proxy: Proxy? = nil, options: RequestOptions, request: String) async throws(HTTPError) {
-        let request = proxy.map { "\(request) through the proxy \($0)" } ?? request
+    /// `request` names the request in errors; it is built only for one (it costs more than the check).
+    func admit(host: String, proxy: Proxy? = nil, options: RequestOptions, request: @autoclosure () -> String) async throws(HTTPError) {
+        var label: String { proxy.map { "\(request()) through the proxy \($0)" } ?? request() }
         switch options.reachability {
         case .ignore:
             return
         case .failFast:
             if let verdict = await blockingVerdict(host: host, family: options.addressFamily) {
-                throw Self.error(verdict, request: request)
+                throw Self.error(verdict, request: label)
             }
         case .waitForConnectivity(let timeout):
             guard var verdict = await blockingVerdict(host: host, family: options.addressFamily) else { return }
@@ -25,12 +26,12 @@ struct ReachabilityGate: Sendable {
             var iterator = changes.makeAsyncIterator()
             while ContinuousClock.now < deadline {
                 let changed = await Self.next(&iterator, until: deadline)
-                if Task.isCancelled { throw HTTPError(.cancelled, "\(request): cancelled while waiting for connectivity") }
+                if Task.isCancelled { throw HTTPError(.cancelled, "\(label): cancelled while waiting for connectivity") }
                 guard changed else { break }
                 guard let still = await blockingVerdict(host: host, family: options.addressFamily) else { return }
                 verdict = still
             }
-            throw Self.error(verdict, request: request, waited: timeout)
+            throw Self.error(verdict, request: label, waited: timeout)
         }
     }
 

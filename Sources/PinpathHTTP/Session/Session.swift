@@ -82,6 +82,12 @@ public final class Session: Sendable {
     /// tables that a handshake on the session's thread may be reading at that moment.
     public func shutdown() { engine.stop() }
 
+    /// The session's libcurl thread as an executor. A task that sends many requests can prefer it
+    /// (`withTaskExecutorPreference`, `addTask(executorPreference:)`): its requests then cross no thread, neither to
+    /// start a transfer nor to resume with the response. Keep such a task short of blocking work: while it runs,
+    /// no transfer of the session makes progress. After ``shutdown()``, its jobs run on the global executor.
+    public var executor: any TaskExecutor { engine.executor }
+
     /// libcurl's version and TLS backend, after checking that it is the OpenSSL build.
     public static func engineVersion() throws(HTTPError) -> String { try CurlRuntime.check() }
 
@@ -106,7 +112,8 @@ public final class Session: Sendable {
             connectHost = request.url.host(percentEncoded: false)
             request.url = try Self.url(request.url, withHost: serverName, label: "\(request.method) \(request.displayURL)")
         }
-        let origin = request.url.host.map(HostPattern.canonicalHost)
+        // Compared in canonical form only after a redirect: canonicalising costs more than the rest of a request's setup.
+        let originHost = request.url.host
         let policies = HostPolicySet(configuration.policies.entries + options.policies.entries)
         var redirects = 0
         while true {
@@ -114,7 +121,8 @@ public final class Session: Sendable {
             hop.timeout = deadline - ContinuousClock.now
             // A request's own policy and trust store are for the host it names; any other host gets what a
             // first request to it would, as TrustKit scopes pins to domains.
-            let sameHost = request.url.host.map(HostPattern.canonicalHost) == origin
+            let sameHost =
+                redirects == 0 || request.url.host.map(HostPattern.canonicalHost) == originHost.map(HostPattern.canonicalHost)
             if !sameHost || options.securityPolicy == nil {
                 let resolved = try Self.hostPolicy(for: request, in: policies)
                 hop.securityPolicy = resolved?.policy
@@ -167,7 +175,8 @@ public final class Session: Sendable {
     ) async throws(HTTPError)
         -> HTTPResponse
     {
-        let label = "\(request.method) \(request.displayURL)"
+        // Built only for a message: redacting the URL costs more than the rest of a request's setup.
+        var label: String { "\(request.method) \(request.displayURL)" }
         guard let kind = request.kind, let host = request.url.host(percentEncoded: false), !host.isEmpty else {
             throw HTTPError(.invalidURL, "\(label): not an absolute URL of a kind pinpath sends (\(Self.supportedSchemes))")
         }
@@ -189,7 +198,7 @@ public final class Session: Sendable {
             request: request, options: options, verifier: verifier,
             clientCertificate: options.clientCertificate ?? configuration.clientCertificate, connectTo: connectTo,
             addressCheck: options.reachability == .ignore ? nil : gate?.addressCheck,
-            proxy: proxy.map { (proxy: $0, verifier: proxyVerifier) })
+            proxy: proxy.map { (proxy: $0, verifier: proxyVerifier) }, handles: engine.handles)
         let engine = self.engine
         let result: Result<HTTPResponse, HTTPError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in

@@ -27,6 +27,8 @@ final class Transfer: @unchecked Sendable {
     let kind: ServiceKind
     let options: RequestOptions
     let handle: UnsafeMutableRawPointer
+    /// Where the handle came from and goes back to.
+    private let handles: EasyHandlePool
     /// Runs the security policy in the handshake of a connection this transfer opens; `nil` for plain http.
     let verifier: HandshakeVerifier?
     let addressCheck: AddressCheck?
@@ -73,12 +75,14 @@ final class Transfer: @unchecked Sendable {
 
     init(
         request: HTTPRequest, options: RequestOptions, verifier: HandshakeVerifier?, clientCertificate: ClientCertificate?,
-        connectTo: String? = nil, addressCheck: AddressCheck?, proxy: (proxy: Proxy, verifier: HandshakeVerifier?)? = nil
+        connectTo: String? = nil, addressCheck: AddressCheck?, proxy: (proxy: Proxy, verifier: HandshakeVerifier?)? = nil,
+        handles: EasyHandlePool
     ) throws(HTTPError) {
-        guard let handle = curl_easy_init() else {
+        guard let handle = handles.take() else {
             throw HTTPError(.engineUnavailable, "libcurl cannot create a transfer (out of memory?)")
         }
         self.handle = handle
+        self.handles = handles
         self.request = request
         // The session has checked the scheme; a URL without one of the kinds is sent as libcurl reads it.
         self.kind = request.kind ?? .https
@@ -92,8 +96,9 @@ final class Transfer: @unchecked Sendable {
         try configure(clientCertificate: clientCertificate, connectTo: connectTo)
     }
 
+    /// The engine has removed the handle from the multi handle and its pool by now (or never added it).
     deinit {
-        curl_easy_cleanup(handle)
+        handles.recycle(handle)
         curl_slist_free_all(headerList)
         curl_slist_free_all(connectToList)
         if let exchangeSocket { close(exchangeSocket) }

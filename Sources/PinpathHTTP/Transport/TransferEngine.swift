@@ -1,5 +1,6 @@
 import CCurl
 import CCurlShims
+import Glibc
 import PinpathReachability
 import PinpathSupport
 import Synchronization
@@ -20,20 +21,48 @@ final class TransferEngine: Sendable {
     private struct Inbox {
         var added: [Transfer] = []
         var cancelled: [Transfer] = []
+        /// Tasks to run on the engine thread (``Shared`` as their executor).
+        var jobs: [UnownedJob] = []
         var stopping = false
+        /// The loop has returned: jobs go to the global executor instead.
+        var stopped = false
     }
 
     /// What the engine thread shares with the callers. It owns the multi handle: the loop holds it until it
     /// returns, so the handle is freed after the loop's last use even when the engine itself is released
     /// on the engine thread (a completion dropping the session's last reference).
-    private final class Shared: Sendable {
+    private final class Shared: TaskExecutor, Sendable {
         let multi: Multi
         let inbox = Mutex(Inbox())
+        /// The engine thread's `pthread_t`, once it runs: from it, new work needs no wake-up.
+        let engineThread = Atomic<UInt>(0)
         init(multi: Multi) { self.multi = multi }
         deinit { curl_multi_cleanup(multi.pointer) }
+
+        var onEngineThread: Bool { pthread_equal(engineThread.load(ordering: .relaxed), pthread_self()) != 0 }
+
+        func enqueue(_ job: consuming ExecutorJob) {
+            let job = UnownedJob(job)
+            let queued = inbox.withLock { inbox in
+                guard !inbox.stopped else { return false }
+                inbox.jobs.append(job)
+                return true
+            }
+            guard queued else { return globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+            if !onEngineThread { curl_multi_wakeup(multi.pointer) }
+        }
+
+        func wake() {
+            if !onEngineThread { curl_multi_wakeup(multi.pointer) }
+        }
     }
 
     private let shared: Shared
+    /// Runs tasks on the engine thread, between libcurl's work: a task that prefers it (`withTaskExecutorPreference`)
+    /// and sends requests crosses no thread to submit a transfer nor to resume with its outcome.
+    var executor: any TaskExecutor { shared }
+    /// The easy handles of finished transfers, for the next ones.
+    let handles = EasyHandlePool()
     private var multi: Multi { shared.multi }
     private let thread = Mutex<DedicatedThread?>(nil)
 
@@ -83,14 +112,14 @@ final class TransferEngine: Sendable {
         guard accepted else {
             return transfer.completion?(.failure(HTTPError(.cancelled, "\(transfer.description): the session is shutting down"))) ?? ()
         }
-        curl_multi_wakeup(multi.pointer)
+        shared.wake()
     }
 
     /// Stops a transfer; it completes with ``HTTPError/Code/cancelled`` unless it already finished.
     func cancel(_ transfer: Transfer) {
         transfer.cancelled.store(true, ordering: .releasing)
         shared.inbox.withLock { $0.cancelled.append(transfer) }
-        curl_multi_wakeup(multi.pointer)
+        shared.wake()
     }
 
     // MARK: The engine thread
@@ -119,7 +148,14 @@ final class TransferEngine: Sendable {
             transfer.completion = nil
         }
 
+        shared.engineThread.store(pthread_self(), ordering: .relaxed)
+        let executor = shared.asUnownedTaskExecutor()
         while true {
+            let jobs = shared.inbox.withLock { inbox in
+                defer { inbox.jobs.removeAll(keepingCapacity: true) }
+                return inbox.jobs
+            }
+            for job in jobs { job.runSynchronously(on: executor) }
             let (added, cancelled, stopping) = shared.inbox.withLock { inbox in
                 defer {
                     inbox.added.removeAll(keepingCapacity: true)
@@ -147,6 +183,13 @@ final class TransferEngine: Sendable {
                 }
                 // Closes the pooled connections here, on the thread that used them, before stop() returns.
                 pools.closeAll()
+                // Tasks still preferring this thread run on the global executor from now on.
+                let left = shared.inbox.withLock { inbox in
+                    inbox.stopped = true
+                    defer { inbox.jobs = [] }
+                    return inbox.jobs
+                }
+                for job in left { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
                 return
             }
 
@@ -159,8 +202,10 @@ final class TransferEngine: Sendable {
                 else { continue }
                 finish(transfer, transfer.outcome(message.pointee.data.result))
             }
-            // Sleeps until a socket is ready, libcurl's next timeout, or a wake-up from submit/cancel.
-            _ = curl_multi_poll(multi.pointer, nil, 0, 1000, nil)
+            // Sleeps until a socket is ready, libcurl's next timeout, or a wake-up from submit/cancel/enqueue;
+            // not at all when the completions above resumed tasks on this thread, or they added work.
+            let ready = shared.inbox.withLock { !$0.jobs.isEmpty || !$0.added.isEmpty || !$0.cancelled.isEmpty }
+            _ = curl_multi_poll(multi.pointer, nil, 0, ready ? 0 : 1000, nil)
         }
     }
 }

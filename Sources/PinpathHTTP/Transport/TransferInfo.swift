@@ -28,7 +28,7 @@ struct TransferInfo {
         guard pinpath_curl_getinfo_string(handle, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK, let ip, ip.pointee != 0 else { return nil }
         let address = String(cString: ip)
         let port = long(CURLINFO_PRIMARY_PORT)
-        return address.contains(":") ? "[\(address)]:\(port)" : "\(address):\(port)"
+        return address.utf8.contains(UInt8(ascii: ":")) ? "[\(address)]:\(port)" : "\(address):\(port)"
     }
 
     /// blackbox_exporter's phases from libcurl's cumulative times.
