@@ -298,9 +298,10 @@ pp_seq = sorted([(t, "down", e) for t, e in pp["down"]] + [(t, "up", e) for t, e
 ip_seq = ip_order
 SKIP = 50_000  # µs
 # Only alignments within BAND lines of the diagonal are searched: cost and memory grow with n × BAND, not
-# n × m (10,000 changes), and a stream that strays further than that is broken beyond what pairing shows.
-BAND = 64
+# n × m (10,000 changes). The band is wide enough for the difference in counts (pinpath reports nothing
+# for a down and up that the kernel sent before it read either) and 64 lines of slack either way.
 n, m = len(pp_seq), len(ip_seq)
+BAND = abs(n - m) + 64
 INF = float("inf")
 width = 2 * BAND + 1
 cost = [[INF] * width for _ in range(n + 1)]  # cost[i][j - i + BAND]
@@ -323,13 +324,7 @@ for i in range(n + 1):
             best, how = row[k - 1] + SKIP, 3
         row[k], step[i][k] = best, how
 pairs, missed_by_pinpath = [], []
-if abs(n - m) > BAND:
-    print(f"  warning: {n} pinpath changes against {m} ip monitor transitions: too far apart to pair")
-    unmatched.extend(e for _, _, e in pp_seq)
-    missed_by_pinpath.extend(ip_seq)
-    i = j = 0
-else:
-    i, j = n, m
+i, j = n, m
 while i or j:
     how = step[i][j - i + BAND]
     if how == 1:
