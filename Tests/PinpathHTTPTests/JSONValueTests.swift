@@ -76,4 +76,15 @@ struct JSONValueTests {
         #expect(value == ["i": 3, "d": 2.5, "s": "x", "b": false, "n": nil, "a": [1, ["k": []]]])
         #expect(value == (try JSONParser.parse(Array(text.utf8))))
     }
+
+    @Test(
+        "A string is written as it is unless a character in it needs an escape",
+        arguments: [
+            ("plain", #""plain""#), ("", #""""#), ("dots… → é", #""dots… → é""#),
+            ("a\u{2028}b\u{2029}", #""a\u2028b\u2029""#), ("tab\tquote\"back\\", #""tab\tquote\"back\\""#),
+            ("bell\u{7}", #""bell\u0007""#),
+        ])
+    func stringEscapes(text: String, expected: String) {
+        #expect(JSONValue.string(text).encoded() == expected)
+    }
 }

@@ -13,6 +13,8 @@ final class MonitorLoop {
     private var state = KernelState()
     private var targets: [WatchedTarget]
     private var path: NetworkPath!
+    /// The route answers `path` was computed from.
+    private var pathRouteAnswers: [IPAddress: RouteAnswer] = [:]
     private var sysfsFacts: [String: (deviceType: String?, hasWirelessPhy: Bool)] = [:]
     /// Messages were lost and the last attempt to read everything again did not complete.
     private var needsResync = false
@@ -58,19 +60,28 @@ final class MonitorLoop {
         requests = try NetlinkSocket()
         requests.setReceiveBuffer(bytes: 1 << 20)
         state = try readKernelState()
-        path = evaluatePath()
+        path = evaluatePath(answers: lookUpPathRoutes())
         core.publish(path, events: [])
         scheduleResolutionRetry()
     }
 
     /// An evaluator whose route answers for `destinations` were fetched from the kernel in one batch.
     private func evaluator(for destinations: [IPAddress]) -> PathEvaluator {
-        let answers = requests.lookUpRoutes(to: destinations)
-        return PathEvaluator(state: state, lookUpRoute: { answers[$0] ?? .failed(errno: EIO) })
+        evaluator(answers: requests.lookUpRoutes(to: destinations))
     }
 
-    private func evaluatePath() -> NetworkPath {
-        evaluator(for: PathEvaluator.destinations(of: targets)).path(targets: targets)
+    private func evaluator(answers: [IPAddress: RouteAnswer]) -> PathEvaluator {
+        PathEvaluator(state: state, lookUpRoute: { answers[$0] ?? .failed(errno: EIO) })
+    }
+
+    /// The route answers a whole snapshot needs: the internet probes and every target's addresses.
+    private func lookUpPathRoutes() -> [IPAddress: RouteAnswer] {
+        requests.lookUpRoutes(to: PathEvaluator.destinations(of: targets))
+    }
+
+    private func evaluatePath(answers: [IPAddress: RouteAnswer]) -> NetworkPath {
+        pathRouteAnswers = answers
+        return evaluator(answers: answers).path(targets: targets)
     }
 
     private func serve() {
@@ -129,7 +140,11 @@ final class MonitorLoop {
     private func recheckSettled() {
         guard let current = settle else { return }
         settle = current.later.first.map { (.now + $0, current.later.dropFirst(), current.triggers) }
-        recompute(current.triggers)
+        // Every message and command recomputes at once, so since the last snapshot only the kernel's routes
+        // can have moved: the same answers give the same path, and the usual recheck costs one look-up.
+        let answers = lookUpPathRoutes()
+        guard answers != pathRouteAnswers else { return }
+        recompute(current.triggers, answers: answers)
     }
 
     // MARK: Netlink messages
@@ -211,9 +226,9 @@ final class MonitorLoop {
 
     // MARK: Snapshots and events
 
-    private func recompute(_ triggers: [Trigger]) {
+    private func recompute(_ triggers: [Trigger], answers: [IPAddress: RouteAnswer]? = nil) {
         let previous = path!
-        path = evaluatePath()
+        path = evaluatePath(answers: answers ?? lookUpPathRoutes())
         let changes = visibleChanges(from: previous, to: path) { involved in Trigger.explaining(involved, from: triggers) }
         core.publish(path, events: changes)
         if Self.shouldResolveAgain(from: previous, to: path) { resolveHostTargets { _ in true } }
