@@ -24,7 +24,9 @@ let package = Package(
             name: "CNetlink", pkgConfig: "libnl-route-3.0",
             providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
-        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libcurl's headers only (libcurl4-openssl-dev): the library is opened at run time (CCurlShims), so that
+        // commands making no request start without it; pkg-config would add -lcurl.
+        .systemLibrary(name: "CCurl"),
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         // Pass-throughs for what Swift cannot import (variadics, function-like macros, _GNU_SOURCE-only symbols),
         // one target per C library so that each layer needs only its own library's headers.

@@ -9,6 +9,12 @@ enum CurlRuntime {
     static let availability: Result<String, HTTPError> = {
         // libcurl initialises OpenSSL: this comes first, so that an exit never frees OpenSSL under libcurl's thread.
         OpenSSLRuntime.initialiseWithoutExitCleanup()
+        if let failure = pinpath_curl_load() {
+            return .failure(
+                HTTPError(
+                    .engineUnavailable,
+                    "libcurl could not be loaded (\(String(cString: failure))); pinpath needs Debian's libcurl4, its OpenSSL build"))
+        }
         guard curl_global_init(Int(CURL_GLOBAL_SSL)) == CURLE_OK else {
             return .failure(HTTPError(.engineUnavailable, "libcurl failed to initialise"))
         }
