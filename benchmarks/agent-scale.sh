@@ -8,9 +8,9 @@
 #      failures, and the p99 lateness of probe starts against their schedule (agent.stopping). Once per policy in MODES: `pinned` (public_key, 2 pins: root and leaf) and/or `none`.
 #      A mode with `+listen` (`pinned+listen`) also sets `metrics.listen` and scrapes `/metrics` with curl every
 #      15 s (Prometheus's default interval) during the run, so its CPU per probe includes serving them; after the
-#      run's figures are taken, SCRAPES more scrapes back to back give the CPU of one scrape: the CPU of NIO's
-#      event loop thread (/proc/PID/task/TID, the thread named NIO-ELT-…), which renders and serves /metrics and
-#      does nothing else, over SCRAPES.
+#      run's figures are taken, SCRAPES more scrapes one after another give the CPU of one scrape: the median
+#      over SCRAPES of the CPU time of NIO's event loop thread (/proc/PID/task/TID/schedstat, the thread named
+#      NIO-ELT-…), which renders and serves /metrics and does nothing else, during each scrape.
 #   2. Debian's prometheus-blackbox-exporter probing the same N URLs at the same rate (N/60 per second, evenly
 #      spread) for DURATION seconds, driven by a small Python asyncio client: the exporter's own CPU per probe
 #      and peak RSS. The driver's CPU is not counted (it runs in its own process; only the exporter's /proc
@@ -179,11 +179,12 @@ write_config() {
     } > "$file"
 }
 
-# CPU seconds of pinpath's /metrics thread (NIO's event loop, named NIO-ELT-…); 0 without one.
-loop_cpu_seconds() {
+# CPU nanoseconds of pinpath's /metrics thread (NIO's event loop, named NIO-ELT-…): the first field of its
+# schedstat, exact where /stat counts 10 ms ticks; 0 without one.
+loop_cpu_ns() {
     local task
     for task in /proc/"$1"/task/*; do
-        if [[ $(cat "$task/comm" 2>/dev/null) == NIO-ELT* ]]; then cpu_seconds "$1/task/${task##*/}"; return; fi
+        if [[ $(cat "$task/comm" 2>/dev/null) == NIO-ELT* ]]; then read -r ns _ < "$task/schedstat"; echo "$ns"; return; fi
     done
     echo 0
 }
@@ -219,11 +220,13 @@ run_pinpath() {
     cpu1=$(cpu_seconds "$pid"); t1=$(date +%s.%N)
     local scrape_ms=nan scrape_bytes=0
     if [[ $mode == *+listen ]]; then
-        local loop0 loop1
-        loop0=$(loop_cpu_seconds "$pid")
-        for ((k = 0; k < SCRAPES; k++)); do scrape_bytes=$(scrape "$socket"); done
-        loop1=$(loop_cpu_seconds "$pid")
-        scrape_ms=$(calc "($loop1 - $loop0) / $SCRAPES * 1000" 1)
+        # Each scrape's CPU on NIO's thread; the median of SCRAPES (and the range, for the noise).
+        local loop0 loop1 per_scrape=()
+        for ((k = 0; k < SCRAPES; k++)); do
+            loop0=$(loop_cpu_ns "$pid"); scrape_bytes=$(scrape "$socket"); loop1=$(loop_cpu_ns "$pid")
+            per_scrape+=($((loop1 - loop0)))
+        done
+        scrape_ms=$(python3 -c 'import statistics, sys; v = [int(x) / 1e6 for x in sys.argv[1:]]; print(f"{statistics.median(v):.1f}/{min(v):.1f}-{max(v):.1f}")' "${per_scrape[@]}")
     fi
     kill -TERM "$pid"; wait "$pid" || true; forget "$pid"
     wait "$sampler" 2>/dev/null || true; forget "$sampler"
@@ -379,7 +382,7 @@ for n in $NS; do
             echo "N=$n $kind $mode: pinpath CPU until its first pass was done ${pp_startup}s; in steady state ${pp_steady} ms per probe"
             echo "  (steady CPU over the scheduled N/$INTERVAL probes a second); blackbox probe_success 1 in $bb_ok of $bb_probes"
             if [[ $mode == *+listen ]]; then
-                echo "  /metrics: ${scrape_ms} ms of CPU per scrape (NIO's thread, $SCRAPES scrapes of $scrape_bytes bytes, $n endpoints)"
+                echo "  /metrics: ${scrape_ms%%/*} ms of CPU per scrape, median (${scrape_ms#*/} ms; NIO's thread, $SCRAPES scrapes of $scrape_bytes bytes, $n endpoints)"
             fi
         done
     done

@@ -43,21 +43,73 @@ public enum MetricsExposition {
 
     /// The snapshot as exposition text: HELP and TYPE once per family, samples in the endpoints' order.
     public static func render(_ snapshot: MetricsSnapshot, format: Format = .prometheus) -> String {
-        String(decoding: renderBytes(snapshot, format: format), as: UTF8.self)
+        var body = Body(snapshot, format: format)
+        var text: [UInt8] = []
+        while let piece = body.next() { text.append(contentsOf: piece) }
+        return String(decoding: text, as: UTF8.self)
     }
 
-    /// ``render(_:format:)`` as UTF-8 bytes, for a response body: no String in between (10,000 endpoints make
-    /// about 10 MB).
-    public static func renderBytes(_ snapshot: MetricsSnapshot, format: Format = .prometheus) -> [UInt8] {
-        var out = Output(format: format)
-        let rendered = snapshot.rendered ?? snapshot.endpoints.map(RenderedEndpoint.init)
-        out.text.reserveCapacity(4096 + rendered.reduce(0) { $0 + $1.bytes.count })
-        for (index, family) in RenderedEndpoint.families.enumerated() {
-            // A family without samples says nothing: OCSP, when no server stapled.
-            if family.onlyWithSamples && rendered.allSatisfy({ $0.section(index).isEmpty }) { continue }
-            out.family(family.name, family.type, family.help)
-            for endpoint in rendered { out.text.append(contentsOf: endpoint.section(index)) }
+    /// The exposition in pieces of about ``pieceSize`` bytes, for a response written as it is rendered: no whole
+    /// body (10 MB at 10,000 endpoints) is built and copied, and every piece reuses one buffer. ``render(_:format:)``
+    /// joins the pieces, so the textfile and `/metrics` stay the same text.
+    struct Body {
+        /// Under the agent's mmap threshold (128 KiB, set in `RunCommand`): the buffers of a piece and of its
+        /// copy into NIO come from the heap and are reused, where a 10 MB buffer was a fresh mapping, page-faulted
+        /// in at every scrape.
+        static let pieceSize = 64 << 10
+
+        private let snapshot: MetricsSnapshot
+        private let rendered: [RenderedEndpoint]
+        private var out: Output
+        /// Where the per-endpoint families stand: the family, whether its header is written, the next endpoint.
+        private var family = 0
+        private var familyStarted = false
+        private var endpoint = 0
+        private var finished = false
+
+        init(_ snapshot: MetricsSnapshot, format: Format) {
+            self.snapshot = snapshot
+            rendered = snapshot.rendered ?? snapshot.endpoints.map(RenderedEndpoint.init)
+            out = Output(format: format)
         }
+
+        /// The next piece, or nil after the last. The piece is the renderer's own buffer: let it go before the next
+        /// call, or that call copies it.
+        mutating func next() -> [UInt8]? {
+            guard !finished else { return nil }
+            out.text.removeAll(keepingCapacity: true)
+            let families = RenderedEndpoint.families
+            while out.text.count < Self.pieceSize && family < families.count {
+                if !familyStarted {
+                    // A family without samples says nothing: OCSP, when no server stapled.
+                    let index = family
+                    if families[index].onlyWithSamples && rendered.allSatisfy({ $0.section(index).isEmpty }) {
+                        family += 1
+                        continue
+                    }
+                    out.family(families[index].name, families[index].type, families[index].help)
+                    familyStarted = true
+                }
+                while endpoint < rendered.count && out.text.count < Self.pieceSize {
+                    out.text.append(contentsOf: rendered[endpoint].section(family))
+                    endpoint += 1
+                }
+                if endpoint == rendered.count {
+                    family += 1
+                    familyStarted = false
+                    endpoint = 0
+                }
+            }
+            if family == families.count {
+                MetricsExposition.renderAgentFamilies(snapshot, into: &out)
+                finished = true
+            }
+            return out.text
+        }
+    }
+
+    /// The families that are not per endpoint (a few hundred bytes), and OpenMetrics' `# EOF`.
+    private static func renderAgentFamilies(_ snapshot: MetricsSnapshot, into out: inout Output) {
         if let status = snapshot.pathStatus {
             out.family("pinpath_reachability_status", .gauge, "The network path's status: 1 for the current one.")
             for candidate in [ReachabilityStatus.reachable, .notReachable] {
@@ -98,8 +150,7 @@ public enum MetricsExposition {
         out.family("pinpath_build_info", .gauge, "The agent's build: always 1, the labels say which.")
         out.sample(
             "pinpath_build_info", snapshot.buildLabels.map { "\($0.name)=\"\(escape($0.value))\"" }.joined(separator: ","), 1)
-        if format == .openMetrics { out.append("# EOF\n") }
-        return out.text
+        if out.format == .openMetrics { out.append("# EOF\n") }
     }
 
     /// The states, once: `allCases` builds a new array at each call.

@@ -85,6 +85,10 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     private let store: MetricsStore
     private var request: HTTPRequestHead?
     private var answered = false
+    /// The rest of a `/metrics` body being written, and whether ``writeBody(_:)`` is running (a flush can report
+    /// the channel writable again from inside it).
+    private var body: MetricsExposition.Body?
+    private var writingBody = false
 
     init(store: MetricsStore) {
         self.store = store
@@ -121,6 +125,16 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.close(promise: nil)
     }
 
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if body != nil { writeBody(context) }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        body = nil  // the client left: the snapshot goes now, not when the handler does
+        context.fireChannelInactive()
+    }
+
     private func answer(_ head: HTTPRequestHead, _ context: ChannelHandlerContext) {
         guard head.method == .GET || head.method == .HEAD else {
             var headers = HTTPHeaders()
@@ -132,8 +146,14 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         switch path {
         case "/metrics":
             let format = MetricsExposition.Format(accept: head.headers[canonicalForm: "accept"].joined(separator: ","))
-            let body = MetricsExposition.renderBytes(store.snapshot().snapshot, format: format)
-            respond(context, status: .ok, body: body, head: head, contentType: format.contentType)
+            answered = true
+            // No Content-Length: the body is written as it is rendered (chunked, or up to the close for HTTP/1.0).
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Type", value: format.contentType)
+            headers.add(name: "Connection", value: "close")
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
+            if head.method != .HEAD { body = MetricsExposition.Body(store.snapshot().snapshot, format: format) }
+            writeBody(context)
         case "/healthz":
             respond(context, status: .ok, body: "ok\n", head: head)
         case "/readyz":
@@ -146,6 +166,26 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             }
         default:
             respond(context, status: .notFound, body: "not found; try /metrics, /healthz or /readyz\n", head: head)
+        }
+    }
+
+    /// Writes pieces of the `/metrics` body while the channel takes them, then ends the response and closes the
+    /// connection. When the client reads slower than it is rendered, NIO's write buffer fills (64 KiB) and the
+    /// rest waits for ``channelWritabilityChanged(context:)``: one piece in memory at a time, whatever the size.
+    private func writeBody(_ context: ChannelHandlerContext) {
+        guard !writingBody else { return }
+        writingBody = true
+        defer { writingBody = false }
+        while context.channel.isWritable {
+            guard let piece = body?.next() else {
+                body = nil
+                let channel = context.channel
+                context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+                return
+            }
+            var buffer = context.channel.allocator.buffer(capacity: piece.count)
+            buffer.writeBytes(piece)
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
         }
     }
 
