@@ -1,4 +1,6 @@
 import FoundationEssentials
+import PinpathSecurity
+import PinpathTestSupport
 import Testing
 
 @testable import PinpathAgent
@@ -70,5 +72,29 @@ struct ExpiryCheckTests {
         #expect(check.check(chain: [renewed], now: now).map(\.daysLeft) == [25])
         #expect(check.check(chain: [old], now: now).map(\.daysLeft) == [5])
         #expect(check.check(chain: [old], now: now).isEmpty)
+    }
+
+    @Test("A handshake's verified chain warns only once a certificate is within a threshold, identified by its fingerprint")
+    func verifiedChain() throws {
+        let pki = TestPKI.shared
+        let evaluation = try SecurityPolicy(mode: .none).evaluate(
+            servedChain: try pki.chain(["valid", "inter"]), host: "valid.test", trustStore: try pki.trustStore())
+        let chain = evaluation.verifiedChain
+        try #require(chain.count >= 2 && evaluation.failure == nil)
+        let leafExpiry = try #require(chain.map(\.notAfter).min())
+        var check = ExpiryCheck(thresholds: Self.fourThresholds)
+        // Long before: nothing within 30 days, so nothing to warn about or remember.
+        #expect(check.check(evaluation, now: leafExpiry.addingTimeInterval(-60 * Self.day)).isEmpty)
+        // Twelve days before the earliest expiry: that certificate warns for 14d, at its depth, once.
+        let near = leafExpiry.addingTimeInterval(-12 * Self.day)
+        let warnings = check.check(evaluation, now: near)
+        let expiring = chain.enumerated().filter { $0.element.notAfter == leafExpiry }
+        #expect(warnings.map(\.depth) == expiring.map(\.offset))
+        #expect(warnings.map(\.certificate.identity) == expiring.map(\.element.sha256Fingerprint))
+        #expect(warnings.map(\.threshold) == expiring.map { _ in .seconds(14 * 86_400) })
+        #expect(check.check(evaluation, now: near).isEmpty)
+        // A chain outside every threshold again (say, the clock was wrong) is forgotten, as a renewal is.
+        #expect(check.check(evaluation, now: leafExpiry.addingTimeInterval(-60 * Self.day)).isEmpty)
+        #expect(check.check(evaluation, now: near).map(\.depth) == expiring.map(\.offset))
     }
 }

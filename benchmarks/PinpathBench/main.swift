@@ -3,18 +3,21 @@
 //   pinpath-bench get URL COUNT CONCURRENCY [fresh] [pin=sha256/…] [ca=FILE] [gate] [executor]
 // executor: the request loops prefer the session's libcurl thread (Session.executor) instead of the global pool.
 //   pinpath-bench inflight URL COUNT
+//   pinpath-bench paced URL COUNT rate=PER_SECOND [fresh] [pin=sha256/…] [ca=FILE] [gate]   (PacedRequests.swift)
 import FoundationEssentials
 import Glibc
 import PinpathHTTP
 import PinpathReachability
 import PinpathSecurity
 
-@main
+// Top-level code rather than @main: the target has more than one file (PacedRequests.swift).
+try await PinpathBench.main()
+
 struct PinpathBench {
     static func main() async throws {
         let arguments = CommandLine.arguments
         guard arguments.count >= 4, let count = Int(arguments[3]), let url = URL(string: arguments[2]) else {
-            fatalError("usage: pinpath-bench get|inflight URL COUNT [CONCURRENCY] [fresh] [pin=…] [ca=…] [gate]")
+            fatalError("usage: pinpath-bench get|inflight|paced URL COUNT [CONCURRENCY] [fresh] [pin=…] [ca=…] [gate]")
         }
         let flags = arguments.dropFirst(4)
         var configuration = Session.Configuration()
@@ -75,6 +78,13 @@ struct PinpathBench {
                 try await group.waitForAll()
             }
             print("in_flight=\(count) peak_rss_mib=\(format(peak))")
+        case "paced":
+            guard let rate = flags.first(where: { $0.hasPrefix("rate=") }).flatMap({ Double($0.dropFirst(5)) }), rate > 0 else {
+                fatalError("paced needs rate=PER_SECOND")
+            }
+            let figures = try await PacedRequests.run(
+                session: session, monitor: monitor, request: request, options: sending, count: count, rate: rate)
+            print(figures)
         default:
             fatalError("unknown mode \(arguments[1])")
         }
