@@ -1,6 +1,7 @@
 import FoundationEssentials
 import PinpathHTTP
 import PinpathReachability
+import PinpathSupport
 
 /// The agent's scheduling loop, on one actor: it takes due probes from the schedule, starts them through the
 /// admission (``ProbeAdmission``), hands their results and the path's changes to the endpoints
@@ -19,11 +20,9 @@ actor AgentCore {
     private var admission = ProbeAdmission()
     private var stopping = false
     private let heartbeat: Heartbeat?
-    private var sleeper: CheckedContinuation<Void, Never>?
+    private let loopSleep = WakeableSleep()
     /// The connectivity check's last state; `nil` before the first verdict and when the check is off.
     private var connectivity: ConnectivityState?
-    /// Counts the loop's sleeps, so that a timer can tell whether the sleep it was set for is still on.
-    private var sleepNumber = 0
 
     /// Called from the loop at least every `interval` with the endpoints' summary: systemd's watchdog and status.
     struct Heartbeat {
@@ -99,7 +98,7 @@ actor AgentCore {
                 }
                 wakeUp = min(wakeUp ?? nextBeat, nextBeat)
             }
-            await sleep(until: wakeUp)
+            await loopSleep.sleep(until: wakeUp, tolerance: .milliseconds(1))
         }
     }
 
@@ -135,43 +134,8 @@ actor AgentCore {
         while let (name, due) = admission.nextWaiting() { start(name, due: due) }
     }
 
-    /// Sleeps until `deadline` or ``wake()``, whichever comes first.
-    ///
-    /// Each sleep's timer wakes that sleep only (by its number): a timer that outlives its sleep (cancelled
-    /// because something else woke the loop, or firing just as it was woken) must not end the next one, or
-    /// every early wake (a reload, the path coming back) would leave the loop spinning, each cancelled timer
-    /// waking the next sleep and being cancelled in turn.
-    private func sleep(until deadline: ContinuousClock.Instant?) async {
-        sleepNumber += 1
-        let number = sleepNumber
-        var timer: Task<Void, Never>?
-        await withCheckedContinuation { continuation in
-            sleeper = continuation
-            if let deadline {
-                timer = Task { [weak self] in
-                    do {
-                        try await Task.sleep(until: deadline, tolerance: .milliseconds(1))
-                    } catch {
-                        return  // cancelled: its sleep is already over
-                    }
-                    await self?.wake(sleepNumber: number)
-                }
-            }
-        }
-        timer?.cancel()
-    }
-
-    /// Ends the current sleep, if any: something changed that the loop must look at.
-    private func wake() {
-        sleeper?.resume()
-        sleeper = nil
-    }
-
-    /// Ends sleep number `number` if it is still the current one.
-    private func wake(sleepNumber number: Int) {
-        guard number == sleepNumber else { return }
-        wake()
-    }
+    /// Ends the loop's sleep: something changed that the loop must look at.
+    private func wake() { loopSleep.wake() }
 
     // MARK: Results and the path
 

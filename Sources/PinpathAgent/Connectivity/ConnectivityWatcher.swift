@@ -1,4 +1,5 @@
 import PinpathHTTP
+import PinpathSupport
 
 /// Runs the connectivity check (`connectivity:`) through the agent's session: at start, every `interval`,
 /// and again once the path has been quiet for a moment after each change, so that a burst of netlink events
@@ -15,8 +16,7 @@ actor ConnectivityWatcher {
     /// The last path change not yet checked after.
     private var pathChangedAt: ContinuousClock.Instant?
     private var stopping = false
-    private var sleeper: CheckedContinuation<Void, Never>?
-    private var sleepNumber = 0
+    private let sleeper = WakeableSleep()
 
     init(session: Session, configuration: ConnectivityConfiguration, report: @escaping @Sendable (ConnectivityVerdict) async -> Void) {
         self.session = session
@@ -35,7 +35,7 @@ actor ConnectivityWatcher {
             while !stopping {
                 let due = pathChangedAt.map { $0 + Self.quietPeriod } ?? periodic
                 if ContinuousClock.now >= due { break }
-                await sleep(until: due)
+                await sleeper.sleep(until: due, tolerance: .milliseconds(10))
             }
         }
     }
@@ -52,32 +52,5 @@ actor ConnectivityWatcher {
         wake()
     }
 
-    /// Sleeps until `deadline` or ``wake()``; a timer outliving its sleep wakes nothing (as `AgentCore.sleep`).
-    private func sleep(until deadline: ContinuousClock.Instant) async {
-        sleepNumber += 1
-        let number = sleepNumber
-        var timer: Task<Void, Never>?
-        await withCheckedContinuation { continuation in
-            sleeper = continuation
-            timer = Task { [weak self] in
-                do {
-                    try await Task.sleep(until: deadline, tolerance: .milliseconds(10))
-                } catch {
-                    return
-                }
-                await self?.wake(sleepNumber: number)
-            }
-        }
-        timer?.cancel()
-    }
-
-    private func wake() {
-        sleeper?.resume()
-        sleeper = nil
-    }
-
-    private func wake(sleepNumber number: Int) {
-        guard number == sleepNumber else { return }
-        wake()
-    }
+    private func wake() { sleeper.wake() }
 }
