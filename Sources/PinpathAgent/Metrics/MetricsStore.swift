@@ -17,6 +17,8 @@ final class MetricsStore: Sendable {
         var rendered: [RenderedEndpoint] = []
         /// Where each endpoint is in those arrays.
         var position: [String: Int] = [:]
+        /// The agent has sent its endpoints (at start, even none): until then an empty list means "not yet".
+        var endpointsKnown = false
         var snapshot = MetricsSnapshot()
         /// Bumped by every change, so that the textfile is rewritten only when something changed.
         var version = 0
@@ -52,10 +54,11 @@ final class MetricsStore: Sendable {
         stored &* 1_000_003 &+ statistics.dropped
     }
 
-    /// Whether `/readyz` says ready: the first path snapshot taken and every endpoint with its first result.
+    /// Whether `/readyz` says ready: the endpoints known, the first path snapshot taken and every endpoint with
+    /// its first result.
     var isReady: Bool {
         state.withLock { state in
-            state.snapshot.pathStatus != nil && state.endpoints.allSatisfy(\.hasFirstResult)
+            state.endpointsKnown && state.snapshot.pathStatus != nil && state.endpoints.allSatisfy(\.hasFirstResult)
         }
     }
 
@@ -69,6 +72,7 @@ final class MetricsStore: Sendable {
             if order != nil {
                 // The registry sends every endpoint, in order, with a new order.
                 state.endpoints = endpoints
+                state.endpointsKnown = true
                 state.rendered = rendered
                 state.position = Dictionary(endpoints.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { $1 })
             } else {
