@@ -8,6 +8,10 @@ extension Transfer {
     func configure(clientCertificate: ClientCertificate?, connectTo: String?) throws(HTTPError) {
         try set(CURLOPT_URL, curlURL)
         try set(CURLOPT_NOSIGNAL, 1)  // several threads; timeouts are libcurl's own
+        // A transfer ended during its name look-up (timeout, cancel) leaves the resolver thread to finish alone:
+        // by default libcurl waits for it, holding the engine's thread, and so every other transfer, until the
+        // DNS server answers or the resolver gives up. The thread frees its memory when getaddrinfo returns.
+        try set(CURLOPT_QUICK_EXIT, 1)
         try set(CURLOPT_ERRORBUFFER, pointer: errorBuffer)
         try set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(options.connectTimeout))
         try set(CURLOPT_TIMEOUT_MS, Self.milliseconds(options.timeout))

@@ -88,6 +88,13 @@ final class TestNetwork {
         try lines.write(toFile: "\(directory)/hosts", atomically: true, encoding: .utf8)
     }
 
+    /// Gives the host namespace its own /etc/resolv.conf (mounted by `ip netns exec` as /etc/hosts is).
+    func resolvConf(_ lines: String) throws {
+        let directory = "/etc/netns/\(host)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try lines.write(toFile: "\(directory)/resolv.conf", atomically: true, encoding: .utf8)
+    }
+
     /// Waits until something accepts TCP connections on `address`:`port` inside `namespace`.
     func waitForListener(in namespace: String, _ address: String, _ port: Int) throws {
         for _ in 0..<300 {
