@@ -91,13 +91,9 @@ public struct ProxySettings: Sendable, Hashable {
 
     private static func address(_ address: IPAddress, matches entry: String) -> Bool {
         let parts = entry.split(separator: "/", maxSplits: 1).map(String.init)
-        guard let network = IPAddress(URLHost.withoutBrackets(parts[0])), network.family == address.family else { return false }
-        let width = network.bytes.count * 8
+        guard let network = IPAddress(URLHost.withoutBrackets(parts[0])) else { return false }
+        let width = network.family == .ipv4 ? 32 : 128
         guard let bits = parts.count == 2 ? Int(parts[1]) : width, (0...width).contains(bits) else { return false }
-        let (left, right) = (address.bytes, network.bytes)
-        for bit in 0..<bits where (left[bit / 8] >> (7 - bit % 8)) & 1 != (right[bit / 8] >> (7 - bit % 8)) & 1 {
-            return false
-        }
-        return true
+        return address.isWithin(network, prefixLength: bits)
     }
 }

@@ -14,14 +14,5 @@ extension NetworkPath {
 
 extension InterfaceAddress {
     /// Whether `other` shares this address's first `prefixLength` bits (same family only).
-    func subnetContains(_ other: IPAddress) -> Bool {
-        guard other.family == address.family else { return false }
-        var remaining = prefixLength
-        for (mine, theirs) in zip(address.bytes, other.bytes) where remaining > 0 {
-            let mask: UInt8 = remaining >= 8 ? 0xFF : ~(0xFF >> UInt8(remaining))
-            guard mine & mask == theirs & mask else { return false }
-            remaining -= 8
-        }
-        return true
-    }
+    func subnetContains(_ other: IPAddress) -> Bool { other.isWithin(address, prefixLength: prefixLength) }
 }

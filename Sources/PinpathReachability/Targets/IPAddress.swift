@@ -39,6 +39,18 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether this address is in `network`/`prefixLength` (`192.0.2.7` is in `192.0.2.0`/24): the same family,
+    /// and the first `prefixLength` bits agree. A length past the family's width compares the whole address.
+    public func isWithin(_ network: IPAddress, prefixLength: Int) -> Bool {
+        guard network.family == family else { return false }
+        // An IPv4 address sits at the top of `high`, so for both families the first bits are the top of (high, low);
+        // `<<` past the width gives 0, an empty mask.
+        let bits = max(0, prefixLength)
+        let highMask = ~UInt64(0) << (64 - min(bits, 64))
+        let lowMask = ~UInt64(0) << (64 - min(max(bits - 64, 0), 64))
+        return (high ^ network.high) & highMask == 0 && (low ^ network.low) & lowMask == 0
+    }
+
     /// IPv4 before IPv6, then numerically: the order `ip addr` lists addresses in.
     static func < (lhs: IPAddress, rhs: IPAddress) -> Bool {
         (lhs.family == .ipv4 ? 0 : 1, lhs.high, lhs.low) < (rhs.family == .ipv4 ? 0 : 1, rhs.high, rhs.low)
