@@ -156,6 +156,8 @@ final class TransferEngine: Sendable {
                 return inbox.jobs
             }
             for job in jobs { job.runSynchronously(on: executor) }
+            // Read after the jobs ran: what they submitted sent no wake-up (they ran on this thread), so it must
+            // start in this turn, not after the next poll times out.
             let (added, cancelled, stopping) = shared.inbox.withLock { inbox in
                 defer {
                     inbox.added.removeAll(keepingCapacity: true)
