@@ -198,7 +198,7 @@ public final class Session: Sendable {
             request: request, options: options, verifier: verifier,
             clientCertificate: options.clientCertificate ?? configuration.clientCertificate, connectTo: connectTo,
             addressCheck: options.reachability == .ignore ? nil : gate?.addressCheck,
-            proxy: proxy.map { (proxy: $0, verifier: proxyVerifier) }, handles: engine.handles)
+            proxy: proxy.map { (proxy: $0, verifier: proxyVerifier) }, handles: engine.handles, headerLists: engine.headerLists)
         let engine = self.engine
         let result: Result<HTTPResponse, HTTPError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
