@@ -329,7 +329,7 @@ struct ConnectionReuseAttackTests {
         options.timeout = .seconds(20)
         let transfer = try Transfer(
             request: HTTPRequest(method: .get, url: URL(string: url)!), options: options, verifier: verifier, clientCertificate: nil,
-            addressCheck: nil, handles: engine.handles)
+            addressCheck: nil, handles: engine.handles, headerLists: engine.headerLists)
         let result: Result<HTTPResponse, HTTPError> = await withCheckedContinuation { continuation in
             transfer.completion = { continuation.resume(returning: $0) }
             engine.submit(transfer)

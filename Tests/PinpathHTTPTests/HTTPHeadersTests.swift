@@ -14,6 +14,28 @@ struct HTTPHeadersTests {
         #expect(headers.values(for: "x-a") == ["3"])
     }
 
+    @Test("A response's fields kept as bytes read as the same fields, and change like them")
+    func received() {
+        var headers = HTTPHeaders()
+        let lines = [("Server", "nginx"), ("Set-Cookie", "a=1"), ("Location", "http://x/?a=b:c"), ("set-cookie", ""), ("X-E", "")]
+        for (name, value) in lines {
+            let bytes = Array((name + value).utf8)
+            bytes.withUnsafeBufferPointer { buffer in
+                headers.addReceived(name: buffer[..<name.utf8.count], value: buffer[name.utf8.count...])
+            }
+        }
+        let given: HTTPHeaders = ["Server": "nginx", "Set-Cookie": "a=1", "Location": "http://x/?a=b:c", "set-cookie": "", "X-E": ""]
+        #expect(headers == given)
+        #expect(headers["location"] == "http://x/?a=b:c")
+        #expect(headers["x-e"] == "")
+        #expect(headers["Missing"] == nil)
+        #expect(headers.values(for: "SET-COOKIE") == ["a=1", ""])
+        #expect(headers.fields.map(\.name) == ["Server", "Set-Cookie", "Location", "set-cookie", "X-E"])
+        headers.add(name: "X-Added", value: "1")
+        headers["Server"] = nil
+        #expect(headers.fields.map(\.name) == ["Set-Cookie", "Location", "set-cookie", "X-E", "X-Added"])
+    }
+
     @Test(
         "Header injection and bad names are refused, naming the field",
         arguments: [("X-Bad", "a\r\nInjected: 1"), ("X-Bad", "a\nb"), ("Bad Name", "v"), ("", "v"), ("X-Nul", "a\u{0}b")])

@@ -1,7 +1,13 @@
 /// HTTP header fields in the order given, looked up without regard to case (RFC 9110 §5.1).
 public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
     /// The fields as given: name and value.
-    public private(set) var fields: [(name: String, value: String)] = []
+    public var fields: [(name: String, value: String)] { received.map(Self.fields(in:)) ?? given }
+
+    private var given: [(name: String, value: String)] = []
+    /// A response's fields as libcurl delivered them, `name:value\n` each (the value trimmed), turned into
+    /// Strings only when read: most responses are never asked for most of their fields. When set, ``given``
+    /// is empty.
+    private var received: [UInt8]?
 
     public init() {}
 
@@ -11,20 +17,85 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     /// The first value of `name`, or `nil`.
     public subscript(name: String) -> String? {
-        get { fields.first { Self.sameName($0.name, name) }?.value }
+        get {
+            guard let received else { return given.first { Self.sameName($0.name, name) }?.value }
+            return Self.firstValue(named: name, in: received)
+        }
         set {
-            fields.removeAll { Self.sameName($0.name, name) }
-            if let newValue { fields.append((name, newValue)) }
+            materialize()
+            given.removeAll { Self.sameName($0.name, name) }
+            if let newValue { given.append((name, newValue)) }
         }
     }
 
     /// Every value of `name`, in order.
     public func values(for name: String) -> [String] {
-        fields.filter { Self.sameName($0.name, name) }.map(\.value)
+        guard let received else { return given.filter { Self.sameName($0.name, name) }.map(\.value) }
+        var values: [String] = []
+        Self.forEachField(in: received) { field, value in
+            if Self.sameName(field, name.utf8) { values.append(String(decoding: value, as: UTF8.self)) }
+            return true
+        }
+        return values
     }
 
     /// Appends a field, keeping any existing ones of the same name (`Set-Cookie`).
-    public mutating func add(name: String, value: String) { fields.append((name, value)) }
+    public mutating func add(name: String, value: String) {
+        materialize()
+        given.append((name, value))
+    }
+
+    /// Appends a field of a response as its bytes (the name before the colon, the value trimmed).
+    mutating func addReceived(name: UnsafeBufferPointer<UInt8>.SubSequence, value: UnsafeBufferPointer<UInt8>.SubSequence) {
+        guard received != nil || given.isEmpty else {
+            return given.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+        }
+        if received == nil {
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(256)  // one allocation for a typical response's fields
+            received = bytes
+        }
+        received?.append(contentsOf: name)
+        received?.append(UInt8(ascii: ":"))
+        received?.append(contentsOf: value)
+        received?.append(UInt8(ascii: "\n"))
+    }
+
+    private mutating func materialize() {
+        guard let received else { return }
+        given = Self.fields(in: received)
+        self.received = nil
+    }
+
+    private static func fields(in received: [UInt8]) -> [(name: String, value: String)] {
+        var fields: [(name: String, value: String)] = []
+        forEachField(in: received) { name, value in
+            fields.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+            return true
+        }
+        return fields
+    }
+
+    private static func firstValue(named wanted: String, in received: [UInt8]) -> String? {
+        var found: String?
+        forEachField(in: received) { name, value in
+            guard sameName(name, wanted.utf8) else { return true }
+            found = String(decoding: value, as: UTF8.self)
+            return false
+        }
+        return found
+    }
+
+    /// Calls `body` with each received field's name and value until it returns `false`.
+    private static func forEachField(in received: [UInt8], _ body: (ArraySlice<UInt8>, ArraySlice<UInt8>) -> Bool) {
+        var start = received.startIndex
+        while start < received.endIndex, let colon = received[start...].firstIndex(of: UInt8(ascii: ":")),
+            let end = received[colon...].firstIndex(of: UInt8(ascii: "\n"))
+        {
+            guard body(received[start..<colon], received[(colon + 1)..<end]) else { return }
+            start = end + 1
+        }
+    }
 
     /// Checks every field for what would corrupt a request: an empty name, a name that is not an RFC 9110
     /// token, and CR, LF or NUL in a value (header injection).
@@ -49,9 +120,11 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
     }
 
     /// ASCII case-insensitive equality without allocating (field names are tokens: ASCII only).
-    private static func sameName(_ lhs: String, _ rhs: String) -> Bool {
+    private static func sameName(_ lhs: String, _ rhs: String) -> Bool { sameName(lhs.utf8, rhs.utf8) }
+
+    private static func sameName(_ lhs: some Collection<UInt8>, _ rhs: some Collection<UInt8>) -> Bool {
         let lower: (UInt8) -> UInt8 = { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
-        return lhs.utf8.count == rhs.utf8.count && zip(lhs.utf8, rhs.utf8).allSatisfy { lower($0) == lower($1) }
+        return lhs.count == rhs.count && zip(lhs, rhs).allSatisfy { lower($0) == lower($1) }
     }
 
     private static func isTokenCharacter(_ byte: UInt8) -> Bool {

@@ -8,7 +8,14 @@ public struct TLSDetails: Sendable {
     public var cipher: String
     /// The security policy's evaluation of this connection's handshake: the served and verified chains, and
     /// a report-only pin failure that let the connection through. `nil` on a reused connection.
-    public var evaluation: TrustEvaluation?
+    public var evaluation: TrustEvaluation? {
+        get { boxedEvaluation?.evaluation }
+        set { boxedEvaluation = newValue.map(EvaluationBox.init) }
+    }
+
+    /// Held by reference: an evaluation is hundreds of bytes, and a response is copied several times on its
+    /// way to the caller.
+    private var boxedEvaluation: EvaluationBox?
 
     public init(version: String, cipher: String, evaluation: TrustEvaluation? = nil) {
         self.version = version
@@ -18,4 +25,10 @@ public struct TLSDetails: Sendable {
 
     /// The SPKI pins of the chain OpenSSL verified, leaf first.
     public var verifiedChainPins: [String] { evaluation?.verifiedChain.map(\.spkiPin.description) ?? [] }
+}
+
+/// A ``TrustEvaluation`` behind one pointer (see ``TLSDetails``).
+private final class EvaluationBox: Sendable {
+    let evaluation: TrustEvaluation
+    init(_ evaluation: TrustEvaluation) { self.evaluation = evaluation }
 }

@@ -112,8 +112,8 @@ public final class Session: Sendable {
             connectHost = request.url.host(percentEncoded: false)
             request.url = try Self.url(request.url, withHost: serverName, label: "\(request.method) \(request.displayURL)")
         }
-        // Compared in canonical form only after a redirect: canonicalising costs more than the rest of a request's setup.
-        let originHost = request.url.host
+        // Its host is read and canonicalised only after a redirect: that costs more than the rest of a request's setup.
+        let originURL = request.url
         let policies = HostPolicySet(configuration.policies.entries + options.policies.entries)
         var redirects = 0
         while true {
@@ -122,7 +122,7 @@ public final class Session: Sendable {
             // A request's own policy and trust store are for the host it names; any other host gets what a
             // first request to it would, as TrustKit scopes pins to domains.
             let sameHost =
-                redirects == 0 || request.url.host.map(HostPattern.canonicalHost) == originHost.map(HostPattern.canonicalHost)
+                redirects == 0 || request.url.host.map(HostPattern.canonicalHost) == originURL.host.map(HostPattern.canonicalHost)
             if !sameHost || options.securityPolicy == nil {
                 let resolved = try Self.hostPolicy(for: request, in: policies)
                 hop.securityPolicy = resolved?.policy
@@ -149,7 +149,8 @@ public final class Session: Sendable {
     /// The per-host policies that apply to `request`'s host combined, with their trust store; `nil` when
     /// none matches (the session's defaults apply).
     private static func hostPolicy(for request: HTTPRequest, in policies: HostPolicySet) throws(HTTPError) -> HostPolicySet.Resolution? {
-        guard let host = request.url.host(percentEncoded: false) else { return nil }
+        // Reading the URL's host costs more than the rest of the choice when there is no policy to match.
+        guard !policies.entries.isEmpty, let host = request.url.host(percentEncoded: false) else { return nil }
         do {
             return try HostPolicyChoice.resolution(forURLHost: host, in: policies)
         } catch {
@@ -198,7 +199,7 @@ public final class Session: Sendable {
             request: request, options: options, verifier: verifier,
             clientCertificate: options.clientCertificate ?? configuration.clientCertificate, connectTo: connectTo,
             addressCheck: options.reachability == .ignore ? nil : gate?.addressCheck,
-            proxy: proxy.map { (proxy: $0, verifier: proxyVerifier) }, handles: engine.handles)
+            proxy: proxy.map { (proxy: $0, verifier: proxyVerifier) }, handles: engine.handles, headerLists: engine.headerLists)
         let engine = self.engine
         let result: Result<HTTPResponse, HTTPError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in

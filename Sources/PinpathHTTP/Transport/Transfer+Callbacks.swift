@@ -89,8 +89,7 @@ extension Transfer {
             var end = line.count
             while start < end && isSpace(line[start]) { start += 1 }
             while end > start && isSpace(line[end - 1]) { end -= 1 }
-            responseHeaders.add(
-                name: String(decoding: line[..<colon], as: UTF8.self), value: String(decoding: line[start..<end], as: UTF8.self))
+            responseHeaders.addReceived(name: line[..<colon], value: line[start..<end])
         }
         return count
     }

@@ -64,7 +64,6 @@ extension Transfer {
     }
 
     private func configureHTTP() throws(HTTPError) {
-        try request.headers.validate()
         try set(CURLOPT_ACCEPT_ENCODING, "")  // every encoding this libcurl decodes
         try set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
         // A body announced (Content-Length) larger than the limit is refused before any of it is read;
@@ -140,19 +139,10 @@ extension Transfer {
     }
 
     private func configureHeaders() throws(HTTPError) {
-        var fields = request.headers.fields.map { field in
-            // An empty value is written `Name;`: libcurl drops `Name:` as a request to remove its own header.
-            field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)"
-        }
         // libcurl waits up to a second for `100 Continue` before sending a large body; servers rarely send it.
-        if bodySource != nil && request.headers["Expect"] == nil { fields.append("Expect:") }
-        for field in fields {
-            guard let list = curl_slist_append(headerList, field) else {
-                throw HTTPError(.engineUnavailable, "libcurl cannot store a header (out of memory?)")
-            }
-            headerList = list
-        }
-        if let headerList { try set(CURLOPT_HTTPHEADER, pointer: headerList) }
+        let suppressingExpect = bodySource != nil && request.headers["Expect"] == nil
+        headerList = try headerLists.list(for: request.headers, suppressingExpect: suppressingExpect)
+        if let headerList { try set(CURLOPT_HTTPHEADER, pointer: headerList.pointer) }
     }
 
     /// Peer verification stays on (with it off, OpenSSL ignores the callback's verdict) and runs our policy

@@ -39,8 +39,10 @@ final class Transfer: @unchecked Sendable {
     let bodySource: RequestBody?
     /// libcurl's message for a failure, written by libcurl (`CURLOPT_ERRORBUFFER`).
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
-    /// The request's header fields as libcurl holds them; freed with the handle.
-    var headerList: UnsafeMutablePointer<curl_slist>?
+    /// The request's header fields as libcurl reads them, checked (``HeaderList``); kept for as long as the handle may read them.
+    var headerList: HeaderList?
+    /// Where ``headerList`` comes from.
+    let headerLists: HeaderListCache
     /// `CURLOPT_CONNECT_TO`'s one entry (a server name dialled at another host); freed with the handle.
     var connectToList: UnsafeMutablePointer<curl_slist>?
 
@@ -76,13 +78,14 @@ final class Transfer: @unchecked Sendable {
     init(
         request: HTTPRequest, options: RequestOptions, verifier: HandshakeVerifier?, clientCertificate: ClientCertificate?,
         connectTo: String? = nil, addressCheck: AddressCheck?, proxy: (proxy: Proxy, verifier: HandshakeVerifier?)? = nil,
-        handles: EasyHandlePool
+        handles: EasyHandlePool, headerLists: HeaderListCache
     ) throws(HTTPError) {
         guard let handle = handles.take() else {
             throw HTTPError(.engineUnavailable, "libcurl cannot create a transfer (out of memory?)")
         }
         self.handle = handle
         self.handles = handles
+        self.headerLists = headerLists
         self.request = request
         // The session has checked the scheme; a URL without one of the kinds is sent as libcurl reads it.
         self.kind = request.kind ?? .https
@@ -99,7 +102,6 @@ final class Transfer: @unchecked Sendable {
     /// The engine has removed the handle from the multi handle and its pool by now (or never added it).
     deinit {
         handles.recycle(handle)
-        curl_slist_free_all(headerList)
         curl_slist_free_all(connectToList)
         if let exchangeSocket { close(exchangeSocket) }
         errorBuffer.deallocate()

@@ -63,6 +63,8 @@ final class TransferEngine: Sendable {
     var executor: any TaskExecutor { shared }
     /// The easy handles of finished transfers, for the next ones.
     let handles = EasyHandlePool()
+    /// The header list of the last request, for the next ones with the same fields.
+    let headerLists = HeaderListCache()
     private var multi: Multi { shared.multi }
     private let thread = Mutex<DedicatedThread?>(nil)
 
