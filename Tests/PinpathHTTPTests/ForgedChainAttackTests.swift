@@ -30,6 +30,7 @@ struct ForgedChainAttackTests {
         Attack(name: "forged leaf + genuine self-signed pinned server", leaf: "forged-self", chain: ["pinnedself"], pinned: "pinnedself"),
         Attack(name: "forged leaf + genuine trusted intermediate", leaf: "forged-inter", chain: ["pki:inter"], pinned: "pki:inter"),
         Attack(name: "corrupted signature + genuine intermediate", leaf: "corrupted-ip", chain: ["pki:inter"], pinned: "pki:inter"),
+        Attack(name: "self-signed pinned server, its own signature broken", leaf: "corrupted-self", chain: [], pinned: "pinnedself"),
     ]
 
     func path(_ name: String, _ suffix: String = "pem") -> String {

@@ -104,6 +104,23 @@ struct ForgedChainTests {
         }
     }
 
+    /// OpenSSL never checks a self-signed top's own signature, and accepts this chain when the missing anchor is
+    /// excused: the check after it must still reach that certificate.
+    @Test("A served self-signed certificate whose own signature is broken is refused, invalid certificates allowed or not")
+    func brokenSelfSignature() throws {
+        let genuine = try ForgedPKI.shared.certificate("pinnedself")
+        let served = [try ForgedPKI.shared.certificate("corrupted-self")]
+        for mode in [PinningMode.publicKey, .certificate] {
+            for allowInvalid in [true, false] {
+                let evaluation = try Self.policy(mode, pinned: [genuine], allowInvalid: allowInvalid).evaluate(
+                    servedChain: served, host: "127.0.0.1", trustStore: try TestPKI.shared.trustStore())
+                let failure = try #require(evaluation.failure, "\(mode), allowInvalid \(allowInvalid): trusted")
+                #expect(failure.reason == .chainInvalid, "\(failure.message)")
+                #expect(failure.verifyError == X509_V_ERR_CERT_SIGNATURE_FAILURE && failure.depth == 0, "\(failure.message)")
+            }
+        }
+    }
+
     @Test("Allowing invalid certificates excuses the anchor and dates, never a signature, a CA constraint, a weak key or the host")
     func excusedErrors() {
         let excused: [Int32] = [

@@ -19,6 +19,7 @@ import Testing
 ///   private CA for another host (CA:false, no key usage): every signature verifies, only the CA constraint
 ///   fails. Served followed by `customer` and `privateca`.
 /// - `corrupted-ip`: TestPKI's genuine `ip` leaf with one byte of its signature flipped (key `ip.key` of TestPKI).
+/// - `corrupted-self`: the genuine `pinnedself` with one byte of its self-signature flipped (its key).
 /// Every forged leaf names IP:127.0.0.1, IP:::1 and DNS:valid.test, so one set serves both the library tests
 /// and servers on loopback; every forged leaf's key is `attacker.key` (`<name>.key` is a copy).
 public final class ForgedPKI: Sendable {
@@ -105,12 +106,16 @@ public final class ForgedPKI: Sendable {
         cp attacker.key attackerself.key
         selfsigned attackerself "/CN=Loopback" self_signed_server
 
-        # A genuine leaf with one signature byte flipped (the last byte of the DER is the signature's).
-        openssl x509 -in "$GENUINE/ip.pem" -outform der -out corrupted-ip.der
-        size=$(stat -c %s corrupted-ip.der)
-        last=$(od -An -tu1 -j $((size - 1)) -N1 corrupted-ip.der | tr -d ' ')
-        printf "$(printf '\\%03o' $(( last ^ 0x55 )))" | dd of=corrupted-ip.der bs=1 seek=$((size - 1)) conv=notrunc status=none
-        openssl x509 -inform der -in corrupted-ip.der -out corrupted-ip.pem
-        cp "$GENUINE/ip.key" corrupted-ip.key
+        # A genuine certificate with one signature byte flipped (the last byte of the DER is the signature's).
+        corrupt() {  # name, genuine certificate, its key
+          openssl x509 -in "$2" -outform der -out "$1.der"
+          size=$(stat -c %s "$1.der")
+          last=$(od -An -tu1 -j $((size - 1)) -N1 "$1.der" | tr -d ' ')
+          printf "$(printf '\\%03o' $(( last ^ 0x55 )))" | dd of="$1.der" bs=1 seek=$((size - 1)) conv=notrunc status=none
+          openssl x509 -inform der -in "$1.der" -out "$1.pem"
+          cp "$3" "$1.key"
+        }
+        corrupt corrupted-ip "$GENUINE/ip.pem" "$GENUINE/ip.key"
+        corrupt corrupted-self pinnedself.pem pinnedself.key
         """#
 }

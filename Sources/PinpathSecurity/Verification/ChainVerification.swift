@@ -116,9 +116,12 @@ struct ChainVerification {
         let servedCount = Int(X509_STORE_CTX_get_num_untrusted(context))
         // OpenSSL reaches the signatures only after building the chain and checking names, constraints and the
         // anchor, and stops at the first error it is not told to excuse: check every link here as well, so that
-        // the chain pins are matched against is linked by signatures whatever OpenSSL got to.
+        // the chain pins are matched against is linked by signatures whatever OpenSSL got to. When it accepted
+        // the chain it has checked every link (no leniency excuses a signature error) but a self-signed top's
+        // own signature, so only that one is left.
         if leniency != .hostOnly,
-            let broken = Self.firstBrokenLink(chain, servedCount: servedCount)
+            let broken = Self.firstBrokenLink(
+                chain, servedCount: servedCount, from: result == 1 ? max(chain.count - 1, 0) : 0)
         {
             chain = Array(chain[...broken.depth])
             // A link that does not verify (a forgery) is the error to report, unless the host is wrong: the
