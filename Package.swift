@@ -1,6 +1,14 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// The release link of `pinpath`, for a shorter start-up of every command (docs/performance.md, issue 17 goal 5).
+/// lld from the Swift toolchain, because Debian's gold cannot pack relative relocations: the PIE's 56,000 of
+/// them become a 11 KB table (DT_RELR, read by glibc 2.36) instead of 1.3 MB.
+/// The executable exports none of its own symbols: the static Swift runtime's `-export-dynamic` put 13,900 in its dynamic
+/// table, which every library's symbol look-up and the runtime's `dladdr` at start-up searched, and nothing
+/// dlopen'ed by pinpath (libcurl, libpsl, OpenSSL's providers) resolves symbols against it.
+let startupLinkerFlags = ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--no-export-dynamic"]
+
 let package = Package(
     name: "pinpath",
     // Linux only (glibc, rtnetlink, OpenSSL and libcurl from the system): SwiftPM has no platform entry for Linux
@@ -65,7 +73,8 @@ let package = Package(
             dependencies: [
                 "PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathAgent", "CLinuxShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]),
+            ],
+            linkerSettings: [.unsafeFlags(startupLinkerFlags, .when(configuration: .release))]),
 
         // Drives the request core for benchmarks/request-core.sh; measures and prints, never asserts.
         .executableTarget(
