@@ -1,6 +1,21 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// The release link of `pinpath`, for a shorter start-up of every command (docs/performance.md, issue 17 goal 5).
+/// lld from the Swift toolchain, because Debian's gold cannot pack relative relocations: the PIE's 56,000 of
+/// them become a 11 KB table (DT_RELR, read by glibc 2.36) instead of 1.3 MB.
+/// The executable exports none of its own symbols: the static Swift runtime's `-export-dynamic` put 13,900 in its dynamic
+/// table, which every library's symbol look-up and the runtime's `dladdr` at start-up searched, and nothing
+/// dlopen'ed by pinpath (libcurl, libpsl, OpenSSL's providers) resolves symbols against it.
+/// libstdc++ (which the Swift runtime's C++ needs) is linked statically: as a shared library its 1,700 symbol
+/// relocations are resolved by name at every start (2.0 M of `pinpath --version`'s 13.3 M instructions). The static Swift
+/// runtime's link arguments name `-lstdc++`, so a directory holding only Debian 12's `libstdc++.a` (GCC 12,
+/// libstdc++-12-dev) is searched first; without that file the link falls back to the shared library.
+let startupLinkerFlags = [
+    "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--no-export-dynamic",
+    "-L\(Context.packageDirectory)/scripts/static-libstdcxx",
+]
+
 let package = Package(
     name: "pinpath",
     // Linux only (glibc, rtnetlink, OpenSSL and libcurl from the system): SwiftPM has no platform entry for Linux
@@ -65,7 +80,8 @@ let package = Package(
             dependencies: [
                 "PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathAgent", "CLinuxShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]),
+            ],
+            linkerSettings: [.unsafeFlags(startupLinkerFlags, .when(configuration: .release))]),
 
         // Drives the request core for benchmarks/request-core.sh; measures and prints, never asserts.
         .executableTarget(

@@ -25,11 +25,16 @@ struct Pinpath: AsyncParsableCommand {
     /// ArgumentParser's `main`, except that every failure is one `pinpath: error: …` line with its exit code:
     /// pinpath's own (a refused value or option, a ``CommandFailure`` from `run()`) and ArgumentParser's (an
     /// unknown option, a missing argument), which get a pointer to `--help` instead of the usage block.
+    ///
+    /// On the main actor, so that parsing runs on the main thread: what ends at parsing (`--version`, `--help`,
+    /// a usage error) starts no worker thread; a command's `run()`, not isolated, runs on the runtime's threads as before.
+    @MainActor
     static func main() async {
         // Before any OpenSSL use: the process may exit while a task or libcurl's thread is still inside OpenSSL.
         OpenSSLRuntime.initialiseWithoutExitCleanup()
         do {
-            var command = try await asyncParseAsRoot()
+            // The synchronous parse is the same parse: no option has an asynchronous custom completion.
+            var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
