@@ -75,7 +75,9 @@ enum EventLine {
         appendDecimal(seq, to: &buffer)
         buffer.append(UInt8(ascii: ","))
         buffer.append(contentsOf: format.hostField)
-        buffer.append(contentsOf: body.utf8.dropFirst())
+        // From the bytes themselves: `body.utf8.dropFirst()`, a substring's view, is copied a byte at a time.
+        var body = body
+        body.withUTF8 { buffer.append(contentsOf: UnsafeBufferPointer(rebasing: $0.dropFirst())) }
         buffer.append(UInt8(ascii: "\n"))
     }
 
