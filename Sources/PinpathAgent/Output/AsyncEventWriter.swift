@@ -118,7 +118,7 @@ private final class Shared: @unchecked Sendable {
     struct Line {
         var time: String
         var level: EventLevel
-        var body: String
+        var body: [UInt8]
     }
 
     struct State {
@@ -285,7 +285,7 @@ private final class Drain: @unchecked Sendable {
     }
 
     /// Writes one line with the next `seq`; `seq` moves only when the sink took the line.
-    private func put(time: String, level: EventLevel, body: String) -> Bool {
+    private func put(time: String, level: EventLevel, body: [UInt8]) -> Bool {
         EventLine.assemble(seq: seq + 1, time: time, body: body, level: level, format: format, into: &buffer)
         let outcome = buffer.withUnsafeBytes { bytes in Result { () throws(EventWriterError) in try sink.write(bytes) } }
         do {

@@ -14,13 +14,13 @@ public struct EventLineFormat: Sendable, Equatable {
     public init(syslogPrefix: Bool = false, host: String? = nil) {
         self.syslogPrefix = syslogPrefix
         self.host = host
-        var field = ""
+        var field: [UInt8] = []
         if let host {
-            field = #""host":"#
+            field.append(contentsOf: #""host":"#.utf8)
             JSONValue.string(host).encode(into: &field)
-            field += ","
+            field.append(UInt8(ascii: ","))
         }
-        hostField = Array(field.utf8)
+        hostField = field
     }
 
     /// For standard output: the prefix when standard output is the journal, pure JSON lines otherwise (a

@@ -48,8 +48,8 @@ public final class EventWriter: Sendable {
 /// ``assemble(seq:time:body:level:format:into:)`` puts the envelope's head in front of it.
 enum EventLine {
     /// `{"event":"<type>","level":"<level>",…fields}`: the part of a line that does not depend on `seq`.
-    static func body(event: String, level: EventLevel, fields: [(String, JSONValue)]) -> String {
-        var body = ""
+    static func body(event: String, level: EventLevel, fields: [(String, JSONValue)]) -> [UInt8] {
+        var body: [UInt8] = []
         body.reserveCapacity(256)
         JSONValue.object([("event", .string(event)), ("level", .string(level.name))] + fields).encode(into: &body)
         return body
@@ -59,7 +59,7 @@ enum EventLine {
     /// `{"schema":"pinpath/1","time":"…","seq":N,` (and `"host":"…",`) followed by `body` without its opening
     /// brace.
     static func assemble(
-        seq: Int, time: String, body: String, level: EventLevel, format: EventLineFormat, into buffer: inout [UInt8]
+        seq: Int, time: String, body: [UInt8], level: EventLevel, format: EventLineFormat, into buffer: inout [UInt8]
     ) {
         buffer.removeAll(keepingCapacity: true)
         if format.syslogPrefix {
@@ -75,7 +75,7 @@ enum EventLine {
         appendDecimal(seq, to: &buffer)
         buffer.append(UInt8(ascii: ","))
         buffer.append(contentsOf: format.hostField)
-        buffer.append(contentsOf: body.utf8.dropFirst())
+        buffer.append(contentsOf: body.dropFirst())
         buffer.append(UInt8(ascii: "\n"))
     }
 

@@ -14,85 +14,110 @@ enum NetlinkMessage {
     case rule
     case other
 
-    /// Parses the message libnl received; called from inside `nl_recvmsgs`, where `message` is valid.
-    static func parse(_ message: OpaquePointer) -> NetlinkMessage {
-        let type = Int32(nlmsg_hdr(message).pointee.nlmsg_type)
-        var parsed = NetlinkMessage.other
-        switch type {
-        case Int32(RTM_NEWLINK), Int32(RTM_DELLINK), Int32(RTM_NEWADDR), Int32(RTM_DELADDR),
-            Int32(RTM_NEWROUTE), Int32(RTM_DELROUTE):
-            withUnsafeMutablePointer(to: &parsed) { slot in
-                _ = nl_msg_parse(
-                    message,
-                    { object, slot in
-                        guard let object, let slot else { return }
-                        slot.assumingMemoryBound(to: NetlinkMessage.self).pointee = NetlinkMessage(object: object)
-                    }, slot)
-            }
-            if case .link(let link) = parsed, type == Int32(RTM_DELLINK) {
-                return .linkRemoved(index: link.index, name: link.name)
-            }
-            if case .address(let address) = parsed, type == Int32(RTM_DELADDR) {
-                return .addressRemoved(address.key)
-            }
-            if case .route(_, let index) = parsed { return .route(added: type == Int32(RTM_NEWROUTE), interfaceIndex: index) }
-            return parsed
-        case Int32(RTM_NEWRULE), Int32(RTM_DELRULE):
-            return .rule
-        default:
-            return .other
-        }
-    }
-
-    /// Reads a libnl `rtnl_link`, `rtnl_addr` or `rtnl_route` object (told apart by its type name).
-    private init(object: OpaquePointer) {
-        switch String(cString: nl_object_get_type(object)) {
-        case "route/link":
-            guard rtnl_link_get_family(object) == AF_UNSPEC else {
-                self = .linkProtocolInfo
+    /// Reads the few fields the monitor keeps straight from the message's bytes: libnl's `nl_msg_parse`
+    /// would build a whole link, address or route object (every attribute, allocated) per message.
+    /// `header` must be followed by `nlmsg_len` readable bytes.
+    init(_ header: UnsafePointer<nlmsghdr>) {
+        let headerSize = MemoryLayout<nlmsghdr>.size
+        let payload = UnsafeRawBufferPointer(
+            start: UnsafeRawPointer(header) + headerSize, count: max(0, Int(header.pointee.nlmsg_len) - headerSize))
+        switch Int32(header.pointee.nlmsg_type) {
+        case Int32(RTM_NEWLINK), Int32(RTM_DELLINK):
+            guard let link = Self.link(payload) else {
+                self = payload.count >= MemoryLayout<ifinfomsg>.size ? .linkProtocolInfo : .other
                 return
             }
-            let lower = rtnl_link_get_link(object)
-            let master = rtnl_link_get_master(object)
-            self = .link(
-                LinkRecord(
-                    index: Int(rtnl_link_get_ifindex(object)),
-                    name: rtnl_link_get_name(object).map { String(cString: $0) } ?? "",
-                    flags: rtnl_link_get_flags(object),
-                    operationalState: OperationalState(kernelValue: rtnl_link_get_operstate(object)),
-                    mtu: Int(rtnl_link_get_mtu(object)),
-                    lowerIndex: lower > 0 ? Int(lower) : nil,
-                    masterIndex: master > 0 ? Int(master) : nil,
-                    kindFacts: LinkKindFacts(
-                        infoKind: rtnl_link_get_type(object).map { String(cString: $0) },
-                        hardwareType: UInt32(rtnl_link_get_arptype(object)), deviceType: nil,
-                        hasWirelessPhy: false)))
-        case "route/addr":
-            guard let local = rtnl_addr_get_local(object), let address = IPAddress(netlinkAddress: local) else {
+            self = header.pointee.nlmsg_type == RTM_DELLINK ? .linkRemoved(index: link.index, name: link.name) : .link(link)
+        case Int32(RTM_NEWADDR), Int32(RTM_DELADDR):
+            guard let address = Self.address(payload) else {
                 self = .other
                 return
             }
-            self = .address(
-                AddressRecord(
-                    key: .init(
-                        interfaceIndex: Int(rtnl_addr_get_ifindex(object)), address: address,
-                        prefixLength: Int(rtnl_addr_get_prefixlen(object))),
-                    flags: UInt32(rtnl_addr_get_flags(object))))
-        case "route/route":
-            let nexthops = rtnl_route_get_nnexthops(object)
-            let index = nexthops > 0 ? rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(object, 0)) : 0
-            self = .route(added: true, interfaceIndex: index > 0 ? Int(index) : nil)
+            self = header.pointee.nlmsg_type == RTM_DELADDR ? .addressRemoved(address.key) : .address(address)
+        case Int32(RTM_NEWROUTE), Int32(RTM_DELROUTE):
+            guard payload.count >= MemoryLayout<rtmsg>.size else {
+                self = .other
+                return
+            }
+            self = .route(added: header.pointee.nlmsg_type == RTM_NEWROUTE, interfaceIndex: Self.routeInterface(payload))
+        case Int32(RTM_NEWRULE), Int32(RTM_DELRULE):
+            self = .rule
         default:
             self = .other
         }
     }
-}
 
-extension IPAddress {
-    /// Copies a libnl `nl_addr` holding an IPv4 or IPv6 address.
-    init?(netlinkAddress: OpaquePointer) {
-        let length = Int(nl_addr_get_len(netlinkAddress))
-        guard let raw = nl_addr_get_binary_addr(netlinkAddress), length == 4 || length == 16 else { return nil }
-        self.init(bytes: UnsafeRawBufferPointer(start: raw, count: length))
+    /// An AF_UNSPEC link message; `nil` for a short one or another family's (AF_INET6 protocol state).
+    private static func link(_ payload: UnsafeRawBufferPointer) -> LinkRecord? {
+        guard payload.count >= MemoryLayout<ifinfomsg>.size else { return nil }
+        let message = payload.loadUnaligned(as: ifinfomsg.self)
+        guard message.ifi_family == AF_UNSPEC else { return nil }
+        var link = LinkRecord(
+            index: Int(message.ifi_index), name: "", flags: message.ifi_flags, operationalState: .unknown, mtu: 0,
+            lowerIndex: nil, masterIndex: nil,
+            kindFacts: LinkKindFacts(infoKind: nil, hardwareType: UInt32(message.ifi_type), deviceType: nil, hasWirelessPhy: false))
+        NetlinkAttributes.forEach(in: UnsafeRawBufferPointer(rebasing: payload[MemoryLayout<ifinfomsg>.size...])) { type, value in
+            switch Int(type) {
+            case Int(IFLA_IFNAME): link.name = string(value)
+            case Int(IFLA_MTU): link.mtu = Int(uint32(value) ?? 0)
+            case Int(IFLA_OPERSTATE): if let state = value.first { link.operationalState = OperationalState(kernelValue: state) }
+            case Int(IFLA_LINK): link.lowerIndex = uint32(value).flatMap { $0 > 0 ? Int($0) : nil }
+            case Int(IFLA_MASTER): link.masterIndex = uint32(value).flatMap { $0 > 0 ? Int($0) : nil }
+            case Int(IFLA_LINKINFO):
+                NetlinkAttributes.forEach(in: value) { type, value in
+                    if Int(type) == Int(IFLA_INFO_KIND) { link.kindFacts.infoKind = string(value) }
+                }
+            default: break
+            }
+        }
+        return link
+    }
+
+    /// The interface's own address: IFA_LOCAL, or IFA_ADDRESS when there is no IFA_LOCAL (IPv6; on a
+    /// point-to-point IPv4 link IFA_ADDRESS is the peer's). The 32-bit IFA_FLAGS, when present, holds every flag.
+    private static func address(_ payload: UnsafeRawBufferPointer) -> AddressRecord? {
+        guard payload.count >= MemoryLayout<ifaddrmsg>.size else { return nil }
+        let message = payload.loadUnaligned(as: ifaddrmsg.self)
+        var local: IPAddress?
+        var address: IPAddress?
+        var flags = UInt32(message.ifa_flags)
+        NetlinkAttributes.forEach(in: UnsafeRawBufferPointer(rebasing: payload[MemoryLayout<ifaddrmsg>.size...])) { type, value in
+            switch Int(type) {
+            case Int(IFA_LOCAL): local = IPAddress(bytes: value)
+            case Int(IFA_ADDRESS): address = IPAddress(bytes: value)
+            case Int(IFA_FLAGS): flags = uint32(value) ?? flags
+            default: break
+            }
+        }
+        guard let own = local ?? address else { return nil }
+        return AddressRecord(
+            key: .init(interfaceIndex: Int(message.ifa_index), address: own, prefixLength: Int(message.ifa_prefixlen)),
+            flags: flags)
+    }
+
+    /// The route's (first) outgoing interface: RTA_OIF, or the first hop of RTA_MULTIPATH.
+    private static func routeInterface(_ payload: UnsafeRawBufferPointer) -> Int? {
+        var index: Int?
+        NetlinkAttributes.forEach(in: UnsafeRawBufferPointer(rebasing: payload[MemoryLayout<rtmsg>.size...])) { type, value in
+            switch type {
+            case UInt16(RTA_OIF.rawValue):
+                index = uint32(value).map { Int($0) }
+            case UInt16(RTA_MULTIPATH.rawValue):
+                if index == nil, value.count >= MemoryLayout<rtnexthop>.size {
+                    index = Int(value.loadUnaligned(as: rtnexthop.self).rtnh_ifindex)
+                }
+            default: break
+            }
+        }
+        return index.flatMap { $0 > 0 ? $0 : nil }
+    }
+
+    private static func uint32(_ value: UnsafeRawBufferPointer) -> UInt32? {
+        value.count >= 4 ? value.loadUnaligned(as: UInt32.self) : nil
+    }
+
+    /// A NUL-terminated string attribute.
+    private static func string(_ value: UnsafeRawBufferPointer) -> String {
+        String(decoding: value.prefix { $0 != 0 }, as: UTF8.self)
     }
 }

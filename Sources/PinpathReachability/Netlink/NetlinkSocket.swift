@@ -67,7 +67,7 @@ final class NetlinkSocket {
                 handle, NL_CB_VALID, NL_CB_CUSTOM,
                 { message, sink in
                     guard let message, let sink else { return Int32(NL_OK.rawValue) }
-                    sink.assumingMemoryBound(to: [NetlinkMessage].self).pointee.append(NetlinkMessage.parse(message))
+                    sink.assumingMemoryBound(to: [NetlinkMessage].self).pointee.append(NetlinkMessage(nlmsg_hdr(message)))
                     return Int32(NL_OK.rawValue)
                 }, sink)
             return nl_recvmsgs_default(handle)
@@ -109,12 +109,7 @@ final class NetlinkSocket {
     /// - Returns: `lost` when the kernel dropped messages (ENOBUFS) or one could not be read whole.
     func receiveEvents(into messages: inout [NetlinkMessage], limit: Int) -> (lost: Bool, error: Int32?) {
         while messages.count < limit {
-            let outcome = datagrams.receive(from: fileDescriptor) { header in
-                guard let message = nlmsg_convert(UnsafeMutablePointer(mutating: header)) else { return }
-                nlmsg_set_proto(message, NETLINK_ROUTE)  // libnl picks the parser by protocol and type
-                messages.append(NetlinkMessage.parse(message))
-                nlmsg_free(message)
-            }
+            let outcome = datagrams.receive(from: fileDescriptor) { messages.append(NetlinkMessage($0)) }
             switch outcome {
             case .read(let more): if !more { return (false, nil) }
             case .empty: return (false, nil)
@@ -210,8 +205,8 @@ enum RouteRequest {
     }
 }
 
-/// Walks `rtattr` attributes (RTA_OK / RTA_NEXT).
-enum RouteAttributes {
+/// Walks `rtattr` attributes (RTA_OK / RTA_NEXT), as route, link and address messages carry them.
+enum NetlinkAttributes {
     static func forEach(in bytes: UnsafeRawBufferPointer, _ body: (UInt16, UnsafeRawBufferPointer) -> Void) {
         var offset = 0
         while offset + 4 <= bytes.count {

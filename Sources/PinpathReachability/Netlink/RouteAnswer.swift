@@ -22,7 +22,7 @@ enum RouteAnswer: Equatable {
             var gateway: IPAddress?
             var source: IPAddress?
             var table = UInt32(message.rtm_table)
-            RouteAttributes.forEach(
+            NetlinkAttributes.forEach(
                 in: UnsafeRawBufferPointer(
                     start: payload + MemoryLayout<rtmsg>.size, count: payloadLength - MemoryLayout<rtmsg>.size)
             ) { type, value in

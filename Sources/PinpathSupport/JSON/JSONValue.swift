@@ -126,60 +126,74 @@ public enum JSONValue: Sendable, Hashable, ExpressibleByNilLiteral, ExpressibleB
     /// The compact encoding, one line, no trailing newline.
     public func encoded() -> String {
         var output = ""
-        output.reserveCapacity(256)
         encode(into: &output)
         return output
     }
 
     /// Appends the compact encoding to `output`; NaN and the infinities are written `null`.
     public func encode(into output: inout String) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        encode(into: &bytes)
+        output += String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the compact encoding's UTF-8 bytes to `output`; NaN and the infinities are written `null`.
+    /// Event lines are built this way: appending to a byte array costs a fraction of appending to a `String`.
+    public func encode(into output: inout [UInt8]) {
         switch self {
-        case .null: output += "null"
-        case .bool(let value): output += value ? "true" : "false"
-        case .int(let value): output += String(value)
-        case .double(let value): output += value.isFinite ? String(value) : "null"
+        case .null: output.append(contentsOf: "null".utf8)
+        case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
+        case .int(let value): output.append(contentsOf: String(value).utf8)
+        case .double(let value): output.append(contentsOf: (value.isFinite ? String(value) : "null").utf8)
         case .string(let value): Self.encode(string: value, into: &output)
         case .array(let values):
-            output += "["
+            output.append(UInt8(ascii: "["))
             for (index, value) in values.enumerated() {
-                if index > 0 { output += "," }
+                if index > 0 { output.append(UInt8(ascii: ",")) }
                 value.encode(into: &output)
             }
-            output += "]"
+            output.append(UInt8(ascii: "]"))
         case .object(let members):
-            output += "{"
+            output.append(UInt8(ascii: "{"))
             for (index, (key, value)) in members.enumerated() {
-                if index > 0 { output += "," }
+                if index > 0 { output.append(UInt8(ascii: ",")) }
                 Self.encode(string: key, into: &output)
-                output += ":"
+                output.append(UInt8(ascii: ":"))
                 value.encode(into: &output)
             }
-            output += "}"
+            output.append(UInt8(ascii: "}"))
         }
     }
 
-    private static func encode(string: String, into output: inout String) {
-        output += "\""
-        // Most strings need no escape: copied whole, they cost a memcpy instead of an append per scalar
-        // (the largest share of `pinpath watch`'s CPU per event). 0xE2 leads U+2028 and U+2029, escaped below.
-        if string.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") && $0 != 0xE2 }) {
-            output += string
-            output += "\""
+    private static func encode(string: String, into output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        // Most strings need no escape: copied whole, they cost a memcpy instead of an append per byte.
+        // 0xE2 leads U+2028 and U+2029, escaped below.
+        func isPlain(_ byte: UInt8) -> Bool {
+            byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") && byte != 0xE2
+        }
+        let utf8 = string.utf8
+        if utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(isPlain) }) ?? utf8.allSatisfy(isPlain) {
+            output.append(contentsOf: utf8)
+            output.append(UInt8(ascii: "\""))
             return
         }
         for scalar in string.unicodeScalars {
             switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
+            case "\"": output.append(contentsOf: #"\""#.utf8)
+            case "\\": output.append(contentsOf: #"\\"#.utf8)
+            case "\n": output.append(contentsOf: #"\n"#.utf8)
+            case "\r": output.append(contentsOf: #"\r"#.utf8)
+            case "\t": output.append(contentsOf: #"\t"#.utf8)
             case _ where scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029:
                 let hex = String(scalar.value, radix: 16)
-                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: output.unicodeScalars.append(scalar)
+                output.append(contentsOf: #"\u"#.utf8)
+                output.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: 4 - hex.count))
+                output.append(contentsOf: hex.utf8)
+            default: output.append(contentsOf: String(scalar).utf8)
             }
         }
-        output += "\""
+        output.append(UInt8(ascii: "\""))
     }
 }
