@@ -191,7 +191,7 @@ public enum JSONValue: Sendable, Hashable, ExpressibleByNilLiteral, ExpressibleB
                 output.append(contentsOf: #"\u"#.utf8)
                 output.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: 4 - hex.count))
                 output.append(contentsOf: hex.utf8)
-            default: output.append(contentsOf: String(scalar).utf8)
+            default: output.append(contentsOf: scalar.utf8)
             }
         }
         output.append(UInt8(ascii: "\""))
