@@ -7,6 +7,7 @@ import PinpathSupport
 extension Transfer {
     func configure(clientCertificate: ClientCertificate?, connectTo: String?) throws(HTTPError) {
         try set(CURLOPT_URL, curlURL)
+        try set(CURLOPT_PRIVATE, pointer: context)  // how the engine finds the transfer of a finished handle
         try set(CURLOPT_NOSIGNAL, 1)  // several threads; timeouts are libcurl's own
         // A transfer ended during its name look-up (timeout, cancel) leaves the resolver thread to finish alone:
         // by default libcurl waits for it, holding the engine's thread, and so every other transfer, until the
@@ -76,12 +77,12 @@ extension Transfer {
         }
         try check(
             pinpath_curl_set_data_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, context in
-                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveBody(data!, size * count)
+                Unmanaged<Transfer>.fromOpaque(context!)._withUnsafeGuaranteedRef { $0.receiveBody(data!, size * count) }
             })
         try set(CURLOPT_WRITEDATA, pointer: context)
         try check(
             pinpath_curl_set_data_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, context in
-                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveHeader(data!, size * count)
+                Unmanaged<Transfer>.fromOpaque(context!)._withUnsafeGuaranteedRef { $0.receiveHeader(data!, size * count) }
             })
         try set(CURLOPT_HEADERDATA, pointer: context)
         try configureMethodAndBody()

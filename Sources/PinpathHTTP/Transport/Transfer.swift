@@ -70,13 +70,18 @@ final class Transfer: @unchecked Sendable {
     /// session runs the exchange on it and closes it.
     var exchangeSocket: Int32?
 
+    // The engine's, while libcurl has the handle: the transfer's place in its running list and the pool it is attached to.
+    var runningIndex: Int?
+    var pool: ConnectionPool?
+
     /// Set from any thread to stop the transfer; the engine removes it at its next wake-up.
     let cancelled = Atomic<Bool>(false)
     /// Resumed exactly once, by the engine, with the outcome.
     var completion: (@Sendable (Result<HTTPResponse, HTTPError>) -> Void)?
 
     init(
-        request: HTTPRequest, options: RequestOptions, verifier: HandshakeVerifier?, clientCertificate: ClientCertificate?,
+        request: HTTPRequest, kind: ServiceKind? = nil, options: RequestOptions, verifier: HandshakeVerifier?,
+        clientCertificate: ClientCertificate?,
         connectTo: String? = nil, addressCheck: AddressCheck?, proxy: (proxy: Proxy, verifier: HandshakeVerifier?)? = nil,
         handles: EasyHandlePool, headerLists: HeaderListCache
     ) throws(HTTPError) {
@@ -87,8 +92,9 @@ final class Transfer: @unchecked Sendable {
         self.handles = handles
         self.headerLists = headerLists
         self.request = request
-        // The session has checked the scheme; a URL without one of the kinds is sent as libcurl reads it.
-        self.kind = request.kind ?? .https
+        // The session has checked the scheme (and passes the kind it read); a URL without one of the kinds is
+        // sent as libcurl reads it.
+        self.kind = kind ?? request.kind ?? .https
         self.options = options
         self.verifier = verifier
         self.addressCheck = addressCheck
@@ -108,7 +114,8 @@ final class Transfer: @unchecked Sendable {
     }
 
     /// The pointer libcurl hands back to the callbacks. Unretained: the engine holds the transfer for as long
-    /// as libcurl has its handle.
+    /// as libcurl has its handle, so the data callbacks, called for every header line, borrow it without
+    /// retaining it (`_withUnsafeGuaranteedRef`).
     var context: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 
     /// What a connection carrying this request must have been made and verified under, which keys the engine's
@@ -117,6 +124,14 @@ final class Transfer: @unchecked Sendable {
     var connectionTerms: ConnectionTerms? {
         guard verifier != nil || proxyVerifier != nil else { return nil }
         return ConnectionTerms(origin: verifier?.terms, proxy: proxy, proxyTerms: proxyVerifier?.terms)
+    }
+
+    /// The transfer whose handle this is (`CURLOPT_PRIVATE`), if the engine is running it.
+    static func running(_ handle: UnsafeMutableRawPointer) -> Transfer? {
+        var pointer: UnsafeMutablePointer<CChar>?
+        guard pinpath_curl_getinfo_string(handle, CURLINFO_PRIVATE, &pointer) == CURLE_OK, let pointer else { return nil }
+        let transfer = Unmanaged<Transfer>.fromOpaque(UnsafeRawPointer(pointer)).takeUnretainedValue()
+        return transfer.runningIndex == nil ? nil : transfer
     }
 
     /// `GET https://example.com/path`, for messages (``HTTPRequest/displayURL``: no query, no credentials).

@@ -128,7 +128,8 @@ final class TransferEngine: Sendable {
 
     private static func run(_ shared: Shared) {
         let multi = shared.multi
-        var running: [UnsafeMutableRawPointer: (transfer: Transfer, pool: ConnectionPool?)] = [:]
+        // The transfers libcurl has, each knowing its place (``Transfer/runningIndex``): no hashing per request.
+        var running: [Transfer] = []
         var pools = ConnectionPools()
 
         func start(_ transfer: Transfer) throws(HTTPError) {
@@ -139,33 +140,43 @@ final class TransferEngine: Sendable {
                 pool?.detach(transfer)
                 throw HTTPError(.engineUnavailable, "\(transfer.description): libcurl: \(String(cString: curl_multi_strerror(code)))")
             }
-            running[transfer.handle] = (transfer, pool)
+            transfer.pool = pool
+            transfer.runningIndex = running.count
+            running.append(transfer)
         }
 
         func finish(_ transfer: Transfer, _ result: Result<HTTPResponse, HTTPError>) {
             curl_multi_remove_handle(multi.pointer, transfer.handle)
-            running[transfer.handle]?.pool?.detach(transfer)
-            running[transfer.handle] = nil
+            transfer.pool?.detach(transfer)
+            transfer.pool = nil
+            if let index = transfer.runningIndex {
+                let last = running.removeLast()
+                if last !== transfer {
+                    running[index] = last
+                    last.runningIndex = index
+                }
+                transfer.runningIndex = nil
+            }
             transfer.completion?(result)
             transfer.completion = nil
         }
 
         shared.engineThread.store(pthread_self(), ordering: .relaxed)
         let executor = shared.asUnownedTaskExecutor()
+        // Drained by swapping with these, so that no turn of the loop allocates.
+        var jobs: [UnownedJob] = []
+        var added: [Transfer] = []
+        var cancelled: [Transfer] = []
         while true {
-            let jobs = shared.inbox.withLock { inbox in
-                defer { inbox.jobs.removeAll(keepingCapacity: true) }
-                return inbox.jobs
-            }
+            shared.inbox.withLock { swap(&jobs, &$0.jobs) }
             for job in jobs { job.runSynchronously(on: executor) }
+            jobs.removeAll(keepingCapacity: true)
             // Read after the jobs ran: what they submitted sent no wake-up (they ran on this thread), so it must
             // start in this turn, not after the next poll times out.
-            let (added, cancelled, stopping) = shared.inbox.withLock { inbox in
-                defer {
-                    inbox.added.removeAll(keepingCapacity: true)
-                    inbox.cancelled.removeAll(keepingCapacity: true)
-                }
-                return (inbox.added, inbox.cancelled, inbox.stopping)
+            let stopping = shared.inbox.withLock { inbox in
+                swap(&added, &inbox.added)
+                swap(&cancelled, &inbox.cancelled)
+                return inbox.stopping
             }
             for transfer in added {
                 if transfer.cancelled.load(ordering: .acquiring) {
@@ -178,11 +189,13 @@ final class TransferEngine: Sendable {
                     transfer.completion?(.failure(error))
                 }
             }
-            for transfer in cancelled where running[transfer.handle]?.transfer === transfer {
+            added.removeAll(keepingCapacity: true)
+            for transfer in cancelled where transfer.runningIndex != nil {
                 finish(transfer, .failure(HTTPError(.cancelled, "\(transfer.description): cancelled")))
             }
+            cancelled.removeAll(keepingCapacity: true)
             if stopping {
-                for (transfer, _) in running.values {
+                for transfer in running {
                     finish(transfer, .failure(HTTPError(.cancelled, "\(transfer.description): the session is shutting down")))
                 }
                 // Closes the pooled connections here, on the thread that used them, before stop() returns.
@@ -202,14 +215,15 @@ final class TransferEngine: Sendable {
             var queued: Int32 = 0
             while let message = curl_multi_info_read(multi.pointer, &queued) {
                 guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
-                    let transfer = running[handle]?.transfer
+                    let transfer = Transfer.running(handle)
                 else { continue }
                 finish(transfer, transfer.outcome(message.pointee.data.result))
             }
             // Sleeps until a socket is ready, libcurl's next timeout, or a wake-up from submit/cancel/enqueue;
-            // not at all when the completions above resumed tasks on this thread, or they added work.
+            // not at all when the completions above resumed tasks on this thread, or they added work: the next
+            // turn runs them, and its curl_multi_perform reads whatever the sockets have.
             let ready = shared.inbox.withLock { !$0.jobs.isEmpty || !$0.added.isEmpty || !$0.cancelled.isEmpty }
-            _ = curl_multi_poll(multi.pointer, nil, 0, ready ? 0 : 1000, nil)
+            if !ready { _ = curl_multi_poll(multi.pointer, nil, 0, 1000, nil) }
         }
     }
 }
