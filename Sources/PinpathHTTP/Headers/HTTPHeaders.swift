@@ -11,6 +11,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     public init() {}
 
+    /// No field at all.
+    var isEmpty: Bool { given.isEmpty && received?.isEmpty != false }
+
     public init(dictionaryLiteral elements: (String, String)...) {
         for (name, value) in elements { add(name: name, value: value) }
     }

@@ -56,6 +56,8 @@ public struct ProxySettings: Sendable, Hashable {
 
     /// The proxy a request to `url` goes through, or `nil` to connect directly.
     public func proxy(for url: URL) -> Proxy? {
+        // Reading the URL's scheme and host costs more than the rest of a direct request's setup.
+        guard httpProxy != nil || httpsProxy != nil else { return nil }
         let chosen: Proxy?
         switch url.scheme?.lowercased() {
         case "https": chosen = httpsProxy

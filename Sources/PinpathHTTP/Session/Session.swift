@@ -196,7 +196,7 @@ public final class Session: Sendable {
         }
         let connectTo = connectHost.map { "\(host):\(port):\($0.contains(":") && !$0.hasPrefix("[") ? "[\($0)]" : $0):\(port)" }
         let transfer = try Transfer(
-            request: request, options: options, verifier: verifier,
+            request: request, kind: kind, options: options, verifier: verifier,
             clientCertificate: options.clientCertificate ?? configuration.clientCertificate, connectTo: connectTo,
             addressCheck: options.reachability == .ignore ? nil : gate?.addressCheck,
             proxy: proxy.map { (proxy: $0, verifier: proxyVerifier) }, handles: engine.handles, headerLists: engine.headerLists)
@@ -260,6 +260,11 @@ public final class Session: Sendable {
 
     private func withDefaultHeaders(_ request: HTTPRequest) -> HTTPRequest {
         var request = request
+        // Most requests carry no fields of their own: they share the defaults' storage instead of copying it.
+        if request.headers.isEmpty {
+            request.headers = configuration.defaultHeaders
+            return request
+        }
         for (name, value) in configuration.defaultHeaders where request.headers[name] == nil {
             request.headers.add(name: name, value: value)
         }

@@ -80,7 +80,7 @@ extension Transfer {
             // A new response (100 Continue, or the final one): only the last one's fields count.
             responseHeaders = HTTPHeaders()
             headersComplete = false
-            if tlsSession == nil { tlsSession = TransferInfo(handle: handle).tlsSession }
+            if tlsSession == nil, verifier != nil || proxyVerifier != nil { tlsSession = TransferInfo(handle: handle).tlsSession }
         } else if line.count <= 2 && line.allSatisfy({ $0 == 0x0D || $0 == 0x0A }) {
             headersComplete = true  // the blank line after a response's header section
         } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {

@@ -26,9 +26,8 @@ struct TransferInfo {
     var remoteAddress: String? {
         var ip: UnsafeMutablePointer<CChar>?
         guard pinpath_curl_getinfo_string(handle, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK, let ip, ip.pointee != 0 else { return nil }
-        let address = String(cString: ip)
-        let port = long(CURLINFO_PRIMARY_PORT)
-        return address.utf8.contains(UInt8(ascii: ":")) ? "[\(address)]:\(port)" : "\(address):\(port)"
+        let port = String(long(CURLINFO_PRIMARY_PORT))
+        return strchr(ip, Int32(UInt8(ascii: ":"))) != nil ? "[" + String(cString: ip) + "]:" + port : String(cString: ip) + ":" + port
     }
 
     /// blackbox_exporter's phases from libcurl's cumulative times.
