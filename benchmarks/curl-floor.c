@@ -1,11 +1,13 @@
 /* The floor of the request core: the same requests with libcurl used directly, no gates, no Swift.
  * Built and run by benchmarks/request-core.sh and benchmarks/agent-scale.sh:
- *   curl-floor URL COUNT CONCURRENCY [fresh] [ca=FILE] [cacache] [rate=PER_SECOND]
+ *   curl-floor URL COUNT CONCURRENCY [fresh] [ca=FILE] [cacache] [rate=PER_SECOND] [header=LINE ...]
  * cacache clears CURLOPT_CAPATH so that libcurl's CA cache (CURLOPT_CA_CACHE_TIMEOUT, 7.87+, kept in the multi
  * handle) applies: Debian builds libcurl with a default CA path, and with a CA path set libcurl 7.88 loads the
  * CA file into a new X509_STORE for every connection.
  * rate= paces the starts evenly (at most CONCURRENCY in flight), as an agent's schedule does; without it
  * requests start as soon as a slot is free.
+ * header= adds a request header line (`Name: value`), so that the floor can send the same request bytes as
+ * pinpath, whose session adds User-Agent and Accept-Language (`pinpath-bench headers` prints them).
  * Prints one line in pinpath-bench's format. */
 #include <curl/curl.h>
 #include <stdio.h>
@@ -32,6 +34,7 @@ static double cpu(void) {
 }
 
 static int ca_cache;
+static struct curl_slist *headers;
 
 static CURL *make(const char *url, int fresh, const char *ca) {
     CURL *h = curl_easy_init();
@@ -41,6 +44,7 @@ static CURL *make(const char *url, int fresh, const char *ca) {
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
     if (ca) curl_easy_setopt(h, CURLOPT_CAINFO, ca);
     if (ca_cache) curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
+    if (headers) curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
     if (fresh) {
         curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
         curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
@@ -49,7 +53,7 @@ static CURL *make(const char *url, int fresh, const char *ca) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 4) { fprintf(stderr, "usage: curl-floor URL COUNT CONCURRENCY [fresh] [ca=FILE] [cacache] [rate=PER_SECOND]\n"); return 64; }
+    if (argc < 4) { fprintf(stderr, "usage: curl-floor URL COUNT CONCURRENCY [fresh] [ca=FILE] [cacache] [rate=PER_SECOND] [header=LINE ...]\n"); return 64; }
     const char *url = argv[1];
     int count = atoi(argv[2]), concurrency = atoi(argv[3]), fresh = 0;
     const char *ca = NULL;
@@ -59,6 +63,7 @@ int main(int argc, char **argv) {
         if (!strncmp(argv[i], "ca=", 3)) ca = argv[i] + 3;
         if (!strncmp(argv[i], "rate=", 5)) rate = atof(argv[i] + 5);
         if (!strcmp(argv[i], "cacache")) ca_cache = 1;
+        if (!strncmp(argv[i], "header=", 7)) headers = curl_slist_append(headers, argv[i] + 7);
     }
     curl_global_init(CURL_GLOBAL_ALL);
     CURLM *multi = curl_multi_init();
@@ -110,5 +115,6 @@ int main(int argc, char **argv) {
     if (status) fclose(status);
     printf("requests=%d wall_s=%.2f rps=%.2f cpu_us_per_request=%.2f rss_mib=%.2f\n", count, wall, count / wall, used / count * 1e6, rss);
     curl_multi_cleanup(multi);
+    curl_slist_free_all(headers);
     return 0;
 }

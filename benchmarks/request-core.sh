@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The request core against libcurl used directly (benchmarks/curl-floor.c), on loopback, in one run:
 #   1. keep-alive GET requests per second, one at a time and 16 at once (goal: ratio >= 0.9), and CPU per
-#      request (goal: ratio <= 1.3);
+#      request (goal: ratio <= 1.3); against the bare floor, and against the floor sending the same request
+#      bytes (pinpath's default User-Agent and Accept-Language lines);
 #   2. full-handshake HTTPS requests: pinpath with a pin check against curl without one, and the CPU per
 #      request against OpenSSL used directly (benchmarks/openssl-floor.c: one SSL_CTX and trust store for
 #      every connection; goal: ratio <= 1.1), and against OpenSSL with a new SSL_CTX per connection, as
@@ -82,10 +83,16 @@ ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
 run() { echo "  $*" >&2; "$@"; }
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "runs:" >&2
+# The same request bytes as pinpath's: the session adds User-Agent and Accept-Language, which cost libcurl
+# several thousand instructions per request to format; the bare floor sends neither.
+same_request=()
+while IFS= read -r line; do same_request+=("header=$line"); done < <("$BENCH" headers)
 floor1=$(run "$work/curl-floor" "http://127.0.0.1:$http_port/" "$COUNT" 1)
+floor1_same=$(run "$work/curl-floor" "http://127.0.0.1:$http_port/" "$COUNT" 1 "${same_request[@]}")
 ours1=$(run "$BENCH" get "http://127.0.0.1:$http_port/" "$COUNT" 1 executor)
 ours1_pool=$(run "$BENCH" get "http://127.0.0.1:$http_port/" "$COUNT" 1)
 floor16=$(run "$work/curl-floor" "http://127.0.0.1:$http_port/" $((COUNT * 4)) 16)
+floor16_same=$(run "$work/curl-floor" "http://127.0.0.1:$http_port/" $((COUNT * 4)) 16 "${same_request[@]}")
 ours16=$(run "$BENCH" get "http://127.0.0.1:$http_port/" $((COUNT * 4)) 16 executor)
 ours16_pool=$(run "$BENCH" get "http://127.0.0.1:$http_port/" $((COUNT * 4)) 16)
 floor_tls=$(run "$work/curl-floor" "https://127.0.0.1:$https_port/" "$HANDSHAKES" 1 fresh "ca=$work/root.pem")
@@ -113,6 +120,13 @@ row "keep-alive GET, 16 at once (req/s)" "$ours16" "$floor16" rps
 row "  from the pool (req/s)" "$ours16_pool" "$floor16" rps
 row "  CPU per request, 16 at once (us)" "$ours16" "$floor16" cpu_us_per_request
 row "  from the pool (us)" "$ours16_pool" "$floor16" cpu_us_per_request
+# The same rows against the floor sending pinpath's header lines: what the Swift layer itself costs.
+printf '%-52s %12s %12s %8s\n' "" "pinpath" "same req." "ratio"
+row "keep-alive GET, 1 at a time (req/s)" "$ours1" "$floor1_same" rps
+row "  CPU per request, 1 at a time (us)" "$ours1" "$floor1_same" cpu_us_per_request
+row "keep-alive GET, 16 at once (req/s)" "$ours16" "$floor16_same" rps
+row "  CPU per request, 16 at once (us)" "$ours16" "$floor16_same" cpu_us_per_request
+printf '%-52s %12s %12s %8s\n' "" "pinpath" "libcurl" "ratio"
 row "full-handshake HTTPS, pinned vs not (req/s)" "$ours_tls" "$floor_tls" rps
 row "  CPU per handshake request (us)" "$ours_tls" "$floor_tls" cpu_us_per_request
 printf '%-52s %12s %12s %8s\n' "" "pinpath" "openssl" "ratio"

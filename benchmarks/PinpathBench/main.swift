@@ -4,6 +4,7 @@
 // executor: the request loops prefer the session's libcurl thread (Session.executor) instead of the global pool.
 //   pinpath-bench inflight URL COUNT
 //   pinpath-bench paced URL COUNT rate=PER_SECOND [fresh] [pin=sha256/…] [ca=FILE] [gate]   (PacedRequests.swift)
+//   pinpath-bench headers   (the header lines a session adds to every request, one per line, for curl-floor's header=)
 import FoundationEssentials
 import Glibc
 import PinpathHTTP
@@ -16,6 +17,10 @@ try await PinpathBench.main()
 struct PinpathBench {
     static func main() async throws {
         let arguments = CommandLine.arguments
+        if arguments.dropFirst().first == "headers" {
+            for (name, value) in Session.standardHeaders { print("\(name): \(value)") }
+            return
+        }
         guard arguments.count >= 4, let count = Int(arguments[3]), let url = URL(string: arguments[2]) else {
             fatalError("usage: pinpath-bench get|inflight|paced URL COUNT [CONCURRENCY] [fresh] [pin=…] [ca=…] [gate]")
         }
