@@ -47,6 +47,38 @@ struct GateTests {
         }
     }
 
+    @Test(
+        "A numeric host's remembered verdict ends with the kernel's next change: a blackhole route that leaves the path as it was refuses the next request, and its removal lets the one after through"
+    )
+    func rememberedVerdictEndsWithAChange() async throws {
+        let network = try network()
+        defer { network.remove() }
+        let monitor = try await ReachabilityMonitor.start(.init(networkNamespace: network.host))
+        defer { monitor.stop() }
+        let session = try Session(monitor: monitor)
+        let request = HTTPRequest(method: .get, url: URL(string: "http://\(Self.server):\(Self.port)/")!)
+        /// Changes the host's routes and returns once the monitor has read the change.
+        func change(_ command: String) async throws {
+            let before = monitor.statistics.messages
+            try network.ip(network.host, command)
+            let deadline = ContinuousClock.now + .seconds(5)
+            while monitor.statistics.messages == before, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+            #expect(monitor.statistics.messages > before, "the monitor read no message for \(command)")
+        }
+
+        // Admitted and answered (the server's status does not matter); the second on the first one's verdict.
+        for _ in 0..<2 { #expect(try await session.send(request).statusCode > 0) }
+        try await change("route add blackhole \(Self.server)/32")
+        #expect(monitor.currentPath.status == .reachable, "the default route still serves the path")
+        await #expect {
+            _ = try await session.send(request)
+        } throws: { error in
+            (error as? HTTPError)?.code == .notReachable && (error as? HTTPError)?.reachability?.reason == .blackholeRoute
+        }
+        try await change("route del blackhole \(Self.server)/32")
+        #expect(try await session.send(request).statusCode > 0)
+    }
+
     @Test("pinpath request exits 4 without connecting, waits for connectivity when asked, and skips addresses with no route")
     func cli() async throws {
         let network = try network()

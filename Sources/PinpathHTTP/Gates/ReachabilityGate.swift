@@ -2,9 +2,13 @@ import PinpathReachability
 
 /// The reachability gate: asks the monitor before a request and waits for connectivity when told to.
 /// Cheap when the network is up: the monitor's current snapshot answers, with no system call, except for
-/// numeric hosts, whose route is asked of the kernel (no DNS, no packet).
+/// numeric hosts, whose route is asked of the kernel (no DNS, no packet) once, and then again only after the
+/// monitor has read a change (``AddressVerdicts``).
 struct ReachabilityGate: Sendable {
     let monitor: ReachabilityMonitor
+    private let addressVerdicts = AddressVerdicts()
+
+    init(monitor: ReachabilityMonitor) { self.monitor = monitor }
 
     /// Returns when `host` may be tried, or throws ``HTTPError/Code/notReachable`` with the monitor's verdict.
     /// `host` is the proxy's when the request goes through `proxy`: that is the only address it connects to.
@@ -38,7 +42,14 @@ struct ReachabilityGate: Sendable {
     /// Checks each resolved address from libcurl's thread before it connects.
     var addressCheck: Transfer.AddressCheck {
         let monitor = self.monitor
-        return { address in monitor.reachabilityBlocking(of: address, timeout: .milliseconds(500)) }
+        let verdicts = addressVerdicts
+        return { address in
+            let statistics = monitor.statistics
+            if let known = verdicts.verdict(for: address, now: statistics) { return known }
+            guard let verdict = monitor.reachabilityBlocking(of: address, timeout: .milliseconds(500)) else { return nil }
+            verdicts.store(verdict, for: address, askedAt: statistics)
+            return verdict
+        }
     }
 
     /// Why `host` cannot be reached now, or `nil` when it may be tried.
@@ -50,8 +61,14 @@ struct ReachabilityGate: Sendable {
         case .leftToResolver, .notWatched: break
         }
         if let address = IPAddress(host) {
-            guard let verdict = try? await monitor.reachability(of: .address(address)) else { return nil }
-            return verdict.status == .reachable ? nil : verdict
+            let statistics = monitor.statistics
+            var verdict = addressVerdicts.verdict(for: address, now: statistics)
+            if verdict == nil {
+                verdict = try? await monitor.reachability(of: .address(address))
+                if let verdict { addressVerdicts.store(verdict, for: address, askedAt: statistics) }
+            }
+            guard let verdict, verdict.status != .reachable else { return nil }
+            return verdict
         }
         // Loopback names never leave the machine; libcurl's socket check still asks about each address.
         if host == "localhost" || host.hasSuffix(".localhost") { return nil }
