@@ -14,7 +14,7 @@ final class MonitorLoop {
     private var targets: [WatchedTarget]
     private var path: NetworkPath!
     /// The route answers `path` was computed from.
-    private var pathRouteAnswers: [IPAddress: RouteAnswer] = [:]
+    private var pathRouteAnswers = RouteAnswers(destinations: [], answers: [])
     private var sysfsFacts: [String: (deviceType: String?, hasWirelessPhy: Bool)] = [:]
     /// Messages were lost and the last attempt to read everything again did not complete.
     private var needsResync = false
@@ -70,16 +70,16 @@ final class MonitorLoop {
         evaluator(answers: requests.lookUpRoutes(to: destinations))
     }
 
-    private func evaluator(answers: [IPAddress: RouteAnswer]) -> PathEvaluator {
+    private func evaluator(answers: RouteAnswers) -> PathEvaluator {
         PathEvaluator(state: state, lookUpRoute: { answers[$0] ?? .failed(errno: EIO) })
     }
 
     /// The route answers a whole snapshot needs: the internet probes and every target's addresses.
-    private func lookUpPathRoutes() -> [IPAddress: RouteAnswer] {
+    private func lookUpPathRoutes() -> RouteAnswers {
         requests.lookUpRoutes(to: PathEvaluator.destinations(of: targets))
     }
 
-    private func evaluatePath(answers: [IPAddress: RouteAnswer]) -> NetworkPath {
+    private func evaluatePath(answers: RouteAnswers) -> NetworkPath {
         pathRouteAnswers = answers
         return evaluator(answers: answers).path(targets: targets)
     }
@@ -226,7 +226,7 @@ final class MonitorLoop {
 
     // MARK: Snapshots and events
 
-    private func recompute(_ triggers: [Trigger], answers: [IPAddress: RouteAnswer]? = nil) {
+    private func recompute(_ triggers: [Trigger], answers: RouteAnswers? = nil) {
         let previous = path!
         path = evaluatePath(answers: answers ?? lookUpPathRoutes())
         let changes = visibleChanges(from: previous, to: path) { involved in Trigger.explaining(involved, from: triggers) }
