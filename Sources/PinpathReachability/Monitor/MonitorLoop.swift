@@ -30,6 +30,8 @@ final class MonitorLoop {
     static let settleRechecks: [Duration] = [.milliseconds(50), .seconds(1)]
     /// The next settle recheck, the ones after it, and the triggers since the kernel was last quiet.
     private var settle: (due: ContinuousClock.Instant, later: ArraySlice<Duration>, triggers: [Trigger])?
+    /// The batch of messages being read, kept between batches so that reading one allocates nothing.
+    private var messages: [NetlinkMessage] = []
 
     init(configuration: ReachabilityMonitor.Configuration, core: MonitorCore, targets: [WatchedTarget]) {
         self.configuration = configuration
@@ -125,7 +127,9 @@ final class MonitorLoop {
     /// dump: retry every 100 ms), a settle recheck is due, or failed names are due to be resolved again.
     private func pollTimeout() -> Int32 {
         if needsResync { return 100 }
-        guard let next = [settle?.due, nextResolutionRetry].compactMap({ $0 }).min() else { return -1 }
+        var next = settle?.due
+        if let retry = nextResolutionRetry { next = min(next ?? retry, retry) }
+        guard let next else { return -1 }
         return Int32(clamping: max(0, ContinuousClock.now.duration(to: next).millisecondsRoundedUp))
     }
 
@@ -150,7 +154,7 @@ final class MonitorLoop {
     // MARK: Netlink messages
 
     private func readNetlink() {
-        var messages: [NetlinkMessage] = []
+        messages.removeAll(keepingCapacity: true)
         // Bounded, so a flood cannot keep the snapshot from being recomputed.
         let lostEvents = events.receiveEvents(into: &messages, limit: 4096).lost
         core.count(messages: messages.count, overrun: lostEvents)
@@ -329,10 +333,14 @@ struct Trigger: Equatable {
 
     /// The reason to give for a change that involved `interfaces`: the weightiest trigger on one of them or
     /// on no interface in particular, the earliest among equals; any trigger if none of them is related.
-    static func explaining(_ interfaces: Set<String>, from triggers: [Trigger]) -> ChangeReason {
-        let related = triggers.filter { $0.interfaceName.map(interfaces.contains) ?? true }
-        let candidates = related.isEmpty ? triggers : related
-        guard let best = candidates.max(by: { $0.weight < $1.weight }) else { return .linkChanged }
-        return candidates.first { $0.weight == best.weight }!.reason
+    static func explaining(_ interfaces: [String], from triggers: [Trigger]) -> ChangeReason {
+        func isRelated(_ trigger: Trigger) -> Bool { trigger.interfaceName.map(interfaces.contains) ?? true }
+        let anyRelated = triggers.contains(where: isRelated)
+        var best: Trigger?
+        // `>`, not `>=`: the earliest of equals stays.
+        for trigger in triggers where !anyRelated || isRelated(trigger) {
+            if best.map({ trigger.weight > $0.weight }) ?? true { best = trigger }
+        }
+        return best?.reason ?? .linkChanged
     }
 }
