@@ -10,6 +10,8 @@ final class MonitorLoop {
     private let core: MonitorCore
     private var events: NetlinkSocket!
     private var requests: NetlinkSocket!
+    /// The epoll instance `serve` waits on; -1 until set up.
+    private var waitSet: Int32 = -1
     private var state = KernelState()
     private var targets: [WatchedTarget]
     private var path: NetworkPath!
@@ -39,6 +41,8 @@ final class MonitorLoop {
         self.targets = targets
     }
 
+    deinit { if waitSet >= 0 { close(waitSet) } }
+
     /// Sets up, reports readiness (the first snapshot is complete by then), and serves events until stopped.
     func run(ready: (Result<NetworkPath, ReachabilityError>) -> Void) {
         do {
@@ -61,6 +65,7 @@ final class MonitorLoop {
         events.setReceiveBuffer(bytes: configuration.receiveBufferSize)
         requests = try NetlinkSocket()
         requests.setReceiveBuffer(bytes: 1 << 20)
+        waitSet = try makeWaitSet()
         state = try readKernelState()
         path = evaluatePath(answers: lookUpPathRoutes())
         core.publish(path, events: [])
@@ -86,19 +91,43 @@ final class MonitorLoop {
         return evaluator(answers: answers).path(targets: targets)
     }
 
+    /// Waits for the event socket and the wake eventfd with epoll rather than poll(2): poll registers with
+    /// both descriptors and polls them again on every call, and the thread waits once per netlink event.
+    private func makeWaitSet() throws -> Int32 {
+        let waitSet = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard waitSet >= 0 else {
+            throw ReachabilityError(.netlinkUnavailable, "cannot create an epoll instance: \(String(cString: strerror(errno)))")
+        }
+        for (descriptor, tag) in [(events.fileDescriptor, Self.netlinkReady), (core.wakeDescriptor, Self.wakeReady)] {
+            var event = epoll_event()
+            event.events = EPOLLIN.rawValue
+            event.data.u32 = tag
+            guard epoll_ctl(waitSet, EPOLL_CTL_ADD, descriptor, &event) == 0 else {
+                let reason = String(cString: strerror(errno))
+                close(waitSet)
+                throw ReachabilityError(.netlinkUnavailable, "cannot watch a descriptor with epoll: \(reason)")
+            }
+        }
+        return waitSet
+    }
+    private static let netlinkReady: UInt32 = 0
+    private static let wakeReady: UInt32 = 1
+
     private func serve() {
-        var fds = [
-            pollfd(fd: events.fileDescriptor, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: core.wakeDescriptor, events: Int16(POLLIN), revents: 0),
-        ]
+        var readyEvents = [epoll_event](repeating: epoll_event(), count: 2)
         while true {
-            let ready = poll(&fds, nfds_t(fds.count), pollTimeout())
+            let ready = epoll_wait(waitSet, &readyEvents, Int32(readyEvents.count), pollTimeout())
             if ready < 0 {
                 if errno == EINTR { continue }
-                core.fail(ReachabilityError(.netlinkUnavailable, "poll failed: \(String(cString: strerror(errno)))"))
+                core.fail(ReachabilityError(.netlinkUnavailable, "epoll_wait failed: \(String(cString: strerror(errno)))"))
                 return
             }
-            if fds[1].revents != 0 {
+            var netlinkReady = false
+            var woken = false
+            for event in readyEvents[..<Int(ready)] {
+                if event.data.u32 == Self.wakeReady { woken = true } else { netlinkReady = true }
+            }
+            if woken {
                 var counter: UInt64 = 0
                 _ = read(core.wakeDescriptor, &counter, 8)
                 var commands = core.takeCommands()[...]
@@ -110,7 +139,7 @@ final class MonitorLoop {
                     handle(command)
                 }
             }
-            if fds[0].revents != 0 {
+            if netlinkReady {
                 readNetlink()
             } else if ready == 0, needsResync {
                 resync()
@@ -123,7 +152,7 @@ final class MonitorLoop {
         }
     }
 
-    /// Milliseconds `poll` may sleep: for ever, unless a resync is owed (the kernel kept interrupting the
+    /// Milliseconds `epoll_wait` may sleep: for ever, unless a resync is owed (the kernel kept interrupting the
     /// dump: retry every 100 ms), a settle recheck is due, or failed names are due to be resolved again.
     private func pollTimeout() -> Int32 {
         if needsResync { return 100 }
