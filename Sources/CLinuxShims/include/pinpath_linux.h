@@ -7,6 +7,10 @@ int pinpath_setns_net(int fd);
 // eventfd(2) lives in <sys/eventfd.h>, which Swift's Glibc module does not export.
 int pinpath_eventfd_nonblocking(void);
 
+// epoll(7) lives in <sys/epoll.h>, which Swift's Glibc module does not export: included whole, so that its
+// functions and its packed struct epoll_event are imported as they are.
+#include <sys/epoll.h>
+
 // SO_RCVBUFFORCE comes from <asm/socket.h> as a macro that Swift's Glibc module does not export.
 int pinpath_so_rcvbufforce(void);
 

@@ -18,11 +18,17 @@ public enum ReachabilityJSON {
         switch event {
         case .path(let change):
             let path = change.path
+            // One array literal: `pinpath watch` builds this for every change.
             return AgentEvent(
                 EventCatalog.reachabilityChanged,
-                fields(of: path, [.status]) + [("previous_status", .string(change.previous?.status.rawValue))]
-                    + fields(of: path, [.interface, .kind]) + [("reason", .string(change.reason.rawValue))]
-                    + fields(of: path, [.ipv4, .ipv6, .expensive, .gateways]),
+                [
+                    PathField.status.member(of: path),
+                    ("previous_status", .string(change.previous?.status.rawValue)),
+                    PathField.interface.member(of: path), PathField.kind.member(of: path),
+                    ("reason", .string(change.reason.rawValue)),
+                    PathField.ipv4.member(of: path), PathField.ipv6.member(of: path),
+                    PathField.expensive.member(of: path), PathField.gateways.member(of: path),
+                ],
                 level: path.status == .reachable ? .info : .warning
             )
         case .target(let change):
@@ -73,10 +79,13 @@ public enum ReachabilityJSON {
             case .gateways: .array(path.gateways.map { .string($0.description) })
             }
         }
+
+        /// The field as an object member: its name and its value in `path`.
+        func member(of path: NetworkPath) -> (String, JSONValue) { (rawValue, value(in: path)) }
     }
 
     static func fields(of path: NetworkPath, _ names: [PathField]) -> [(String, JSONValue)] {
-        names.map { ($0.rawValue, $0.value(in: path)) }
+        names.map { $0.member(of: path) }
     }
 
     static func route(_ family: IPFamily, _ route: FamilyPath) -> JSONValue {

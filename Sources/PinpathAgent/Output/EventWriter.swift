@@ -50,8 +50,20 @@ enum EventLine {
     /// `{"event":"<type>","level":"<level>",…fields}`: the part of a line that does not depend on `seq`.
     static func body(event: String, level: EventLevel, fields: [(String, JSONValue)]) -> [UInt8] {
         var body: [UInt8] = []
-        body.reserveCapacity(256)
-        JSONValue.object([("event", .string(event)), ("level", .string(level.name))] + fields).encode(into: &body)
+        body.reserveCapacity(512)
+        body.append(contentsOf: #"{"event":"#.utf8)
+        JSONValue.string(event).encode(into: &body)
+        body.append(contentsOf: #","level":"#.utf8)
+        JSONValue.string(level.name).encode(into: &body)
+        // The fields are encoded as an object of their own and its `{` becomes the `,` after `level`: the
+        // fields are not copied into a new array behind `event` and `level`.
+        if fields.isEmpty {
+            body.append(UInt8(ascii: "}"))
+        } else {
+            let fieldsStart = body.count
+            JSONValue.object(fields).encode(into: &body)
+            body[fieldsStart] = UInt8(ascii: ",")
+        }
         return body
     }
 

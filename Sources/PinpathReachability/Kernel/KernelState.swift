@@ -40,10 +40,13 @@ struct KernelState: Equatable {
 
     /// Usable addresses of one interface, in a stable order (IPv4 first, then by address).
     func usableAddresses(of index: Int) -> [InterfaceAddress] {
-        addresses.values
-            .filter { $0.key.interfaceIndex == index && $0.isUsable }
-            .map { InterfaceAddress(address: $0.key.address, prefixLength: $0.key.prefixLength) }
-            .sorted { $0.address < $1.address }
+        // One array, sorted in place: this runs for every interface of every snapshot.
+        var usable: [InterfaceAddress] = []
+        for address in addresses.values where address.key.interfaceIndex == index && address.isUsable {
+            usable.append(InterfaceAddress(address: address.key.address, prefixLength: address.key.prefixLength))
+        }
+        usable.sort { $0.address < $1.address }
+        return usable
     }
 
     func isUsableAddress(_ address: IPAddress) -> Bool {
@@ -52,19 +55,25 @@ struct KernelState: Equatable {
 
     /// Interfaces with their kinds resolved (stacked devices take their lower device's kind).
     func interfaces() -> [NetworkInterface] {
-        links.values.sorted { $0.index < $1.index }.map { link in
-            NetworkInterface(
-                index: link.index, name: link.name, kind: kind(of: link), isAdminUp: link.isAdminUp,
-                hasCarrier: link.hasCarrier, operationalState: link.operationalState, mtu: link.mtu,
-                addresses: usableAddresses(of: link.index))
+        var interfaces: [NetworkInterface] = []
+        interfaces.reserveCapacity(links.count)
+        for link in links.values {
+            interfaces.append(
+                NetworkInterface(
+                    index: link.index, name: link.name, kind: kind(of: link), isAdminUp: link.isAdminUp,
+                    hasCarrier: link.hasCarrier, operationalState: link.operationalState, mtu: link.mtu,
+                    addresses: usableAddresses(of: link.index)))
         }
+        interfaces.sort { $0.index < $1.index }
+        return interfaces
     }
 
     func kind(of link: LinkRecord, depth: Int = 0) -> InterfaceKind {
         // Depth bounds a loop the kernel should never produce (a VLAN on itself).
         guard depth < 8 else { return .other }
         let lower = link.lowerIndex.flatMap { links[$0] }.map { kind(of: $0, depth: depth + 1) }
-        let ports = links.values.filter { $0.masterIndex == link.index }.map { kind(of: $0, depth: depth + 1) }
+        var ports: [InterfaceKind] = []  // empty, so not allocated, unless this link is an aggregate
+        for port in links.values where port.masterIndex == link.index { ports.append(kind(of: port, depth: depth + 1)) }
         return InterfaceClassifier.kind(of: link.kindFacts, lowerKind: lower, portKinds: ports)
     }
 }

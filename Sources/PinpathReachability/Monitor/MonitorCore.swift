@@ -100,9 +100,9 @@ final class MonitorCore: Sendable {
             for continuation in published.subscribers.values {
                 for event in events { continuation.yield(event) }
             }
-            return published.handlers.isEmpty || events.isEmpty ? [] : Array(published.handlers.values)
+            return events.isEmpty ? [:] : published.handlers
         }
-        for handler in handlers {
+        for handler in handlers.values {
             for event in events {
                 // A handler may have stopped the monitor; what it published after that is not delivered.
                 guard !isFinished else { return }

@@ -10,11 +10,13 @@ final class MonitorLoop {
     private let core: MonitorCore
     private var events: NetlinkSocket!
     private var requests: NetlinkSocket!
+    /// The epoll instance `serve` waits on; -1 until set up.
+    private var waitSet: Int32 = -1
     private var state = KernelState()
     private var targets: [WatchedTarget]
     private var path: NetworkPath!
     /// The route answers `path` was computed from.
-    private var pathRouteAnswers: [IPAddress: RouteAnswer] = [:]
+    private var pathRouteAnswers = RouteAnswers(destinations: [], answers: [])
     private var sysfsFacts: [String: (deviceType: String?, hasWirelessPhy: Bool)] = [:]
     /// Messages were lost and the last attempt to read everything again did not complete.
     private var needsResync = false
@@ -30,12 +32,16 @@ final class MonitorLoop {
     static let settleRechecks: [Duration] = [.milliseconds(50), .seconds(1)]
     /// The next settle recheck, the ones after it, and the triggers since the kernel was last quiet.
     private var settle: (due: ContinuousClock.Instant, later: ArraySlice<Duration>, triggers: [Trigger])?
+    /// The batch of messages being read, kept between batches so that reading one allocates nothing.
+    private var messages: [NetlinkMessage] = []
 
     init(configuration: ReachabilityMonitor.Configuration, core: MonitorCore, targets: [WatchedTarget]) {
         self.configuration = configuration
         self.core = core
         self.targets = targets
     }
+
+    deinit { if waitSet >= 0 { close(waitSet) } }
 
     /// Sets up, reports readiness (the first snapshot is complete by then), and serves events until stopped.
     func run(ready: (Result<NetworkPath, ReachabilityError>) -> Void) {
@@ -59,6 +65,7 @@ final class MonitorLoop {
         events.setReceiveBuffer(bytes: configuration.receiveBufferSize)
         requests = try NetlinkSocket()
         requests.setReceiveBuffer(bytes: 1 << 20)
+        waitSet = try makeWaitSet()
         state = try readKernelState()
         path = evaluatePath(answers: lookUpPathRoutes())
         core.publish(path, events: [])
@@ -70,33 +77,57 @@ final class MonitorLoop {
         evaluator(answers: requests.lookUpRoutes(to: destinations))
     }
 
-    private func evaluator(answers: [IPAddress: RouteAnswer]) -> PathEvaluator {
+    private func evaluator(answers: RouteAnswers) -> PathEvaluator {
         PathEvaluator(state: state, lookUpRoute: { answers[$0] ?? .failed(errno: EIO) })
     }
 
     /// The route answers a whole snapshot needs: the internet probes and every target's addresses.
-    private func lookUpPathRoutes() -> [IPAddress: RouteAnswer] {
+    private func lookUpPathRoutes() -> RouteAnswers {
         requests.lookUpRoutes(to: PathEvaluator.destinations(of: targets))
     }
 
-    private func evaluatePath(answers: [IPAddress: RouteAnswer]) -> NetworkPath {
+    private func evaluatePath(answers: RouteAnswers) -> NetworkPath {
         pathRouteAnswers = answers
         return evaluator(answers: answers).path(targets: targets)
     }
 
+    /// Waits for the event socket and the wake eventfd with epoll rather than poll(2): poll registers with
+    /// both descriptors and polls them again on every call, and the thread waits once per netlink event.
+    private func makeWaitSet() throws -> Int32 {
+        let waitSet = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard waitSet >= 0 else {
+            throw ReachabilityError(.netlinkUnavailable, "cannot create an epoll instance: \(String(cString: strerror(errno)))")
+        }
+        for (descriptor, tag) in [(events.fileDescriptor, Self.netlinkReady), (core.wakeDescriptor, Self.wakeReady)] {
+            var event = epoll_event()
+            event.events = EPOLLIN.rawValue
+            event.data.u32 = tag
+            guard epoll_ctl(waitSet, EPOLL_CTL_ADD, descriptor, &event) == 0 else {
+                let reason = String(cString: strerror(errno))
+                close(waitSet)
+                throw ReachabilityError(.netlinkUnavailable, "cannot watch a descriptor with epoll: \(reason)")
+            }
+        }
+        return waitSet
+    }
+    private static let netlinkReady: UInt32 = 0
+    private static let wakeReady: UInt32 = 1
+
     private func serve() {
-        var fds = [
-            pollfd(fd: events.fileDescriptor, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: core.wakeDescriptor, events: Int16(POLLIN), revents: 0),
-        ]
+        var readyEvents = [epoll_event](repeating: epoll_event(), count: 2)
         while true {
-            let ready = poll(&fds, nfds_t(fds.count), pollTimeout())
+            let ready = epoll_wait(waitSet, &readyEvents, Int32(readyEvents.count), pollTimeout())
             if ready < 0 {
                 if errno == EINTR { continue }
-                core.fail(ReachabilityError(.netlinkUnavailable, "poll failed: \(String(cString: strerror(errno)))"))
+                core.fail(ReachabilityError(.netlinkUnavailable, "epoll_wait failed: \(String(cString: strerror(errno)))"))
                 return
             }
-            if fds[1].revents != 0 {
+            var netlinkReady = false
+            var woken = false
+            for event in readyEvents[..<Int(ready)] {
+                if event.data.u32 == Self.wakeReady { woken = true } else { netlinkReady = true }
+            }
+            if woken {
                 var counter: UInt64 = 0
                 _ = read(core.wakeDescriptor, &counter, 8)
                 var commands = core.takeCommands()[...]
@@ -108,7 +139,7 @@ final class MonitorLoop {
                     handle(command)
                 }
             }
-            if fds[0].revents != 0 {
+            if netlinkReady {
                 readNetlink()
             } else if ready == 0, needsResync {
                 resync()
@@ -121,11 +152,13 @@ final class MonitorLoop {
         }
     }
 
-    /// Milliseconds `poll` may sleep: for ever, unless a resync is owed (the kernel kept interrupting the
+    /// Milliseconds `epoll_wait` may sleep: for ever, unless a resync is owed (the kernel kept interrupting the
     /// dump: retry every 100 ms), a settle recheck is due, or failed names are due to be resolved again.
     private func pollTimeout() -> Int32 {
         if needsResync { return 100 }
-        guard let next = [settle?.due, nextResolutionRetry].compactMap({ $0 }).min() else { return -1 }
+        var next = settle?.due
+        if let retry = nextResolutionRetry { next = min(next ?? retry, retry) }
+        guard let next else { return -1 }
         return Int32(clamping: max(0, ContinuousClock.now.duration(to: next).millisecondsRoundedUp))
     }
 
@@ -150,7 +183,7 @@ final class MonitorLoop {
     // MARK: Netlink messages
 
     private func readNetlink() {
-        var messages: [NetlinkMessage] = []
+        messages.removeAll(keepingCapacity: true)
         // Bounded, so a flood cannot keep the snapshot from being recomputed.
         let lostEvents = events.receiveEvents(into: &messages, limit: 4096).lost
         core.count(messages: messages.count, overrun: lostEvents)
@@ -226,7 +259,7 @@ final class MonitorLoop {
 
     // MARK: Snapshots and events
 
-    private func recompute(_ triggers: [Trigger], answers: [IPAddress: RouteAnswer]? = nil) {
+    private func recompute(_ triggers: [Trigger], answers: RouteAnswers? = nil) {
         let previous = path!
         path = evaluatePath(answers: answers ?? lookUpPathRoutes())
         let changes = visibleChanges(from: previous, to: path) { involved in Trigger.explaining(involved, from: triggers) }
@@ -329,10 +362,14 @@ struct Trigger: Equatable {
 
     /// The reason to give for a change that involved `interfaces`: the weightiest trigger on one of them or
     /// on no interface in particular, the earliest among equals; any trigger if none of them is related.
-    static func explaining(_ interfaces: Set<String>, from triggers: [Trigger]) -> ChangeReason {
-        let related = triggers.filter { $0.interfaceName.map(interfaces.contains) ?? true }
-        let candidates = related.isEmpty ? triggers : related
-        guard let best = candidates.max(by: { $0.weight < $1.weight }) else { return .linkChanged }
-        return candidates.first { $0.weight == best.weight }!.reason
+    static func explaining(_ interfaces: [String], from triggers: [Trigger]) -> ChangeReason {
+        func isRelated(_ trigger: Trigger) -> Bool { trigger.interfaceName.map(interfaces.contains) ?? true }
+        let anyRelated = triggers.contains(where: isRelated)
+        var best: Trigger?
+        // `>`, not `>=`: the earliest of equals stays.
+        for trigger in triggers where !anyRelated || isRelated(trigger) {
+            if best.map({ trigger.weight > $0.weight }) ?? true { best = trigger }
+        }
+        return best?.reason ?? .linkChanged
     }
 }

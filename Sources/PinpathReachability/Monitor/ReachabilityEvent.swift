@@ -25,19 +25,22 @@ private struct VisiblePathState: Equatable {
 }
 
 /// Compares two snapshots and lists the changes a user sees, path first, then targets in order.
-/// - Parameter reason: explains a change, given the names of the interfaces it involved.
+/// - Parameter reason: explains a change, given the names of the interfaces it involved (a name may repeat).
 func visibleChanges(
-    from old: NetworkPath, to new: NetworkPath, reason: (Set<String>) -> ChangeReason
+    from old: NetworkPath, to new: NetworkPath, reason: ([String]) -> ChangeReason
 ) -> [ReachabilityEvent] {
     var events: [ReachabilityEvent] = []
     if old.visibleState != new.visibleState {
-        let involved = [old, new].flatMap { [$0.primaryInterface?.name, $0.ipv4?.interfaceName, $0.ipv6?.interfaceName] }
-        events.append(.path(PathChange(path: new, previous: old, reason: reason(Set(involved.compactMap { $0 })))))
+        let involved = [
+            old.primaryInterface?.name, old.ipv4?.interfaceName, old.ipv6?.interfaceName,
+            new.primaryInterface?.name, new.ipv4?.interfaceName, new.ipv6?.interfaceName,
+        ]
+        events.append(.path(PathChange(path: new, previous: old, reason: reason(involved.compactMap { $0 }))))
     }
     for target in new.targets {
         let previous = old.target(target.target)
         if previous?.status != target.status || previous?.interfaceName != target.interfaceName {
-            let involved = Set([previous?.interfaceName, target.interfaceName].compactMap { $0 })
+            let involved = [previous?.interfaceName, target.interfaceName].compactMap { $0 }
             events.append(.target(TargetChange(target: target, previous: previous, reason: reason(involved), path: new)))
         }
     }

@@ -151,7 +151,7 @@ public final class ReachabilityMonitor: Sendable {
     /// route is asked for; no packet is sent and nothing is resolved.
     package func internetReachability(over family: IPFamily?) async throws -> TargetReachability {
         let families = family.map { [$0] } ?? IPFamily.allCases
-        let probes = families.map { PathEvaluator.internetProbe[$0]! }
+        let probes = families.map(PathEvaluator.internetProbe)
         let watched = WatchedTarget(target: .host("internet"), resolution: .resolved(probes))
         return try await ask { reply in .evaluate(watched, reply) }
     }

@@ -137,48 +137,51 @@ final class NetlinkSocket {
     /// rules, extra tables and VPN routes. All requests go in one datagram and the kernel answers them
     /// before `send` returns, so a whole snapshot costs two or three system calls. `rtnl_route_lookup` is
     /// not used: it asks one at a time and folds ENETUNREACH and EHOSTUNREACH into one error.
-    func lookUpRoutes(to destinations: [IPAddress]) -> [IPAddress: RouteAnswer] {
-        var answers: [IPAddress: RouteAnswer] = [:]
-        // Chunks keep a batch's replies well inside the receive buffer.
+    func lookUpRoutes(to destinations: [IPAddress]) -> RouteAnswers {
+        var answers: [RouteAnswer] = []
+        answers.reserveCapacity(destinations.count)
+        // Chunks keep a batch's replies well inside the receive buffer, and fit `answered`'s bits.
         for start in stride(from: 0, to: destinations.count, by: 16) {
-            lookUpRoutes(to: destinations[start..<min(start + 16, destinations.count)], into: &answers)
+            lookUpRoutes(to: destinations[start..<min(start + 16, destinations.count)], appendingTo: &answers)
         }
-        return answers
+        return RouteAnswers(destinations: destinations, answers: answers)
     }
 
-    private func lookUpRoutes(to destinations: ArraySlice<IPAddress>, into answers: inout [IPAddress: RouteAnswer]) {
+    private func lookUpRoutes(to destinations: ArraySlice<IPAddress>, appendingTo answers: inout [RouteAnswer]) {
         let firstSequence = nextSequence
         nextSequence &+= UInt32(destinations.count)
-        var request: [UInt8] = []
+        request.removeAll(keepingCapacity: true)
         for (offset, destination) in destinations.enumerated() {
             RouteRequest.append(destination, sequence: firstSequence &+ UInt32(offset), to: &request)
         }
         let sent = request.withUnsafeBytes { send(fileDescriptor, $0.baseAddress, $0.count, 0) }
         let sendError = sent == request.count ? nil : errno
-        if sendError == nil {
-            // The kernel answers inside `send`: every reply is queued by now, so nothing here blocks.
-            var pending = destinations.count
-            var reads = 0
-            while pending > 0, reads <= destinations.count {
-                reads += 1
-                let outcome = datagrams.receive(from: fileDescriptor) { header in
-                    let offset = Int(header.pointee.nlmsg_seq &- firstSequence)
-                    guard offset >= 0, offset < destinations.count,
-                        answers[destinations[destinations.startIndex + offset]] == nil,
-                        let answer = RouteAnswer(reply: header)
-                    else { return }
-                    answers[destinations[destinations.startIndex + offset]] = answer
-                    pending -= 1
-                }
-                if case .read = outcome { continue }
-                break
+        let first = answers.count
+        answers.append(contentsOf: repeatElement(.failed(errno: sendError ?? EIO), count: destinations.count))
+        guard sendError == nil else { return }
+        // Bit `offset` is set once the destination at `offset` has its answer.
+        var answered: UInt32 = 0
+        // The kernel answers inside `send`: every reply is queued by now, so nothing here blocks.
+        var pending = destinations.count
+        var reads = 0
+        while pending > 0, reads <= destinations.count {
+            reads += 1
+            let outcome = datagrams.receive(from: fileDescriptor) { header in
+                let offset = Int(header.pointee.nlmsg_seq &- firstSequence)
+                guard offset >= 0, offset < destinations.count, answered & (1 << offset) == 0,
+                    let answer = RouteAnswer(reply: header)
+                else { return }
+                answers[first + offset] = answer
+                answered |= 1 << offset
+                pending -= 1
             }
-        }
-        for destination in destinations where answers[destination] == nil {
-            answers[destination] = .failed(errno: sendError ?? EIO)
+            if case .read = outcome { continue }
+            break
         }
     }
 
+    /// The request datagram, kept between look-ups so that building one allocates nothing.
+    private var request: [UInt8] = []
     private var nextSequence = UInt32.random(in: 1...UInt32.max / 2)
     private lazy var datagrams = DatagramReader(slots: 16, slotSize: 32768)
 }
@@ -186,8 +189,7 @@ final class NetlinkSocket {
 /// Builds RTM_GETROUTE requests by hand: a header, an `rtmsg`, and the RTA_DST attribute.
 enum RouteRequest {
     static func append(_ destination: IPAddress, sequence: UInt32, to buffer: inout [UInt8]) {
-        let bytes = destination.bytes
-        let attributeLength = 4 + bytes.count
+        let attributeLength = 4 + destination.byteCount
         var header = nlmsghdr()
         header.nlmsg_len = UInt32(MemoryLayout<nlmsghdr>.size + MemoryLayout<rtmsg>.size + attributeLength)
         header.nlmsg_type = UInt16(RTM_GETROUTE)
@@ -195,13 +197,13 @@ enum RouteRequest {
         header.nlmsg_seq = sequence
         var message = rtmsg()
         message.rtm_family = UInt8(destination.family.addressFamily)
-        message.rtm_dst_len = UInt8(bytes.count * 8)
+        message.rtm_dst_len = UInt8(destination.byteCount * 8)
         message.rtm_flags = UInt32(RTM_F_LOOKUP_TABLE)  // report the table that answered (51820), not main
         withUnsafeBytes(of: header) { buffer.append(contentsOf: $0) }
         withUnsafeBytes(of: message) { buffer.append(contentsOf: $0) }
         withUnsafeBytes(of: UInt16(attributeLength)) { buffer.append(contentsOf: $0) }
         withUnsafeBytes(of: UInt16(RTA_DST.rawValue)) { buffer.append(contentsOf: $0) }
-        buffer.append(contentsOf: bytes)  // 4 or 16 bytes: already 4-aligned
+        destination.appendBytes(to: &buffer)  // 4 or 16 bytes: already 4-aligned
     }
 }
 

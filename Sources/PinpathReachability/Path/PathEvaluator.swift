@@ -5,9 +5,11 @@ import Glibc
 struct PathEvaluator {
     /// Well-known internet destinations whose route is "the default path" of each family. Only the route is
     /// asked for; no packet is sent. A look-up, unlike a scan of the main table, honours policy rules (wg-quick).
-    static let internetProbe: [IPFamily: IPAddress] = [
-        .ipv4: IPAddress("8.8.8.8")!, .ipv6: IPAddress("2001:4860:4860::8888")!,
-    ]
+    static func internetProbe(_ family: IPFamily) -> IPAddress { family == .ipv4 ? ipv4Probe : ipv6Probe }
+    private static let ipv4Probe = IPAddress("8.8.8.8")!
+    private static let ipv6Probe = IPAddress("2001:4860:4860::8888")!
+    /// The probes of every family, in `IPFamily.allCases` order: what each snapshot looks up first.
+    private static let internetProbes = IPFamily.allCases.map(internetProbe)
 
     let state: KernelState
     let lookUpRoute: (IPAddress) -> RouteAnswer
@@ -15,9 +17,12 @@ struct PathEvaluator {
     /// Every address whose route is needed: the internet probes (for a whole snapshot), then each target's
     /// addresses, once each.
     static func destinations(of targets: [WatchedTarget], includingProbes: Bool = true) -> [IPAddress] {
-        var ordered = includingProbes ? IPFamily.allCases.map { internetProbe[$0]! } : []
+        var ordered = includingProbes ? internetProbes : []
+        // Without targets (what `pinpath watch` has), every snapshot asks for the same probes: no set to build.
+        guard !targets.isEmpty else { return ordered }
         var seen = Set(ordered)
-        for case .resolved(let addresses) in targets.map(\.resolution) {
+        for target in targets {
+            guard case .resolved(let addresses) = target.resolution else { continue }
             for address in addresses where seen.insert(address).inserted { ordered.append(address) }
         }
         return ordered
@@ -36,7 +41,7 @@ struct PathEvaluator {
     }
 
     private func familyPath(_ family: IPFamily) -> FamilyPath? {
-        guard case .reachable(let egress) = evaluate(PathEvaluator.internetProbe[family]!) else { return nil }
+        guard case .reachable(let egress) = evaluate(PathEvaluator.internetProbe(family)) else { return nil }
         return egress
     }
 

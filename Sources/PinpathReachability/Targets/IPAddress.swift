@@ -18,6 +18,17 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         case 16: family = .ipv6
         default: return nil
         }
+        // Contiguous bytes (a netlink attribute) are loaded as words, not shifted in one at a time.
+        let words = bytes.withContiguousStorageIfAvailable { buffer -> (UInt64, UInt64) in
+            let raw = UnsafeRawBufferPointer(buffer)
+            if raw.count == 4 { return (UInt64(UInt32(bigEndian: raw.loadUnaligned(as: UInt32.self))) << 32, 0) }
+            let high = raw.loadUnaligned(as: UInt64.self)
+            return (UInt64(bigEndian: high), UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+        }
+        if let words {
+            (self.high, self.low) = words
+            return
+        }
         var high: UInt64 = 0
         var low: UInt64 = 0
         for (index, byte) in bytes.enumerated() {
@@ -33,11 +44,21 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
 
     /// Network-order bytes: 4 for IPv4, 16 for IPv6.
     public var bytes: [UInt8] {
-        let count = family == .ipv4 ? 4 : 16
-        return (0..<count).map { index in
-            UInt8(truncatingIfNeeded: index < 8 ? high >> (56 - 8 * index) : low >> (56 - 8 * (index - 8)))
-        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(16)
+        appendBytes(to: &bytes)
+        return bytes
     }
+
+    /// Appends the network-order bytes to `buffer` without making an array of them (route requests are
+    /// built this way on every netlink event).
+    func appendBytes(to buffer: inout [UInt8]) {
+        withUnsafeBytes(of: high.bigEndian) { buffer.append(contentsOf: family == .ipv4 ? UnsafeRawBufferPointer(rebasing: $0[..<4]) : $0) }
+        if family == .ipv6 { withUnsafeBytes(of: low.bigEndian) { buffer.append(contentsOf: $0) } }
+    }
+
+    /// 4 for IPv4, 16 for IPv6.
+    var byteCount: Int { family == .ipv4 ? 4 : 16 }
 
     /// Whether this address is in `network`/`prefixLength` (`192.0.2.7` is in `192.0.2.0`/24): the same family,
     /// and the first `prefixLength` bits agree. A length past the family's width compares the whole address.
@@ -72,11 +93,28 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
 
     /// The conventional text form (`inet_ntop`): `192.0.2.1`, `2001:db8::1`.
     public var description: String {
-        let bytes = self.bytes
-        var output = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        let af = family == .ipv4 ? AF_INET : AF_INET6
-        guard inet_ntop(af, bytes, &output, socklen_t(output.count)) != nil else { return "?" }
-        return output.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        if family == .ipv4 {
+            // By hand: glibc's inet_ntop formats IPv4 through sprintf, and event lines print gateways.
+            var text: [UInt8] = []
+            text.reserveCapacity(15)
+            for index in 0..<4 {
+                if index > 0 { text.append(UInt8(ascii: ".")) }
+                let byte = UInt8(truncatingIfNeeded: high >> (56 - 8 * index))
+                if byte >= 100 { text.append(UInt8(ascii: "0") + byte / 100) }
+                if byte >= 10 { text.append(UInt8(ascii: "0") + byte / 10 % 10) }
+                text.append(UInt8(ascii: "0") + byte % 10)
+            }
+            return String(decoding: text, as: UTF8.self)
+        }
+        let bytes = (high.bigEndian, low.bigEndian)
+        return withUnsafeBytes(of: bytes) { bytes in
+            withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(INET6_ADDRSTRLEN)) { output in
+                guard inet_ntop(AF_INET6, bytes.baseAddress, output.baseAddress, socklen_t(output.count)) != nil else {
+                    return "?"
+                }
+                return String(cString: output.baseAddress!)
+            }
+        }
     }
 }
 

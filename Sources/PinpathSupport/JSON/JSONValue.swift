@@ -142,8 +142,8 @@ public enum JSONValue: Sendable, Hashable, ExpressibleByNilLiteral, ExpressibleB
     /// Event lines are built this way: appending to a byte array costs a fraction of appending to a `String`.
     public func encode(into output: inout [UInt8]) {
         switch self {
-        case .null: output.append(contentsOf: "null".utf8)
-        case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
+        case .null: Self.append("null", to: &output)
+        case .bool(let value): Self.append(value ? "true" : "false", to: &output)
         case .int(let value): output.append(contentsOf: String(value).utf8)
         case .double(let value): output.append(contentsOf: (value.isFinite ? String(value) : "null").utf8)
         case .string(let value): Self.encode(string: value, into: &output)
@@ -166,6 +166,11 @@ public enum JSONValue: Sendable, Hashable, ExpressibleByNilLiteral, ExpressibleB
         }
     }
 
+    /// Appends a literal's bytes as one copy (a `String`'s UTF-8 view would go through the generic path).
+    private static func append(_ literal: StaticString, to output: inout [UInt8]) {
+        output.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
     private static func encode(string: String, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
         // Most strings need no escape: copied whole, they cost a memcpy instead of an append per byte.
@@ -174,8 +179,18 @@ public enum JSONValue: Sendable, Hashable, ExpressibleByNilLiteral, ExpressibleB
             byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") && byte != 0xE2
         }
         let utf8 = string.utf8
-        if utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(isPlain) }) ?? utf8.allSatisfy(isPlain) {
+        // From the contiguous bytes when the string has them: appending a buffer is a memcpy, appending the
+        // UTF-8 view goes through the generic sequence path.
+        var copied = utf8.withContiguousStorageIfAvailable { bytes in
+            guard bytes.allSatisfy(isPlain) else { return false }
+            output.append(contentsOf: bytes)
+            return true
+        }
+        if copied == nil, utf8.allSatisfy(isPlain) {
             output.append(contentsOf: utf8)
+            copied = true
+        }
+        if copied == true {
             output.append(UInt8(ascii: "\""))
             return
         }
