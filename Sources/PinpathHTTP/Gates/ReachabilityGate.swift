@@ -6,9 +6,12 @@ import PinpathReachability
 /// monitor has read a change (``AddressVerdicts``).
 struct ReachabilityGate: Sendable {
     let monitor: ReachabilityMonitor
-    private let addressVerdicts = AddressVerdicts()
+    private let addressVerdicts: AddressVerdicts
 
-    init(monitor: ReachabilityMonitor) { self.monitor = monitor }
+    init(monitor: ReachabilityMonitor) {
+        self.monitor = monitor
+        addressVerdicts = AddressVerdicts(monitor: monitor)
+    }
 
     /// Returns when `host` may be tried, or throws ``HTTPError/Code/notReachable`` with the monitor's verdict.
     /// `host` is the proxy's when the request goes through `proxy`: that is the only address it connects to.
@@ -41,15 +44,8 @@ struct ReachabilityGate: Sendable {
 
     /// Checks each resolved address from libcurl's thread before it connects.
     var addressCheck: Transfer.AddressCheck {
-        let monitor = self.monitor
         let verdicts = addressVerdicts
-        return { address in
-            let statistics = monitor.statistics
-            if let known = verdicts.verdict(for: address, now: statistics) { return known }
-            guard let verdict = monitor.reachabilityBlocking(of: address, timeout: .milliseconds(500)) else { return nil }
-            verdicts.store(verdict, for: address, askedAt: statistics)
-            return verdict
-        }
+        return { address in verdicts.verdictBlocking(for: address, timeout: .milliseconds(500)) }
     }
 
     /// Why `host` cannot be reached now, or `nil` when it may be tried.
@@ -61,14 +57,8 @@ struct ReachabilityGate: Sendable {
         case .leftToResolver, .notWatched: break
         }
         if let address = IPAddress(host) {
-            let statistics = monitor.statistics
-            var verdict = addressVerdicts.verdict(for: address, now: statistics)
-            if verdict == nil {
-                verdict = try? await monitor.reachability(of: .address(address))
-                if let verdict { addressVerdicts.store(verdict, for: address, askedAt: statistics) }
-            }
-            guard let verdict, verdict.status != .reachable else { return nil }
-            return verdict
+            guard let verdict = await addressVerdicts.verdict(for: address) else { return nil }
+            return verdict.status == .reachable ? nil : verdict
         }
         // Loopback names never leave the machine; libcurl's socket check still asks about each address.
         if host == "localhost" || host.hasSuffix(".localhost") { return nil }

@@ -100,6 +100,10 @@ public final class ReachabilityMonitor: Sendable {
     /// Counters since start.
     public var statistics: Statistics { core.statistics }
 
+    /// How long after the kernel's last message a route look-up may still see the state before it: the
+    /// monitor's last settle recheck.
+    package static var settlingTime: Duration { MonitorLoop.settleRechecks.last! }
+
     /// Every visible change from now on, in order and never duplicated. The stream begins with the current
     /// state (reason `initial`: the path, then each target), so a subscriber never has to ask separately.
     /// It ends when the monitor stops or fails; a failure is also in `failure`.
