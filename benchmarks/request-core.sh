@@ -7,7 +7,8 @@
 #      request against OpenSSL used directly (benchmarks/openssl-floor.c: one SSL_CTX and trust store for
 #      every connection; goal: ratio <= 1.1), and against OpenSSL with a new SSL_CTX per connection, as
 #      libcurl 7.88 makes one;
-#   3. the per-request cost of the reachability gate (a numeric host: one kernel route look-up);
+#   3. the per-request cost of the reachability gate in steady state (a numeric host's verdict, kept once the
+#      kernel has been quiet for a second; until then, each request costs one kernel route look-up);
 #   4. resident memory with 1,000 requests in flight.
 # Servers: nginx (Debian's package) for 1-3, a Python asyncio server that answers after 2 s for 4.
 # It measures and prints; it asserts nothing.
