@@ -6,7 +6,7 @@ import PinpathSupport
 import Synchronization
 
 /// Drives every transfer of a session on one thread with libcurl's multi interface, which blocks in
-/// `curl_multi_poll` and is woken by `curl_multi_wakeup` when a transfer is added or cancelled.
+/// `curl_multi_poll` and is woken by `curl_multi_wakeup` when a transfer is added or cancelled while it sleeps.
 ///
 /// An https transfer takes and leaves its connection in the pool of its trust terms (``ConnectionPool``), so
 /// that a connection verified under one policy and trust store never carries a request made under others.
@@ -26,6 +26,16 @@ final class TransferEngine: Sendable {
         var stopping = false
         /// The loop has returned: jobs go to the global executor instead.
         var stopped = false
+        /// The loop found nothing to do and is in (or about to enter) `curl_multi_poll`: the first work added
+        /// wakes it, and the rest needs no wake-up of its own. Each wake-up is a write on libcurl's socket pair
+        /// and a read to drain it, for every request when many are submitted from other threads.
+        var sleeping = false
+
+        /// Whether work just added must wake the loop; the first answer after it fell asleep is the only yes.
+        mutating func takeSleeping() -> Bool {
+            defer { sleeping = false }
+            return sleeping
+        }
     }
 
     /// What the engine thread shares with the callers. It owns the multi handle: the loop holds it until it
@@ -34,26 +44,18 @@ final class TransferEngine: Sendable {
     private final class Shared: TaskExecutor, Sendable {
         let multi: Multi
         let inbox = Mutex(Inbox())
-        /// The engine thread's `pthread_t`, once it runs: from it, new work needs no wake-up.
-        let engineThread = Atomic<UInt>(0)
         init(multi: Multi) { self.multi = multi }
         deinit { curl_multi_cleanup(multi.pointer) }
 
-        var onEngineThread: Bool { pthread_equal(engineThread.load(ordering: .relaxed), pthread_self()) != 0 }
-
         func enqueue(_ job: consuming ExecutorJob) {
             let job = UnownedJob(job)
-            let queued = inbox.withLock { inbox in
-                guard !inbox.stopped else { return false }
+            let queued: Bool? = inbox.withLock { inbox in
+                guard !inbox.stopped else { return nil }
                 inbox.jobs.append(job)
-                return true
+                return inbox.takeSleeping()
             }
-            guard queued else { return globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
-            if !onEngineThread { curl_multi_wakeup(multi.pointer) }
-        }
-
-        func wake() {
-            if !onEngineThread { curl_multi_wakeup(multi.pointer) }
+            guard let wake = queued else { return globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+            if wake { curl_multi_wakeup(multi.pointer) }
         }
     }
 
@@ -106,22 +108,25 @@ final class TransferEngine: Sendable {
 
     /// Hands a transfer to the engine; its `completion` is called once, on the engine thread.
     func submit(_ transfer: Transfer) {
-        let accepted = shared.inbox.withLock { inbox in
-            guard !inbox.stopping else { return false }
+        let accepted: Bool? = shared.inbox.withLock { inbox in
+            guard !inbox.stopping else { return nil }
             inbox.added.append(transfer)
-            return true
+            return inbox.takeSleeping()
         }
-        guard accepted else {
+        guard let wake = accepted else {
             return transfer.completion?(.failure(HTTPError(.cancelled, "\(transfer.description): the session is shutting down"))) ?? ()
         }
-        shared.wake()
+        if wake { curl_multi_wakeup(multi.pointer) }
     }
 
     /// Stops a transfer; it completes with ``HTTPError/Code/cancelled`` unless it already finished.
     func cancel(_ transfer: Transfer) {
         transfer.cancelled.store(true, ordering: .releasing)
-        shared.inbox.withLock { $0.cancelled.append(transfer) }
-        shared.wake()
+        let wake = shared.inbox.withLock { inbox in
+            inbox.cancelled.append(transfer)
+            return inbox.takeSleeping()
+        }
+        if wake { curl_multi_wakeup(multi.pointer) }
     }
 
     // MARK: The engine thread
@@ -161,14 +166,16 @@ final class TransferEngine: Sendable {
             transfer.completion = nil
         }
 
-        shared.engineThread.store(pthread_self(), ordering: .relaxed)
         let executor = shared.asUnownedTaskExecutor()
         // Drained by swapping with these, so that no turn of the loop allocates.
         var jobs: [UnownedJob] = []
         var added: [Transfer] = []
         var cancelled: [Transfer] = []
         while true {
-            shared.inbox.withLock { swap(&jobs, &$0.jobs) }
+            shared.inbox.withLock { inbox in
+                inbox.sleeping = false
+                swap(&jobs, &inbox.jobs)
+            }
             for job in jobs { job.runSynchronously(on: executor) }
             jobs.removeAll(keepingCapacity: true)
             // Read after the jobs ran: what they submitted sent no wake-up (they ran on this thread), so it must
@@ -221,8 +228,13 @@ final class TransferEngine: Sendable {
             }
             // Sleeps until a socket is ready, libcurl's next timeout, or a wake-up from submit/cancel/enqueue;
             // not at all when the completions above resumed tasks on this thread, or they added work: the next
-            // turn runs them, and its curl_multi_perform reads whatever the sockets have.
-            let ready = shared.inbox.withLock { !$0.jobs.isEmpty || !$0.added.isEmpty || !$0.cancelled.isEmpty }
+            // turn runs them, and its curl_multi_perform reads whatever the sockets have. Work added between
+            // this check and the poll finds `sleeping` set, and its wake-up makes the poll return at once.
+            let ready = shared.inbox.withLock { inbox in
+                let ready = !inbox.jobs.isEmpty || !inbox.added.isEmpty || !inbox.cancelled.isEmpty
+                if !ready { inbox.sleeping = true }
+                return ready
+            }
             if !ready { _ = curl_multi_poll(multi.pointer, nil, 0, 1000, nil) }
         }
     }
