@@ -9,16 +9,25 @@
 #      libcurl 7.88 makes one;
 #   3. the per-request cost of the reachability gate in steady state (a numeric host's verdict, kept once the
 #      kernel has been quiet for a second; until then, each request costs one kernel route look-up);
-#   4. resident memory with 1,000 requests in flight.
+#   4. resident memory with 1,000 requests in flight;
+#   5. instructions per request (callgrind, when valgrind is installed) for 1 and 2, which do not depend on
+#      the machine's load: the figures to compare between builds.
+# 1-3 run ROUNDS times, every program once per round; each row is the median of the rounds, and its ratio
+# the median of the rounds' ratios.
 # Servers: nginx (Debian's package) for 1-3, a Python asyncio server that answers after 2 s for 4.
 # It measures and prints; it asserts nothing.
 #
 #   swift build -c release --product pinpath-bench --static-swift-stdlib
 #   BENCH=$PWD/.build/release/pinpath-bench benchmarks/request-core.sh
+#
+# Environment: COUNT keep-alive requests per run (default 5000; 16 at once make 4 × COUNT), HANDSHAKES
+# full-handshake requests per run (default 500), ROUNDS (default 3), CALLGRIND=0 to skip 5.
 set -euo pipefail
 BENCH=${BENCH:?set BENCH to the pinpath-bench binary (see the header)}
 COUNT=${COUNT:-5000}
 HANDSHAKES=${HANDSHAKES:-500}
+ROUNDS=${ROUNDS:-3}
+CALLGRIND=${CALLGRIND:-1}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d /tmp/pinpath-request-bench.XXXXXX)
 pids=()
@@ -65,7 +74,10 @@ nginx -c "$work/nginx.conf" -p "$work" & pids+=($!)
 cat > slow.py <<'PY'
 import asyncio, sys
 async def handle(reader, writer):
-    await reader.readuntil(b"\r\n\r\n")
+    try:
+        await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError:  # the readiness check below connects and closes
+        writer.close(); return
     await asyncio.sleep(2)
     writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n")
     await writer.drain(); writer.close()
@@ -80,61 +92,120 @@ for p in $http_port $https_port $slow_port; do
 done
 
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p"; }
-ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
 run() { echo "  $*" >&2; "$@"; }
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-echo "runs:" >&2
 # The same request bytes as pinpath's: the session adds User-Agent and Accept-Language, which cost libcurl
 # several thousand instructions per request to format; the bare floor sends neither.
 same_request=()
 while IFS= read -r line; do same_request+=("header=$line"); done < <("$BENCH" headers)
-floor1=$(run "$work/curl-floor" "http://127.0.0.1:$http_port/" "$COUNT" 1)
-floor1_same=$(run "$work/curl-floor" "http://127.0.0.1:$http_port/" "$COUNT" 1 "${same_request[@]}")
-ours1=$(run "$BENCH" get "http://127.0.0.1:$http_port/" "$COUNT" 1 executor)
-ours1_pool=$(run "$BENCH" get "http://127.0.0.1:$http_port/" "$COUNT" 1)
-floor16=$(run "$work/curl-floor" "http://127.0.0.1:$http_port/" $((COUNT * 4)) 16)
-floor16_same=$(run "$work/curl-floor" "http://127.0.0.1:$http_port/" $((COUNT * 4)) 16 "${same_request[@]}")
-ours16=$(run "$BENCH" get "http://127.0.0.1:$http_port/" $((COUNT * 4)) 16 executor)
-ours16_pool=$(run "$BENCH" get "http://127.0.0.1:$http_port/" $((COUNT * 4)) 16)
-floor_tls=$(run "$work/curl-floor" "https://127.0.0.1:$https_port/" "$HANDSHAKES" 1 fresh "ca=$work/root.pem")
-ours_tls=$(run "$BENCH" get "https://127.0.0.1:$https_port/" "$HANDSHAKES" 1 fresh "ca=$work/root.pem" "pin=sha256/$pin")
-openssl_tls=$(run "$work/openssl-floor" "https://127.0.0.1:$https_port/" "$HANDSHAKES" "ca=$work/root.pem")
-openssl_ctx_tls=$(run "$work/openssl-floor" "https://127.0.0.1:$https_port/" "$HANDSHAKES" "ca=$work/root.pem" context-per-connection)
-gated=$(run "$BENCH" get "http://127.0.0.1:$http_port/" "$COUNT" 1 gate)
-ungated=$(run "$BENCH" get "http://127.0.0.1:$http_port/" "$COUNT" 1)
+http="http://127.0.0.1:$http_port/"
+https="https://127.0.0.1:$https_port/"
+
+# Each measurement, once per round, its figures line appended to $work/NAME. A round runs every program
+# once, one after the other, so that a change in the host's load between rounds moves both sides of a
+# ratio; the report takes the median of each figure and of the rounds' ratios.
+measure() {  # NAME, command...
+  local name=$1; shift
+  run "$@" >>"$work/$name"
+}
+for round in $(seq "$ROUNDS"); do
+  echo "round $round of $ROUNDS:" >&2
+  measure floor1 "$work/curl-floor" "$http" "$COUNT" 1
+  measure floor1_same "$work/curl-floor" "$http" "$COUNT" 1 "${same_request[@]}"
+  measure ours1 "$BENCH" get "$http" "$COUNT" 1 executor
+  measure ours1_pool "$BENCH" get "$http" "$COUNT" 1
+  measure floor16 "$work/curl-floor" "$http" $((COUNT * 4)) 16
+  measure floor16_same "$work/curl-floor" "$http" $((COUNT * 4)) 16 "${same_request[@]}"
+  measure ours16 "$BENCH" get "$http" $((COUNT * 4)) 16 executor
+  measure ours16_pool "$BENCH" get "$http" $((COUNT * 4)) 16
+  measure floor_tls "$work/curl-floor" "$https" "$HANDSHAKES" 1 fresh "ca=$work/root.pem"
+  measure ours_tls "$BENCH" get "$https" "$HANDSHAKES" 1 fresh "ca=$work/root.pem" "pin=sha256/$pin"
+  measure openssl_tls "$work/openssl-floor" "$https" "$HANDSHAKES" "ca=$work/root.pem"
+  measure openssl_ctx_tls "$work/openssl-floor" "$https" "$HANDSHAKES" "ca=$work/root.pem" context-per-connection
+  measure gated "$BENCH" get "$http" "$COUNT" 1 gate
+  measure ungated "$BENCH" get "$http" "$COUNT" 1
+done
 inflight=$(run "$BENCH" inflight "http://127.0.0.1:$slow_port/" 1000)
+
+# Instructions per request (callgrind): the slope between a short and a long run of each program, so that
+# start-up and the first connection cancel out. The count does not depend on what else runs on the
+# machine. valgrind 3.19 cannot read the DWARF 5 debug information Swift writes: pinpath-bench is copied
+# with `strip -g` (symbols kept) first.
+ir() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null | awk '/Collected :/ { print $NF }'; }
+instructions() {  # SMALL LARGE COMMAND..., with the word @N where the number of requests goes
+  local small=$1 large=$2 with_small=() with_large=() word
+  shift 2
+  for word in "$@"; do with_small+=("${word/#@N/$small}"); with_large+=("${word/#@N/$large}"); done
+  echo $((($(ir "${with_large[@]}") - $(ir "${with_small[@]}")) / (large - small)))
+}
+if [[ $CALLGRIND == 1 ]] && command -v valgrind >/dev/null; then
+  echo "instructions (callgrind):" >&2
+  strip -g -o "$work/pinpath-bench" "$BENCH"
+  ir_ours=$(instructions 500 2500 "$work/pinpath-bench" get "$http" @N 1 executor)
+  ir_floor=$(instructions 500 2500 "$work/curl-floor" "$http" @N 1)
+  ir_floor_same=$(instructions 500 2500 "$work/curl-floor" "$http" @N 1 "${same_request[@]}")
+  tls=(fresh "ca=$work/root.pem")
+  ir_ours_tls=$(instructions 10 40 "$work/pinpath-bench" get "$https" @N 1 "${tls[@]}" "pin=sha256/$pin")
+  ir_openssl_tls=$(instructions 10 40 "$work/openssl-floor" "$https" @N "ca=$work/root.pem")
+  ir_openssl_ctx_tls=$(instructions 10 40 "$work/openssl-floor" "$https" @N "ca=$work/root.pem" context-per-connection)
+elif [[ $CALLGRIND == 1 ]]; then
+  echo "valgrind is not installed: no instruction counts" >&2
+fi
 
 echo
 # The other processes' load changes CPU per request too (caches, frequency): say what it was.
 echo "load average (1, 5, 15 min): before $load_before, after $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-52s %12s %12s %8s\n' "" "pinpath" "libcurl" "ratio"
-row() {  # label, pinpath's line, the peer's line, field
-  printf '%-52s %12s %12s %8s\n' "$1" "$(field "$4" <<<"$2")" "$(field "$4" <<<"$3")" "$(ratio "$(field "$4" <<<"$2")" "$(field "$4" <<<"$3")")"
+echo "medians of $ROUNDS rounds; the ratio is the median of the rounds' ratios"
+header() { printf '%-52s %12s %12s %8s\n' "" "pinpath" "$1" "ratio"; }
+row() {  # label, pinpath's measurement, the peer's, field
+  python3 - "$work/$2" "$work/$3" "$4" "$1" <<'PY'
+import re, statistics, sys
+def figures(path, field):
+    return [float(m.group(1)) for line in open(path) if (m := re.search(rf"\b{field}=([0-9.]+)", line))]
+ours, peer = figures(sys.argv[1], sys.argv[3]), figures(sys.argv[2], sys.argv[3])
+ratio = statistics.median(o / p for o, p in zip(ours, peer))
+print(f"{sys.argv[4]:<52} {statistics.median(ours):>12.2f} {statistics.median(peer):>12.2f} {ratio:>8.2f}")
+PY
 }
 # pinpath-bench's `executor` runs its request loops on the session's libcurl thread (Session.executor);
 # "from the pool" is a task on the global executor, as most callers are.
-row "keep-alive GET, 1 at a time (req/s)" "$ours1" "$floor1" rps
-row "  from the pool (req/s)" "$ours1_pool" "$floor1" rps
-row "  CPU per request, 1 at a time (us)" "$ours1" "$floor1" cpu_us_per_request
-row "  from the pool (us)" "$ours1_pool" "$floor1" cpu_us_per_request
-row "keep-alive GET, 16 at once (req/s)" "$ours16" "$floor16" rps
-row "  from the pool (req/s)" "$ours16_pool" "$floor16" rps
-row "  CPU per request, 16 at once (us)" "$ours16" "$floor16" cpu_us_per_request
-row "  from the pool (us)" "$ours16_pool" "$floor16" cpu_us_per_request
+header libcurl
+row "keep-alive GET, 1 at a time (req/s)" ours1 floor1 rps
+row "  from the pool (req/s)" ours1_pool floor1 rps
+row "  CPU per request, 1 at a time (us)" ours1 floor1 cpu_us_per_request
+row "  from the pool (us)" ours1_pool floor1 cpu_us_per_request
+row "keep-alive GET, 16 at once (req/s)" ours16 floor16 rps
+row "  from the pool (req/s)" ours16_pool floor16 rps
+row "  CPU per request, 16 at once (us)" ours16 floor16 cpu_us_per_request
+row "  from the pool (us)" ours16_pool floor16 cpu_us_per_request
 # The same rows against the floor sending pinpath's header lines: what the Swift layer itself costs.
-printf '%-52s %12s %12s %8s\n' "" "pinpath" "same req." "ratio"
-row "keep-alive GET, 1 at a time (req/s)" "$ours1" "$floor1_same" rps
-row "  CPU per request, 1 at a time (us)" "$ours1" "$floor1_same" cpu_us_per_request
-row "keep-alive GET, 16 at once (req/s)" "$ours16" "$floor16_same" rps
-row "  CPU per request, 16 at once (us)" "$ours16" "$floor16_same" cpu_us_per_request
-printf '%-52s %12s %12s %8s\n' "" "pinpath" "libcurl" "ratio"
-row "full-handshake HTTPS, pinned vs not (req/s)" "$ours_tls" "$floor_tls" rps
-row "  CPU per handshake request (us)" "$ours_tls" "$floor_tls" cpu_us_per_request
-printf '%-52s %12s %12s %8s\n' "" "pinpath" "openssl" "ratio"
-row "  CPU per handshake request, one SSL_CTX (us)" "$ours_tls" "$openssl_tls" cpu_us_per_request
-row "  CPU per handshake request, SSL_CTX each (us)" "$ours_tls" "$openssl_ctx_tls" cpu_us_per_request
-gate_us=$(python3 -c "print(f'{1e6/$(field rps <<<"$gated") - 1e6/$(field rps <<<"$ungated"):.1f}')")
-gate_cpu=$(python3 -c "print(f'{$(field cpu_us_per_request <<<"$gated") - $(field cpu_us_per_request <<<"$ungated"):.1f}')")
-printf '%-52s %12s\n' "reachability gate: added wall time per request (us)" "$gate_us"
-printf '%-52s %12s\n' "reachability gate: added CPU per request (us)" "$gate_cpu"
+header "same req."
+row "keep-alive GET, 1 at a time (req/s)" ours1 floor1_same rps
+row "  CPU per request, 1 at a time (us)" ours1 floor1_same cpu_us_per_request
+row "keep-alive GET, 16 at once (req/s)" ours16 floor16_same rps
+row "  CPU per request, 16 at once (us)" ours16 floor16_same cpu_us_per_request
+header libcurl
+row "full-handshake HTTPS, pinned vs not (req/s)" ours_tls floor_tls rps
+row "  CPU per handshake request (us)" ours_tls floor_tls cpu_us_per_request
+header openssl
+row "  CPU per handshake request, one SSL_CTX (us)" ours_tls openssl_tls cpu_us_per_request
+row "  CPU per handshake request, SSL_CTX each (us)" ours_tls openssl_ctx_tls cpu_us_per_request
+python3 - "$work/gated" "$work/ungated" <<'PY'
+import re, statistics, sys
+def figures(path, field):
+    return [float(re.search(rf"\b{field}=([0-9.]+)", line).group(1)) for line in open(path)]
+gated, ungated = sys.argv[1], sys.argv[2]
+wall = statistics.median(1e6 / g - 1e6 / u for g, u in zip(figures(gated, "rps"), figures(ungated, "rps")))
+cpu = statistics.median(g - u for g, u in zip(figures(gated, "cpu_us_per_request"), figures(ungated, "cpu_us_per_request")))
+print(f"{'reachability gate: added wall time per request (us)':<52} {wall:>12.1f}")
+print(f"{'reachability gate: added CPU per request (us)':<52} {cpu:>12.1f}")
+PY
 printf '%-52s %12s\n' "RSS with 1,000 requests in flight (MiB)" "$(field peak_rss_mib <<<"$inflight")"
+if [[ -n ${ir_ours:-} ]]; then
+  irow() { printf '%-52s %12s %12s %8s\n' "$1" "$2" "$3" "$(python3 -c "print(f'{$2/$3:.2f}')")"; }
+  header "floor"
+  irow "instructions per keep-alive request, vs bare" "$ir_ours" "$ir_floor"
+  irow "  vs the same request" "$ir_ours" "$ir_floor_same"
+  irow "instructions per handshake request, one SSL_CTX" "$ir_ours_tls" "$ir_openssl_tls"
+  irow "  SSL_CTX each" "$ir_ours_tls" "$ir_openssl_ctx_tls"
+fi
