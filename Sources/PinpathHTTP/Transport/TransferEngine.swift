@@ -1,6 +1,5 @@
 import CCurl
 import CCurlShims
-import Glibc
 import PinpathReachability
 import PinpathSupport
 import Synchronization
@@ -49,13 +48,22 @@ final class TransferEngine: Sendable {
 
         func enqueue(_ job: consuming ExecutorJob) {
             let job = UnownedJob(job)
-            let queued: Bool? = inbox.withLock { inbox in
-                guard !inbox.stopped else { return nil }
+            let queued = post { inbox in
+                guard !inbox.stopped else { return false }
                 inbox.jobs.append(job)
-                return inbox.takeSleeping()
+                return true
             }
-            guard let wake = queued else { return globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+            if !queued { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+        }
+
+        /// Adds work to the inbox (`add` returns false to refuse it) and wakes the loop if it sleeps.
+        /// - Returns: whether the work was added.
+        func post(_ add: (inout Inbox) -> Bool) -> Bool {
+            let (added, wake) = inbox.withLock { inbox in
+                add(&inbox) ? (true, inbox.takeSleeping()) : (false, false)
+            }
             if wake { curl_multi_wakeup(multi.pointer) }
+            return added
         }
     }
 
@@ -108,25 +116,23 @@ final class TransferEngine: Sendable {
 
     /// Hands a transfer to the engine; its `completion` is called once, on the engine thread.
     func submit(_ transfer: Transfer) {
-        let accepted: Bool? = shared.inbox.withLock { inbox in
-            guard !inbox.stopping else { return nil }
+        let accepted = shared.post { inbox in
+            guard !inbox.stopping else { return false }
             inbox.added.append(transfer)
-            return inbox.takeSleeping()
+            return true
         }
-        guard let wake = accepted else {
-            return transfer.completion?(.failure(HTTPError(.cancelled, "\(transfer.description): the session is shutting down"))) ?? ()
+        if !accepted {
+            transfer.completion?(.failure(HTTPError(.cancelled, "\(transfer.description): the session is shutting down")))
         }
-        if wake { curl_multi_wakeup(multi.pointer) }
     }
 
     /// Stops a transfer; it completes with ``HTTPError/Code/cancelled`` unless it already finished.
     func cancel(_ transfer: Transfer) {
         transfer.cancelled.store(true, ordering: .releasing)
-        let wake = shared.inbox.withLock { inbox in
+        _ = shared.post { inbox in
             inbox.cancelled.append(transfer)
-            return inbox.takeSleeping()
+            return true
         }
-        if wake { curl_multi_wakeup(multi.pointer) }
     }
 
     // MARK: The engine thread
