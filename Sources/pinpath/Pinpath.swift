@@ -50,7 +50,7 @@ struct Pinpath: AsyncParsableCommand {
             guard code != .success, !(error is ExitCode), !text.isEmpty else { exit(withError: error) }
             let line = text.split(separator: "\n").first.map { $0.hasPrefix("Error: ") ? String($0.dropFirst(7)) : String($0) } ?? text
             let hint = code == .validationFailure ? " (see '\(Self.invokedCommand()) --help')" : ""
-            try? LineOutput(descriptor: STDERR_FILENO).write("pinpath: error: \(TerminalText.escaped(line))\(hint)\n")
+            try? LineOutput(descriptor: STDERR_FILENO).write("pinpath: error: \(UntrustedText.escaped(line))\(hint)\n")
             exit(withError: code)
         }
     }

@@ -55,7 +55,7 @@ enum AuditText {
     }
 
     private static func terminalBlock(_ lines: [String]) -> String {
-        lines.map { TerminalText.escaped($0) }.joined(separator: "\n") + "\n"
+        lines.map { UntrustedText.escaped($0) }.joined(separator: "\n") + "\n"
     }
 
     /// One JSON object on one line.

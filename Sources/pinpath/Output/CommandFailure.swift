@@ -55,7 +55,7 @@ enum CommandFailure: Error {
     /// Writes the one line on standard error and returns the exit code to leave with.
     func report() -> ExitCode {
         // Messages may quote the server (its certificates' names, its TLS alerts).
-        let message = TerminalText.escaped(message, keepingNewlines: true)
+        let message = UntrustedText.escaped(message, keepingNewlines: true)
         try? LineOutput(descriptor: STDERR_FILENO).write("pinpath: error: \(message)\n")
         return exitCode
     }
