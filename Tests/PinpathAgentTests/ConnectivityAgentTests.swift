@@ -89,13 +89,16 @@ struct ConnectivityAgentTests {
 
     // MARK: Endpoints
 
-    /// eth0 with 10.0.0.1/24, reachable, watching the endpoints' hosts (all reachable).
+    /// eth0 with 10.0.0.1/24, watching the endpoints' hosts and proxies: all reachable, or (not `reachable`) the
+    /// path and every host without a route.
     static func path(reachable: Bool = true) -> NetworkPath {
         let eth0 = NetworkInterface(
             index: 2, name: "eth0", kind: .wired, isAdminUp: true, hasCarrier: true, operationalState: .up, mtu: 1500,
             addresses: [InterfaceAddress(address: IPAddress("10.0.0.1")!, prefixLength: 24)])
-        let targets = ["198.51.100.7", "10.0.0.20", "127.0.0.1"].map {
-            TargetReachability(target: $0, status: .reachable, interfaceName: "eth0", address: IPAddress($0), reason: nil)
+        let targets = ["198.51.100.7", "198.51.100.9", "10.0.0.20", "127.0.0.1"].map {
+            TargetReachability(
+                target: $0, status: reachable ? .reachable : .notReachable, interfaceName: reachable ? "eth0" : nil,
+                address: IPAddress($0), reason: reachable ? nil : .noRoute)
         }
         return NetworkPath(
             status: reachable ? .reachable : .notReachable, primaryInterface: reachable ? eth0 : nil, ipv4: nil, ipv6: nil,
@@ -125,14 +128,17 @@ struct ConnectivityAgentTests {
     }
 
     @Test(
-        "Limited and portal hold the endpoints outside the local network, with their cause; local ones keep probing",
-        arguments: [(ConnectivityState.limited, "connectivity_limited"), (.portal, "captive_portal")])
+        "Limited, portal and intercepted hold the plain endpoints outside the local network, with their cause; local ones keep probing",
+        arguments: [
+            (ConnectivityState.limited, "connectivity_limited"), (.portal, "captive_portal"), (.intercepted, "connectivity_intercepted"),
+        ])
     func heldOutside(state: ConnectivityState, cause: String) throws {
         var registry = try Self.registry()
         let held = registry.pathChanged(Self.path(), connectivity: state)
         #expect(held.unreachable == ["external"])
         #expect(Self.transitions(held.events) == ["external": cause])
         #expect(held.events.allSatisfy { $0.level == .warning })
+        #expect(held.events.allSatisfy { $0.fields.contains { $0.0 == "connectivity" && $0.1 == .string(state.rawValue) } })
 
         let released = registry.pathChanged(Self.path(), connectivity: .full)
         #expect(released.events.isEmpty && released.returning == ["external"])
@@ -154,14 +160,77 @@ struct ConnectivityAgentTests {
         _ = registry.pathChanged(Self.path(), connectivity: .portal)
         let failure = ProbeResult(endpoint: "external", outcome: .failure, started: Date())
         for _ in 0..<3 {
-            let (events, _) = registry.record(failure, generation: 0, reportEveryProbe: false, currentPath: { Self.path() })
+            let (events, _) = registry.record(
+                failure, generation: 0, reportEveryProbe: false, connectivity: .portal, currentPath: { Self.path() })
             #expect(events.isEmpty)
         }
     }
 
+    /// One endpoint of each kind on "the internet" (198.51.100.7), and a plain one on the LAN.
+    static func mixedRegistry() throws -> EndpointRegistry {
+        let configuration = try loadConfiguration(
+            """
+            policies:
+              pinned: { mode: public_key, pins: ["\(pinA)", "\(pinB)"] }
+            endpoints:
+              - { name: http, url: "http://198.51.100.7/" }
+              - { name: tcp, url: "tcp://198.51.100.7:5432" }
+              - { name: lan, url: "http://10.0.0.20/" }
+              - { name: https, url: "https://198.51.100.7/" }
+              - { name: pinned, url: "https://198.51.100.7:8443/", policy: pinned }
+              - { name: tls, url: "tls://198.51.100.7:5671" }
+              - { name: smtp, url: "smtp://198.51.100.7:587", starttls: true }
+              - { name: ldaps, url: "ldaps://198.51.100.7" }
+              - { name: http-via-https-proxy, url: "http://198.51.100.7:8080/", proxy: "https://198.51.100.9:3129" }
+              - { name: http-via-http-proxy, url: "http://198.51.100.7:8081/", proxy: "http://198.51.100.9:3128" }
+            """)
+        return EndpointRegistry(configuration.endpoints, thresholdsOfOne: false)
+    }
+
+    @Test(
+        "Endpoints whose probe involves TLS are probed in every connectivity state; only plain ones outside the LAN are held",
+        arguments: [ConnectivityState.limited, .portal, .intercepted])
+    func tlsNeverHeld(state: ConnectivityState) throws {
+        var registry = try Self.mixedRegistry()
+        let held = registry.pathChanged(Self.path(), connectivity: state)
+        #expect(held.unreachable == ["http", "tcp", "http-via-http-proxy"])
+        #expect(Set(registry.probed) == ["lan", "https", "pinned", "tls", "smtp", "ldaps", "http-via-https-proxy"])
+    }
+
+    @Test("The path's own rule still holds every endpoint, TLS ones included: it comes from the kernel, not from the wire")
+    func pathHoldsEverything() throws {
+        var registry = try Self.mixedRegistry()
+        let held = registry.pathChanged(Self.path(reachable: false), connectivity: .portal)
+        #expect(held.unreachable == registry.order)
+        #expect(Set(Self.transitions(held.events).values) == ["path_unreachable"])
+    }
+
+    @Test("A TLS endpoint's failures while portal count as any other: down after failure_threshold, cause probe_failed, with the state")
+    func failureWhilePortal() throws {
+        var registry = try Self.mixedRegistry()
+        _ = registry.pathChanged(Self.path(), connectivity: .portal)
+        var result = ProbeResult(endpoint: "pinned", outcome: .failure, started: Date())
+        result.errorCategory = "policy_rejected"
+        var events: [AgentEvent] = []
+        for _ in 0..<2 {
+            let recorded = registry.record(
+                result, generation: 0, reportEveryProbe: true, connectivity: .portal, currentPath: { Self.path() })
+            events += recorded.events
+        }
+        let completed = events.filter { $0.name == "probe.completed" }
+        #expect(completed.count == 2)
+        #expect(completed.allSatisfy { $0.fields.last! == ("connectivity", .string("portal")) })
+        let changed = try #require(events.first { $0.name == "endpoint.state_changed" })
+        #expect(changed.level == .error)
+        let fields = Dictionary(changed.fields, uniquingKeysWith: { first, _ in first })
+        #expect(fields["state"] == .string("down") && fields["cause"] == .string("probe_failed"))
+        #expect(fields["connectivity"] == .string("portal"))
+        #expect(registry.failures == 2)
+    }
+
     @Test("The state machine treats both causes as the path's: unreachable at once, released by pathReachable")
     func stateMachine() {
-        for input in [EndpointState.Input.connectivityLimited, .captivePortal] {
+        for input in [EndpointState.Input.connectivityLimited, .captivePortal, .connectivityIntercepted] {
             var state = EndpointState()
             _ = state.apply(.probeSucceeded)
             let transition = state.apply(input)

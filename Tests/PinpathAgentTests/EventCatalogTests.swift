@@ -73,8 +73,10 @@ struct EventCatalogTests {
             AgentEvents.metricsWriteFailed(file: "m.prom", error: "cannot create m.prom: Permission denied", errnoName: "EACCES").fields
                 .map(\.0) == EventCatalog.metricsWriteFailed.fields)
         let result = ProbeResult(endpoint: "api", outcome: .failure, started: Date())
-        #expect(AgentEvents.probeCompleted(result).fields.map(\.0) == EventCatalog.probeCompleted.fields)
-        #expect(AgentEvents.probeCompleted(result).name == "probe.completed")
+        #expect(AgentEvents.probeCompleted(result, connectivity: nil).fields.map(\.0) == EventCatalog.probeCompleted.fields)
+        #expect(AgentEvents.probeCompleted(result, connectivity: nil).name == "probe.completed")
+        #expect(AgentEvents.probeCompleted(result, connectivity: nil).fields.last! == ("connectivity", .null))
+        #expect(AgentEvents.probeCompleted(result, connectivity: .intercepted).fields.last! == ("connectivity", .string("intercepted")))
         let portal = ConnectivityVerdict(state: .portal, reason: "redirected (302) to portal.example", timings: PhaseTimings())
         let url = URL(string: "http://192.0.2.10/generate_204?session=1")!
         let event = AgentEvents.connectivityChanged(portal, previous: nil, url: url)
@@ -85,14 +87,20 @@ struct EventCatalogTests {
 
     @Test("Levels follow the README's rule: a failed probe warns, a successful one informs; a reload with warnings warns")
     func levels() {
-        #expect(AgentEvents.probeCompleted(ProbeResult(endpoint: "api", outcome: .failure, started: Date())).level == .warning)
-        #expect(AgentEvents.probeCompleted(ProbeResult(endpoint: "api", outcome: .success, started: Date())).level == .info)
-        #expect(AgentEvents.probeCompleted(ProbeResult(endpoint: "api", outcome: .unreachable, started: Date())).level == .warning)
+        for connectivity in [nil] + ConnectivityState.allCases.map(Optional.some) {
+            // The connectivity state is context: it never changes a probe's level.
+            let failure = ProbeResult(endpoint: "api", outcome: .failure, started: Date())
+            #expect(AgentEvents.probeCompleted(failure, connectivity: connectivity).level == .warning)
+            let success = ProbeResult(endpoint: "api", outcome: .success, started: Date())
+            #expect(AgentEvents.probeCompleted(success, connectivity: connectivity).level == .info)
+            let unreachable = ProbeResult(endpoint: "api", outcome: .unreachable, started: Date())
+            #expect(AgentEvents.probeCompleted(unreachable, connectivity: connectivity).level == .warning)
+        }
         #expect(AgentEvents.dropped(count: 1, reason: "queue_full", errorName: nil).level == .warning)
         let url = URL(string: "http://192.0.2.10/generate_204")!
         for state in ConnectivityState.allCases {
             let event = AgentEvents.connectivityChanged(ConnectivityVerdict(state: state, reason: "r"), previous: .full, url: url)
-            #expect(event.level == (state == .full ? .info : .warning), "connectivity \(state)")
+            #expect(event.level == (state == .full ? .info : state == .intercepted ? .error : .warning), "connectivity \(state)")
         }
         #expect(
             AgentEvents.metricsWriteFailed(file: "m.prom", error: "cannot create m.prom: Permission denied", errnoName: "EACCES").level

@@ -55,14 +55,15 @@ struct ConnectivityVerdictTests {
     }
 
     @Test(
-        "Errors: no answer is limited, a TLS failure portal, the gate's refusal none",
+        "Errors: no answer is limited, a TLS failure intercepted (never portal), the gate's refusal none",
         arguments: [
             (HTTPError.Code.connectFailed, ConnectivityState.limited), (.resolveFailed, .limited), (.timedOut, .limited),
-            (.protocolError, .limited), (.tlsInvalid, .portal), (.tlsFailed, .portal), (.policyRejected, .portal),
+            (.protocolError, .limited), (.tlsInvalid, .intercepted), (.tlsFailed, .intercepted), (.policyRejected, .intercepted),
             (.notReachable, .none),
         ])
     func errors(code: HTTPError.Code, state: ConnectivityState) {
-        let verdict = Self.check.verdict(on: HTTPError(code, "GET http://192.0.2.10/generate_204: failed"))
+        let https = ConnectivityCheck(url: URL(string: "https://192.0.2.10/generate_204")!)
+        let verdict = https.verdict(on: HTTPError(code, "GET https://192.0.2.10/generate_204: failed"))
         #expect(verdict.state == state)
         if state != .none { #expect(verdict.reason.hasPrefix("\(code): ")) }
     }

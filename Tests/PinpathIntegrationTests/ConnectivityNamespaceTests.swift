@@ -2,15 +2,19 @@ import Foundation
 import PinpathTestSupport
 import Testing
 
-/// Issue 14, item 2, on the kernel: the connectivity verdict against real servers in namespaces.
+/// Issue 14, item 2, on the kernel: the connectivity verdict against real servers in namespaces; and issue 25,
+/// item 1: an attacker on the path who makes the verdict say `portal` or `intercepted` silences no TLS endpoint.
 ///
 ///     [host: pa0 10.99.0.1/24, default via .254] ── veth ── [gateway: pb0 10.99.0.254/24, 198.51.100.7 on lo]
 ///
 /// "The internet" is 198.51.100.7:8080 in the gateway namespace, reached through the default route: a small
 /// Python server that is either a captive portal (every request gets a 302 to http://portal.example/login
-/// with a token in the query) or open (every request gets 204), switched by a file, and logging every
-/// request. A LAN service (10.99.0.254:8081, on the host's connected subnet) answers 200 throughout. A dead
-/// upstream is a blackhole route in the gateway: the host's route is present, its SYNs vanish.
+/// with a token in the query), open (every request gets 204) or stalling (a request gets no answer), switched
+/// by a file, and logging every request. A LAN service (10.99.0.254:8081, on the host's connected subnet)
+/// answers 200 throughout. A dead upstream is a blackhole route in the gateway: the host's route is present,
+/// its SYNs vanish. The attack tests add a pinned endpoint, valid.test at 198.51.100.7:4433 (`openssl
+/// s_server`, as ``AgentTests``), whose chain the gateway replaces with one from the other CA its policy's
+/// store trusts, and a pin report collector on the LAN (10.99.0.254).
 @Suite("Connectivity in a namespace", .serialized, .enabled(if: Capability.namespaces, Capability.reason))
 struct ConnectivityNamespaceTests {
     static let internet = "198.51.100.7", port = 8080, lanPort = 8081
@@ -67,15 +71,19 @@ struct ConnectivityNamespaceTests {
             try? FileManager.default.removeItem(atPath: directory)
         }
 
-        /// Answers every request by the mode file: `portal` a 302 to the login page, `open` a 204.
+        /// Answers every request by the mode file: `portal` a 302 to the login page, `open` a 204, `stall`
+        /// nothing (the connection stays open, as an attacker holding the check until its timeout).
         static let server = """
-            import sys, http.server
+            import sys, time, http.server
             address, port, mode_file, log_file = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
             class Handler(http.server.BaseHTTPRequestHandler):
                 def do_GET(self):
                     with open(log_file, "a") as log:
                         log.write(self.requestline + "\\n")
                     mode = open(mode_file).read().strip()
+                    if mode == "stall":
+                        time.sleep(600)
+                        return
                     if mode == "portal":
                         self.send_response(302)
                         self.send_header("Location", "http://portal.example/login?token=s3cret-session")
@@ -85,28 +93,35 @@ struct ConnectivityNamespaceTests {
                     self.end_headers()
                 def log_message(self, *args):
                     pass
-            http.server.ThreadingHTTPServer((address, port), Handler).serve_forever()
+            server = http.server.ThreadingHTTPServer((address, port), Handler)
+            server.daemon_threads = True
+            server.serve_forever()
             """
     }
 
     /// The agent in the host namespace on a configuration with the check and two endpoints: one on "the
-    /// internet", one on the LAN.
+    /// internet", one on the LAN; and the `more` endpoints after them (YAML items, indented as `endpoints:`
+    /// items are), under `policies` (YAML, top-level). With `everyProbe`, `probe.completed` is written too.
     final class RunningAgent {
         let events: AgentTests.Events
         let metricsFile: String
         private let pid: pid_t
         private var stopped = false
 
-        init(_ scene: Scene, interval: String, timeout: String) throws {
+        init(
+            _ scene: Scene, interval: String, timeout: String, checkURL: String = ConnectivityNamespaceTests.checkURL,
+            endpoints more: String = "", policies: String = "", everyProbe: Bool = false
+        ) throws {
             let configuration = "\(scene.directory)/pinpath.yaml"
             metricsFile = "\(scene.directory)/pinpath.prom"
             try """
-            events: { output: stdout }
+            events: { output: stdout, probes: \(everyProbe ? "all" : "changes") }
             metrics: { textfile: \(metricsFile) }
             connectivity:
-              url: \(ConnectivityNamespaceTests.checkURL)
+              url: \(checkURL)
               interval: \(interval)
               timeout: \(timeout)
+            \(policies)
             endpoints:
               - name: external
                 url: http://\(ConnectivityNamespaceTests.internet):\(ConnectivityNamespaceTests.port)/service
@@ -114,6 +129,7 @@ struct ConnectivityNamespaceTests {
               - name: lan
                 url: http://\(TestNetwork.gatewayAddress):\(ConnectivityNamespaceTests.lanPort)/
                 interval: 1s
+            \(more)
             """.write(toFile: configuration, atomically: true, encoding: .utf8)
             events = AgentTests.Events(file: "\(scene.directory)/events.jsonl")
             let output = open(events.file, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
@@ -142,6 +158,17 @@ struct ConnectivityNamespaceTests {
             try await events.wait(for: "endpoint.state_changed", after: after) {
                 $0["endpoint"] as? String == name && $0["state"] as? String == state
             }
+        }
+
+        /// The metrics textfile once `accepted` holds for it, or as it is after 15 s (it is rewritten every 5 s
+        /// at most).
+        func metrics(until accepted: (String) -> Bool) async -> String {
+            var text = ""
+            for _ in 0..<60 where !accepted(text) {
+                try? await Task.sleep(for: .milliseconds(250))
+                text = (try? String(contentsOfFile: metricsFile, encoding: .utf8)) ?? ""
+            }
+            return text
         }
     }
 
@@ -173,12 +200,7 @@ struct ConnectivityNamespaceTests {
         #expect(!agent.events.all.contains { $0["endpoint"] as? String == "lan" && $0["state"] as? String != "up" })
         #expect(!agent.events.all.contains { $0["endpoint"] as? String == "external" && $0["state"] as? String == "down" })
         #expect(agent.events.of("connectivity.changed").count == 1, "the same verdict again is not a change")
-        // The textfile is rewritten every 5 s at most.
-        var metrics = ""
-        for _ in 0..<60 where !metrics.contains("pinpath_connectivity_status") {
-            try await Task.sleep(for: .milliseconds(250))
-            metrics = (try? String(contentsOfFile: agent.metricsFile, encoding: .utf8)) ?? ""
-        }
+        let metrics = await agent.metrics { $0.contains("pinpath_connectivity_status") }
         #expect(metrics.contains("pinpath_connectivity_status{state=\"portal\"} 1"))
         #expect(metrics.contains("pinpath_connectivity_status{state=\"full\"} 0"))
         #expect(metrics.contains("pinpath_endpoint_state{endpoint=\"external\",state=\"unreachable\"} 1"))
@@ -246,10 +268,158 @@ struct ConnectivityNamespaceTests {
         try await agent.stop()
     }
 
+    // MARK: Issue 25: the verdict is the attacker's to write; it silences no TLS endpoint
+
+    /// The pinned endpoint, valid.test at 198.51.100.7:4433 (``AgentTests/startServer(_:leaf:chain:port:)``), and
+    /// its policy: pins on the genuine intermediate and root, a store that also trusts the other CA (whose chain
+    /// for valid.test the attacker serves), and optionally a `report_uri`. As `RunningAgent`'s `endpoints` and
+    /// `policies`.
+    static func pinnedEndpoint(interval: String, reportURI: String? = nil) throws -> (endpoints: String, policies: String) {
+        let pki = TestPKI.shared
+        let pins = try pki.chain(["inter", "root"]).map { "\"\($0.spkiPin)\"" }.joined(separator: ", ")
+        let endpoints = """
+              - name: pinned
+                url: https://valid.test:\(AgentTests.port)/
+                policy: genuine-pins
+                interval: \(interval)
+                timeout: 900ms
+            """
+        let policies = """
+            policies:
+              genuine-pins:
+                mode: public_key
+                pins: [\(pins)]
+                ca_file: \(pki.path("store"))
+            \(reportURI.map { "    report_uri: \($0)" } ?? "")
+            """
+        return (endpoints, policies)
+    }
+
+    /// One attack: the gateway answers the check as the scene and `checkServer` make it, and once the agent has its
+    /// verdict, replaces the pinned endpoint's genuine chain with one from the other CA its store trusts. Whatever
+    /// the verdict says, the pin failure must come out in full: `pin.failure` at level error naming the state, the
+    /// endpoint `down` by its probes (never `unreachable`), the counter, and the report at the collector on the LAN;
+    /// while the plain endpoint outside the LAN is held with `plainCause`.
+    func interceptPinnedEndpoint(
+        checkURL: String, verdict expected: String, level: String, plainCause: String,
+        checkServer: (TestNetwork) throws -> pid_t? = { _ in nil }
+    ) async throws -> [String: Any] {
+        let scene = try Scene(mode: "portal")
+        defer { scene.remove() }
+        try scene.network.hosts("\(Self.internet) valid.test\n")
+        let setup = AgentTests()
+        var pinnedServer = try setup.startServer(scene.network, leaf: "valid", chain: ["inter"])
+        defer { Shell.stopIfRunning(pinnedServer) }
+        let interceptor = try checkServer(scene.network)
+        defer { if let interceptor { Shell.stopIfRunning(interceptor) } }
+        let collector = try RecordingServer(
+            address: TestNetwork.gatewayAddress, directory: scene.directory, namespace: scene.network.gateway)
+        defer { collector.stop() }
+        let pinned = try Self.pinnedEndpoint(interval: "1s", reportURI: "\(collector.origin)/pin-report")
+        let agent = try RunningAgent(
+            scene, interval: "2s", timeout: "1s", checkURL: checkURL, endpoints: pinned.endpoints, policies: pinned.policies,
+            everyProbe: true)
+
+        let verdict = try await agent.connectivity(expected)
+        #expect(verdict["level"] as? String == level)
+        let held = try await agent.endpoint("external", "unreachable")
+        #expect(held["cause"] as? String == plainCause)
+        #expect(held["connectivity"] as? String == expected)
+        // The genuine server passes: the pinned endpoint is probed whatever the verdict.
+        try await agent.endpoint("pinned", "up")
+
+        // The attacker on the path takes over the pinned endpoint too.
+        let mark = agent.events.all.count
+        Shell.kill(pinnedServer)
+        pinnedServer = try setup.startServer(scene.network, leaf: "rogue", chain: ["otherinter"])
+        let failure = try await agent.events.wait(for: "pin.failure", after: mark)
+        #expect(failure["level"] as? String == "error")
+        #expect(failure["enforced"] as? Bool == true)
+        #expect(failure["connectivity"] as? String == expected)
+        #expect(failure["hostname"] as? String == "valid.test")
+        #expect(failure["validation-result"] as? Int == 1)
+        let rejected = try await agent.events.wait(for: "probe.completed", after: mark) {
+            $0["endpoint"] as? String == "pinned" && $0["error_category"] as? String == "policy_rejected"
+        }
+        #expect(rejected["connectivity"] as? String == expected)
+        let down = try await agent.endpoint("pinned", "down", after: mark)
+        #expect(down["level"] as? String == "error")
+        #expect(down["cause"] as? String == "probe_failed")
+        #expect(down["connectivity"] as? String == expected)
+
+        // Sent to the collector on the LAN.
+        let delivered = try await agent.events.wait(for: "report.delivered", after: mark)
+        #expect(delivered["endpoint"] as? String == "pinned")
+        let report = try #require(collector.requests.first { $0.method == "POST" && $0.path == "/pin-report" })
+        let body = try #require(try JSONSerialization.jsonObject(with: Data(report.body.utf8)) as? [String: Any])
+        #expect(body["hostname"] as? String == "valid.test")
+        #expect(body["validation-result"] as? Int == 1)
+
+        // Counted, and shown as down under the attacker's verdict.
+        let counted = "pinpath_pin_failures_total{endpoint=\"pinned\",enforced=\"true\"} "
+        let isCounted: (String) -> Bool = { text in
+            text.split(separator: "\n").contains { $0.hasPrefix(counted) && (Double($0.dropFirst(counted.count)) ?? 0) >= 1 }
+        }
+        let metrics = await agent.metrics(until: isCounted)
+        #expect(isCounted(metrics), "\(metrics)")
+        #expect(metrics.contains("pinpath_endpoint_state{endpoint=\"pinned\",state=\"unreachable\"} 0"))
+        #expect(metrics.contains("pinpath_connectivity_status{state=\"\(expected)\"} 1"))
+        #expect(
+            !agent.events.of("endpoint.state_changed").contains {
+                $0["endpoint"] as? String == "pinned" && $0["state"] as? String == "unreachable"
+            }, "a verdict from the wire never holds a TLS endpoint")
+        try await agent.stop()
+        return verdict
+    }
+
+    @Test(
+        """
+        Issue 25: the check answered with a 302 by an attacker who also intercepts a pinned endpoint: portal, and the pin failure \
+        is reported in full (event at level error with the state, counter, collector); the endpoint is down, never unreachable
+        """)
+    func plainCheckAnsweredByTheAttacker() async throws {
+        let verdict = try await interceptPinnedEndpoint(
+            checkURL: Self.checkURL, verdict: "portal", level: "warning", plainCause: "captive_portal")
+        #expect(verdict["reason"] as? String == "redirected (302) to portal.example")
+    }
+
+    @Test(
+        """
+        Issue 25: an https check answered with a certificate from an untrusted CA: intercepted (level error), plain endpoints held \
+        with connectivity_intercepted, and the pinned endpoint's interception reported in full
+        """)
+    func httpsCheckIntercepted() async throws {
+        let checkPort = 8443
+        let verdict = try await interceptPinnedEndpoint(
+            checkURL: "https://valid.test:\(checkPort)/generate_204", verdict: "intercepted", level: "error",
+            plainCause: "connectivity_intercepted",
+            checkServer: { network in try AgentTests().startServer(network, leaf: "untrusted", chain: ["rogueroot"], port: checkPort) })
+        #expect((verdict["reason"] as? String)?.hasPrefix("tls_invalid: ") == true, "\(verdict)")
+    }
+
+    @Test(
+        "Issue 25: an attacker who stalls the check for its whole timeout delays no TLS probe: the pinned endpoint is up before any verdict"
+    )
+    func stalledCheck() async throws {
+        let scene = try Scene(mode: "stall")
+        defer { scene.remove() }
+        try scene.network.hosts("\(Self.internet) valid.test\n")
+        let server = try AgentTests().startServer(scene.network, leaf: "valid", chain: ["inter"])
+        defer { Shell.stopIfRunning(server) }
+        // An interval of 5 minutes: only the start's burst can probe it within the 15 s the test waits.
+        let pinned = try Self.pinnedEndpoint(interval: "5m")
+        let agent = try RunningAgent(scene, interval: "60s", timeout: "30s", endpoints: pinned.endpoints, policies: pinned.policies)
+
+        let up = try await agent.endpoint("pinned", "up")
+        #expect(up["connectivity"] is NSNull, "no verdict yet")
+        #expect(agent.events.of("connectivity.changed").isEmpty, "the check is still stalled")
+        try await agent.stop()
+    }
+
     // MARK: pinpath status --connectivity
 
-    func status(_ scene: Scene, _ arguments: [String]) throws -> Shell.Result {
-        try Shell.run(["ip", "netns", "exec", scene.network.host, Shell.pinpath, "status", "--connectivity", Self.checkURL] + arguments)
+    func status(_ scene: Scene, _ arguments: [String], url: String = checkURL) throws -> Shell.Result {
+        try Shell.run(["ip", "netns", "exec", scene.network.host, Shell.pinpath, "status", "--connectivity", url] + arguments)
     }
 
     @Test("pinpath status --connectivity: portal and full, as text and JSON; with --check, exit 1 unless full")
@@ -275,6 +445,24 @@ struct ConnectivityNamespaceTests {
         #expect((openObject["connectivity"] as? [String: Any])?["state"] as? String == "full")
         #expect(try status(scene, ["--check"]).stdout.contains("connectivity: full (answered 204 as expected)"))
         #expect(!(json.stdout + text.stdout).contains("s3cret"))
+    }
+
+    @Test("pinpath status --connectivity through an https URL answered with an untrusted certificate: intercepted; with --check, exit 1")
+    func statusIntercepted() throws {
+        let scene = try Scene(mode: "open")
+        defer { scene.remove() }
+        try scene.network.hosts("\(Self.internet) valid.test\n")
+        let server = try AgentTests().startServer(scene.network, leaf: "untrusted", chain: ["rogueroot"], port: 8443)
+        defer { Shell.stopIfRunning(server) }
+        let url = "https://valid.test:8443/generate_204"
+
+        let text = try status(scene, [], url: url)
+        #expect(text.status == 0)
+        #expect(text.stdout.contains("connectivity: intercepted (tls_invalid: "), "\(text.stdout)")
+        #expect(try status(scene, ["--check"], url: url).status == 1)
+        let json = try status(scene, ["--json"], url: url)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect((object["connectivity"] as? [String: Any])?["state"] as? String == "intercepted")
     }
 
     @Test("pinpath status --connectivity with a URL that is not http(s): a usage error naming it")

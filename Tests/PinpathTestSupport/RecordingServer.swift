@@ -1,6 +1,7 @@
 import Foundation
 
-/// A small HTTP(S) server (Python's standard library, `/usr/bin/python3`) on 127.0.0.1 or ::1 that records
+/// A small HTTP(S) server (Python's standard library, `/usr/bin/python3`) on 127.0.0.1 or ::1 (or an address of
+/// a test network's namespace) that records
 /// every request it receives, for the redirect attacks: `/redirect?status=307&to=URL` answers with that
 /// redirect, anything else with `200 ok` (or, with `failing`, its first requests with an error status, as a
 /// collector that is restarting or down). Killed by its PID when stopped.
@@ -45,9 +46,11 @@ public final class RecordingServer {
     ///   - directory: where its script, log and port file go.
     ///   - failing: answer the first `count` requests (recorded all the same) with `status` and an empty body;
     ///     `Int.max` for every request.
+    ///   - namespace: a network namespace to run it in (`ip netns exec`), such as a test network's gateway; then
+    ///     `address` is one of that namespace's.
     public init(
         address: String = "127.0.0.1", certificate: (leaf: String, key: String, chain: [String])? = nil, directory: String,
-        failing: (status: Int, count: Int)? = nil
+        failing: (status: Int, count: Int)? = nil, namespace: String? = nil
     ) throws {
         let name = "recording-\(UUID().uuidString)"
         let script = "\(directory)/\(name).py"
@@ -59,7 +62,8 @@ public final class RecordingServer {
         self.address = address
         isTLS = certificate != nil
         try Self.script.write(toFile: script, atomically: true, encoding: .utf8)
-        var arguments = ["/usr/bin/python3", script, address, portFile, log]
+        // `ip netns exec` execs the server: the PID is still the server's.
+        var arguments = (namespace.map { ["ip", "netns", "exec", $0] } ?? []) + ["/usr/bin/python3", script, address, portFile, log]
         if let certificate {
             let chainFile = "\(directory)/\(name)-chain.pem"
             try ([certificate.leaf] + certificate.chain).map { try String(contentsOfFile: $0, encoding: .utf8) }.joined()

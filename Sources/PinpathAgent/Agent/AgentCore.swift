@@ -65,10 +65,13 @@ actor AgentCore {
         for endpoint in configuration.endpoints {
             scheduler.add(endpoint.name, interval: endpoint.interval, now: now)
         }
-        // With a connectivity check, this first burst waits for its first verdict (``connectivityChecked``):
-        // endpoints probed into a captive portal would only meet the portal, and follow its redirect.
-        if configuration.connectivity == nil, let window = Self.firstProbeWindow(configuration) {
-            scheduler.probeSoon(configuration.endpoints.map(\.name), now: now, window: window)
+        // With a connectivity check, the plain endpoints' first burst waits for its first verdict
+        // (``connectivityChecked``): probed into a captive portal they would only meet the portal, and follow its
+        // redirect. The TLS endpoints start at once: no verdict holds them, and an attacker who stalls the check
+        // for its whole timeout must not delay the probes that would show the interception.
+        let first = configuration.endpoints.filter { configuration.connectivity == nil || !EndpointTracker.connectivityMayHold($0) }
+        if let window = Self.firstProbeWindow(configuration) {
+            scheduler.probeSoon(first.map(\.name), now: now, window: window)
         }
     }
 
@@ -145,7 +148,7 @@ actor AgentCore {
         let monitor = self.monitor
         let (events, jobs) = endpoints.record(
             result, generation: generation, reportEveryProbe: configuration.events.probes == .all || isOnce,
-            currentPath: { monitor.currentPath })
+            connectivity: connectivity, currentPath: { monitor.currentPath })
         write(events)
         reports.submit(jobs)  // queued only: the collectors are sent to by the delivery's own tasks
         publishMetrics()
@@ -166,7 +169,7 @@ actor AgentCore {
     }
 
     /// Takes a connectivity verdict: `connectivity.changed` when the state differs from the last (the first
-    /// verdict too), the metric, and the endpoints outside the local network held or released.
+    /// verdict too), the metric, and the plain endpoints outside the local network held or released.
     /// - Parameter url: the check's URL (the running one: a reload that changes it takes effect at restart).
     func connectivityChecked(_ verdict: ConnectivityVerdict, url: URL) {
         metrics.update(connectivity: verdict)
@@ -176,7 +179,7 @@ actor AgentCore {
         write([AgentEvents.connectivityChanged(verdict, previous: previous, url: url)])
         pathChanged()
         if previous == nil, let window = Self.firstProbeWindow(configuration) {
-            scheduler.probeSoon(endpoints.probed, now: .now, window: window)  // the start's burst, held until now
+            scheduler.probeSoon(endpoints.probedHoldable, now: .now, window: window)  // the plain ones' start burst, held until now
             wake()
         }
     }

@@ -39,6 +39,12 @@ struct EndpointRegistry {
     /// The endpoints being probed (not held by the path or the connectivity verdict), in configuration order.
     var probed: [String] { order.filter { trackers[$0]?.state.pathIsReachable ?? false } }
 
+    /// The endpoints being probed that a connectivity verdict may hold (the plain ones:
+    /// ``EndpointTracker/connectivityMayHold(_:)``), in configuration order.
+    var probedHoldable: [String] {
+        probed.filter { name in trackers[name].map { EndpointTracker.connectivityMayHold($0.endpoint) } ?? false }
+    }
+
     /// Whether every endpoint is `up`.
     var allUp: Bool { order.allSatisfy { trackers[$0]?.state.status == .up } }
 
@@ -58,11 +64,14 @@ struct EndpointRegistry {
     ///   - generation: the generation the probe started with; a result from before a reload that changed
     ///     the endpoint is dropped.
     ///   - reportEveryProbe: write `probe.completed` for it.
+    ///   - connectivity: the connectivity check's last state (`nil`: none configured, or no verdict yet), which
+    ///     the events carry as context; it changes nothing a result decides.
     ///   - currentPath: the monitor's snapshot now, asked only for an `unreachable` result.
     /// - Returns: the events the result causes, in order, and the pin failure reports to send to the
     ///   endpoint's collectors (those of the `pin.failure` written, none for a suppressed one).
     mutating func record(
-        _ result: ProbeResult, generation: Int, reportEveryProbe: Bool, currentPath: () -> NetworkPath
+        _ result: ProbeResult, generation: Int, reportEveryProbe: Bool, connectivity: ConnectivityState?,
+        currentPath: () -> NetworkPath
     ) -> (events: [AgentEvent], reports: [PinReportJob]) {
         guard var tracker = trackers[result.endpoint], tracker.generation == generation else { return ([], []) }
         defer { trackers[result.endpoint] = tracker }
@@ -74,7 +83,7 @@ struct EndpointRegistry {
         tracker.lastProbe = EndpointTracker.LastProbe(result)
         metricsChanged.insert(result.endpoint)
 
-        if reportEveryProbe { events.append(AgentEvents.probeCompleted(result)) }
+        if reportEveryProbe { events.append(AgentEvents.probeCompleted(result, connectivity: connectivity)) }
         if let evaluation = result.pinFailure {
             if evaluation.allowsConnection {
                 tracker.reportOnlyPinFailures += 1
@@ -84,7 +93,7 @@ struct EndpointRegistry {
             pinFailures += 1
             switch reports.decide(PinReportDeduplicator.Key(evaluation.report), now: .now) {
             case .emit(let suppressed):
-                events.append(AgentEvents.pinFailure(endpoint, evaluation, suppressed: suppressed))
+                events.append(AgentEvents.pinFailure(endpoint, evaluation, suppressed: suppressed, connectivity: connectivity))
                 jobs = PinReportJob.jobs(evaluation.report, endpoint: endpoint.name, collectors: endpoint.reportCollectors)
             case .suppress:
                 break
@@ -106,7 +115,7 @@ struct EndpointRegistry {
             input = .pathUnreachable
         }
         if let transition = tracker.state.apply(input) {
-            events.append(AgentEvents.stateChanged(endpoint, transition, probe: result))
+            events.append(AgentEvents.stateChanged(endpoint, transition, probe: result, connectivity: connectivity))
         }
         return (events, jobs)
     }
@@ -114,9 +123,9 @@ struct EndpointRegistry {
     // MARK: The path
 
     /// Applies the monitor's snapshot and the connectivity check's last verdict: endpoints whose path or
-    /// target went away, or that are outside the local network while connectivity is `limited` or `portal`,
-    /// become `unreachable` (``EndpointTracker/blockingCause(_:on:connectivity:)``); those that came back may
-    /// be probed again.
+    /// target went away, or plain ones outside the local network while connectivity is `limited`, `portal` or
+    /// `intercepted`, become `unreachable` (``EndpointTracker/blockingCause(_:on:connectivity:)``); those that
+    /// came back may be probed again. Endpoints whose probe involves TLS are held by the path alone.
     /// - Returns: the events, the endpoints that became unreachable (not to be probed) and those that came
     ///   back (to be probed soon), in configuration order.
     mutating func pathChanged(_ path: NetworkPath, connectivity: ConnectivityState? = nil) -> (
@@ -131,7 +140,7 @@ struct EndpointRegistry {
             let reachable = blocked == nil
             if let blocked, tracker.state.pathIsReachable {
                 if let transition = tracker.state.apply(blocked) {
-                    events.append(AgentEvents.stateChanged(tracker.endpoint, transition, probe: nil))
+                    events.append(AgentEvents.stateChanged(tracker.endpoint, transition, probe: nil, connectivity: connectivity))
                 }
                 unreachable.append(name)
                 metricsChanged.insert(name)

@@ -10,8 +10,10 @@
 /// - `pathUnreachable` (the path, or the endpoint's target, is not reachable) makes any state `unreachable`
 ///   at once, distinct from `down`: the endpoint was not tried. Results that arrive while the path is
 ///   unreachable (probes that were in flight) are ignored: they say nothing about the endpoint.
-/// - `connectivityLimited` and `captivePortal` (the connectivity check found a dead upstream or a portal, and
-///   the endpoint is outside the local network) act as `pathUnreachable`, with their own cause.
+/// - `connectivityLimited`, `captivePortal` and `connectivityIntercepted` (the connectivity check found a dead
+///   upstream, a portal or a TLS interception, and the endpoint is a plain one outside the local network) act as
+///   `pathUnreachable`, with their own cause. The agent never gives them for an endpoint whose probe involves
+///   TLS (``EndpointTracker/connectivityMayHold(_:)``).
 /// - `pathReachable` changes no state; probes resume, and the next results decide as they do from
 ///   `unknown`: a success is `up` at once, failures count toward the threshold.
 /// - A probe that fails only the pin check in report-only mode is a success here: the caller passes
@@ -27,8 +29,8 @@ public struct EndpointState: Sendable, Equatable {
         case up
         /// Probes fail.
         case down
-        /// Probes are not attempted: the path or the target is not reachable, or (outside the local network)
-        /// the connectivity check says `limited` or `portal`.
+        /// Probes are not attempted: the path or the target is not reachable, or (for a plain endpoint outside
+        /// the local network) the connectivity check says `limited`, `portal` or `intercepted`.
         case unreachable
     }
 
@@ -45,6 +47,9 @@ public struct EndpointState: Sendable, Equatable {
         /// The connectivity check says `portal` (a captive portal answers) and the endpoint is outside the
         /// local network.
         case captivePortal = "captive_portal"
+        /// The connectivity check says `intercepted` (its TLS handshake failed) and the endpoint is outside the
+        /// local network.
+        case connectivityIntercepted = "connectivity_intercepted"
         /// It is reachable again.
         case pathReachable = "path_reachable"
     }
@@ -84,7 +89,7 @@ public struct EndpointState: Sendable, Equatable {
     /// Applies one input; returns the transition it caused, or nil when the state stays.
     public mutating func apply(_ input: Input) -> Transition? {
         switch input {
-        case .pathUnreachable, .connectivityLimited, .captivePortal:
+        case .pathUnreachable, .connectivityLimited, .captivePortal, .connectivityIntercepted:
             pathIsReachable = false
             (failures, successes) = (0, 0)
             return move(to: .unreachable, cause: input, consecutive: 1)

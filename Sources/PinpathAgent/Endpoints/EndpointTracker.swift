@@ -69,11 +69,11 @@ struct EndpointTracker: Sendable {
     }
 
     /// Why the endpoint is not to be probed now, or `nil` when it is: the path's rule (``isReachable(_:on:)``)
-    /// first, then the connectivity check's verdict for endpoints outside the local network.
+    /// first, then the connectivity check's verdict for plain endpoints outside the local network.
     ///
-    /// Such endpoints are skipped rather than probed and reclassified, as NWPathMonitor's users do: through a
-    /// portal or a dead upstream a probe only meets the portal's answer or a timeout, which says nothing about
-    /// the endpoint, costs a handshake each, and would count toward `down`. The connectivity check is the one
+    /// Such plain endpoints are skipped rather than probed and reclassified, as NWPathMonitor's users do: through
+    /// a portal or a dead upstream a probe only meets the portal's answer or a timeout, which says nothing about
+    /// the endpoint, costs a request each, and would count toward `down`. The connectivity check is the one
     /// request that tells when it is over. `none` adds nothing: it comes from the path, whose own per-host
     /// verdict already decides (a host with a route of its own, over a VPN say, stays probed).
     static func blockingCause(
@@ -84,9 +84,22 @@ struct EndpointTracker: Sendable {
         switch connectivity {
         case .limited?: cause = .connectivityLimited
         case .portal?: cause = .captivePortal
-        default: return nil  // full, unknown yet, or `none` (the path's rule above decides)
+        case .intercepted?: cause = .connectivityIntercepted
+        case .some(.full), .some(.none), nil: return nil  // full, unknown yet, or `none` (the path's rule above decides)
         }
-        return isOnLocalNetwork(endpoint, on: path) ? nil : cause
+        return connectivityMayHold(endpoint) && !isOnLocalNetwork(endpoint, on: path) ? cause : nil
+    }
+
+    /// Whether a connectivity verdict may hold the endpoint: only a plain one, whose probe has no TLS handshake
+    /// (http or tcp, not through an https proxy) and no security policy.
+    ///
+    /// Every verdict but `none` is made of what the network answered the check, which an attacker on the path
+    /// writes: a 302 makes `portal`, any certificate `intercepted`. Holding a TLS endpoint on such a verdict
+    /// would let that attacker silence the very probes that report the interception (a pin failure, a refused
+    /// chain), so those are probed in every connectivity state and their failures count as any other.
+    static func connectivityMayHold(_ endpoint: EndpointConfiguration) -> Bool {
+        guard !endpoint.kind.usesTLS, endpoint.security == nil else { return false }
+        return endpoint.proxy.settings.proxy(for: endpoint.url)?.scheme != .https
     }
 
     /// Whether the endpoint's host (its proxy's, through one) is on the local network: an address literal, or

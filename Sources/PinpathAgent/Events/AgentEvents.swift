@@ -67,15 +67,22 @@ enum AgentEvents {
     }
 
     /// `previous`: the state before, `nil` for the first verdict. `url` is the check's, without its query.
+    /// `intercepted` is an error: someone on the path answered the check's TLS handshake.
     static func connectivityChanged(_ verdict: ConnectivityVerdict, previous: ConnectivityState?, url: URL) -> AgentEvent {
-        AgentEvent(
-            EventCatalog.connectivityChanged, ConnectivityJSON.fields(verdict, url: url, previous: .some(previous)),
-            level: verdict.state == .full ? .info : .warning)
+        let level: EventLevel =
+            switch verdict.state {
+            case .full: .info
+            case .intercepted: .error
+            case .none, .limited, .portal: .warning
+            }
+        return AgentEvent(
+            EventCatalog.connectivityChanged, ConnectivityJSON.fields(verdict, url: url, previous: .some(previous)), level: level)
     }
 
-    static func probeCompleted(_ result: ProbeResult) -> AgentEvent {
+    /// `connectivity`: the check's last state when the result was recorded (`nil`: none configured, or no verdict yet).
+    static func probeCompleted(_ result: ProbeResult, connectivity: ConnectivityState?) -> AgentEvent {
         AgentEvent(
-            EventCatalog.probeCompleted, [("endpoint", .string(result.endpoint))] + probe(result),
+            EventCatalog.probeCompleted, [("endpoint", .string(result.endpoint))] + probe(result) + [Self.connectivity(connectivity)],
             level: result.outcome == .success ? .info : .warning)
     }
 
@@ -94,16 +101,22 @@ enum AgentEvents {
         ]
     }
 
-    static func stateChanged(_ endpoint: EndpointConfiguration, _ transition: EndpointState.Transition, probe: ProbeResult?) -> AgentEvent {
+    static func stateChanged(
+        _ endpoint: EndpointConfiguration, _ transition: EndpointState.Transition, probe: ProbeResult?, connectivity: ConnectivityState?
+    ) -> AgentEvent {
         let url = HTTPRequest(method: endpoint.method, url: endpoint.url).displayURL
         return AgentEvent(
             EventCatalog.endpointStateChanged,
             [("endpoint", .string(endpoint.name)), ("url", .string(url))] + transition.fields
-                + [("probe", probe.map { .object(Self.probe($0)) } ?? .null)],
+                + [Self.connectivity(connectivity), ("probe", probe.map { .object(Self.probe($0)) } ?? .null)],
             level: transition.current == .down ? .error : transition.current == .unreachable ? .warning : .info)
     }
 
-    static func pinFailure(_ endpoint: EndpointConfiguration, _ evaluation: TrustEvaluation, suppressed: Int) -> AgentEvent {
+    /// A pin failure is the same event whatever `connectivity` says: the field is context, never a reason to
+    /// lower the level.
+    static func pinFailure(
+        _ endpoint: EndpointConfiguration, _ evaluation: TrustEvaluation, suppressed: Int, connectivity: ConnectivityState?
+    ) -> AgentEvent {
         let report = evaluation.report
         return AgentEvent(
             EventCatalog.pinFailure,
@@ -111,6 +124,7 @@ enum AgentEvents {
                 ("endpoint", .string(endpoint.name)),
                 ("enforced", .bool(!evaluation.allowsConnection)),
                 ("message", .string(evaluation.failure?.message)),
+                Self.connectivity(connectivity),
                 ("suppressed", .int(suppressed)),
             ] + report.fields.map { ($0.name, json($0.value)) },
             level: evaluation.allowsConnection ? .warning : .error)
@@ -186,6 +200,11 @@ enum AgentEvents {
     }
 
     private static func rfc3339(_ date: Date?) -> JSONValue { .string(date.map { $0.formatted(.iso8601) }) }
+
+    /// The `connectivity` field of the endpoints' events: the check's state, `null` without one.
+    private static func connectivity(_ state: ConnectivityState?) -> (String, JSONValue) {
+        ("connectivity", .string(state?.rawValue))
+    }
 }
 
 extension EndpointState.Transition {

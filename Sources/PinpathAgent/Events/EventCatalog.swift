@@ -46,24 +46,25 @@ public enum EventCatalog {
     /// The connectivity check's verdict changed (the first verdict after start too, with `previous` null).
     public static let connectivityChanged = EventKind(
         name: "connectivity.changed", fields: ["state", "previous", "reason", "url", "phases_ms", "total_ms"],
-        levels: [.info, .warning])
-    /// An endpoint's state changed.
+        levels: [.info, .warning, .error])
+    /// An endpoint's state changed. `connectivity` is the check's state then (`null` without one).
     public static let endpointStateChanged = EventKind(
-        name: "endpoint.state_changed", fields: ["endpoint", "url", "state", "previous_state", "cause", "consecutive", "probe"],
+        name: "endpoint.state_changed",
+        fields: ["endpoint", "url", "state", "previous_state", "cause", "consecutive", "connectivity", "probe"],
         levels: [.info, .warning, .error])
     /// Every probe, with `events.probes: all` (and `run --once`).
     public static let probeCompleted = EventKind(
         name: "probe.completed",
         fields: [
             "endpoint", "outcome", "status_code", "phases_ms", "total_ms", "remote_address", "tls_version", "error_category",
-            "message",
+            "message", "connectivity",
         ], levels: [.info, .warning])
     /// A pin mismatch (enforced or report-only), not suppressed. The fields after `suppressed` are the pin failure
     /// report's (RFC 7469's and TrustKit's names).
     public static let pinFailure = EventKind(
         name: "pin.failure",
         fields: [
-            "endpoint", "enforced", "message", "suppressed", "date-time", "hostname", "port", "noted-hostname",
+            "endpoint", "enforced", "message", "connectivity", "suppressed", "date-time", "hostname", "port", "noted-hostname",
             "include-subdomains", "effective-expiration-date", "served-certificate-chain", "validated-certificate-chain",
             "known-pins", "enforce-pinning", "validation-result",
         ], levels: [.error, .warning])

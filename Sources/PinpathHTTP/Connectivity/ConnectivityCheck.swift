@@ -7,11 +7,12 @@ import PinpathReachability
 ///
 /// ```swift
 /// let check = ConnectivityCheck(url: URL(string: "http://connectivity-check.example/generate_204")!)
-/// let verdict = await session.checkConnectivity(check)   // .full, .portal, .limited or .none
+/// let verdict = await session.checkConnectivity(check)   // .full, .portal, .intercepted, .limited or .none
 /// ```
 public struct ConnectivityCheck: Sendable, Equatable {
-    /// The URL asked: http (captive portals intercept plain HTTP) or https (a TLS failure then counts as
-    /// `portal`: something in the way answered with another certificate).
+    /// The URL asked: http (captive portals intercept plain HTTP, and so can anyone on the path: a plain check
+    /// proves nothing) or https (a TLS failure is then `intercepted`: something in the way answered with
+    /// another certificate).
     public var url: URL
     /// The status that means `full`. Default 204.
     public var expectedStatus: Int
@@ -80,8 +81,9 @@ public struct ConnectivityCheck: Sendable, Equatable {
         case .notReachable:
             return ConnectivityVerdict(state: .none, reason: error.reachability?.reason?.rawValue ?? "no_route")
         case .tlsInvalid, .tlsFailed, .policyRejected:
-            // Something answered the TLS handshake, but not the check's host: an intercepting portal.
-            return ConnectivityVerdict(state: .portal, reason: reason, timings: error.response?.timings)
+            // Something answered the TLS handshake, but not the check's host: someone intercepts TLS, a portal
+            // or an attacker. Not `portal`: that is the answer of a network one may log in to, this is not.
+            return ConnectivityVerdict(state: .intercepted, reason: reason, timings: error.response?.timings)
         default:
             return ConnectivityVerdict(state: .limited, reason: reason, timings: error.response?.timings)
         }

@@ -1,13 +1,19 @@
-/// NetworkManager's connectivity states: whether the internet answers, beyond the local route.
+/// NetworkManager's connectivity states, and `intercepted`: whether the internet answers, beyond the local route.
 /// Raw values are the names used in JSON, metrics and the terminal.
+///
+/// Every state but `none` is decided by what the network answered the check, which anyone on the path can
+/// write: a verdict is context, never proof that the path is clean.
 public enum ConnectivityState: String, Sendable, Equatable, CaseIterable {
     /// No path at all (no default route, or none to the check's host): nothing was sent.
     case none
     /// A route, but the check could not resolve, connect or finish in time: a dead upstream.
     case limited
-    /// The check was answered, but not as expected (another status or body, a redirect, a TLS failure): a
-    /// captive portal, or a proxy in the way.
+    /// The check was answered, but not as expected (another status or body, a redirect): a captive portal, or a
+    /// proxy in the way.
     case portal
+    /// The check's TLS handshake failed: a certificate the check's policy refuses, or a handshake something
+    /// other than the check's server answered. Someone on the path intercepts TLS.
+    case intercepted
     /// The check got the expected answer.
     case full
 }

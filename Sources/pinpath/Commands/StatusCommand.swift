@@ -10,7 +10,7 @@ struct StatusCommand: AsyncParsableCommand {
         commandName: "status",
         abstract: "Print whether this machine and each --target can be reached, and through which interface.",
         discussion: """
-            With --connectivity URL, also the connectivity verdict (none, limited, portal, full) from one request \
+            With --connectivity URL, also the connectivity verdict (none, limited, portal, intercepted, full) from one request \
             to URL (expected answer: 204 with an empty body; redirects are not followed). With --check, the exit \
             code says it too, for health checks and scripts.
             Exit codes: 0 printed (with --check: the path and every --target reachable, and connectivity full), \
