@@ -101,7 +101,8 @@ struct ConnectivityNamespaceTests {
 
     /// The agent in the host namespace on a configuration with the check and two endpoints: one on "the
     /// internet", one on the LAN; and the `more` endpoints after them (YAML items, indented as `endpoints:`
-    /// items are), under `policies` (YAML, top-level). With `everyProbe`, `probe.completed` is written too.
+    /// items are), under `policies` (YAML, top-level). With `everyProbe`, `probe.completed` is written too;
+    /// `checkExpect` is the check's `expect:` mapping (YAML flow items), if any.
     final class RunningAgent {
         let events: AgentTests.Events
         let metricsFile: String
@@ -110,7 +111,7 @@ struct ConnectivityNamespaceTests {
 
         init(
             _ scene: Scene, interval: String, timeout: String, checkURL: String = ConnectivityNamespaceTests.checkURL,
-            endpoints more: String = "", policies: String = "", everyProbe: Bool = false
+            checkExpect: String? = nil, endpoints more: String = "", policies: String = "", everyProbe: Bool = false
         ) throws {
             let configuration = "\(scene.directory)/pinpath.yaml"
             metricsFile = "\(scene.directory)/pinpath.prom"
@@ -121,6 +122,7 @@ struct ConnectivityNamespaceTests {
               url: \(checkURL)
               interval: \(interval)
               timeout: \(timeout)
+            \(checkExpect.map { "  expect: { \($0) }" } ?? "")
             \(policies)
             endpoints:
               - name: external
@@ -381,6 +383,44 @@ struct ConnectivityNamespaceTests {
         let verdict = try await interceptPinnedEndpoint(
             checkURL: Self.checkURL, verdict: "portal", level: "warning", plainCause: "captive_portal")
         #expect(verdict["reason"] as? String == "redirected (302) to portal.example")
+    }
+
+    @Test(
+        """
+        An https check on a private CA is held to the policy whose hosts match it: full with the genuine server, \
+        intercepted (policy_rejected) with a chain from another CA the store trusts
+        """)
+    func httpsCheckUnderItsPolicy() async throws {
+        let scene = try Scene(mode: "open")
+        defer { scene.remove() }
+        try scene.network.hosts("\(Self.internet) valid.test\n")
+        let setup = AgentTests()
+        let checkPort = 8443
+        var server = try setup.startServer(scene.network, leaf: "valid", chain: ["inter"], port: checkPort)
+        defer { Shell.stopIfRunning(server) }
+        let pins = try TestPKI.shared.chain(["inter", "root"]).map { "\"\($0.spkiPin)\"" }.joined(separator: ", ")
+        let policies = """
+            policies:
+              check-pins:
+                hosts: [valid.test]
+                mode: public_key
+                pins: [\(pins)]
+                ca_file: \(TestPKI.shared.path("store"))
+            """
+        // `openssl s_server -www` answers 200 with a page.
+        let agent = try RunningAgent(
+            scene, interval: "2s", timeout: "1s", checkURL: "https://valid.test:\(checkPort)/", checkExpect: "status: 200",
+            policies: policies)
+        let full = try await agent.connectivity("full")
+        #expect(full["reason"] as? String == "answered 200 as expected")
+
+        let mark = agent.events.all.count
+        Shell.kill(server)
+        server = try setup.startServer(scene.network, leaf: "rogue", chain: ["otherinter"], port: checkPort)
+        let intercepted = try await agent.connectivity("intercepted", after: mark)
+        #expect(intercepted["level"] as? String == "error")
+        #expect((intercepted["reason"] as? String)?.hasPrefix("policy_rejected: ") == true, "\(intercepted)")
+        try await agent.stop()
     }
 
     @Test(

@@ -117,7 +117,7 @@ public struct AgentConfiguration: Sendable {
         let endpointNodes = sources.flatMap(\.endpoints)
         let targets = fields?["reachability"].map { decoder.reachabilityTargets($0) } ?? []
         let metrics = fields?["metrics"].map { decoder.metrics($0) }
-        let connectivity = fields?["connectivity"].flatMap { ConnectivityConfiguration.decode($0, decoder) }
+        let connectivity = fields?["connectivity"].flatMap { ConnectivityConfiguration.decode($0, policies: policies, decoder) }
         if endpointNodes.isEmpty && targets.isEmpty {
             decoder.warn(
                 .nothingToMonitor, at: fields?["endpoints"], "endpoints",

@@ -16,8 +16,9 @@ public struct ConnectivityConfiguration: Sendable, Equatable {
     static let defaultInterval = Duration.seconds(300)
     static let defaultTimeout = Duration.seconds(10)
 
-    /// Reads the block; `nil` (with the problems recorded) when it cannot be used.
-    static func decode(_ node: Node, _ decoder: ConfigurationDecoder) -> ConnectivityConfiguration? {
+    /// Reads the block; `nil` (with the problems recorded) when it cannot be used. An https check is held to the
+    /// configured policies whose `hosts` match its host, as a request there would be (a report collector is too).
+    static func decode(_ node: Node, policies: [PolicyConfiguration], _ decoder: ConfigurationDecoder) -> ConnectivityConfiguration? {
         guard let fields = decoder.mapping(node, "connectivity", known: keys) else { return nil }
         guard let urlNode = decoder.required(fields, "url", "a http:// or https:// URL whose answer is known (a 204)") else {
             return nil
@@ -55,8 +56,19 @@ public struct ConnectivityConfiguration: Sendable, Equatable {
             )
         }
         guard let url else { return nil }
+        var security: AppliedPolicy?
+        if url.scheme?.lowercased() == "https", let host = url.host {
+            do throws(AppliedPolicy.Conflict) {
+                security = try AppliedPolicy(host: host, named: nil, among: policies)
+            } catch {
+                // Two host-matched policies that cannot combine: reported once, at the policies themselves.
+                return nil
+            }
+        }
         return ConnectivityConfiguration(
-            check: ConnectivityCheck(url: url, expectedStatus: status, expectedBody: body, timeout: effectiveTimeout),
+            check: ConnectivityCheck(
+                url: url, expectedStatus: status, expectedBody: body, timeout: effectiveTimeout, securityPolicy: security?.policy,
+                trustStore: security?.trustStore),
             interval: effectiveInterval)
     }
 }

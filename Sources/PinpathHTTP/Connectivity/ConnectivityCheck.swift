@@ -1,5 +1,6 @@
 import FoundationEssentials
 import PinpathReachability
+import PinpathSecurity
 
 /// A connectivity check, as NetworkManager's `[connectivity]`: one plain request to a URL whose answer is
 /// known (HTTP 204 with an empty body by default), telling a working internet from a captive portal or a
@@ -21,12 +22,22 @@ public struct ConnectivityCheck: Sendable, Equatable {
     public var expectedBody: String?
     /// The most time the check may take; longer is `limited`. Default 10 s.
     public var timeout: Duration
+    /// For an https URL, the policy its handshake is held to (a private CA's, pins); `nil` is chain and host
+    /// name against ``trustStore``. A check held to the wrong store would call every answer `intercepted`.
+    public var securityPolicy: SecurityPolicy?
+    /// The store that policy trusts; `nil` is the session's (the system's).
+    public var trustStore: TrustStore?
 
-    public init(url: URL, expectedStatus: Int = 204, expectedBody: String? = nil, timeout: Duration = .seconds(10)) {
+    public init(
+        url: URL, expectedStatus: Int = 204, expectedBody: String? = nil, timeout: Duration = .seconds(10),
+        securityPolicy: SecurityPolicy? = nil, trustStore: TrustStore? = nil
+    ) {
         self.url = url
         self.expectedStatus = expectedStatus
         self.expectedBody = expectedBody
         self.timeout = timeout
+        self.securityPolicy = securityPolicy
+        self.trustStore = trustStore
     }
 
     /// How the check is sent: redirects not followed (a redirect is the portal's signal), a fresh connection
@@ -39,6 +50,8 @@ public struct ConnectivityCheck: Sendable, Equatable {
         options.connectTimeout = timeout
         options.reachability = .failFast
         options.maximumBodySize = 1 << 20
+        options.securityPolicy = securityPolicy
+        options.trustStore = trustStore
         return options
     }
 
