@@ -25,7 +25,7 @@ struct PinsCommand: AsyncParsableCommand {
 
     func run() async throws {
         // Read everything first, so a bad file late in the list does not leave half the output printed.
-        var lines = ""
+        var lines: [String] = []
         for file in files {
             let found: [KeyMaterial]
             do {
@@ -35,9 +35,10 @@ struct PinsCommand: AsyncParsableCommand {
             }
             for material in found {
                 let pin = format == .hpkp ? material.spkiPin.hpkp : material.spkiPin.description
-                lines += "\(pin) \(material.label)\n"
+                lines.append("\(pin) \(material.label)")
             }
         }
-        try writeOutput(lines)
+        // A label is the certificate's subject: whoever made the certificate chose it, escape sequences included.
+        try writeOutput(UntrustedText.escapedLines(lines))
     }
 }
