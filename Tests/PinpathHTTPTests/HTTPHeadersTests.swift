@@ -49,4 +49,11 @@ struct HTTPHeadersTests {
         let headers: HTTPHeaders = ["Authorization": "Bearer abc.def", "X-Token_1": "a b\tc"]
         try headers.validate()
     }
+
+    @Test("A bad name is quoted escaped: the message reaches terminals and events")
+    func badNameEscaped() {
+        let headers: HTTPHeaders = ["X-\u{1B}[2K\u{202E}": "v"]
+        let error = #expect(throws: HTTPError.self) { try headers.validate() }
+        #expect(error?.message.contains(#""X-\x1b[2K\u{202e}""#) == true, "\(error?.message ?? "")")
+    }
 }
