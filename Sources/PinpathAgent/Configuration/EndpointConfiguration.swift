@@ -250,7 +250,7 @@ extension ConfigurationDecoder {
         return nil
     }
 
-    /// A non-empty name without control characters, not used by an earlier endpoint.
+    /// A non-empty name without control or bidi formatting characters, not used by an earlier endpoint.
     func endpointName(_ node: Node, _ keyPath: String, _ context: inout EndpointConfiguration.Context) -> String? {
         guard let name = string(node, keyPath, "a name") else { return nil }
         guard !name.isEmpty else {

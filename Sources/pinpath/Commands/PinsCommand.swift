@@ -38,7 +38,8 @@ struct PinsCommand: AsyncParsableCommand {
                 lines.append("\(pin) \(material.label)")
             }
         }
-        // A label is the certificate's subject: whoever made the certificate chose it, escape sequences included.
+        // A label is a certificate's subject, chosen by whoever made it: OpenSSL's RFC 2253 form escapes most
+        // controls already, and the terminal's rule for text from outside covers the rest.
         try writeOutput(UntrustedText.escapedLines(lines))
     }
 }
