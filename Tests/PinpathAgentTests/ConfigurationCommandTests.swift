@@ -169,6 +169,44 @@ struct ConfigurationCommandTests {
         )
     }
 
+    /// Issue 25, item 3: the author of an included file chooses the text `check-config` and `run` print. A banner,
+    /// a `send` line, a pattern that matches nothing and a refused value, holding escape sequences (erase the
+    /// line, paint a verdict, write the clipboard through OSC 52) and bidi overrides.
+    @Test("Text from the file cannot act on the terminal: the summary, --effective, warnings and problems are escaped")
+    func hostileTextEscaped() throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.file("conf.d"), withIntermediateDirectories: true)
+        try #"include: [ "conf.d/*.yaml", "\e[2Knothing\u202E/*.yaml" ]"#.write(
+            toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        try #"""
+        endpoints:
+          - name: banner
+            url: tcp://127.0.0.1:9
+            send: "\e[2J\e[Hpinpath: all endpoints up"
+            expect: { banner: "\e[2K\e[32mvalid\e]52;c;ZXZpbA==\a\u202Etxt" }
+        """#.write(toFile: directory.file("conf.d/evil.yaml"), atomically: true, encoding: .utf8)
+        let summary = try Shell.run([Shell.pinpath, "check-config", "--effective", "--config", directory.file("pinpath.yaml")])
+        #expect(summary.status == 0, "\(summary.stderr)")
+        #expect(summary.stdout.contains(#"banner "\x1b[2K\x1b[32mvalid\x1b]52;c;ZXZpbA==\x07\u{202e}txt""#), "\(summary.stdout)")
+        #expect(summary.stdout.contains(#"    send: \x1b[2J\x1b[Hpinpath: all endpoints up"#), "\(summary.stdout)")
+        #expect(summary.stderr.contains(#"\x1b[2Knothing\u{202e}/*.yaml"#), "the warning names the pattern: \(summary.stderr)")
+
+        try #"""
+        endpoints:
+          - { name: late, url: "http://127.0.0.1:9/", interval: "\e[1A\e[2K5 minutes" }
+        """#.write(toFile: directory.file("conf.d/evil.yaml"), atomically: true, encoding: .utf8)
+        let problems = try Shell.run([Shell.pinpath, "check-config", "--config", directory.file("pinpath.yaml")])
+        let run = try Shell.run([Shell.pinpath, "run", "--once", "--config", directory.file("pinpath.yaml")])
+        #expect(problems.status == 78 && run.status == 78, "\(problems.stderr)")
+        for output in [problems.stderr, run.stderr] {
+            #expect(output.contains(#"\x1b[1A\x1b[2K5 minutes"#), "the refused value is shown escaped: \(output)")
+        }
+        for output in [summary.stdout, summary.stderr, problems.stdout, problems.stderr, run.stdout, run.stderr] {
+            let raw = output.unicodeScalars.filter { ($0.value < 0x20 && $0 != "\n") || $0 == "\u{7F}" || $0 == "\u{202E}" }
+            #expect(raw.isEmpty, "raw controls reached the terminal: \(raw.map(\.value))")
+        }
+    }
+
     static func write(_ text: String) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("pinpath-check-\(UUID()).yaml").path
         try text.write(toFile: path, atomically: true, encoding: .utf8)

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Glibc
 import Testing
 
@@ -11,6 +12,19 @@ struct EventEncodingTests {
             ("b", 1), ("a", "x\"y\\z\n\u{1}\u{2028}é"), ("n", .null), ("l", .array([true, .double(1.5)])),
         ])
         #expect(value.encoded() == #"{"b":1,"a":"x\"y\\z\n\u0001\u2028é","n":null,"l":[true,1.5]}"#)
+    }
+
+    /// Issue 25, item 3: a message quotes what a server sent (a redirect hop's URL, its certificates' names).
+    @Test("A probe's message from outside keeps its characters but not its size: cut at UntrustedText's limit")
+    func messageCapped() throws {
+        var result = ProbeResult(endpoint: "api", outcome: .failure, started: Date())
+        result.message = "GET http://" + String(repeating: "a", count: 100_000) + "\u{1B}/: failed"
+        let event = AgentEvents.probeCompleted(result, connectivity: nil)
+        let message = try #require(event.fields.first { $0.0 == "message" }?.1)
+        // "GET http://" is 11 characters of the 4,096 kept.
+        #expect(message == .string("GET http://" + String(repeating: "a", count: 4096 - 11) + "…"))
+        let short = AgentEvents.outsideText("x\u{1B}[2K")
+        #expect(short == .string("x\u{1B}[2K"), "JSON keeps a short text exact: its encoder escapes")
     }
 
     @Test("Times are RFC 3339 UTC with microseconds")

@@ -176,6 +176,23 @@ struct MetricsExpositionTests {
         #expect(MetricsExposition.escape("plain") == "plain")
     }
 
+    /// A combining mark makes one `Character` of the quote or backslash before it, and CR LF is one too: the
+    /// escaping works on bytes, as the exposition format defines it.
+    @Test(
+        "Label values are escaped byte by byte, whatever the graphemes",
+        arguments: [
+            ("q\"\u{301}", "q\\\"\u{301}"), ("b\\\u{301}", "b\\\\\u{301}"), ("\r\n", "\r\\n"),
+            ("\"\u{301}\u{302}\\", "\\\"\u{301}\u{302}\\\\"),
+            ("🇫🇷\"", "🇫🇷\\\""), ("line\u{2028}sep", "line\u{2028}sep"),
+        ] as [(String, String)])
+    func escapeBytes(value: String, escaped: String) {
+        // Bytes, not Strings: String equality and `contains` treat canonically equivalent text as the same.
+        #expect(Array(MetricsExposition.escape(value).utf8) == Array(escaped.utf8))
+        let snapshot = MetricsSnapshot(endpoints: [.init(name: value, probeSucceeded: true, probeDuration: 1, state: .up)])
+        let sample = Array("\nprobe_success{endpoint=\"\(escaped)\"} 1\n".utf8)
+        #expect(Array(MetricsExposition.render(snapshot).utf8).firstRange(of: sample) != nil)
+    }
+
     @Test("The textfile is replaced through a rename: no temporary file is left, the old one is whole until then")
     func write() throws {
         let directory = try TemporaryDirectory()

@@ -86,6 +86,77 @@ struct SecretLeakTests {
         Self.expectNoSecret([("check-config problems", bad.stderr + bad.stdout), ("check-config --json problems", badJSON.stdout)])
     }
 
+    /// Issue 25, item 5: a servlet container's session id rides in a path parameter (`;jsessionid=…`), and
+    /// services name their credential headers as they like (`X-Session-Id`, `X-Upstream-Token`, `Private-Key`):
+    /// neither was redacted.
+    @Test("Path parameters and credential-like header values: never in events, errors, check-config or --effective")
+    func pathParametersAndCredentialLikeHeaders() throws {
+        let httpbin = try HTTPBinServer()
+        defer { httpbin.stop() }
+        let refused = try TLSServer.freePort()
+        let directory = try TemporaryDirectory()
+        let base = "http://127.0.0.1:\(httpbin.port)"
+        let hop = "http://127.0.0.1:\(refused)/callback;jsessionid=SECRET-hop-parameter"
+        let credentialLike = [
+            "X-Session-Id", "X-Upstream-Token", "Private-Key", "X-Client-Secret", "X-Password", "X-Passwd", "Set-Cookie",
+            "X-Credentials",
+        ]
+        try """
+        events: { output: events.jsonl, probes: all }
+        endpoints:
+          - name: session-in-path
+            url: "\(base)/anything/app;jsessionid=SECRET-path-parameter/page;v=SECRET-second"
+            expect: { status: 204 }
+            headers:
+        \(credentialLike.map { "      \($0): SECRET-\($0.lowercased())\n" }.joined())\
+              X-Request-Source: visible-value
+          - name: refused
+            url: "http://127.0.0.1:\(refused)/app;jsessionid=SECRET-refused-parameter/x"
+          - name: redirected
+            url: "\(base)/redirect-to?url=\(hop.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)"
+
+        """.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+
+        let run = try Shell.run([Shell.pinpath, "run", "--once", "--config", directory.file("pinpath.yaml")])
+        #expect(run.status == 1, "every endpoint fails: \(run.stderr)")
+        let events = directory.read("events.jsonl") ?? ""
+        // The URLs are still shown, without their parameters; the failures name the hop and the refused URL.
+        #expect(events.contains(#""url":"\#(base)/anything/app/page""#), "\(events)")
+        #expect(events.contains("127.0.0.1:\(refused)/callback"), "the hop's failure names it: \(events)")
+        #expect(events.contains("127.0.0.1:\(refused)/app/x"), "\(events)")
+
+        let check = try Shell.run([Shell.pinpath, "check-config", "--config", directory.file("pinpath.yaml")])
+        let effective = try Shell.run([Shell.pinpath, "check-config", "--effective", "--config", directory.file("pinpath.yaml")])
+        let effectiveJSON = try Shell.run([
+            Shell.pinpath, "check-config", "--effective", "--json", "--config", directory.file("pinpath.yaml"),
+        ])
+        #expect(check.status == 0 && effective.status == 0 && effectiveJSON.status == 0, "\(check.stderr)")
+        for name in credentialLike {
+            #expect(effective.stdout.contains(#""\#(name)":"[redacted]""#), "\(name): \(effective.stdout)")
+        }
+        #expect(effective.stdout.contains(#""X-Request-Source":"visible-value""#), "other values are shown: \(effective.stdout)")
+
+        let request = try Shell.run([Shell.pinpath, "request", "http://127.0.0.1:\(refused)/app;jsessionid=SECRET-request/x"])
+        let requestJSON = try Shell.run([Shell.pinpath, "request", "--json", "http://127.0.0.1:\(refused)/app;jsessionid=SECRET-request/x"])
+        #expect(request.status == 3 && requestJSON.status == 3, "\(request.stderr)")
+        #expect(request.stderr.contains("127.0.0.1:\(refused)/app/x"), "\(request.stderr)")
+
+        try """
+        endpoints:
+          - { name: a, url: "ftp://host.test/app;jsessionid=SECRET-bad-scheme" }
+
+        """.write(toFile: directory.file("bad.yaml"), atomically: true, encoding: .utf8)
+        let bad = try Shell.run([Shell.pinpath, "check-config", "--config", directory.file("bad.yaml")])
+        #expect(bad.status == 78)
+        #expect(bad.stderr.contains("ftp://host.test/app"), "the refused URL is still named: \(bad.stderr)")
+        Self.expectNoSecret([
+            ("events", events), ("run stdout", run.stdout), ("run stderr", run.stderr), ("check-config", check.stdout + check.stderr),
+            ("check-config --effective", effective.stdout + effective.stderr), ("check-config --effective --json", effectiveJSON.stdout),
+            ("request", request.stdout + request.stderr), ("request --json", requestJSON.stdout + requestJSON.stderr),
+            ("check-config problems", bad.stderr + bad.stdout),
+        ])
+    }
+
     @Test("pinpath request: userinfo, query, fragment and header values stay out of every error and of --json")
     func requestOutputs() throws {
         let httpbin = try HTTPBinServer()

@@ -49,4 +49,29 @@ struct HTTPHeadersTests {
         let headers: HTTPHeaders = ["Authorization": "Bearer abc.def", "X-Token_1": "a b\tc"]
         try headers.validate()
     }
+
+    @Test("A bad name is quoted escaped: the message reaches terminals and events")
+    func badNameEscaped() {
+        let headers: HTTPHeaders = ["X-\u{1B}[2K\u{202E}": "v"]
+        let error = #expect(throws: HTTPError.self) { try headers.validate() }
+        #expect(error?.message.contains(#""X-\x1b[2K\u{202e}""#) == true, "\(error?.message ?? "")")
+    }
+
+    @Test(
+        "Credentials by name: the exact names, and any name containing a credential's word, in any case",
+        arguments: [
+            "Authorization", "proxy-authorization", "Cookie", "Set-Cookie", "X-API-Key", "X-Auth-Token", "X-Access-Token",
+            "X-Session-Id", "X-Upstream-Token", "Private-Key", "X-Client-Secret", "X-Password", "X-Passwd", "X-Credentials",
+            "SESSION", "x-amz-security-token",
+        ])
+    func credential(name: String) {
+        #expect(HTTPHeaders.isCredential(name))
+    }
+
+    @Test(
+        "Fields that describe the client or the body are not credentials",
+        arguments: ["Accept", "User-Agent", "Content-Type", "Content-Length", "X-Request-Id", "X-Trace", "Host", "Accept-Language"])
+    func notCredential(name: String) {
+        #expect(!HTTPHeaders.isCredential(name))
+    }
 }

@@ -170,7 +170,10 @@ struct RedirectAttackTests {
         var configuration = Session.Configuration(trustStore: try pki.trustStore())
         configuration.policies = HostPolicySet([HostPolicy(patterns: [try HostPattern(parsing: "127.0.0.1")], policy: try rightPins())])
         let session = try Session(configuration)
-        let headers: HTTPHeaders = ["Authorization": "Bearer secret", "X-Api-Key": "key"]
+        // Credentials by name's pattern too (`HTTPHeaders.isCredential`, the rule --effective redacts by).
+        let headers: HTTPHeaders = [
+            "Authorization": "Bearer secret", "X-Api-Key": "key", "X-Session-Id": "sid", "X-Upstream-Token": "tok", "X-Trace": "kept",
+        ]
         let url = a.redirect(307, to: "\(plain.origin)/collect")
 
         let refused = await Self.send(session, url, method: .post, headers: headers, body: "card=4111")
@@ -188,6 +191,8 @@ struct RedirectAttackTests {
         let received = try #require(plain.requests.first)
         #expect(received.method == "POST" && received.body == "card=4111")
         #expect(received.header("Authorization") == nil && received.header("X-Api-Key") == nil)
+        #expect(received.header("X-Session-Id") == nil && received.header("X-Upstream-Token") == nil)
+        #expect(received.header("X-Trace") == "kept", "--location-trusted keeps what is not a credential")
     }
 
     // MARK: 5c: another origin gets only the safe headers

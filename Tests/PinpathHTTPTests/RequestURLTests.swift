@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PinpathSupport
 import Testing
 
 @testable import PinpathHTTP
@@ -40,6 +41,6 @@ struct RequestURLTests {
     func invalid(url: String, base: String?) {
         let error = #expect(throws: HTTPError.self) { try RequestURL.resolve(url, relativeTo: base.map { URL(string: $0)! }) }
         #expect(error?.code == .invalidURL)
-        #expect(error?.message.contains("\"\(url.debugEscaped)\"") == true)
+        #expect(error?.message.contains("\"\(UntrustedText.escaped(url))\"") == true)
     }
 }

@@ -208,4 +208,46 @@ struct CLITests {
         #expect(status == 0, "nil means it was still running 6 s after SIGTERM")
         #expect(ContinuousClock.now - signalled < .seconds(5))
     }
+
+    /// Issue 25, item 3: whoever may create an interface names it, and the kernel refuses only `/`, `:` and
+    /// white space: an escape sequence and a bidi override make a name of 9 bytes. status and watch print it.
+    @Test(
+        "status and watch print a hostile interface name escaped, the route through it included",
+        .enabled(if: Capability.namespaces, Capability.reason))
+    func hostileInterfaceName() async throws {
+        let network = try TestNetwork()
+        let name = "e\u{1B}[2K\u{202E}x"
+        let shown = #"e\x1b[2K\u{202e}x"#
+        try network.ip(network.host, "link add name \(name) type veth peer name pv1")
+        try network.batch(
+            network.host,
+            """
+            link set pv1 up
+            link set \(name) up
+            addr add 10.98.0.1/24 dev \(name)
+            route del default
+            route add default via 10.98.0.254 dev \(name)
+            """)
+        let status = try Shell.run([Self.pinpath, "status", "--netns", network.host])
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(status.stdout.contains("reachable via \(shown) ("), "the primary interface line: \(status.stdout)")
+        #expect(status.stdout.contains("dev \(shown) (table"), "the route line: \(status.stdout)")
+
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        let pid = try Shell.spawn([Self.pinpath, "watch", "--netns", network.host], stdout: fds[1])
+        close(fds[1])
+        defer {
+            Shell.kill(pid)
+            close(fds[0])
+        }
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let count = read(fds[0], &buffer, buffer.count)
+        let watch = String(decoding: buffer.prefix(max(count, 0)), as: UTF8.self)
+        #expect(watch.contains("reachable via \(shown) ("), "the initial line: \(watch)")
+        for output in [status.stdout, watch] {
+            #expect(!output.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\u{202E}" }, "a raw escape reached the terminal: \(output)")
+        }
+    }
 }

@@ -71,8 +71,9 @@ struct ConnectivityNamespaceTests {
             try? FileManager.default.removeItem(atPath: directory)
         }
 
-        /// Answers every request by the mode file: `portal` a 302 to the login page, `open` a 204, `stall`
-        /// nothing (the connection stays open, as an attacker holding the check until its timeout).
+        /// Answers every request by the mode file: `portal` a 302 to the login page, `location URL` a 302 to URL
+        /// (a hostile portal's), `open` a 204, `stall` nothing (the connection stays open, as an attacker holding
+        /// the check until its timeout).
         static let server = """
             import sys, time, http.server
             address, port, mode_file, log_file = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
@@ -84,9 +85,10 @@ struct ConnectivityNamespaceTests {
                     if mode == "stall":
                         time.sleep(600)
                         return
-                    if mode == "portal":
+                    if mode == "portal" or mode.startswith("location "):
                         self.send_response(302)
-                        self.send_header("Location", "http://portal.example/login?token=s3cret-session")
+                        location = mode[len("location "):] if mode.startswith("location ") else None
+                        self.send_header("Location", location or "http://portal.example/login?token=s3cret-session")
                         self.send_header("Content-Length", "0")
                     else:
                         self.send_response(204)

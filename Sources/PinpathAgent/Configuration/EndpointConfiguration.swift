@@ -1,5 +1,6 @@
 import FoundationEssentials
 import PinpathHTTP
+import PinpathSupport
 import PinpathYAML
 
 /// One endpoint the agent probes (an item of `endpoints:`), with every default applied: an HTTP(S) URL, or
@@ -249,11 +250,20 @@ extension ConfigurationDecoder {
         return nil
     }
 
-    /// A non-empty name without control characters, not used by an earlier endpoint.
+    /// A non-empty name without control or bidi formatting characters, not used by an earlier endpoint.
     func endpointName(_ node: Node, _ keyPath: String, _ context: inout EndpointConfiguration.Context) -> String? {
         guard let name = string(node, keyPath, "a name") else { return nil }
-        guard !name.isEmpty, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard !name.isEmpty else {
             report(.invalidValue, at: node, keyPath, "the name must be non-empty text on one line")
+            return nil
+        }
+        // Names reach terminals, metric labels and every event: a control (a line break, ESC, NEL) or a bidi
+        // override in one is a forgery waiting for a reader.
+        if let scalar = name.unicodeScalars.first(where: UntrustedText.needsEscape) {
+            let shown = UntrustedText.escaped(String(scalar))
+            report(
+                .invalidValue, at: node, keyPath,
+                "the name holds \(shown), a control or bidi formatting character; a name is one line of visible text")
             return nil
         }
         if let first = context.names[name] {

@@ -2,8 +2,8 @@
 /// `[redacted]`; only ``unredacted`` gives the text, for building the request itself.
 ///
 /// A value is secret when it was written with `${NAME}` (read from the environment at load time) or when its
-/// header carries credentials by nature (`HTTPHeaders.credentialFieldNames`: `Authorization`, `Cookie`, `X-API-Key`, …), so
-/// that a token pasted into the file is not logged either.
+/// header's name says it carries credentials (`HTTPHeaders.isCredential`: `Authorization`, `Cookie`, any name
+/// containing `token`, `secret`, `session`, `key`, …), so that a token pasted into the file is not logged either.
 public struct RedactableValue: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable, Encodable
 {

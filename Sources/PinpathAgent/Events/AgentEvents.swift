@@ -2,6 +2,7 @@ import FoundationEssentials
 import PinpathHTTP
 import PinpathReachability
 import PinpathSecurity
+import PinpathSupport
 
 /// Builds every event the agent writes (the reachability ones in ``ReachabilityJSON``, the types and their
 /// fields listed in ``EventCatalog``). The one place event fields are made: the rest of the agent hands
@@ -97,7 +98,7 @@ enum AgentEvents {
             ("remote_address", .string(result.remoteAddress)),
             ("tls_version", .string(result.tlsVersion)),
             ("error_category", .string(result.errorCategory)),
-            ("message", .string(result.message)),
+            ("message", outsideText(result.message)),
         ]
     }
 
@@ -123,7 +124,7 @@ enum AgentEvents {
             [
                 ("endpoint", .string(endpoint.name)),
                 ("enforced", .bool(!evaluation.allowsConnection)),
-                ("message", .string(evaluation.failure?.message)),
+                ("message", outsideText(evaluation.failure?.message)),
                 Self.connectivity(connectivity),
                 ("suppressed", .int(suppressed)),
             ] + report.fields.map { ($0.name, json($0.value)) },
@@ -169,7 +170,7 @@ enum AgentEvents {
             [
                 ("url", .string(job.collector.displayURL)), ("endpoint", .string(job.endpoint)), ("hostname", .string(job.hostname)),
                 ("port", .int(job.port)), ("attempts", .int(attempts)), ("reason", .string(reason)),
-                ("status_code", statusCode.map(JSONValue.int) ?? .null), ("message", .string(message)), ("dropped", .int(dropped)),
+                ("status_code", statusCode.map(JSONValue.int) ?? .null), ("message", outsideText(message)), ("dropped", .int(dropped)),
             ])
     }
 
@@ -204,6 +205,12 @@ enum AgentEvents {
     /// The `connectivity` field of the endpoints' events: the check's state, `null` without one.
     private static func connectivity(_ state: ConnectivityState?) -> (String, JSONValue) {
         ("connectivity", .string(state?.rawValue))
+    }
+
+    /// A message that quotes what a server sent (its certificates' names, a redirect's URL), cut to
+    /// `UntrustedText`'s limit: exact in JSON, but no input of any size reaches every event.
+    static func outsideText(_ text: String?) -> JSONValue {
+        .string(text.map { UntrustedText.truncated($0, limit: UntrustedText.defaultLimit) })
     }
 }
 

@@ -162,20 +162,30 @@ public enum MetricsExposition {
         openSSLName.hasPrefix("TLSv") ? "TLS " + openSSLName.dropFirst(4) : openSSLName
     }
 
-    /// Label values escape backslash, double quote and newline (the text format's rule).
+    /// Label values escape backslash, double quote and line feed (the rule of both formats), on UTF-8 bytes as
+    /// the formats define it. Never per `Character`: a quote followed by a combining mark (`"` U+0301) is one
+    /// grapheme that is not `"`, and so is CR LF, so such a value went out unescaped and Prometheus refused the
+    /// whole exposition. None of the three bytes occurs inside a multi-byte UTF-8 sequence.
     static func escape(_ value: String) -> String {
         guard value.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\n") })
         else { return value }
-        var escaped = ""
-        for character in value {
-            switch character {
-            case "\\": escaped += "\\\\"
-            case "\"": escaped += "\\\""
-            case "\n": escaped += "\\n"
-            default: escaped.append(character)
+        var escaped: [UInt8] = []
+        escaped.reserveCapacity(value.utf8.count + 8)
+        for byte in value.utf8 {
+            let escapedByte: UInt8? =
+                switch byte {
+                case UInt8(ascii: "\\"), UInt8(ascii: "\""): byte
+                case UInt8(ascii: "\n"): UInt8(ascii: "n")
+                default: nil
+                }
+            if let escapedByte {
+                escaped.append(UInt8(ascii: "\\"))
+                escaped.append(escapedByte)
+            } else {
+                escaped.append(byte)
             }
         }
-        return escaped
+        return String(decoding: escaped, as: UTF8.self)
     }
 
     /// Integers without a fraction; the text format's spelling of infinities and NaN.

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import PinpathReachability
 import PinpathSecurity
+import PinpathSupport
 
 /// A connectivity check, as NetworkManager's `[connectivity]`: one plain request to a URL whose answer is
 /// known (HTTP 204 with an empty body by default), telling a working internet from a captive portal or a
@@ -67,7 +68,7 @@ public struct ConnectivityCheck: Sendable, Equatable {
             // The Location's host only: a portal's URL carries session tokens in its query.
             let target =
                 response.headers["Location"].flatMap { URL(string: $0, relativeTo: url)?.host(percentEncoded: false) }
-                .map { " to \($0)" } ?? " without a Location"
+                .map { " to \(Self.quotedHost($0))" } ?? " without a Location"
             return ConnectivityVerdict(state: .portal, reason: "redirected (\(status))\(target)", timings: response.timings)
         }
         guard status == expectedStatus else {
@@ -85,6 +86,18 @@ public struct ConnectivityCheck: Sendable, Equatable {
                 timings: response.timings)
         }
         return ConnectivityVerdict(state: .full, reason: "answered \(status) as expected", timings: response.timings)
+    }
+
+    /// The longest host a verdict quotes, in bytes: a DNS name's limit (RFC 1035). Whoever answers the check
+    /// chooses the Location, and the reason reaches every event and terminal that shows the verdict.
+    static let maximumQuotedHostBytes = 253
+
+    /// `host` as a reason quotes it: whole when it could be a DNS name's length, else cut, saying how long it was.
+    /// Escaping is for whoever shows the reason (`UntrustedText`): JSON keeps the characters exact.
+    static func quotedHost(_ host: String) -> String {
+        let length = host.utf8.count
+        guard length > maximumQuotedHostBytes else { return host }
+        return UntrustedText.truncated(host, maximumUTF8Bytes: maximumQuotedHostBytes) + " (a host of \(length) bytes)"
     }
 
     /// The verdict on a check that got no acceptable answer.

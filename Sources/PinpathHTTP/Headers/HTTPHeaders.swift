@@ -1,3 +1,5 @@
+import PinpathSupport
+
 /// HTTP header fields in the order given, looked up without regard to case (RFC 9110 §5.1).
 public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
     /// The fields as given: name and value.
@@ -107,7 +109,8 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         for (name, value) in fields {
             guard !name.isEmpty, name.utf8.allSatisfy(Self.isTokenCharacter) else {
                 throw HTTPError(
-                    .invalidHeader, "header name \"\(name.debugEscaped)\" is not a valid token (letters, digits and !#$%&'*+-.^_`|~ only)")
+                    .invalidHeader,
+                    "header name \"\(UntrustedText.escaped(name))\" is not a valid token (letters, digits and !#$%&'*+-.^_`|~ only)")
             }
             if value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) {
                 // The value is not quoted: header values are where credentials go.
@@ -140,12 +143,5 @@ extension UInt8 {
     var isASCIIAlphanumeric: Bool {
         (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
             || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
-    }
-}
-
-extension String {
-    /// The text with control characters shown as escapes, for error messages.
-    var debugEscaped: String {
-        String(unicodeScalars.map { $0.properties.generalCategory == .control ? $0.escaped(asASCII: true) : String($0) }.joined())
     }
 }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PinpathSupport
 
 /// Turns what a user typed into the absolute http or https URL a request is sent to.
 public enum RequestURL {
@@ -11,7 +12,7 @@ public enum RequestURL {
     ///   a bad host) or the result is not absolute http or https with a host.
     public static func resolve(_ string: String, relativeTo baseURL: URL? = nil) throws(HTTPError) -> URL {
         // Quoted without credentials, query or fragment: a mistyped URL may still hold a token.
-        let shown = DisplayURL.redacting(string).debugEscaped
+        let shown = UntrustedText.escaped(DisplayURL.redacting(string))
         let input = baseURL.map { "\"\(shown)\" relative to \(DisplayURL.redacting($0.absoluteString))" } ?? "\"\(shown)\""
         let resolved: URL
         if string.isEmpty, let baseURL {

@@ -35,12 +35,39 @@ public enum UntrustedText {
         return result
     }
 
+    /// `lines`, each escaped as ``escaped(_:keepingNewlines:limit:)`` does (a line feed inside one shows as
+    /// `\x0a`, and each has its own cap) and ended by a line feed: for a block pinpath builds from outside pieces,
+    /// whose only line breaks are its own.
+    public static func escapedLines(_ lines: some Sequence<String>, limit: Int = defaultLimit) -> String {
+        var text = ""
+        for line in lines {
+            text += escaped(line, limit: limit)
+            text += "\n"
+        }
+        return text
+    }
+
     /// `text` cut to its first `limit` scalars (an ellipsis marks the cut), without escaping: for JSON fields,
     /// whose encoder escapes, that must not carry an input of any size.
     public static func truncated(_ text: String, limit: Int) -> String {
         let scalars = text.unicodeScalars
         guard scalars.count > limit else { return text }
         var result = String(String.UnicodeScalarView(scalars.prefix(limit)))
+        result += "…"
+        return result
+    }
+
+    /// `text` cut to at most `maximumUTF8Bytes` bytes of UTF-8, never inside a scalar (an ellipsis marks the
+    /// cut), without escaping: for inputs whose bound is a byte count, as a host name's 253.
+    public static func truncated(_ text: String, maximumUTF8Bytes: Int) -> String {
+        guard text.utf8.count > maximumUTF8Bytes else { return text }
+        var result = ""
+        var bytes = 0
+        for scalar in text.unicodeScalars {
+            bytes += UTF8.width(scalar)
+            guard bytes <= maximumUTF8Bytes else { break }
+            result.unicodeScalars.append(scalar)
+        }
         result += "…"
         return result
     }

@@ -41,12 +41,12 @@ struct CheckConfigCommand: AsyncParsableCommand {
         switch (result, json) {
         case (.success(let configuration), false):
             text = Self.summary(configuration) + (effective ? Self.effectiveText(configuration) : "")
-            let lines = configuration.warnings.map { "pinpath: warning: \($0)\n" }.joined()
+            let lines = UntrustedText.escapedLines(configuration.warnings.map { "pinpath: warning: \($0)" })
             try? LineOutput(descriptor: STDERR_FILENO).write(lines)
         case (.success(let configuration), true): text = Self.json(configuration, effective: effective).encoded() + "\n"
         case (.failure(let error), false):
-            // Problems go to stderr, one per line, each in the CLI's error form.
-            let lines = error.problems.map { "pinpath: error: \($0)\n" }.joined()
+            // Problems go to stderr, one per line, each in the CLI's error form; they quote the file.
+            let lines = UntrustedText.escapedLines(error.problems.map { "pinpath: error: \($0)" })
             try? LineOutput(descriptor: STDERR_FILENO).write(lines)
             throw ExitCode(78)
         case (.failure(let error), true):
@@ -56,7 +56,8 @@ struct CheckConfigCommand: AsyncParsableCommand {
         if case .failure = result { throw ExitCode(78) }
     }
 
-    /// A few lines a person can check at a glance: what will be probed, how, and under which policy.
+    /// A few lines a person can check at a glance: what will be probed, how, and under which policy. Each line is
+    /// escaped: names, banners, paths and hosts come from the file (an included one too) and the environment.
     static func summary(_ configuration: AgentConfiguration) -> String {
         var lines = ["\(configuration.file): valid"]
         lines.append("events:    \(configuration.events.output), probe results: \(configuration.events.probes.rawValue)")
@@ -97,7 +98,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
         lines.append("proxy:     \(proxySummary(configuration.proxy))")
         if let listen = configuration.metricsListen { lines.append("listen:    \(listen) (/metrics, /healthz, /readyz)") }
         if let connectivity = configuration.connectivity { lines.append("connectivity: \(connectivitySummary(connectivity))") }
-        return lines.joined(separator: "\n") + "\n"
+        return UntrustedText.escapedLines(lines)
     }
 
     /// The default proxies without credentials: `http://proxy:3128 (configuration)`, or for the environment
@@ -114,7 +115,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
             """
     }
 
-    /// Each endpoint's effective values, one `key: value` line each (values other than text in JSON).
+    /// Each endpoint's effective values, one `key: value` line each (values other than text in JSON), escaped.
     static func effectiveText(_ configuration: AgentConfiguration) -> String {
         var lines = ["effective values:"]
         for endpoint in configuration.endpoints {
@@ -124,7 +125,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
                 lines.append("    \(key): \(shown)")
             }
         }
-        return lines.joined(separator: "\n") + "\n"
+        return UntrustedText.escapedLines(lines)
     }
 
     /// The summary for machines; header values are not included at all, unless `effective` (then redacted when secret).

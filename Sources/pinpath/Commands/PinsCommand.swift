@@ -25,7 +25,7 @@ struct PinsCommand: AsyncParsableCommand {
 
     func run() async throws {
         // Read everything first, so a bad file late in the list does not leave half the output printed.
-        var lines = ""
+        var lines: [String] = []
         for file in files {
             let found: [KeyMaterial]
             do {
@@ -35,9 +35,11 @@ struct PinsCommand: AsyncParsableCommand {
             }
             for material in found {
                 let pin = format == .hpkp ? material.spkiPin.hpkp : material.spkiPin.description
-                lines += "\(pin) \(material.label)\n"
+                lines.append("\(pin) \(material.label)")
             }
         }
-        try writeOutput(lines)
+        // A label is a certificate's subject, chosen by whoever made it: OpenSSL's RFC 2253 form escapes most
+        // controls already, and the terminal's rule for text from outside covers the rest.
+        try writeOutput(UntrustedText.escapedLines(lines))
     }
 }

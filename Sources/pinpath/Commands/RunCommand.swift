@@ -60,9 +60,9 @@ struct RunCommand: AsyncParsableCommand {
             } catch {
                 switch error {
                 case .configuration(let problems):
-                    for problem in problems.problems {
-                        try? LineOutput(descriptor: STDERR_FILENO).write("pinpath: error: \(problem)\n")
-                    }
+                    // Problems quote the file, an included one too: escaped like every text from outside.
+                    let lines = UntrustedText.escapedLines(problems.problems.map { "pinpath: error: \($0)" })
+                    try? LineOutput(descriptor: STDERR_FILENO).write(lines)
                     throw ExitCode(78)
                 case .output(let message): throw CommandFailure.outcome(73, message)
                 case .unavailable(let message): throw CommandFailure.unavailable(message)

@@ -55,8 +55,11 @@ struct StatusCommand: AsyncParsableCommand {
             }
             try writeOutput(object.encoded() + "\n")
         } else {
+            // The reason quotes whoever answered the check (a portal's Location host): escaped, never acted on.
             let line = verdict.map { result, url in
-                "connectivity: \(result.state.rawValue) (\(result.reason)) via \(DisplayURL.redacting(url.absoluteString))\n"
+                UntrustedText.escapedLines([
+                    "connectivity: \(result.state.rawValue) (\(result.reason)) via \(DisplayURL.redacting(url.absoluteString))"
+                ])
             }
             try writeOutput(PathText.snapshot(path) + (line ?? ""))
         }

@@ -20,7 +20,7 @@ enum AuditText {
             // No certificate, so nothing that looks like a pin: the trap of the openssl pipeline.
             lines.append(field("error", error.message))
             lines.append(field("result", "\(audit.outcome) (exit \(audit.outcome.severity))"))
-            return terminalBlock(lines)
+            return UntrustedText.escapedLines(lines)
         }
         if audit.chainFile == nil {
             lines.append(field("protocol", "\(audit.protocolVersion ?? "?"), cipher \(audit.cipher ?? "?")"))
@@ -51,11 +51,7 @@ enum AuditText {
         lines += pinLines(audit)
         if let error = audit.evaluationError { lines.append(field("error", error.message)) }
         lines.append(field("result", "\(audit.outcome) (exit \(audit.outcome.severity))"))
-        return terminalBlock(lines)
-    }
-
-    private static func terminalBlock(_ lines: [String]) -> String {
-        lines.map { UntrustedText.escaped($0) }.joined(separator: "\n") + "\n"
+        return UntrustedText.escapedLines(lines)
     }
 
     /// One JSON object on one line.

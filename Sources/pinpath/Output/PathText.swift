@@ -2,7 +2,8 @@ import PinpathAgent
 import PinpathReachability
 import PinpathSupport
 
-/// Human-readable renderings for the terminal.
+/// Human-readable renderings for the terminal. Every line goes through `UntrustedText`: interface names are the
+/// kernel's (whoever may create an interface names it, escape sequences included) and targets are typed by a user.
 enum PathText {
     static func snapshot(_ path: NetworkPath) -> String {
         var lines = ["status:     \(summary(path))"]
@@ -33,16 +34,16 @@ enum PathText {
             lines.append("targets:")
             for target in path.targets { lines.append("  \(targetLine(target))") }
         }
-        return lines.joined(separator: "\n") + "\n"
+        return UntrustedText.escapedLines(lines)
     }
 
     static func change(_ event: ReachabilityEvent) -> String {
         switch event {
         case .path(let change):
             let families = "ipv4 \(change.path.ipv4 != nil ? "yes" : "no"), ipv6 \(change.path.ipv6 != nil ? "yes" : "no")"
-            return "\(UTCTime.now()) \(summary(change.path)); \(families) [\(change.reason.rawValue)]\n"
+            return UntrustedText.escapedLines(["\(UTCTime.now()) \(summary(change.path)); \(families) [\(change.reason.rawValue)]"])
         case .target(let change):
-            return "\(UTCTime.now()) target \(targetLine(change.target)) [\(change.reason.rawValue)]\n"
+            return UntrustedText.escapedLines(["\(UTCTime.now()) target \(targetLine(change.target)) [\(change.reason.rawValue)]"])
         }
     }
 
