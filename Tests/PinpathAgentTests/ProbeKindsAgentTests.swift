@@ -194,6 +194,59 @@ struct ProbeKindsAgentTests {
         #expect(pinFailures.map { $0["endpoint"] as? String } == ["tls-wrong-pin"], "\(pinFailures)")
     }
 
+    @Test(
+        """
+        ldaps:// against slapd and STARTTLS under attack: right pins up, a wrong pin a pin.failure; a server that accepts \
+        STARTTLS and goes on in plaintext is tls_failed, saying so; a genuine one is up
+        """
+    )
+    func ldapsAndHostileUpgrade() throws {
+        let slapd = try SlapdServer(certificate: try mailChain(), directory: pki.directory)
+        defer { slapd.stop() }
+        let hostile = try MailServer(.smtp, .upgradeThenPlaintext, directory: pki.directory)
+        defer { hostile.stop() }
+        let genuine = try MailServer(.smtp, .starttls, certificate: try mailChain(), directory: pki.directory)
+        defer { genuine.stop() }
+        let pins = try pki.chain(["inter", "root"]).map { "\"\($0.spkiPin)\"" }.joined(separator: ", ")
+        let wrongPins = try pki.chain(["otherinter", "otherroot"]).map { "\"\($0.spkiPin)\"" }.joined(separator: ", ")
+        let (status, events, output) = try runOnce(
+            """
+              - { name: ldaps, url: "ldaps://127.0.0.1:\(slapd.ldapsPort)", policy: pinned }
+              - { name: ldaps-wrong-pin, url: "ldaps://127.0.0.1:\(slapd.ldapsPort)", policy: wrong }
+              - { name: smtp-hostile, url: "smtp://127.0.0.1:\(hostile.port)", starttls: true, policy: pinned }
+              - { name: smtp, url: "smtp://127.0.0.1:\(genuine.port)", starttls: true, policy: pinned }
+
+            """,
+            policies: """
+                policies:
+                  pinned: { mode: public_key, pins: [\(pins)] }
+                  wrong: { mode: public_key, pins: [\(wrongPins)] }
+
+                """)
+        #expect(status == 1, "\(output)")
+        let probes = probes(events)
+        for name in ["ldaps", "smtp"] {
+            #expect(probes[name]?["outcome"] as? String == "success", "\(name): \(probes[name] ?? [:])")
+        }
+        #expect(probes["ldaps-wrong-pin"]?["error_category"] as? String == "policy_rejected", "\(probes["ldaps-wrong-pin"] ?? [:])")
+        let pinFailures = events.filter { $0["event"] as? String == "pin.failure" }
+        #expect(pinFailures.map { $0["endpoint"] as? String } == ["ldaps-wrong-pin"], "\(pinFailures)")
+        let hostileProbe = probes["smtp-hostile"] ?? [:]
+        #expect(hostileProbe["error_category"] as? String == "tls_failed", "\(hostileProbe)")
+        let message = hostileProbe["message"] as? String ?? ""
+        #expect(
+            message.contains(
+                "the server accepted STARTTLS, then no TLS handshake completed, so pinpath's verifier never checked a certificate"),
+            "\(message)")
+        #expect(
+            message.contains(
+                "in plaintext only the greeting, EHLO and STARTTLS were exchanged, and after STARTTLS nothing was sent but the start of a TLS handshake"
+            ), "\(message)")
+        #expect(
+            hostile.plaintextCommands.map { $0.split(separator: " ").first.map(String.init) } == ["EHLO", "STARTTLS"],
+            "\(hostile.transcript)")
+    }
+
     @Test("HTTP body, body_file, expect.headers and expect.max_duration: sent, checked, and a header mismatch fails")
     func httpAdditions() throws {
         let server = try RecordingServer(

@@ -24,7 +24,8 @@ public enum ServiceKind: String, Sendable, CaseIterable {
     case pop3
     /// POP3 over implicit TLS (995).
     case pop3s
-    /// FTP with `AUTH TLS` required (libcurl logs in as `anonymous` in its connect phase).
+    /// FTP with the `AUTH` upgrade required (libcurl asks `AUTH SSL`, then `AUTH TLS`; it logs in as `anonymous`
+    /// in its connect phase).
     case ftp
     /// LDAP with StartTLS required (libcurl's OpenLDAP backend).
     case ldap
@@ -45,6 +46,30 @@ public enum ServiceKind: String, Sendable, CaseIterable {
 
     /// The plaintext protocol is upgraded with its `STARTTLS` command, which libcurl is told to require.
     public var upgradesWithSTARTTLS: Bool { [.smtp, .imap, .pop3, .ftp, .ldap].contains(self) }
+
+    /// For a STARTTLS kind, the command that asks for the upgrade.
+    var upgradeCommand: String? {
+        switch self {
+        case .smtp, .imap: "STARTTLS"
+        case .pop3: "STLS"
+        case .ftp: "AUTH"
+        case .ldap: "StartTLS"
+        default: nil
+        }
+    }
+
+    /// For a STARTTLS kind, what libcurl 7.88 exchanges in plaintext up to the upgrade, at most (seen on Debian
+    /// 12's 7.88.1 with the test servers' transcripts): nothing else precedes the TLS handshake.
+    var plaintextExchange: String? {
+        switch self {
+        case .smtp: "the greeting, EHLO and STARTTLS"
+        case .imap: "the greeting, CAPABILITY and STARTTLS"
+        case .pop3: "the greeting, CAPA and STLS"
+        case .ftp: "the greeting and AUTH SSL (then AUTH TLS when refused)"
+        case .ldap: "the StartTLS request"
+        default: nil
+        }
+    }
 
     /// The server speaks first with a greeting that ``HTTPResponse/banner`` captures (SMTP, IMAP, POP3, FTP).
     public var greets: Bool { [.smtp, .smtps, .imap, .imaps, .pop3, .pop3s, .ftp].contains(self) }
