@@ -28,6 +28,8 @@ struct ProbeKindsAgentTests {
             ("tcp://db.example", "", "endpoints[0].url:", "needs one (tcp://host:port)"),
             ("tls://db.example:5432/path", "", "endpoints[0].url:", "has a path"),
             ("gopher://db.example:70", "", "endpoints[0].url:", "is not a URL pinpath probes"),
+            ("ldap://ldap.example", "    starttls: true\n", "endpoints[0].url:", "ldap:// (LDAP with StartTLS) is refused"),
+            ("ldap://ldap.example:389", "", "endpoints[0].url:", "goes on in plaintext, so the server could not be verified; use ldaps://"),
             ("tls://db.example:5432", "    send: hello\n", "endpoints[0].send:", "send applies to tcp:// URLs only"),
             ("tls://db.example:5432", "    method: POST\n", "endpoints[0].method:", "applies to http:// and https:// URLs only"),
             ("tls://db.example:5432", "    expect: { status: 200 }\n", "endpoints[0].expect.status:", "applies to http:// and https://"),
@@ -116,6 +118,29 @@ struct ProbeKindsAgentTests {
         for rendering in ["\(endpoint)", String(reflecting: endpoint), "\(configuration)"] {
             #expect(!rendering.contains(ClientCertificatePKI.password))
         }
+    }
+
+    @Test("Attack: check-config and run refuse ldap:// (StartTLS) with the reason, exit 78, before any connection")
+    func ldapRefusedAtStart() throws {
+        let slapd = try SlapdServer(certificate: try mailChain(), directory: pki.directory)
+        defer { slapd.stop() }
+        let directory = try TemporaryDirectory()
+        let file = directory.file("pinpath.yaml")
+        try "endpoints:\n  - { name: directory, url: \"ldap://127.0.0.1:\(slapd.ldapPort)\", starttls: true }\n".write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let reason = """
+            \(file):2:29: endpoints[0].url: "ldap://127.0.0.1:\(slapd.ldapPort)": ldap:// (LDAP with StartTLS) is refused: libcurl \
+            (7.87 to 8.5, Debian 12's 7.88.1 among them) never starts TLS after the server accepts StartTLS and goes on in plaintext, \
+            so the server could not be verified; use ldaps:// (LDAP over TLS, port 636) instead
+            """
+        let check = try Shell.run([Shell.pinpath, "check-config", "--config", file])
+        #expect(check.status == 78)
+        #expect(check.stderr == "pinpath: error: \(reason)\n", "\(check.stderr)")
+        let run = try Shell.run([Shell.pinpath, "run", "--once", "--config", file])
+        #expect(run.status == 78)
+        #expect(run.stderr.contains(reason), "\(run.stderr)")
+        usleep(200_000)
+        #expect(slapd.connections(to: slapd.ldapPort) == 0, "\(slapd.logText)")
     }
 
     // MARK: Probes end to end

@@ -36,6 +36,34 @@ struct StartTLSAttackTests {
 
     // MARK: LDAP
 
+    @Test("Attack: Session refuses ldap:// (StartTLS) with the reason before connecting: slapd sees no connection")
+    func sessionRefusesLDAP() async throws {
+        let slapd = try SlapdServer(certificate: try ipChain(), directory: pki.directory)
+        defer { slapd.stop() }
+        let result = await attempt(try pki.loopbackSession(pins: ["inter"]), "ldap://127.0.0.1:\(slapd.ldapPort)")
+        guard case .failure(let error) = result else {
+            Issue.record("an ldap:// check was made: \(result)")
+            return
+        }
+        #expect(error.code == .invalidURL, "\(error)")
+        #expect(error.message.contains("never starts TLS after the server accepts StartTLS"), "\(error.message)")
+        #expect(error.message.contains("use ldaps://") && error.message.contains("nothing was sent"), "\(error.message)")
+        usleep(200_000)
+        #expect(slapd.connections(to: slapd.ldapPort) == 0, "\(slapd.logText)")
+    }
+
+    @Test("Attack: pinpath request ldap:// is refused with the reason, exit 64, and slapd sees no connection")
+    func requestCommandRefusesLDAP() throws {
+        let slapd = try SlapdServer(certificate: try ipChain(), directory: pki.directory)
+        defer { slapd.stop() }
+        let result = try Shell.run([Shell.pinpath, "request", "--ca-file", pki.path("store"), "ldap://127.0.0.1:\(slapd.ldapPort)/"])
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains("never starts TLS after the server accepts StartTLS"), "\(result.stderr)")
+        #expect(result.stderr.contains("use ldaps://"), "\(result.stderr)")
+        usleep(200_000)
+        #expect(slapd.connections(to: slapd.ldapPort) == 0, "\(slapd.logText)")
+    }
+
     /// What the refusal protects against, proven on this machine's libcurl: driven below the Session (which
     /// refuses the kind), libcurl's LDAP StartTLS goes on in plaintext after the server's success, so slapd
     /// reports a TLS negotiation failure while `ldapsearch -ZZ` gets TLS from the same server. The check that a
