@@ -282,7 +282,7 @@ struct ConfigurationTests {
             ),
             (
                 "endpoints:\n  - { name: api, url: \"gopher://x/\" }",
-                #"test.yaml:2:23: endpoints[0].url: "gopher://x/" is not a URL pinpath probes; use one of http://, https://, tls://, tcp://, smtp://, smtps://, imap://, imaps://, pop3://, pop3s://, ftp://, ldap://, ldaps:// (such as https://api.example.com/health or tls://db.example.com:5432)"#
+                #"test.yaml:2:23: endpoints[0].url: "gopher://x/" is not a URL pinpath probes; use one of http://, https://, tls://, tcp://, smtp://, smtps://, imap://, imaps://, pop3://, pop3s://, ftp://, ldaps:// (such as https://api.example.com/health or tls://db.example.com:5432)"#
             ),
             (
                 "endpoints:\n  - { name: api, url: \"https://u:p@x.test/\" }",

@@ -18,7 +18,7 @@ struct ConfigurationURLHostTests {
     /// What the configuration says of a URL it cannot probe.
     static let refusal =
         "is not a URL pinpath probes; use one of http://, https://, tls://, tcp://, smtp://, smtps://, imap://, imaps://, "
-        + "pop3://, pop3s://, ftp://, ldap://, ldaps:// (such as https://api.example.com/health or tls://db.example.com:5432)"
+        + "pop3://, pop3s://, ftp://, ldaps:// (such as https://api.example.com/health or tls://db.example.com:5432)"
 
     @Test(
         "A host with characters a host cannot have is not a URL",

@@ -28,6 +28,8 @@ struct ProbeKindsAgentTests {
             ("tcp://db.example", "", "endpoints[0].url:", "needs one (tcp://host:port)"),
             ("tls://db.example:5432/path", "", "endpoints[0].url:", "has a path"),
             ("gopher://db.example:70", "", "endpoints[0].url:", "is not a URL pinpath probes"),
+            ("ldap://ldap.example", "    starttls: true\n", "endpoints[0].url:", "ldap:// (LDAP with StartTLS) is refused"),
+            ("ldap://ldap.example:389", "", "endpoints[0].url:", "goes on in plaintext, so the server could not be verified; use ldaps://"),
             ("tls://db.example:5432", "    send: hello\n", "endpoints[0].send:", "send applies to tcp:// URLs only"),
             ("tls://db.example:5432", "    method: POST\n", "endpoints[0].method:", "applies to http:// and https:// URLs only"),
             ("tls://db.example:5432", "    expect: { status: 200 }\n", "endpoints[0].expect.status:", "applies to http:// and https://"),
@@ -118,6 +120,29 @@ struct ProbeKindsAgentTests {
         }
     }
 
+    @Test("Attack: check-config and run refuse ldap:// (StartTLS) with the reason, exit 78, before any connection")
+    func ldapRefusedAtStart() throws {
+        let slapd = try SlapdServer(certificate: try mailChain(), directory: pki.directory)
+        defer { slapd.stop() }
+        let directory = try TemporaryDirectory()
+        let file = directory.file("pinpath.yaml")
+        try "endpoints:\n  - { name: directory, url: \"ldap://127.0.0.1:\(slapd.ldapPort)\", starttls: true }\n".write(
+            toFile: file, atomically: true, encoding: .utf8)
+        let reason = """
+            \(file):2:29: endpoints[0].url: "ldap://127.0.0.1:\(slapd.ldapPort)": ldap:// (LDAP with StartTLS) is refused: libcurl \
+            (7.87 to 8.5, Debian 12's 7.88.1 among them) never starts TLS after the server accepts StartTLS and goes on in plaintext, \
+            so the server could not be verified; use ldaps:// (LDAP over TLS, port 636) instead
+            """
+        let check = try Shell.run([Shell.pinpath, "check-config", "--config", file])
+        #expect(check.status == 78)
+        #expect(check.stderr == "pinpath: error: \(reason)\n", "\(check.stderr)")
+        let run = try Shell.run([Shell.pinpath, "run", "--once", "--config", file])
+        #expect(run.status == 78)
+        #expect(run.stderr.contains(reason), "\(run.stderr)")
+        usleep(200_000)
+        #expect(slapd.connections(to: slapd.ldapPort) == 0, "\(slapd.logText)")
+    }
+
     // MARK: Probes end to end
 
     /// Runs `pinpath run --once` (every probe reported) with the test store as the system's, returning the
@@ -192,6 +217,59 @@ struct ProbeKindsAgentTests {
         #expect((probes["smtp"]?["tls_version"] as? String)?.hasPrefix("TLSv1.") == true)
         let pinFailures = events.filter { $0["event"] as? String == "pin.failure" }
         #expect(pinFailures.map { $0["endpoint"] as? String } == ["tls-wrong-pin"], "\(pinFailures)")
+    }
+
+    @Test(
+        """
+        ldaps:// against slapd and STARTTLS under attack: right pins up, a wrong pin a pin.failure; a server that accepts \
+        STARTTLS and goes on in plaintext is tls_failed, saying so; a genuine one is up
+        """
+    )
+    func ldapsAndHostileUpgrade() throws {
+        let slapd = try SlapdServer(certificate: try mailChain(), directory: pki.directory)
+        defer { slapd.stop() }
+        let hostile = try MailServer(.smtp, .upgradeThenPlaintext, directory: pki.directory)
+        defer { hostile.stop() }
+        let genuine = try MailServer(.smtp, .starttls, certificate: try mailChain(), directory: pki.directory)
+        defer { genuine.stop() }
+        let pins = try pki.chain(["inter", "root"]).map { "\"\($0.spkiPin)\"" }.joined(separator: ", ")
+        let wrongPins = try pki.chain(["otherinter", "otherroot"]).map { "\"\($0.spkiPin)\"" }.joined(separator: ", ")
+        let (status, events, output) = try runOnce(
+            """
+              - { name: ldaps, url: "ldaps://127.0.0.1:\(slapd.ldapsPort)", policy: pinned }
+              - { name: ldaps-wrong-pin, url: "ldaps://127.0.0.1:\(slapd.ldapsPort)", policy: wrong }
+              - { name: smtp-hostile, url: "smtp://127.0.0.1:\(hostile.port)", starttls: true, policy: pinned }
+              - { name: smtp, url: "smtp://127.0.0.1:\(genuine.port)", starttls: true, policy: pinned }
+
+            """,
+            policies: """
+                policies:
+                  pinned: { mode: public_key, pins: [\(pins)] }
+                  wrong: { mode: public_key, pins: [\(wrongPins)] }
+
+                """)
+        #expect(status == 1, "\(output)")
+        let probes = probes(events)
+        for name in ["ldaps", "smtp"] {
+            #expect(probes[name]?["outcome"] as? String == "success", "\(name): \(probes[name] ?? [:])")
+        }
+        #expect(probes["ldaps-wrong-pin"]?["error_category"] as? String == "policy_rejected", "\(probes["ldaps-wrong-pin"] ?? [:])")
+        let pinFailures = events.filter { $0["event"] as? String == "pin.failure" }
+        #expect(pinFailures.map { $0["endpoint"] as? String } == ["ldaps-wrong-pin"], "\(pinFailures)")
+        let hostileProbe = probes["smtp-hostile"] ?? [:]
+        #expect(hostileProbe["error_category"] as? String == "tls_failed", "\(hostileProbe)")
+        let message = hostileProbe["message"] as? String ?? ""
+        #expect(
+            message.contains(
+                "the server accepted STARTTLS, then no TLS handshake completed, so pinpath's verifier never checked a certificate"),
+            "\(message)")
+        #expect(
+            message.contains(
+                "in plaintext only the greeting, EHLO and STARTTLS were exchanged, and after STARTTLS nothing was sent but the start of a TLS handshake"
+            ), "\(message)")
+        #expect(
+            hostile.plaintextCommands.map { $0.split(separator: " ").first.map(String.init) } == ["EHLO", "STARTTLS"],
+            "\(hostile.transcript)")
     }
 
     @Test("HTTP body, body_file, expect.headers and expect.max_duration: sent, checked, and a header mismatch fails")

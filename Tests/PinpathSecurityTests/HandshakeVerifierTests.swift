@@ -44,8 +44,10 @@ struct HandshakeVerifierTests {
             mode: .publicKey, pins: try pki.chain(row.pinned).map(\.spkiPin), enforce: row.enforce, requiresBackupPin: false)
         let verifier = HandshakeVerifier(policy: policy, host: "valid.test", port: Int(server.port), trustStore: try pki.trustStore())
 
-        let (connected, verifyResult) = try Self.connect(port: server.port, verifier: verifier)
+        let (connected, verifyResult, marked) = try Self.connect(port: server.port, verifier: verifier)
         #expect(connected == row.connects)
+        // The connection is marked as accepted by this verifier exactly when its handshake was let through.
+        #expect(marked == row.connects)
         let evaluation = try #require(try verifier.lastResult?.get())
         #expect(evaluation.failure?.reason.description == row.reason)
         #expect(evaluation.servedChain.map(\.subject) == (try pki.chain([row.leaf] + row.chain)).map(\.subject))
@@ -55,8 +57,10 @@ struct HandshakeVerifierTests {
     }
 
     /// Connects with an OpenSSL client whose only certificate check is the verifier; returns whether the
-    /// handshake completed and `SSL_get_verify_result`.
-    static func connect(port: UInt16, verifier: HandshakeVerifier) throws -> (Bool, Int) {
+    /// handshake completed, `SSL_get_verify_result`, and whether ``HandshakeVerifier/accepted(_:)`` names the
+    /// verifier for this connection. Another connection of the same context that made no handshake is never
+    /// marked: the verifier being installed on the context is not what the mark says.
+    static func connect(port: UInt16, verifier: HandshakeVerifier) throws -> (connected: Bool, verifyResult: Int, marked: Bool) {
         let context = try #require(SSL_CTX_new(TLS_client_method()))
         defer { SSL_CTX_free(context) }
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
@@ -68,6 +72,9 @@ struct HandshakeVerifierTests {
         #expect(SSL_set_fd(ssl, fd) == 1)
         let connected = SSL_connect(ssl) == 1
         ERR_clear_error()
-        return (connected, SSL_get_verify_result(ssl))
+        let idle = try #require(SSL_new(context))
+        defer { SSL_free(idle) }
+        #expect(HandshakeVerifier.accepted(idle) == nil, "a connection without a handshake is not marked")
+        return (connected, SSL_get_verify_result(ssl), HandshakeVerifier.accepted(ssl) === verifier)
     }
 }

@@ -288,7 +288,9 @@ extension ConfigurationDecoder {
         if text.contains("${") {
             problem = "\"\(shown)\" uses ${…}, which only header values may; put a token in a header instead"
         } else if let url, let kind = ServiceKind(scheme: url.scheme) {
-            if url.host?.isEmpty ?? true {
+            if let refusal = kind.refusal {
+                problem = "\"\(shown)\": \(refusal)"
+            } else if url.host?.isEmpty ?? true {
                 problem = "\"\(shown)\" has no host"
             } else if url.user != nil || url.password != nil {
                 problem =
@@ -302,7 +304,7 @@ extension ConfigurationDecoder {
             }
         } else {
             problem = """
-                "\(shown)" is not a URL pinpath probes; use one of \(ServiceKind.allCases.map { "\($0.rawValue)://" }.joined(separator: ", ")) \
+                "\(shown)" is not a URL pinpath probes; use one of \(ServiceKind.probed.map { "\($0.rawValue)://" }.joined(separator: ", ")) \
                 (such as https://api.example.com/health or tls://db.example.com:5432)
                 """
         }

@@ -14,7 +14,7 @@ extension ConfigurationDecoder {
             report(
                 .invalidValue, at: node, fields.path("servername"),
                 kind.isHTTP
-                    ? "servername applies to tls:// and the mail, FTP and LDAP kinds; an \(kind.rawValue) URL's host is the name checked"
+                    ? "servername applies to tls:// and the mail, FTP and ldaps:// kinds; an \(kind.rawValue) URL's host is the name checked"
                     : "servername is the TLS server name, and a \(kind.rawValue):// probe has no TLS")
             return nil
         }
@@ -47,11 +47,12 @@ extension ConfigurationDecoder {
         return text
     }
 
-    /// `starttls: true` is required for the kinds that upgrade a plaintext protocol, and refused elsewhere.
+    /// `starttls: true` is required for the kinds that upgrade a plaintext protocol, and refused elsewhere. A
+    /// refused kind (`ldap://`) has its URL refused instead.
     func checkStartTLS(_ fields: ConfigurationMapping, kind: ServiceKind?) {
         let node = fields["starttls"]
         let value = node.flatMap { bool($0, fields.path("starttls")) }
-        guard let kind else { return }
+        guard let kind, kind.refusal == nil else { return }
         if kind.upgradesWithSTARTTLS {
             guard value != true, node == nil || value != nil else { return }
             let secure = kind == .ftp ? "ftp:// has no implicit-TLS variant here" : "or use \(kind.rawValue)s:// for implicit TLS"
@@ -62,10 +63,13 @@ extension ConfigurationDecoder {
                 when the server does not offer it; set starttls: true (\(secure)); pinpath never probes these protocols in plaintext
                 """)
         } else if let node, value != nil {
+            let kinds = ServiceKind.probed.filter(\.upgradesWithSTARTTLS).map { "\($0.rawValue)://" }
             report(
                 .invalidValue, at: node, fields.path("starttls"),
-                "starttls applies to smtp://, imap://, pop3://, ftp:// and ldap:// only; a \(kind.rawValue):// probe \(kind.usesTLS ? "starts with TLS" : "has no TLS")"
-            )
+                """
+                starttls applies to \(kinds.dropLast().joined(separator: ", ")) and \(kinds.last ?? "") only; a \(kind.rawValue):// \
+                probe \(kind.usesTLS ? "starts with TLS" : "has no TLS")
+                """)
         }
     }
 

@@ -10,7 +10,8 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         /// The name, as written in logs and JSON.
         public var description: String { name }
 
-        /// The URL cannot be used (not absolute, not http or https, malformed).
+        /// The URL cannot be used (not absolute, not a kind pinpath sends, malformed), or names a kind the
+        /// request core refuses (``ServiceKind/refusal``): nothing was resolved, connected or sent.
         public static let invalidURL = Code(name: "invalid_url")
         /// A header name or value is not allowed (empty name, CR or LF, a separator in the name).
         public static let invalidHeader = Code(name: "invalid_header")

@@ -1,10 +1,12 @@
 /// What a request's URL scheme asks the request core to do: an HTTP exchange, or a connection check for a
-/// service that is not a web server (`tls://`, `tcp://`, mail, FTP and LDAP, with STARTTLS or implicit TLS).
+/// service that is not a web server (`tls://`, `tcp://`, mail and FTP with STARTTLS or implicit TLS, LDAP over
+/// implicit TLS).
 ///
 /// Every kind goes through the same ``Session``: the reachability gate before connecting, the security policy
 /// inside the handshake (for the kinds that use TLS), the same timings and errors. The non-HTTP kinds open a
 /// connection with libcurl's `CURLOPT_CONNECT_ONLY`, which runs the protocol's connect phase (greeting,
 /// `STARTTLS`, the TLS handshake, the capability command libcurl sends after it) and sends nothing else.
+/// A kind with a ``refusal`` (`ldap`, StartTLS) is known by name only so that it can be refused with its reason.
 public enum ServiceKind: String, Sendable, CaseIterable {
     case http
     case https
@@ -24,17 +26,41 @@ public enum ServiceKind: String, Sendable, CaseIterable {
     case pop3
     /// POP3 over implicit TLS (995).
     case pop3s
-    /// FTP with `AUTH TLS` required (libcurl logs in as `anonymous` in its connect phase).
+    /// FTP with the `AUTH` upgrade required (libcurl asks `AUTH SSL`, then `AUTH TLS`; it logs in as `anonymous`
+    /// in its connect phase).
     case ftp
-    /// LDAP with StartTLS required (libcurl's OpenLDAP backend).
+    /// LDAP with StartTLS: refused (``refusal``), because libcurl goes on in plaintext after StartTLS.
     case ldap
     /// LDAP over implicit TLS (636).
     case ldaps
 
-    /// The kind for a URL scheme (any case); `nil` for a scheme the core does not probe.
+    /// The kind for a URL scheme (any case); `nil` for a scheme the core does not know. A kind it knows may
+    /// still be refused (``refusal``).
     public init?(scheme: String?) {
         guard let scheme, let kind = ServiceKind(rawValue: scheme.lowercased()) else { return nil }
         self = kind
+    }
+
+    /// The kinds the request core probes: all but the refused ones.
+    public static let probed = allCases.filter { $0.refusal == nil }
+
+    /// Why the request core refuses this kind before resolving or connecting anything, as a sentence that names
+    /// the kind and what to use instead; `nil` for the kinds it probes.
+    ///
+    /// `ldap` (StartTLS): from the connection filters of 7.87 until 8.6.0 (curl commit 4b6d44f, "openldap: fix
+    /// STARTTLS"), libcurl's OpenLDAP backend never adds TLS to the connection after the server accepts StartTLS.
+    /// Seen on Debian 12's 7.88.1 with a recording proxy in front of slapd: after the StartTLS success libcurl
+    /// sends its LDAP operations in plaintext (no ClientHello at all), and no option changes that.
+    public var refusal: String? {
+        switch self {
+        case .ldap:
+            """
+            ldap:// (LDAP with StartTLS) is refused: libcurl (7.87 to 8.5, Debian 12's 7.88.1 among them) never starts TLS \
+            after the server accepts StartTLS and goes on in plaintext, so the server could not be verified; use ldaps:// \
+            (LDAP over TLS, port 636) instead
+            """
+        default: nil
+        }
     }
 
     /// An HTTP exchange (`http`, `https`): methods, headers, bodies, statuses, redirects.
@@ -45,6 +71,30 @@ public enum ServiceKind: String, Sendable, CaseIterable {
 
     /// The plaintext protocol is upgraded with its `STARTTLS` command, which libcurl is told to require.
     public var upgradesWithSTARTTLS: Bool { [.smtp, .imap, .pop3, .ftp, .ldap].contains(self) }
+
+    /// For a STARTTLS kind, the command that asks for the upgrade.
+    var upgradeCommand: String? {
+        switch self {
+        case .smtp, .imap: "STARTTLS"
+        case .pop3: "STLS"
+        case .ftp: "AUTH"
+        case .ldap: "StartTLS"
+        default: nil
+        }
+    }
+
+    /// For a STARTTLS kind, what libcurl 7.88 exchanges in plaintext up to the upgrade, at most (seen on Debian
+    /// 12's 7.88.1 with the test servers' transcripts): nothing else precedes the TLS handshake.
+    var plaintextExchange: String? {
+        switch self {
+        case .smtp: "the greeting, EHLO and STARTTLS"
+        case .imap: "the greeting, CAPABILITY and STARTTLS"
+        case .pop3: "the greeting, CAPA and STLS"
+        case .ftp: "the greeting and AUTH SSL (then AUTH TLS when refused)"
+        case .ldap: "the StartTLS request"
+        default: nil
+        }
+    }
 
     /// The server speaks first with a greeting that ``HTTPResponse/banner`` captures (SMTP, IMAP, POP3, FTP).
     public var greets: Bool { [.smtp, .smtps, .imap, .imaps, .pop3, .pop3s, .ftp].contains(self) }

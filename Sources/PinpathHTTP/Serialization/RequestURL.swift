@@ -26,7 +26,10 @@ public enum RequestURL {
             resolved = baseURL.flatMap { URL(string: string, relativeTo: directory($0))?.absoluteURL } ?? url
         }
         guard let scheme = resolved.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            throw HTTPError(.invalidURL, "\(input) is not an absolute http or https URL (use http://host/path or https://host/path)")
+            // A kind the core refuses says why, so that no one retries it another way.
+            let refusal = ServiceKind(scheme: resolved.scheme)?.refusal.map { ": \($0)" } ?? ""
+            throw HTTPError(
+                .invalidURL, "\(input) is not an absolute http or https URL (use http://host/path or https://host/path)\(refusal)")
         }
         guard resolved.host(percentEncoded: true)?.isEmpty == false else {
             throw HTTPError(.invalidURL, "\(input) has no host")

@@ -181,6 +181,8 @@ public final class Session: Sendable {
         guard let kind = request.kind, let host = request.url.host(percentEncoded: false), !host.isEmpty else {
             throw HTTPError(.invalidURL, "\(label): not an absolute URL of a kind pinpath sends (\(Self.supportedSchemes))")
         }
+        // Before the gate, the resolver or a socket: not one byte goes to a server of a refused kind.
+        if let refusal = kind.refusal { throw HTTPError(.invalidURL, "\(label): \(refusal) (nothing was sent)") }
         guard let port = request.url.port ?? kind.defaultPort else {
             throw HTTPError(.invalidURL, "\(label): a \(kind.rawValue):// URL needs a port (\(kind.rawValue)://host:port)")
         }
@@ -221,7 +223,7 @@ public final class Session: Sendable {
     }
 
     /// The schemes ``send(_:options:)`` accepts, for messages.
-    static let supportedSchemes = ServiceKind.allCases.map(\.rawValue).joined(separator: ", ")
+    static let supportedSchemes = ServiceKind.probed.map(\.rawValue).joined(separator: ", ")
 
     private func verifier(host: String, port: Int, options: RequestOptions) throws(HTTPError) -> HandshakeVerifier {
         // `send` has chosen the host's policy (``HostPolicyChoice``, the session's policies included): none

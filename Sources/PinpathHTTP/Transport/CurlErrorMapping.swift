@@ -33,6 +33,11 @@ enum CurlErrorMapping {
         let headersComplete: Bool
         /// ``RequestOptions/maximumBodySize``.
         let maximumBodySize: Int
+        /// What the request was.
+        let kind: ServiceKind
+        /// libcurl began a TLS handshake with the server (it made the connection's TLS context): for a STARTTLS
+        /// kind, the server had accepted the upgrade.
+        let upgradeStarted: Bool
 
         /// libcurl's message, or its text for the code, with the socket's error when libcurl left it out.
         ///
@@ -104,10 +109,11 @@ enum CurlErrorMapping {
             [CURLE_OUT_OF_MEMORY], .protocolError, when: isBrokenResponse,
             message: { "a response header line is longer than libcurl's limit of \(headerLineLimitKiB) KiB (libcurl: \($0.detail))" }),
         // CURLOPT_USE_SSL = CURLUSESSL_ALL: the server did not offer the upgrade (or refused it), and libcurl
-        // stopped there rather than go on in plaintext.
+        // stopped there rather than go on in plaintext (it sends no QUIT on a connection that failed; seen on
+        // 7.88.1). What was exchanged before is added by ``plaintextAccount(_:)``.
         Rule(
             [CURLE_USE_SSL_FAILED], .tlsFailed,
-            message: { "the server does not offer STARTTLS (or refused it); nothing more was sent (libcurl: \($0.detail))" }),
+            message: { "the server does not offer \($0.kind.upgradeCommand ?? "STARTTLS") (or refused it) (libcurl: \($0.detail))" }),
         Rule([CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL], .invalidURL),
         Rule([CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY], .resolveFailed),
         Rule([CURLE_COULDNT_CONNECT], .connectFailed),
@@ -136,6 +142,7 @@ enum CurlErrorMapping {
         let code = failure.code
         let curlCode = Int(code.rawValue)
         let request = failure.request
+        let account = plaintextAccount(failure).map { "; \($0)" } ?? ""
         // A refused OCSP staple fails the handshake in OpenSSL's status callback, which libcurl reports as a
         // connect error rather than a verification failure.
         if code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CONNECT_ERROR, let result = failure.handshake {
@@ -144,10 +151,11 @@ enum CurlErrorMapping {
                 let rejection = evaluation.failure
                 let pins = rejection?.reason == .pinMismatch || rejection?.reason == .pinsExpired
                 return HTTPError(
-                    pins ? .policyRejected : .tlsInvalid, "\(request): \(rejection?.message ?? "rejected by the security policy")",
+                    pins ? .policyRejected : .tlsInvalid,
+                    "\(request): \(rejection?.message ?? "rejected by the security policy")\(account)",
                     evaluation: evaluation, curlCode: curlCode)
             case .failure(let error):
-                return HTTPError(.tlsFailed, "\(request): \(error.message)", curlCode: curlCode)
+                return HTTPError(.tlsFailed, "\(request): \(error.message)\(account)", curlCode: curlCode)
             default:
                 break
             }
@@ -159,9 +167,46 @@ enum CurlErrorMapping {
                 "\(request): no resolved address is reachable (\(skipped.address.map { "\($0)" } ?? "?"): \(reason))",
                 reachability: skipped)
         }
-        guard let rule = rules.first(where: { $0.matches(failure) }) else {
-            return HTTPError(.transferFailed, "\(request): \(failure.detail)", curlCode: curlCode)
+        // The server accepted STARTTLS and the handshake ended before the verifier saw a certificate: whatever
+        // libcurl's code says, TLS did not start (a server that went on in plaintext, closed, or sent garbage).
+        // A timeout stays a timeout, with the same account.
+        if let command = failure.kind.upgradeCommand, failure.upgradeStarted, failure.handshake == nil {
+            return HTTPError(
+                code == CURLE_OPERATION_TIMEDOUT ? .timedOut : .tlsFailed,
+                """
+                \(request): the server accepted \(command), then no TLS handshake completed, so pinpath's verifier never checked \
+                a certificate (libcurl: \(failure.detail))\(account)
+                """, curlCode: curlCode)
         }
-        return HTTPError(rule.kind, "\(request): \(rule.message?(failure) ?? failure.detail)", curlCode: curlCode)
+        guard let rule = rules.first(where: { $0.matches(failure) }) else {
+            return HTTPError(.transferFailed, "\(request): \(failure.detail)\(account)", curlCode: curlCode)
+        }
+        return HTTPError(rule.kind, "\(request): \(rule.message?(failure) ?? failure.detail)\(account)", curlCode: curlCode)
+    }
+
+    /// For a STARTTLS kind that reached the server, what went over the connection in plaintext and what did not,
+    /// from the stage the probe reached: no upgrade (nothing after the plaintext exchange), an upgrade whose
+    /// handshake never reached the verifier (only the handshake's first flight after the command), a handshake
+    /// the verifier refused (nothing after it), or a verified upgrade (everything after it over TLS). libcurl
+    /// sends nothing when it gives up on a connection in its connect phase (no QUIT; seen on 7.88.1).
+    static func plaintextAccount(_ failure: Failure) -> String? {
+        guard let command = failure.kind.upgradeCommand, let exchange = failure.kind.plaintextExchange, failure.connected else {
+            return nil
+        }
+        switch failure.handshake {
+        case .success(let evaluation) where evaluation.allowsConnection:
+            return "in plaintext only \(exchange) were exchanged; everything after \(command) went over the verified TLS connection"
+        case .some:
+            return """
+                in plaintext only \(exchange) were exchanged, and after \(command) nothing was sent but the TLS handshake pinpath \
+                refused
+                """
+        case nil where failure.upgradeStarted:
+            return """
+                in plaintext only \(exchange) were exchanged, and after \(command) nothing was sent but the start of a TLS handshake
+                """
+        case nil:
+            return "it stopped before any TLS upgrade: at most \(exchange) were exchanged, in plaintext, and nothing more was sent"
+        }
     }
 }

@@ -1,6 +1,5 @@
 import CCurl
 import CCurlShims
-import COpenSSL
 import Glibc
 import PinpathReachability
 import PinpathSecurity
@@ -32,24 +31,46 @@ extension Transfer {
         }
     }
 
-    /// The connection is ready (new or taken from the pool) and nothing is sent yet: it may carry the request
-    /// only if its handshake was verified under this request's terms, for this host and port, and allowed.
-    /// The pools keep other connections from being offered; this refuses one if that ever fails.
+    /// The connection is ready (new or taken from the pool) and the request is not sent yet: it may carry the
+    /// request only if a verifier accepted the handshake of this very connection (its `SSL`), under this
+    /// request's terms, for this host and port. The pools keep other connections from being offered; this
+    /// refuses one if that ever fails, and a connection on which TLS never started.
+    ///
+    /// libcurl 7.88 calls it for connection checks (`CURLOPT_CONNECT_ONLY`) too, once the protocol's connect
+    /// phase is over: for a STARTTLS kind that is after the upgrade and the command libcurl sends over it.
     func admitConnection() -> Int32 {
         guard let verifier else { return CURL_PREREQFUNC_OK }
-        guard let ssl = TransferInfo(handle: handle).ssl, let sslContext = SSL_get_SSL_CTX(ssl),
-            let checked = HandshakeVerifier.installed(on: sslContext), checked.connectionServes(verifier)
-        else {
-            callbackFailure = HTTPError(
-                .tlsFailed,
-                "\(description): refused to send on a connection that was not verified under this request's security policy "
-                    + "and trust store (nothing was sent)")
+        let ssl = TransferInfo(handle: handle).ssl
+        guard let ssl, let checked = HandshakeVerifier.accepted(ssl), checked.connectionServes(verifier) else {
+            callbackFailure = HTTPError(.tlsFailed, "\(description): \(unverifiedConnectionRefusal(startedTLS: ssl != nil))")
             return CURL_PREREQFUNC_ABORT
         }
         connectionVerifier = checked
         // A connection check ends with the connection (it is closed before the transfer completes).
         if !kind.isHTTP { tlsSession = TransferInfo(handle: handle).tlsSession }
         return CURL_PREREQFUNC_OK
+    }
+
+    /// Why ``admitConnection()`` refused the connection, saying what was and was not sent.
+    private func unverifiedConnectionRefusal(startedTLS: Bool) -> String {
+        guard !kind.isHTTP else {
+            return "refused to send on a connection that was not verified under this request's security policy and trust store "
+                + "(the request was not sent)"
+        }
+        // A connection check's connect phase is over: libcurl has already sent what it sends in it.
+        guard startedTLS else {
+            guard let command = kind.upgradeCommand else {
+                return "the connection has no TLS session, so pinpath's verifier never ran on it; refused"
+            }
+            return """
+                the server accepted \(command) but libcurl never started TLS on the connection, so pinpath's verifier never ran \
+                on it; refused, and whatever libcurl sent after \(command) went unprotected, in plaintext
+                """
+        }
+        return """
+            the TLS handshake of this connection was not accepted by pinpath's verifier under this request's security policy \
+            and trust store; refused, and what libcurl's connect phase sent over it was not protected by a verified handshake
+            """
     }
 
     /// A response line of a connection check's connect phase (the greeting, capabilities, the STARTTLS answer).

@@ -142,6 +142,17 @@ final class Transfer: @unchecked Sendable {
         if let callbackFailure { return .failure(callbackFailure) }
         let info = TransferInfo(handle: handle)
         guard code == CURLE_OK else { return .failure(error(for: code, info: info)) }
+        // The connection check in the pre-request callback is what proves the verifier accepted this connection:
+        // a transfer that ends well without it having admitted the connection is not trusted.
+        if verifier != nil, connectionVerifier == nil {
+            return .failure(
+                HTTPError(
+                    .tlsFailed,
+                    """
+                    \(description): libcurl finished without pinpath's pre-request check confirming that its verifier accepted \
+                    this connection's TLS handshake; refused
+                    """))
+        }
         if !kind.isHTTP { return .success(connectionCheckResponse(info)) }
         var response = HTTPResponse(
             url: request.url, statusCode: info.responseCode, headers: responseHeaders, body: body,
@@ -181,7 +192,7 @@ final class Transfer: @unchecked Sendable {
             handshake: proxyRefused ? proxyVerifier?.lastResult : verifier?.lastResult,
             skippedAddress: socketsOpened == 0 ? skippedAddresses.first : nil,
             usedTLS: verifier != nil || proxyVerifier != nil, connected: info.remoteAddress != nil, headersComplete: headersComplete,
-            maximumBodySize: options.maximumBodySize)
+            maximumBodySize: options.maximumBodySize, kind: kind, upgradeStarted: tlsContextsMade > 0)
         var error = CurlErrorMapping.error(for: failure)
         if proxyRefused { error.refusingProxy = proxy }
         return error

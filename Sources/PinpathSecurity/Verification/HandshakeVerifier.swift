@@ -111,11 +111,43 @@ public final class HandshakeVerifier: Sendable {
             }, owned.toOpaque())
     }
 
-    /// The verifier installed on an `SSL_CTX*` (as `SSL_get_SSL_CTX` returns it for a connection), if any: the
-    /// one whose verdict let the connection's handshake complete.
-    package static func installed(on sslContext: OpaquePointer) -> HandshakeVerifier? {
+    /// The verifier installed on an `SSL_CTX*` (as `SSL_get_SSL_CTX` returns it for a connection), if any: how
+    /// the status callback, which OpenSSL gives no argument, finds its verifier. Whether it accepted a given
+    /// connection is ``accepted(_:)``'s answer.
+    private static func installed(on sslContext: OpaquePointer) -> HandshakeVerifier? {
         guard let slot = contextSlot, let pointer = SSL_CTX_get_ex_data(sslContext, slot) else { return nil }
         return Unmanaged<HandshakeVerifier>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    /// The verifier whose evaluation accepted the handshake of this connection (an OpenSSL `SSL*`, as libcurl's
+    /// `CURLINFO_TLS_SSL_PTR` gives it), or `nil` when none did: no handshake yet, one that failed, a resumed
+    /// session (which skips the verification callback), or TLS that was never started on it. A verifier
+    /// installed on the connection's context is not enough: this says that it ran on this very connection and
+    /// let it through. Wraps `SSL_get_ex_data`.
+    package static func accepted(_ ssl: OpaquePointer) -> HandshakeVerifier? {
+        guard let slot = connectionSlot, let pointer = SSL_get_ex_data(ssl, slot) else { return nil }
+        // Unretained: the connection's context owns the verifier (``install(on:)``) and the `SSL` holds its
+        // context, so the verifier outlives every `SSL` it marked.
+        return Unmanaged<HandshakeVerifier>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    /// The `SSL` ex_data index where the verifier that accepted a connection's handshake marks it (``accepted(_:)``).
+    private static let connectionSlot: Int32? = {
+        let slot = CRYPTO_get_ex_new_index(CRYPTO_EX_INDEX_SSL, 0, nil, nil, nil, nil)
+        return slot >= 0 ? slot : nil
+    }()
+
+    /// Marks the connection whose handshake `storeContext` verifies as accepted by this verifier, or clears
+    /// the mark. Wraps `SSL_get_ex_data_X509_STORE_CTX_idx` and `SSL_set_ex_data`.
+    private func mark(_ storeContext: OpaquePointer, accepted: Bool) {
+        guard let slot = Self.connectionSlot,
+            let ssl = X509_STORE_CTX_get_ex_data(storeContext, SSL_get_ex_data_X509_STORE_CTX_idx())
+        else { return }
+        mark(OpaquePointer(ssl), slot: slot, accepted: accepted)
+    }
+
+    private func mark(_ ssl: OpaquePointer, slot: Int32, accepted: Bool) {
+        _ = SSL_set_ex_data(ssl, slot, accepted ? Unmanaged.passUnretained(self).toOpaque() : nil)
     }
 
     /// The `SSL_CTX` ex_data index holding an installed verifier; OpenSSL calls the free callback, which drops
@@ -146,9 +178,11 @@ public final class HandshakeVerifier: Sendable {
         last.withLock { $0 = result }
         evaluations.add(1, ordering: .relaxed)
         guard case .success(let evaluation) = result, evaluation.allowsConnection else {
+            mark(storeContext, accepted: false)
             X509_STORE_CTX_set_error(storeContext, X509_V_ERR_APPLICATION_VERIFICATION)
             return false
         }
+        mark(storeContext, accepted: true)
         X509_STORE_CTX_set_error(storeContext, X509_V_OK)
         return true
     }
@@ -163,6 +197,7 @@ public final class HandshakeVerifier: Sendable {
         let response = length > 0 ? bytes.map { Array(UnsafeBufferPointer(start: $0, count: length)) } : nil
         let updated = evaluation.applyingStaple(response, now: verificationTime ?? Date())
         last.withLock { $0 = .success(updated) }
+        if !updated.allowsConnection, let slot = Self.connectionSlot { mark(ssl, slot: slot, accepted: false) }
         return updated.allowsConnection
     }
 
