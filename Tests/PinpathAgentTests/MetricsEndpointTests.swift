@@ -270,6 +270,13 @@ struct MetricsEndpointTests {
         let attackStart = ContinuousClock.now
         let descriptorsBefore = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(scene.agent)/fd").count
         let openedBefore = hog.counts.opened
+        func residentMemory() -> String {
+            let status = (try? String(contentsOfFile: "/proc/\(scene.agent)/status", encoding: .utf8)) ?? ""
+            return status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }.map {
+                $0.dropFirst(6).trimmingCharacters(in: .whitespaces)
+            } ?? "?"
+        }
+        let memoryBefore = residentMemory()
 
         var succeeded = 0
         var failures: [String] = []
@@ -286,7 +293,11 @@ struct MetricsEndpointTests {
         }
         let held = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(scene.agent)/fd").count
         let counts = hog.counts
-        print("hog: \(counts.opened - openedBefore) connections opened during the scrapes, \(counts.open) open at the end")
+        print(
+            """
+            hog: \(counts.opened - openedBefore) connections opened during the scrapes, \(counts.open) open at the end; \
+            agent's resident memory \(memoryBefore) before, \(residentMemory()) after
+            """)
         // The attack was on all along: the hog kept opening connections the agent kept closing.
         #expect(counts.opened - openedBefore > 72, "\(counts)")
         #expect(held <= descriptorsBefore + 4, "descriptors: \(descriptorsBefore) at the attack's start, \(held) at its end")
