@@ -59,7 +59,7 @@ struct ProxySettingsTests {
         let settings = try ProxySettings.environment { variables[$0] }
         #expect(settings.httpsProxy?.host == "lower.test")
         #expect(settings.httpProxy == nil)  // HTTP_PROXY is not read: CGI puts a request's Proxy: header there
-        #expect(settings.noProxy == [".internal.test", "10.1.0.0/16"])
+        #expect(settings.noProxy.entries == [".internal.test", "10.1.0.0/16"])
         let upper = try ProxySettings.environment { ["HTTPS_PROXY": "http://upper.test:2", "https_proxy": ""][$0] }
         #expect(upper.httpsProxy?.host == "upper.test")
         #expect(try ProxySettings.environment { _ in nil } == .direct)
@@ -103,14 +103,23 @@ struct ProxySettingsTests {
     func noProxy(url: String, direct: Bool) throws {
         let proxy = try Proxy(parsing: "http://proxy.test:3128")
         let settings = ProxySettings(
-            httpsProxy: proxy, httpProxy: proxy, noProxy: [".internal.test", "10.1.0.0/16", "fd00::/64", "exact.test"])
+            httpsProxy: proxy, httpProxy: proxy, noProxy: NoProxyList(".internal.test 10.1.0.0/16,\tfd00::/64, exact.test"))
         #expect((settings.proxy(for: URL(string: url)!) == nil) == direct)
     }
 
-    @Test("A lone * in no_proxy reaches every host directly; an explicit proxy has no exceptions")
+    @Test("no_proxy is shown escaped, as a comma-separated list, with a note on a * that matches nothing")
+    func noProxyShown() {
+        #expect(NoProxyList(" a.test\tb.test ,c.test").description == "a.test,b.test,c.test")
+        #expect(NoProxyList("a.test\u{1b}[2K\u{202e}").description == "a.test\\x1b[2K\\u{202e}")
+        #expect(NoProxyList("*").description == "*")
+        #expect(NoProxyList("a.test *").description == "a.test,* (a * among other entries matches no host)")
+    }
+
+    @Test("A lone * in no_proxy reaches every host directly, a * among entries none; an explicit proxy has no exceptions")
     func wildcard() throws {
         let proxy = try Proxy(parsing: "http://proxy.test:3128")
-        #expect(ProxySettings(httpsProxy: proxy, noProxy: ["*"]).proxy(for: URL(string: "https://any.test/")!) == nil)
+        #expect(ProxySettings(httpsProxy: proxy, noProxy: NoProxyList("*")).proxy(for: URL(string: "https://any.test/")!) == nil)
+        #expect(ProxySettings(httpsProxy: proxy, noProxy: NoProxyList("*,a.test")).proxy(for: URL(string: "https://any.test/")!) == proxy)
         #expect(ProxySettings.through(proxy).proxy(for: URL(string: "http://any.test/")!) == proxy)
         #expect(ProxySettings.direct.proxy(for: URL(string: "https://any.test/")!) == nil)
     }

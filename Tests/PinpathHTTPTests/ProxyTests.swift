@@ -218,6 +218,50 @@ struct ProxyTests {
         #expect(!bad.stderr.contains("hunter2"))
     }
 
+    /// Found in review (issue 25): `no_proxy` was split at commas only, so `other.test 127.0.0.1` was one entry that
+    /// matched nothing, and requests curl sends direct (to internal hosts, with their credentials over plain
+    /// http) went to the proxy. The same variables are given to curl, the peer whose rules pinpath follows.
+    @Test(
+        "no_proxy with entries separated by spaces or tabs: pinpath request and pinpath run go direct as curl does; the proxy sees nothing",
+        arguments: ["other.test 127.0.0.1", "other.test\t127.0.0.1", " other.test , 127.0.0.1 "])
+    func noProxySeparatedBySpaces(noProxy: String) throws {
+        let plain = try RecordingServer(directory: pki.directory)
+        let secure = try origin()
+        let proxy = try ProxyServer(directory: pki.directory)
+        let variables = ["http_proxy=\(proxy.url())", "https_proxy=\(proxy.url())", "no_proxy=\(noProxy)"]
+
+        let curl = try Shell.run(
+            ["/usr/bin/env", "-i"] + variables + ["/usr/bin/curl", "-sf", "--max-time", "10", "\(plain.origin)/curl"])
+        #expect(curl.status == 0, "\(curl.stderr)")
+        for url in ["\(plain.origin)/request", "\(secure.origin)/request"] {
+            let result = try Shell.run(
+                ["/usr/bin/env"] + variables + [Shell.pinpath, "request", url, "--ca-file", pki.path("store"), "--timeout", "10"])
+            #expect(result.status == 0, "\(url): \(result.stderr)")
+        }
+
+        let directory = pki.directory + "/no-proxy-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try """
+        events: { output: stdout, probes: all }
+        policies:
+          local: { mode: none, ca_file: \(pki.path("store")) }
+        endpoints:
+          - { name: plain, url: "\(plain.origin)/agent", timeout: 10s }
+          - { name: secure, url: "\(secure.origin)/agent", policy: local, timeout: 10s }
+
+        """.write(toFile: "\(directory)/pinpath.yaml", atomically: true, encoding: .utf8)
+        let summary = try Shell.run(
+            ["/usr/bin/env"] + variables + [Shell.pinpath, "check-config", "--config", "\(directory)/pinpath.yaml"])
+        #expect(summary.stdout.contains("no_proxy other.test,127.0.0.1 (environment)"), "\(summary.stdout)\(summary.stderr)")
+        let run = try Shell.run(["/usr/bin/env"] + variables + [Shell.pinpath, "run", "--once", "--config", "\(directory)/pinpath.yaml"])
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+
+        #expect(proxy.requests.isEmpty, "the proxy saw \(proxy.requests)")
+        #expect(plain.requests.map(\.path) == ["/curl", "/request", "/agent"])
+        #expect(secure.requests.map(\.path) == ["/request", "/agent"])
+    }
+
     @Test("With the proxy's port closed, the request fails to connect and names the proxy")
     func proxyDown() async throws {
         let port = try TLSServer.freePort()

@@ -84,6 +84,20 @@ struct RevocationEndToEndTests {
         Refusal(
             name: "another certificate's good staple replayed for a revoked leaf", leaf: "revoked", staple: "good.ocsp",
             revocation: .stapled, reason: "ocsp_staple_invalid", messagePart: "is not about CN=valid.test"),
+        // Issue 25: a staple's CertID may be hashed with any digest (RFC 6960); each must still name this leaf.
+        Refusal(
+            name: "revoked staple hashed with SHA-256, require_stapled", leaf: "revoked", staple: "revoked-sha256.ocsp",
+            revocation: .requireStapled, reason: "revoked", messagePart: "says it was revoked"),
+        Refusal(
+            name: "another certificate's good staple hashed with SHA-256 replayed for a revoked leaf", leaf: "revoked",
+            staple: "good-sha256.ocsp", revocation: .requireStapled, reason: "ocsp_staple_invalid",
+            messagePart: "is not about CN=valid.test"),
+        Refusal(
+            name: "a good staple whose CertID is hashed with MD5", leaf: "good", staple: "good-md5.ocsp", revocation: .requireStapled,
+            reason: "ocsp_staple_invalid", messagePart: "certificate IDs hashed with MD5 are not accepted"),
+        Refusal(
+            name: "a staple listing the revoked leaf as good under SHA-256 first, then revoked under SHA-1", leaf: "revoked",
+            staple: "revoked-also-good.ocsp", revocation: .stapled, reason: "revoked", messagePart: "says it was revoked"),
         Refusal(
             name: "revoked leaf by CRL", leaf: "revoked", staple: nil, revocation: .none, crls: ["all"], reason: "revoked",
             messagePart: "certificate revoked at depth 0"),
@@ -115,13 +129,14 @@ struct RevocationEndToEndTests {
 
     @Test(
         """
-        Session: a good staple passes under every mode and is recorded (status, responder, validity); a revoked one is only \
-        recorded under none
+        Session: a good staple (its CertID hashed with SHA-1, SHA-256, SHA-384 or SHA-512) passes under every mode and is \
+        recorded (status, responder, validity); a revoked one is only recorded under none
         """
     )
     func sessionAccepts() async throws {
         for (leaf, staple, issuerSigned) in [
             ("good", "good.ocsp", false), ("good", "good-by-inter.ocsp", true), ("muststaple", "muststaple.ocsp", false),
+            ("good", "good-sha256.ocsp", false), ("good", "good-sha384.ocsp", false), ("good", "good-sha512.ocsp", false),
         ] {
             let (server, _) = try server(leaf, staple: staple, www: true)
             defer { server.stop() }
@@ -170,19 +185,23 @@ struct RevocationEndToEndTests {
     @Test(
         """
         pinpath request: a good chain with current CRLs and a good staple exits 0 (--json names the staple's status); a CRL file \
-        that is not one exits 64 naming it
+        that is not one exits 64 naming it; a good staple hashed with SHA-256 exits 0 too
         """
     )
     func requestCommandAccepts() throws {
+        for staple in ["good.ocsp", "good-sha256.ocsp"] {
+            let (server, _) = try server("good", staple: staple, www: true)
+            defer { server.stop() }
+            let result = try Shell.run([
+                Shell.pinpath, "request", "https://127.0.0.1:\(server.port)/", "--ca-file", pki.file("root.pem"), "--timeout", "5",
+                "--crl", pki.file("all.crl"), "--revocation", "require_stapled", "--json",
+            ])
+            #expect(result.status == 0, "\(staple): exit \(result.status): \(result.stderr)")
+            let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+            #expect((summary["tls"] as? [String: Any])?["ocsp_staple"] as? String == "good", "\(staple): \(result.stdout)")
+        }
         let (server, _) = try server("good", staple: "good.ocsp", www: true)
         defer { server.stop() }
-        let result = try Shell.run([
-            Shell.pinpath, "request", "https://127.0.0.1:\(server.port)/", "--ca-file", pki.file("root.pem"), "--timeout", "5",
-            "--crl", pki.file("all.crl"), "--revocation", "require_stapled", "--json",
-        ])
-        #expect(result.status == 0, "exit \(result.status): \(result.stderr)")
-        let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
-        #expect((summary["tls"] as? [String: Any])?["ocsp_staple"] as? String == "good", "\(result.stdout)")
         let bad = try Shell.run([
             Shell.pinpath, "request", "https://127.0.0.1:\(server.port)/", "--ca-file", pki.file("root.pem"), "--crl", pki.file("good.pem"),
         ])
@@ -207,6 +226,10 @@ struct RevocationEndToEndTests {
         defer { missing.stop() }
         let (goodStaple, _) = try server("good", staple: "good.ocsp", www: true)
         defer { goodStaple.stop() }
+        let (goodSHA256, _) = try server("good", staple: "good-sha256.ocsp", www: true)
+        defer { goodSHA256.stop() }
+        let (revokedSHA256, transcriptSHA256) = try server("revoked", staple: "revoked-sha256.ocsp")
+        defer { revokedSHA256.stop() }
         let metrics = pki.file("metrics-\(UUID().uuidString).prom")
         let configuration = pki.file("agent-\(UUID().uuidString).yaml")
         func endpoint(_ name: String, _ port: UInt16, _ policy: String) -> String {
@@ -233,7 +256,9 @@ struct RevocationEndToEndTests {
 
         """
             + endpoint("revoked-by-crl", revokedByCRL.port, "crl") + endpoint("revoked-staple", revokedStaple.port, "stapled")
-            + endpoint("missing-staple", missing.port, "required") + endpoint("good-staple", goodStaple.port, "required")).write(
+            + endpoint("missing-staple", missing.port, "required") + endpoint("good-staple", goodStaple.port, "required")
+            + endpoint("good-staple-sha256", goodSHA256.port, "required")
+            + endpoint("revoked-staple-sha256", revokedSHA256.port, "required")).write(
                 toFile: configuration, atomically: true, encoding: .utf8)
         let run = try Shell.run([Shell.pinpath, "run", "--once", "--config", configuration])
         var probes: [String: [String: Any]] = [:]
@@ -246,7 +271,7 @@ struct RevocationEndToEndTests {
         #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
         for (name, part) in [
             ("revoked-by-crl", "certificate revoked at depth 0"), ("revoked-staple", "says it was revoked"),
-            ("missing-staple", "stapled no OCSP response"),
+            ("missing-staple", "stapled no OCSP response"), ("revoked-staple-sha256", "says it was revoked"),
         ] {
             let probe = try #require(probes[name], "no probe.completed for \(name): \(run.stdout)")
             #expect(probe["outcome"] as? String == "failure", "\(name): \(probe)")
@@ -254,11 +279,13 @@ struct RevocationEndToEndTests {
             #expect((probe["message"] as? String)?.contains(part) == true, "\(name): \(probe)")
         }
         #expect(probes["good-staple"]?["outcome"] as? String == "success", "\(probes["good-staple"] ?? [:])")
-        for transcript in [transcriptCRL, transcriptStaple, transcriptMissing] {
+        #expect(probes["good-staple-sha256"]?["outcome"] as? String == "success", "\(probes["good-staple-sha256"] ?? [:])")
+        for transcript in [transcriptCRL, transcriptStaple, transcriptMissing, transcriptSHA256] {
             #expect(Self.requests(in: transcript).isEmpty, "the server received: \(Self.requests(in: transcript))")
         }
         let text = try String(contentsOfFile: metrics, encoding: .utf8)
         #expect(text.contains("probe_ssl_ocsp_response_status{endpoint=\"good-staple\"} 0"), "\(text)")
+        #expect(text.contains("probe_ssl_ocsp_response_status{endpoint=\"good-staple-sha256\"} 0"), "\(text)")
         #expect(text.contains("probe_ssl_ocsp_response_status{endpoint=\"revoked-staple\"} 1"), "\(text)")
         #expect(!text.contains("probe_ssl_ocsp_response_status{endpoint=\"missing-staple\"}"), "\(text)")
     }

@@ -22,7 +22,11 @@ import Testing
 ///
 /// OCSP responses (DER): `good.ocsp`, `revoked.ocsp`, `muststaple.ocsp` (signed by `responder`, valid a day),
 /// `good-by-inter.ocsp` (signed by `inter` itself), `forged-good.ocsp` (says `revoked` is good, signed by
-/// `forger`).
+/// `forger`). Their CertIDs are hashed with SHA-1 (`openssl ocsp`'s default); `good-sha256.ocsp`,
+/// `good-sha384.ocsp`, `good-sha512.ocsp`, `good-md5.ocsp` and `revoked-sha256.ocsp` are hashed with the digest
+/// named (`-sha256` before `-cert`: the responder answers with the request's CertID). `revoked-also-good.ocsp`,
+/// signed by `responder`, lists `revoked` twice: good under a SHA-256 CertID first (from the forger's index),
+/// then revoked under SHA-1 (DER surgery in Python's standard library, re-signed by `openssl dgst -sign`).
 public final class RevocationPKI: Sendable {
     public static let shared = RevocationPKI(
         directory: GeneratedDirectory.make("pinpath-revocation", what: "the revocation PKI", script: script))
@@ -54,6 +58,26 @@ public final class RevocationPKI: Sendable {
         set -euo pipefail
         cd "$1"
         mkdir -p newcerts
+        # DER reading and writing for the surgery below (Python's standard library has none).
+        cat > der.py <<'PY'
+        def read(b, i):  # (tag, header length, content length) of the DER element at i
+            n = b[i + 1]
+            if n < 0x80: return b[i], 2, n
+            k = n & 0x7f
+            return b[i], 2 + k, int.from_bytes(b[i + 2:i + 2 + k], "big")
+        def elements(b):
+            i, out = 0, []
+            while i < len(b):
+                _, h, n = read(b, i); out.append(b[i:i + h + n]); i += h + n
+            return out
+        def content(e):
+            _, h, n = read(e, 0)
+            return e[h:h + n]
+        def wrap(tag, content):
+            n = len(content)
+            size = bytes([n]) if n < 0x80 else bytes([0x80 | ((n.bit_length() + 7) // 8)]) + n.to_bytes((n.bit_length() + 7) // 8, "big")
+            return bytes([tag]) + size + content
+        PY
         cat > ca.cnf <<'CNF'
         [ ca ]
         default_ca = CA_default
@@ -173,29 +197,45 @@ public final class RevocationPKI: Sendable {
         ocsp revoked revoked responder responder
         ocsp muststaple muststaple responder responder
         ocsp good good-by-inter inter inter
+        ocsp_md() { # leaf output digest [index]
+          openssl ocsp -index "${4:-inter.index}" -CA inter.pem -issuer inter.pem -"$3" -cert "$1.pem" -rsigner responder.pem \
+            -rkey responder.key -ndays 1 -respout "$2.ocsp" >/dev/null 2>&1
+        }
+        for digest in sha256 sha384 sha512 md5; do ocsp_md good "good-$digest" "$digest"; done
+        ocsp_md revoked revoked-sha256 sha256
         # A forger's index in which the revoked leaf is valid: the forged response says "good".
         sed 's/^R\t\([^\t]*\)\t[^\t]*\t/V\t\1\t\t/' inter.index > forged.index
         cp inter.index.attr forged.index.attr  # unique_subject = no, as in inter's own
         openssl ocsp -index forged.index -CA inter.pem -issuer inter.pem -cert revoked.pem -rsigner forger.pem -rkey forger.key \
           -ndays 1 -respout forged-good.ocsp >/dev/null 2>&1
+        # The genuine responder saying "good" of the revoked leaf under SHA-256, merged before its SHA-1 "revoked".
+        ocsp_md revoked revoked-said-good-sha256 sha256 forged.index
+        python3 - revoked-said-good-sha256.ocsp revoked.ocsp revoked-also-good.ocsp <<'PY'
+        import subprocess, sys
+        from der import content, elements, wrap
+        def basic(path):  # BasicOCSPResponse fields: tbsResponseData, signatureAlgorithm, signature, [0] certs
+            _, response_bytes = elements(content(open(path, "rb").read()))
+            _, octets = elements(content(content(response_bytes)))
+            return elements(content(content(octets)))
+        def fields(tbs):  # ResponseData fields, and the index of `responses` (the only SEQUENCE among them)
+            items = elements(content(tbs))
+            return items, next(i for i, item in enumerate(items) if item[0] == 0x30)
+        first, second, output = sys.argv[1:4]
+        a, b = basic(first), basic(second)
+        (fa, ia), (fb, ib) = fields(a[0]), fields(b[0])
+        singles = elements(content(fa[ia])) + elements(content(fb[ib]))
+        tbs = wrap(0x30, b"".join(fa[:ia] + [wrap(0x30, b"".join(singles))] + fa[ia + 1:]))
+        open("merged.tbs", "wb").write(tbs)
+        signature = subprocess.run(["openssl", "dgst", "-sha256", "-sign", "responder.key", "merged.tbs"], check=True, capture_output=True).stdout
+        basic_der = wrap(0x30, tbs + a[1] + wrap(0x03, b"\0" + signature) + b"".join(a[3:]))
+        basic_oid = wrap(0x06, bytes.fromhex("2b0601050507300101"))  # id-pkix-ocsp-basic
+        open(output, "wb").write(wrap(0x30, wrap(0x0a, b"\0") + wrap(0xa0, wrap(0x30, basic_oid + wrap(0x04, basic_der)))))
+        PY
         # inter's CRL re-signed without nextUpdate (openssl ca always writes one): the TBS with its fifth field
         # removed, signed by inter's key, in DER and PEM.
         openssl crl -in inter.crl -outform DER -out inter.crl.der
         python3 - <<'PY'
-        def read(b, i):  # (tag, header length, content length) of the DER element at i
-            n = b[i + 1]
-            if n < 0x80: return b[i], 2, n
-            k = n & 0x7f
-            return b[i], 2 + k, int.from_bytes(b[i + 2:i + 2 + k], "big")
-        def elements(b):
-            i, out = 0, []
-            while i < len(b):
-                _, h, n = read(b, i); out.append(b[i:i + h + n]); i += h + n
-            return out
-        def wrap(tag, content):
-            n = len(content)
-            size = bytes([n]) if n < 0x80 else bytes([0x80 | ((n.bit_length() + 7) // 8)]) + n.to_bytes((n.bit_length() + 7) // 8, "big")
-            return bytes([tag]) + size + content
+        from der import elements, read, wrap
         der = open("inter.crl.der", "rb").read()
         _, h, _ = read(der, 0)
         tbs, algorithm, _ = elements(der[h:])

@@ -2,15 +2,16 @@ import Glibc
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
 
 /// Serves `/metrics` (Prometheus text or OpenMetrics, by `Accept`), `/healthz` and `/readyz` over HTTP/1.1 on
 /// one NIO event loop thread of its own, so a scrape never runs on the agent's actor or a probe's thread.
 ///
 /// Each connection gets one request and is closed after the answer; request bodies are refused (413), other
-/// paths are 404, other methods 405; a connection that sends nothing for 10 s is closed, every connection 30 s after
-/// it was accepted, and at most 32 are open at once (``ConnectionLimit``). NIO's decoder (llhttp)
-/// parses the requests and bounds their headers (80 KiB).
+/// paths are 404, other methods 405. ``MetricsConnectionSlots`` shares the connections out: a request must be
+/// complete 5 s after the connection was accepted, every connection is closed after 30 s, at most 32 are open and
+/// 8 from one peer, and a connection that keeps the server waiting gives its slot up to a newcomer, so that a
+/// scraper is answered whatever other clients hold. NIO's decoder (llhttp) parses the requests and bounds their
+/// headers (80 KiB).
 final class MetricsServer: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
@@ -26,22 +27,19 @@ final class MetricsServer: Sendable {
     /// - Throws: ``StartError`` naming the address and the system's reason (`Address already in use`).
     static func start(_ address: MetricsListenAddress, store: MetricsStore) async throws(StartError) -> MetricsServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let connections = ConnectionLimit()
+        let slots = MetricsConnectionSlots()
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 64)
             .childChannelInitializer { channel in
-                // A client cannot hold the agent's descriptors or rendered bodies: at most a few connections at
-                // once, each closed at a deadline from accept whatever it sends (a read timeout alone would be
-                // reset by one byte every few seconds).
-                guard connections.admit() else { return channel.close() }
-                channel.closeFuture.whenComplete { _ in connections.release() }
-                channel.eventLoop.scheduleTask(in: ConnectionLimit.lifetime) { channel.close(promise: nil) }
-                return channel.eventLoop.makeCompletedFuture {
-                    let pipeline = channel.pipeline.syncOperations
-                    try pipeline.addHandler(IdleStateHandler(readTimeout: .seconds(10)))
-                    try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: true)
-                    try pipeline.addHandler(MetricsHTTPHandler(store: store))
+                // A client cannot hold the agent's descriptors or rendered bodies, nor keep a scraper out.
+                MetricsConnectionSlots.peer(of: channel).flatMap { peer in
+                    guard slots.admit(channel, peer: peer) else { return channel.close() }
+                    return channel.eventLoop.makeCompletedFuture {
+                        let pipeline = channel.pipeline.syncOperations
+                        try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: true)
+                        try pipeline.addHandler(MetricsHTTPHandler(store: store, slots: slots))
+                    }
                 }
             }
         do {
@@ -83,6 +81,7 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let store: MetricsStore
+    private let slots: MetricsConnectionSlots
     private var request: HTTPRequestHead?
     private var answered = false
     /// The rest of a `/metrics` body being written, and whether ``writeBody(_:)`` is running (a flush can report
@@ -90,8 +89,9 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var body: MetricsExposition.Body?
     private var writingBody = false
 
-    init(store: MetricsStore) {
+    init(store: MetricsStore, slots: MetricsConnectionSlots) {
         self.store = store
+        self.slots = slots
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -101,6 +101,7 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             // A body is refused before it is read: nothing here takes one, and reading it would be unbounded work.
             let length = head.headers.first(name: "content-length").flatMap { Int($0) } ?? 0
             if length > 0 || head.headers.contains(name: "transfer-encoding") {
+                slots.requestReceived(context.channel)
                 respond(context, status: .payloadTooLarge, body: "a request body is not accepted here\n", head: head)
             } else {
                 request = head
@@ -109,15 +110,8 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             break
         case .end:
             guard let head = request else { return }
+            slots.requestReceived(context.channel)
             answer(head, context)
-        }
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is IdleStateHandler.IdleStateEvent {
-            context.close(promise: nil)
-        } else {
-            context.fireUserInboundEventTriggered(event)
         }
     }
 
@@ -176,6 +170,7 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         guard !writingBody else { return }
         writingBody = true
         defer { writingBody = false }
+        slots.answering(context.channel)
         while context.channel.isWritable {
             guard let piece = body?.next() else {
                 body = nil
@@ -187,6 +182,8 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             buffer.writeBytes(piece)
             context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
         }
+        // The rest waits for the client to read: until it does, this connection's slot can go to a newcomer.
+        slots.awaitingReader(context.channel)
     }
 
     /// Writes the whole response and closes the connection.
@@ -214,27 +211,4 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }
-}
-
-/// The connections the metrics server holds at once, and how long each may live.
-final class ConnectionLimit: Sendable {
-    /// More than a few Prometheus servers and health checkers scraping at once.
-    static let maximum = 32
-    /// Enough for a slow scraper to read 10,000 endpoints' metrics.
-    static let lifetime = TimeAmount.seconds(30)
-    private let open = Atomic<Int>(0)
-
-    /// Counts a new connection in, unless ``maximum`` are open.
-    func admit() -> Bool {
-        var current = open.load(ordering: .relaxed)
-        while current < Self.maximum {
-            let (exchanged, original) = open.compareExchange(expected: current, desired: current + 1, ordering: .relaxed)
-            if exchanged { return true }
-            current = original
-        }
-        return false
-    }
-
-    /// Counts a closed connection out.
-    func release() { open.subtract(1, ordering: .relaxed) }
 }

@@ -46,7 +46,7 @@ public struct OCSPStaple: Sendable, Equatable {
 
     /// Reads the response `der` about `leaf`, verifying its signature against `issuer` (the issuer itself, or a
     /// responder it delegated with the OCSP-signing purpose) and its validity at `now`. Wraps
-    /// `d2i_OCSP_RESPONSE`, `OCSP_basic_verify`, `OCSP_resp_find_status` and `OCSP_check_validity`.
+    /// `d2i_OCSP_RESPONSE`, `OCSP_basic_verify` and `OCSP_single_get0_status`.
     /// - Throws: ``SecurityError`` with code `invalidInput` when the bytes are no successful OCSP response, or
     ///   the response says nothing about `leaf` (a staple for another certificate).
     init(der: [UInt8], leaf: Certificate, issuer: Certificate?, now: Date) throws {
@@ -72,19 +72,20 @@ public struct OCSPStaple: Sendable, Equatable {
             throw SecurityError(
                 .invalidInput, "the stapled OCSP response cannot be checked: the leaf's issuer is not in the verified chain")
         }
-        guard let certificateID = OCSP_cert_to_id(EVP_sha1(), leaf.x509, issuer.x509) else {
-            throw SecurityError.openSSL(.openSSLFailure, "cannot compute the OCSP certificate ID of \(leaf.subject)")
+        let (found, refusedDigests) = try Self.singleResponse(in: basic, about: leaf, issuer: issuer)
+        guard let single = found else {
+            let refused =
+                refusedDigests.isEmpty
+                ? "" : " (certificate IDs hashed with \(refusedDigests.joined(separator: ", ")) are not accepted: SHA-1 or SHA-2 only)"
+            throw SecurityError(
+                .invalidInput,
+                "the stapled OCSP response (from \(responder)) is not about \(leaf.subject) issued by \(issuer.subject)\(refused)")
         }
-        defer { OCSP_CERTID_free(certificateID) }
-        var status: Int32 = -1
         var reason: Int32 = -1
         var revoked: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
         var this: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
         var next: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
-        guard OCSP_resp_find_status(basic, certificateID, &status, &reason, &revoked, &this, &next) == 1 else {
-            throw SecurityError(
-                .invalidInput, "the stapled OCSP response (from \(responder)) is not about \(leaf.subject) issued by \(issuer.subject)")
-        }
+        let status = OCSP_single_get0_status(single, &reason, &revoked, &this, &next)
         switch status {
         case V_OCSP_CERTSTATUS_GOOD: self.status = .good
         case V_OCSP_CERTSTATUS_REVOKED: self.status = .revoked
@@ -96,6 +97,57 @@ public struct OCSPStaple: Sendable, Equatable {
         problem =
             Self.signatureProblem(basic, issuer: issuer)
             ?? Self.validityProblem(this: this, next: next, now: now)
+    }
+
+    /// The digest of a CertID hashed with `nid`, or `nil` for one that is not accepted: RFC 6960 lets the requester
+    /// choose, SHA-1 is its default and SHA-256 what newer clients send; MD5 and unknown digests match nothing.
+    private static func certificateIDDigest(_ nid: Int32) -> OpaquePointer? {
+        switch nid {
+        case NID_sha1: EVP_sha1()
+        case NID_sha224: EVP_sha224()
+        case NID_sha256: EVP_sha256()
+        case NID_sha384: EVP_sha384()
+        case NID_sha512: EVP_sha512()
+        default: nil
+        }
+    }
+
+    /// The SingleResponse about `leaf` issued by `issuer`, or `nil`: each one's CertID is compared with the leaf's
+    /// CertID hashed with that response's own digest (`OCSP_resp_find_status` hashes with SHA-1 only, so a
+    /// genuine staple hashed with SHA-256 was not found). When several are about the leaf, the gravest status
+    /// counts: a response cannot make a revoked leaf good by also listing it as good. Also returns the digests
+    /// of the CertIDs skipped because they are not accepted, for the message. Wraps `OCSP_resp_get0`,
+    /// `OCSP_id_get0_info`, `OCSP_cert_to_id` and `OCSP_id_cmp`.
+    /// - Throws: ``SecurityError`` when OpenSSL cannot compute a certificate ID.
+    private static func singleResponse(
+        in basic: OpaquePointer, about leaf: Certificate, issuer: Certificate
+    ) throws -> (single: OpaquePointer?, refusedDigests: [String]) {
+        var found: (single: OpaquePointer, gravity: Int)?
+        var refusedDigests: [String] = []
+        var leafIDs: [Int32: OpaquePointer] = [:]
+        defer { for id in leafIDs.values { OCSP_CERTID_free(id) } }
+        for index in 0..<OCSP_resp_count(basic) {
+            guard let single = OCSP_resp_get0(basic, index), let id = OCSP_SINGLERESP_get0_id(single) else { continue }
+            var algorithm: OpaquePointer?
+            guard OCSP_id_get0_info(nil, &algorithm, nil, nil, id) == 1 else { continue }
+            let nid = OBJ_obj2nid(algorithm)
+            guard let digest = certificateIDDigest(nid) else {
+                let name = nid == NID_undef ? "an unknown digest" : OBJ_nid2sn(nid).map { String(cString: $0) } ?? "NID \(nid)"
+                if !refusedDigests.contains(name) { refusedDigests.append(name) }
+                continue
+            }
+            if leafIDs[nid] == nil {
+                guard let leafID = OCSP_cert_to_id(digest, leaf.x509, issuer.x509) else {
+                    throw SecurityError.openSSL(.openSSLFailure, "cannot compute the OCSP certificate ID of \(leaf.subject)")
+                }
+                leafIDs[nid] = leafID
+            }
+            guard OCSP_id_cmp(leafIDs[nid], id) == 0 else { continue }
+            let status = OCSP_single_get0_status(single, nil, nil, nil, nil)
+            let gravity = status == V_OCSP_CERTSTATUS_REVOKED ? 2 : status == V_OCSP_CERTSTATUS_GOOD ? 0 : 1
+            if found.map({ gravity > $0.gravity }) ?? true { found = (single, gravity) }
+        }
+        return (found?.single, refusedDigests)
     }
 
     /// Why the signature does not make the response the issuer's word, or `nil`: the signer must be the issuer

@@ -108,7 +108,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
         guard settings.httpsProxy != settings.httpProxy || !settings.noProxy.isEmpty else {
             return "\(settings.httpsProxy?.description ?? "none") (\(proxy.source.rawValue))"
         }
-        let noProxy = settings.noProxy.isEmpty ? "" : ", no_proxy \(settings.noProxy.joined(separator: ","))"
+        let noProxy = settings.noProxy.isEmpty ? "" : ", no_proxy \(settings.noProxy)"
         return """
             https \(settings.httpsProxy?.description ?? "none"), http \(settings.httpProxy?.description ?? "none")\
             \(noProxy) (\(proxy.source.rawValue))
