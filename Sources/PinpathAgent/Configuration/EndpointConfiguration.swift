@@ -310,10 +310,11 @@ extension ConfigurationDecoder {
             return duration(node, keyPath).map { $0 == .zero ? [] : [$0] }
         }
         var thresholds: [Duration] = []
+        var seen: Set<Duration> = []
         for (index, item) in items.enumerated() {
             let path = "\(keyPath)[\(index)]"
             guard let threshold = duration(item, path, atLeast: .milliseconds(1)) else { continue }
-            guard !thresholds.contains(threshold) else {
+            guard seen.insert(threshold).inserted else {
                 report(.duplicate, at: item, path, "\(DurationSyntax.format(threshold)) is already a threshold")
                 continue
             }
