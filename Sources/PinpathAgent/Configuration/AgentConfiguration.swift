@@ -50,17 +50,14 @@ public struct AgentConfiguration: Sendable {
     public static func load(
         path: String, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ConfigurationError) -> AgentConfiguration {
-        let text: String
-        do {
-            let data = try Data(contentsOf: URL(fileURLWithPath: path))
-            guard let decoded = String(data: data, encoding: .utf8) else {
-                throw ConfigurationError(problems: [wholeFile(path, .unreadableFile, "the file is not UTF-8 text")])
-            }
-            text = decoded
-        } catch let error as ConfigurationError {
-            throw error
+        let bytes: [UInt8]
+        do throws(FileReadError) {
+            bytes = try readRegularFile(path)
         } catch {
-            throw ConfigurationError(problems: [wholeFile(path, .unreadableFile, "cannot read the file: \(reason(error))")])
+            throw ConfigurationError(problems: [wholeFile(path, .unreadableFile, readFailure(error, "the file"))])
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw ConfigurationError(problems: [wholeFile(path, .unreadableFile, "the file is not UTF-8 text")])
         }
         let directory = path.lastIndex(of: "/").map { String(path[...$0]) } ?? "."
         return try parse(yaml: text, file: path, baseDirectory: directory, environment: environment)
@@ -131,16 +128,18 @@ public struct AgentConfiguration: Sendable {
             warnings: ConfigurationError(problems: decoder.warnings).problems)
     }
 
-    static func wholeFile(_ path: String, _ code: ConfigurationProblem.Code, _ message: String) -> ConfigurationProblem {
-        ConfigurationProblem(file: path, line: nil, column: nil, keyPath: "", code: code, message: message)
+    /// Why a configuration file (`what`: "the file", "the included file") could not be read, without its path
+    /// (the problem names it): errno's words, or what the path is when it is not a regular file.
+    static func readFailure(_ error: FileReadError, _ what: String) -> String {
+        switch error.failure {
+        case .open(let code), .read(let code): "cannot read \(what): \(String(cString: strerror(code)))"
+        case .tooLarge: "cannot read \(what): it is larger than \(maximumReadableFileSize >> 20) MiB"
+        case .notRegularFile(let kind): "\(what) is \(kind.rawValue), not a regular file; nothing was read from it"
+        }
     }
 
-    /// strerror's words for a failed read, rather than Foundation's sentence about a "file couldn't be opened".
-    static func reason(_ error: any Error) -> String {
-        if let posix = (error as? CocoaError)?.underlying as? POSIXError {
-            return String(cString: strerror(posix.code.rawValue))
-        }
-        return "\(error)"
+    static func wholeFile(_ path: String, _ code: ConfigurationProblem.Code, _ message: String) -> ConfigurationProblem {
+        ConfigurationProblem(file: path, line: nil, column: nil, keyPath: "", code: code, message: message)
     }
 
     /// A Yams parse error as a problem at libyaml's position, in libyaml's words.

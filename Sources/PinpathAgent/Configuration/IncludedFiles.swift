@@ -78,16 +78,15 @@ extension AgentConfiguration {
         let mainFile = decoder.file
         decoder.file = path
         defer { decoder.file = mainFile }
-        let text: String
-        do {
-            let data = try Data(contentsOf: URL(fileURLWithPath: path))
-            guard let decoded = String(data: data, encoding: .utf8) else {
-                decoder.record(wholeFile(path, .unreadableFile, "the included file is not UTF-8 text"))
-                return nil
-            }
-            text = decoded
+        let bytes: [UInt8]
+        do throws(FileReadError) {
+            bytes = try readRegularFile(path)
         } catch {
-            decoder.record(wholeFile(path, .unreadableFile, "cannot read the included file: \(reason(error))"))
+            decoder.record(wholeFile(path, .unreadableFile, readFailure(error, "the included file")))
+            return nil
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            decoder.record(wholeFile(path, .unreadableFile, "the included file is not UTF-8 text"))
             return nil
         }
         if let (line, column) = YAMLNestingLimit.firstTooDeep(in: text) {
