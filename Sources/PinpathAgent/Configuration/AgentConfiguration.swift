@@ -80,7 +80,20 @@ public struct AgentConfiguration: Sendable {
         do {
             root = try Parser(yaml: yaml).singleRoot()
         } catch {
-            throw ConfigurationError(problems: [syntaxProblem(error, file: file, yaml: yaml)])
+            // A key or an environment file given by mistake is named, not quoted.
+            let problem =
+                ForeignContent.description(of: yaml).map {
+                    ConfigurationProblem(
+                        file: file, line: 1, column: 1, keyPath: "", code: .syntax, message: "the file \($0), not YAML; \(wrongFile)")
+                } ?? syntaxProblem(error, file: file, yaml: yaml)
+            throw ConfigurationError(problems: [problem])
+        }
+        if case .scalar = root, let root {
+            let what = ForeignContent.description(of: yaml) ?? ForeignContent.description(of: root)
+            throw ConfigurationError(problems: [
+                ConfigurationProblem(
+                    file: file, line: 1, column: 1, keyPath: "", code: .wrongType, message: "the file \(what); \(wrongFile)")
+            ])
         }
         let decoder = ConfigurationDecoder(file: file, baseDirectory: baseDirectory, environment: environment)
         // An empty file is an empty configuration: the machine's own reachability is still reported.
@@ -127,6 +140,8 @@ public struct AgentConfiguration: Sendable {
             metricsTextfile: metrics?.textfile, metricsListen: metrics?.listen, proxy: proxy, connectivity: connectivity,
             warnings: ConfigurationError(problems: decoder.warnings).problems)
     }
+
+    private static let wrongFile = "nothing from it is shown (is this the right file?)"
 
     /// Why a configuration file (`what`: "the file", "the included file") could not be read, without its path
     /// (the problem names it): errno's words, or what the path is when it is not a regular file.
@@ -223,7 +238,7 @@ extension ConfigurationDecoder {
         guard text.hasSuffix(".prom"), !text.hasSuffix("/.prom") else {
             report(
                 .invalidValue, at: value, keyPath,
-                "\"\(text)\" does not end in .prom; node_exporter's textfile collector reads only *.prom files")
+                "\(ConfigurationProblem.quoted(text)) does not end in .prom; node_exporter's textfile collector reads only *.prom files")
             return nil
         }
         let path = resolve(path: text)

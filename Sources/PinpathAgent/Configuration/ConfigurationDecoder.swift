@@ -53,8 +53,12 @@ final class ConfigurationDecoder {
             file = mainFile
             keyPath = "defaults" + keyPath.dropFirst(inherited.endpoint.count)
         }
+        // Every value a message quotes is cut already; this bounds what other modules' messages quote, and
+        // keeps a problem on one line whatever it holds.
         return ConfigurationProblem(
-            file: file, line: mark?.line ?? 1, column: mark?.column ?? 1, keyPath: keyPath, code: code, message: message)
+            file: file, line: mark?.line ?? 1, column: mark?.column ?? 1,
+            keyPath: UntrustedText.escaped(keyPath, limit: ConfigurationProblem.maximumMessageLength), code: code,
+            message: UntrustedText.escaped(message, limit: ConfigurationProblem.maximumMessageLength))
     }
 
     /// Whether `keyPath` is `base` or below it (`base.key`, `base[0]`).
@@ -123,7 +127,7 @@ final class ConfigurationDecoder {
                 let hint =
                     Self.closest(to: key.text, among: known).map { "did you mean \"\($0)\"?" }
                     ?? "known keys: \(known.joined(separator: ", "))"
-                report(.unknownKey, at: key.node, fields.path(key.text), "unknown key \"\(key.text)\"; \(hint)")
+                report(.unknownKey, at: key.node, fields.path(key.text), "unknown key \(ConfigurationProblem.quoted(key.text)); \(hint)")
                 continue
             }
             fields.values[key.text] = (key.node, value)
@@ -151,7 +155,9 @@ final class ConfigurationDecoder {
             }
             if let first = seen[scalar.string] {
                 let line = first.mark.map { " (first on line \($0.line))" } ?? ""
-                report(.duplicate, at: key, Self.keyPath(keyPath, scalar.string), "the key \"\(scalar.string)\" is given twice\(line)")
+                report(
+                    .duplicate, at: key, Self.keyPath(keyPath, scalar.string),
+                    "the key \(ConfigurationProblem.quoted(scalar.string)) is given twice\(line)")
                 continue
             }
             seen[scalar.string] = key
@@ -234,7 +240,7 @@ final class ConfigurationDecoder {
         let names = T.allCases.map(\.rawValue)
         guard let text = string(node, keyPath, "one of \(names.joined(separator: ", "))") else { return nil }
         guard let value = T(rawValue: text) else {
-            var message = "\"\(text)\" is not one of \(names.joined(separator: ", "))"
+            var message = "\(ConfigurationProblem.quoted(text)) is not one of \(names.joined(separator: ", "))"
             if let close = Self.closest(to: text, among: names) { message += "; did you mean \"\(close)\"?" }
             report(.invalidValue, at: node, keyPath, message)
             return nil
@@ -242,12 +248,13 @@ final class ConfigurationDecoder {
         return value
     }
 
-    /// How a node reads in a message: `a list`, `a mapping`, or the scalar itself in quotes.
+    /// How a node reads in a message: `a list`, `a mapping`, or the scalar in quotes (its start only,
+    /// ``ConfigurationProblem/quoted(_:)``).
     func kind(of node: Node) -> String {
         switch node {
         case .mapping: return "a mapping"
         case .sequence: return "a list"
-        case .scalar(let scalar): return scalar.string.isEmpty ? "nothing" : "\"\(scalar.string)\""
+        case .scalar(let scalar): return scalar.string.isEmpty ? "nothing" : ConfigurationProblem.quoted(scalar.string)
         }
     }
 }

@@ -63,6 +63,19 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
     /// an environment variable.
     public let message: String
 
+    /// The most scalars of a value a message quotes: enough to recognize it, too few to carry a token or a key
+    /// that a mistaken `include:` pattern or `--config` read.
+    static let quotedLength = 32
+
+    /// The most scalars of a whole message the loader writes, however many values it quotes.
+    static let maximumMessageLength = 1024
+
+    /// `value` as a message quotes it: in double quotes, at most ``quotedLength`` scalars, controls and bidi
+    /// formatting escaped (`UntrustedText`), the cut marked.
+    static func quoted(_ value: String) -> String {
+        "\"" + UntrustedText.escaped(value, limit: quotedLength) + "\""
+    }
+
     /// Creates a problem; the loader makes these, tests and other front ends may too.
     public init(file: String, line: Int?, column: Int?, keyPath: String, code: Code, message: String) {
         self.file = file

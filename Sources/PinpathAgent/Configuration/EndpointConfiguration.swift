@@ -188,12 +188,12 @@ extension EndpointConfiguration {
                     decoder.report(
                         .invalidValue, at: node, fields.path("policy"),
                         kind == .http
-                            ? "policy \"\(reference)\" checks TLS, but the URL is plain http; use https or remove the policy"
-                            : "policy \"\(reference)\" checks TLS, but a \(kind.rawValue):// probe has none; use tls:// or remove the policy"
+                            ? "policy \(ConfigurationProblem.quoted(reference)) checks TLS, but the URL is plain http; use https or remove the policy"
+                            : "policy \(ConfigurationProblem.quoted(reference)) checks TLS, but a \(kind.rawValue):// probe has none; use tls:// or remove the policy"
                     )
                 }
             } else if !context.declaredPolicies.contains(reference) {
-                var message = "policy \"\(reference)\" is not defined"
+                var message = "policy \(ConfigurationProblem.quoted(reference)) is not defined"
                 if context.declaredPolicies.isEmpty {
                     message += " (there is no policies: section)"
                 } else if let close = ConfigurationDecoder.closest(to: reference, among: context.declaredPolicies) {
@@ -262,7 +262,9 @@ extension ConfigurationDecoder {
             let place =
                 first.file == file
                 ? "line \(mark?.line ?? 0)" : "at \(first.file):\(mark?.line ?? 0):\(mark?.column ?? 0)"
-            report(.duplicate, at: node, keyPath, "another endpoint is already named \"\(name)\" (\(place)); names must be unique")
+            report(
+                .duplicate, at: node, keyPath,
+                "another endpoint is already named \(ConfigurationProblem.quoted(name)) (\(place)); names must be unique")
             return nil
         }
         context.names[name] = (file, node)
@@ -274,25 +276,26 @@ extension ConfigurationDecoder {
         guard let text = string(node, keyPath, "a URL") else { return nil }
         let problem: String?
         let url = URL(endpointText: text)
-        let shown = DisplayURL.redacting(text)  // problems reach the journal: no query, no credentials
+        // Problems reach the journal: no query, no credentials, and only the start of a long one.
+        let shown = ConfigurationProblem.quoted(DisplayURL.redacting(text))
         if text.contains("${") {
-            problem = "\"\(shown)\" uses ${…}, which only header values may; put a token in a header instead"
+            problem = "\(shown) uses ${…}, which only header values may; put a token in a header instead"
         } else if let url, let kind = ServiceKind(scheme: url.scheme) {
             if url.host?.isEmpty ?? true {
-                problem = "\"\(shown)\" has no host"
+                problem = "\(shown) has no host"
             } else if url.user != nil || url.password != nil {
                 problem =
                     "the URL holds a user name or password, which would appear in events; use an Authorization header with ${ENV} instead"
             } else if kind.defaultPort == nil && url.port == nil {
-                problem = "\"\(shown)\" has no port; a \(kind.rawValue):// URL needs one (\(kind.rawValue)://host:port)"
+                problem = "\(shown) has no port; a \(kind.rawValue):// URL needs one (\(kind.rawValue)://host:port)"
             } else if !kind.isHTTP && !(url.path.isEmpty || url.path == "/") {
-                problem = "\"\(shown)\" has a path; a \(kind.rawValue):// probe only connects (write \(kind.rawValue)://host:port)"
+                problem = "\(shown) has a path; a \(kind.rawValue):// probe only connects (write \(kind.rawValue)://host:port)"
             } else {
                 problem = nil
             }
         } else {
             problem = """
-                "\(shown)" is not a URL pinpath probes; use one of \(ServiceKind.allCases.map { "\($0.rawValue)://" }.joined(separator: ", ")) \
+                \(shown) is not a URL pinpath probes; use one of \(ServiceKind.allCases.map { "\($0.rawValue)://" }.joined(separator: ", ")) \
                 (such as https://api.example.com/health or tls://db.example.com:5432)
                 """
         }
@@ -327,7 +330,7 @@ extension ConfigurationDecoder {
     func method(_ node: Node, _ keyPath: String) -> HTTPMethod? {
         guard let text = string(node, keyPath, "an HTTP method") else { return nil }
         guard !text.isEmpty, text.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || $0 == "-" || $0 == "_") }) else {
-            report(.invalidValue, at: node, keyPath, "\"\(text)\" is not an HTTP method (GET, HEAD, POST, …)")
+            report(.invalidValue, at: node, keyPath, "\(ConfigurationProblem.quoted(text)) is not an HTTP method (GET, HEAD, POST, …)")
             return nil
         }
         return HTTPMethod(rawValue: text)

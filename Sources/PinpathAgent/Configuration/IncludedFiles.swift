@@ -24,6 +24,7 @@ extension AgentConfiguration {
         }
         var seen: Set<String> = []
         var sources: [EndpointSource] = []
+        let mainFile = fileIdentity(decoder.mainFile)
         for (index, patternNode) in patterns.enumerated() {
             let keyPath = isSequence(node) ? "include[\(index)]" : "include"
             guard let pattern = decoder.string(patternNode, keyPath, "a file pattern (conf.d/*.yaml)") else { continue }
@@ -40,13 +41,24 @@ extension AgentConfiguration {
                 continue
             }
             if matches.isEmpty {
-                decoder.warn(.nothingIncluded, at: patternNode, keyPath, "\"\(pattern)\" matches no file; no endpoints included from it")
+                decoder.warn(
+                    .nothingIncluded, at: patternNode, keyPath,
+                    "\(ConfigurationProblem.quoted(pattern)) matches no file; no endpoints included from it")
             }
-            for path in matches where seen.insert(path).inserted {
+            // `include: "*.yaml"` beside the main file matches it: it is read once, as the main file.
+            for path in matches where seen.insert(path).inserted && (mainFile == nil || fileIdentity(path) != mainFile) {
                 if let source = readIncluded(path, decoder) { sources.append(source) }
             }
         }
         return sources
+    }
+
+    /// The device and inode of `path`, which name one file however the path spells it; `nil` when it cannot be
+    /// stat'ed.
+    private static func fileIdentity(_ path: String) -> [UInt64]? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return [UInt64(status.st_dev), UInt64(status.st_ino)]
     }
 
     private static func isSequence(_ node: Node) -> Bool {
@@ -63,9 +75,9 @@ extension AgentConfiguration {
         case GLOB_NOMATCH:
             return .success([])
         case GLOB_NOSPACE:
-            return .failure(GlobFailure(message: "out of memory while matching \"\(pattern)\""))
+            return .failure(GlobFailure(message: "out of memory while matching \(ConfigurationProblem.quoted(pattern))"))
         default:
-            return .failure(GlobFailure(message: "cannot read a directory while matching \"\(pattern)\""))
+            return .failure(GlobFailure(message: "cannot read a directory while matching \(ConfigurationProblem.quoted(pattern))"))
         }
     }
 
@@ -73,7 +85,8 @@ extension AgentConfiguration {
         let message: String
     }
 
-    /// One included file's endpoint items; its problems name it.
+    /// One included file's endpoint items; its problems name it, and never quote what it holds: a pattern that
+    /// matches an environment file or a key must not copy the secret into `check-config` and `config.rejected`.
     private static func readIncluded(_ path: String, _ decoder: ConfigurationDecoder) -> EndpointSource? {
         let mainFile = decoder.file
         decoder.file = path
@@ -86,7 +99,8 @@ extension AgentConfiguration {
             return nil
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
-            decoder.record(wholeFile(path, .unreadableFile, "the included file is not UTF-8 text"))
+            decoder.record(
+                wholeFile(path, .unreadableFile, "the included file is not UTF-8 text (a binary file?); nothing from it is shown"))
             return nil
         }
         if let (line, column) = YAMLNestingLimit.firstTooDeep(in: text) {
@@ -100,23 +114,30 @@ extension AgentConfiguration {
         do {
             root = try Parser(yaml: text).singleRoot()
         } catch {
-            decoder.record(syntaxProblem(error, file: path, yaml: text))
+            decoder.record(
+                ForeignContent.description(of: text).map { wholeFile(path, .syntax, "the included file \($0); \(notEndpoints)") }
+                    ?? syntaxProblem(error, file: path, yaml: text))
             return nil
         }
         // An empty file (a service with nothing to probe yet) includes nothing.
         guard let root else { return EndpointSource(file: path, endpoints: []) }
-        var rest = root
-        if case .mapping(let mapping) = root {
-            for (key, _) in mapping where key.string == "include" {
-                decoder.report(
-                    .invalidValue, at: key, "include",
-                    "an included file cannot include others (one level); move the pattern to \(mainFile)")
-            }
-            rest = .mapping(Node.Mapping(mapping.filter { $0.key.string != "include" }.map { ($0.key, $0.value) }, mapping.mark))
+        guard case .mapping(let mapping) = root else {
+            let what = ForeignContent.description(of: text) ?? ForeignContent.description(of: root)
+            decoder.record(wholeFile(path, .wrongType, "the included file \(what); \(notEndpoints)"))
+            return nil
         }
+        for (key, _) in mapping where key.string == "include" {
+            decoder.report(
+                .invalidValue, at: key, "include",
+                "an included file cannot include others (one level); move the pattern to \(mainFile)")
+        }
+        let rest = Node.mapping(Node.Mapping(mapping.filter { $0.key.string != "include" }.map { ($0.key, $0.value) }, mapping.mark))
         guard let fields = decoder.mapping(rest, "", known: ["endpoints"]) else { return nil }
         let endpoints =
             fields["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") } ?? []
         return EndpointSource(file: path, endpoints: endpoints)
     }
+
+    private static let notEndpoints =
+        "an included file is YAML with endpoints: (check that the include pattern matches only those); nothing from it is shown"
 }
