@@ -111,17 +111,24 @@ public struct AgentConfiguration: Sendable {
         let ownEndpoints =
             fields?["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") } ?? []
         let sources =
-            [EndpointSource(file: file, endpoints: ownEndpoints)] + (fields?["include"].map { includedEndpoints($0, decoder) } ?? [])
+            [EndpointSource(file: file, endpoints: ownEndpoints, trust: .mainFile)]
+            + (fields?["include"].map { includedEndpoints($0, decoder) } ?? [])
         var endpoints: [EndpointConfiguration] = []
         for source in sources {
             decoder.file = source.file
+            if case .included = source.trust { decoder.readingIncludedFile = true }
             for (index, node) in source.endpoints.enumerated() {
                 let keyPath = "endpoints[\(index)]"
-                let (merged, inherited) = defaults.apply(to: node, keyPath)
-                decoder.inherited = (keyPath, inherited)
-                if let endpoint = EndpointConfiguration.decode(merged, keyPath, &context, decoder) { endpoints.append(endpoint) }
+                let application = defaults.apply(to: node, keyPath, trust: source.trust)
+                decoder.inherited = (keyPath, application.inherited)
+                decoder.warnWithheld(application.withheld, at: node, keyPath)
+                if var endpoint = EndpointConfiguration.decode(application.node, keyPath, &context, decoder) {
+                    endpoint.withheldDefaults = application.withheld.map(\.key)
+                    endpoints.append(endpoint)
+                }
             }
             decoder.inherited = nil
+            decoder.readingIncludedFile = false
         }
         decoder.file = file
         let endpointNodes = sources.flatMap(\.endpoints)

@@ -14,6 +14,9 @@ final class ConfigurationDecoder {
     /// Key paths of the endpoint being read whose values came from `defaults:` (`endpoints[3].interval`,
     /// `endpoints[3].headers.X-Team`), with the endpoint's own key path: their problems are the defaults'.
     var inherited: (endpoint: String, keyPaths: [String])?
+    /// Whether an included file's endpoints are being read: their own values may not read the environment or
+    /// local files (the defaults they inherit are the main file's, and may).
+    var readingIncludedFile = false
     /// The configuration file's directory: relative paths in the file are relative to it, not to the
     /// agent's working directory (systemd starts it in `/`).
     let baseDirectory: String
@@ -49,7 +52,7 @@ final class ConfigurationDecoder {
         let mark = node?.mark
         var file = file
         var keyPath = keyPath
-        if let inherited, inherited.keyPaths.contains(where: { Self.keyPath(keyPath, isWithin: $0) }) {
+        if let inherited, isInherited(keyPath) {
             file = mainFile
             keyPath = "defaults" + keyPath.dropFirst(inherited.endpoint.count)
         }
@@ -59,6 +62,17 @@ final class ConfigurationDecoder {
             file: file, line: mark?.line ?? 1, column: mark?.column ?? 1,
             keyPath: UntrustedText.escaped(keyPath, limit: ConfigurationProblem.maximumMessageLength), code: code,
             message: UntrustedText.escaped(message, limit: ConfigurationProblem.maximumMessageLength))
+    }
+
+    /// Whether the value at `keyPath` of the endpoint being read came from `defaults:`.
+    func isInherited(_ keyPath: String) -> Bool {
+        inherited?.keyPaths.contains { Self.keyPath(keyPath, isWithin: $0) } ?? false
+    }
+
+    /// Whether the value at `keyPath` was written in an included file (not inherited from the main file's
+    /// `defaults:`), and so may not reach the environment or local files.
+    func isWrittenInIncludedFile(_ keyPath: String) -> Bool {
+        readingIncludedFile && !isInherited(keyPath)
     }
 
     /// Whether `keyPath` is `base` or below it (`base.key`, `base[0]`).

@@ -47,6 +47,13 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
         public static let plainHTTPReportURI = Code(name: "plain_http_report_uri")
         /// A warning: an `include` pattern matches no file, so it adds no endpoints.
         public static let nothingIncluded = Code(name: "nothing_included")
+        /// A key or `${NAME}` in an included file that would reach what only the main file may: a local file
+        /// (`body_file`, a client certificate or key) or the environment.
+        public static let notInIncludedFile = Code(name: "not_in_included_file")
+        /// A warning: a credential default (a secret header, a client certificate, a `body_file`) is not applied
+        /// to an endpoint, because it is plain http or in an included file that `include`'s `credentials_for`
+        /// does not scope to its host.
+        public static let credentialDefaultWithheld = Code(name: "credential_default_withheld")
     }
 
     /// The configuration file, as it was given (relative paths stay relative).

@@ -90,6 +90,9 @@ public struct EndpointConfiguration: Sendable, Equatable {
     public let reportCollectors: [ReportCollector]
     /// The proxies its probes go through: its own `proxy:`, else the file's default.
     public let proxy: ProxyConfiguration
+    /// The credential defaults not applied to it (`headers.Authorization`, `client_certificate`): it is plain
+    /// http, or in an included file not scoped to its host (``EndpointDefaults``). Shown by `--effective`.
+    var withheldDefaults: [String] = []
 
     /// The headers to send, with the real values. Never print or log the result: unlike ``headers``, it
     /// does not redact.
@@ -111,6 +114,12 @@ public struct EndpointConfiguration: Sendable, Equatable {
 
     /// The largest `body_file` read: a probe's body, not an upload.
     static let maximumBodyFileSize = 1 << 20
+
+    /// The keys that read a local file (or, for the key's password, the environment) when the configuration is
+    /// loaded, and send what they read to the endpoint's server: only the main file may write them. An
+    /// included file that could would send the agent's private key or any file it can read to a URL of its
+    /// choosing. Inherited from the main file's `defaults:`, they are credentials, scoped like secret headers.
+    static let mainFileOnlyKeys = ["body_file", "client_certificate", "client_key", "client_key_password"]
 }
 
 extension EndpointConfiguration {
@@ -132,8 +141,9 @@ extension EndpointConfiguration {
     /// Reads one endpoint; `nil` after reporting its problems.
     static func decode(_ node: Node, _ keyPath: String, _ context: inout Context, _ decoder: ConfigurationDecoder) -> EndpointConfiguration?
     {
-        guard let fields = decoder.mapping(node, keyPath, known: keys) else { return nil }
+        guard var fields = decoder.mapping(node, keyPath, known: keys) else { return nil }
         let before = decoder.problems.count
+        decoder.refuseMainFileOnlyKeys(&fields)
 
         let name = decoder.required(fields, "name", "a name").flatMap { value in decoder.endpointName(value, fields.path("name"), &context)
         }
@@ -271,6 +281,28 @@ extension ConfigurationDecoder {
         return name
     }
 
+    /// Refuses, in an included file, the keys only the main file may write (``EndpointConfiguration/mainFileOnlyKeys``),
+    /// and drops them before anything reads the files they name.
+    func refuseMainFileOnlyKeys(_ fields: inout ConfigurationMapping) {
+        var refused: [String] = []
+        for key in EndpointConfiguration.mainFileOnlyKeys {
+            guard let entry = fields.values[key], isWrittenInIncludedFile(fields.path(key)) else { continue }
+            refused.append(key)
+            let what = key == "client_key_password" ? "unlocks a local key file" : "reads a local file"
+            report(
+                .notInIncludedFile, at: entry.key, fields.path(key),
+                """
+                \(key) \(what), which only \(mainFile) may name: an included file could send the agent's keys or any \
+                file it can read to a server of its choosing; move this endpoint to \(mainFile)
+                """)
+            fields.values[key] = nil
+        }
+        // Without its certificate, an inherited key or password would only add a second, misleading problem.
+        if refused.contains("client_certificate") {
+            for key in ["client_key", "client_key_password"] where isInherited(fields.path(key)) { fields.values[key] = nil }
+        }
+    }
+
     /// An absolute URL of a ``ServiceKind`` with a host and no credentials; `tls://` and `tcp://` with a port.
     func url(_ node: Node, _ keyPath: String) -> URL? {
         guard let text = string(node, keyPath, "a URL") else { return nil }
@@ -361,15 +393,32 @@ extension ConfigurationDecoder {
                 report(.invalidValue, at: value, path, "the value contains CR, LF or NUL\(origin); a header value is one line")
                 continue
             }
-            let secret = !variables.isEmpty || HTTPHeaders.isCredential(name)
+            let secret = Self.isSecretHeader(name: name, template: template)
             headers.append(.init(name: name, value: RedactableValue(text, isSecret: secret, variables: variables)))
         }
         return headers
     }
 
+    /// Whether a header's value is secret (``RedactableValue/isSecret``): read from the environment, or a
+    /// credential by its name (`HTTPHeaders.isCredential`). Such a default is also scoped (``EndpointDefaults``).
+    static func isSecretHeader(name: String, template: String) -> Bool {
+        template.contains("${") || HTTPHeaders.isCredential(name)
+    }
+
     /// Replaces each `${NAME}` with the environment's value, reporting unset variables by name (never a
-    /// value) and malformed references. `$` not followed by `{` is kept as it is.
+    /// value) and malformed references. `$` not followed by `{` is kept as it is. An included file's own
+    /// values may not read the environment: that is refused before any variable is looked up.
     func expand(_ template: String, _ node: Node, _ keyPath: String) -> (String, [String])? {
+        if template.contains("${"), isWrittenInIncludedFile(keyPath) {
+            report(
+                .notInIncludedFile, at: node, keyPath,
+                """
+                ${…} reads the agent's environment, which only \(mainFile) may: an included file could send it anywhere; \
+                move this endpoint to \(mainFile) (a header can instead be a default there, scoped to this endpoint's host \
+                by include's credentials_for)
+                """)
+            return nil
+        }
         var result = ""
         var variables: [String] = []
         var rest = Substring(template)
