@@ -102,8 +102,8 @@ struct ParserTests {
         }
         #expect(items.count == 1_000)
         #expect(items.last?.mapping?["headers"]?.mapping?["c"]?.string == "3")
-        // A larger document may expand to 10 times what it writes: the same text with a lower floor is refused
-        // where the aliases pass 10 times the nodes written so far.
+        // The limit is the caller's: a floor of 100 nodes and a multiple of 1 refuse this text, where the aliases
+        // pass the nodes written so far; no floor and 10 times what is written accept it.
         #expect(throws: YamlError.self) {
             _ = try Parser(yaml: yaml, aliasLimit: AliasLimit(nodes: 100, multipleOfWritten: 1)).singleRoot()
         }
