@@ -15,7 +15,7 @@ struct IncludeReachTests {
 
     /// A main file as an operator writes it: a default `Authorization` from `${PROBE_TOKEN}` and a `User-Agent`,
     /// the test CA for `localhost`, and its own endpoints (one with a client certificate); `include` is the YAML
-    /// of the `include:` key, and `files` the included files by name.
+    /// of the `include:` key, `files` the included files by name, `moreDefaults` lines added to `defaults:`.
     final class Scene {
         let directory: TemporaryDirectory
         let plain: RecordingServer
@@ -45,7 +45,7 @@ struct IncludeReachTests {
         /// `http://localhost:PORT`: the plain server by the name a scope can list.
         var plainLocalhost: String { "http://localhost:\(plain.port)" }
 
-        func write(include: String, files: [String: String], mainEndpoints: String = "") throws {
+        func write(include: String, files: [String: String], mainEndpoints: String = "", moreDefaults: String = "") throws {
             try """
             events: { output: events.jsonl, probes: all }
             include: \(include)
@@ -56,7 +56,7 @@ struct IncludeReachTests {
               timeout: 4s
               ip_family: ipv4
               headers: { Authorization: "Bearer ${PROBE_TOKEN}", User-Agent: pinpath-include-test }
-            endpoints:
+            \(moreDefaults)endpoints:
               - name: main-mtls
                 url: "\(tlsOrigin)/main-mtls"
                 client_certificate: \(clientCertificate)
@@ -174,8 +174,8 @@ struct IncludeReachTests {
         let main = scene.directory.file("pinpath.yaml")
         let included = scene.directory.file("conf.d/inherit.yaml")
         let plainHTTP = """
-            the secret default headers.Authorization from \(main) is not sent to this endpoint: it is plain http, where anyone \
-            on the path reads it (use https)
+            the credential default headers.Authorization from \(main) is not sent to this endpoint: it is plain http, where \
+            anyone on the path reads it (use https)
             """
         #expect(
             check.stderr.split(separator: "\n").map(String.init) == [
@@ -211,10 +211,12 @@ struct IncludeReachTests {
         }
     }
 
-    @Test("include: {files:, credentials_for:} sends the default to the scoped host over https, never over http")
+    @Test("include: {files:, credentials_for:} sends the defaults to the scoped host over https, never over http")
     func scopedCredential() throws {
         let scene = try Scene()
         try FileManager.default.createDirectory(atPath: scene.directory.file("other.d"), withIntermediateDirectories: true)
+        let body = "SECRET-default-body-91c0"
+        try body.write(toFile: scene.directory.file("body.txt"), atomically: true, encoding: .utf8)
         try scene.write(
             include: """
                 [{ files: conf.d/*.yaml, credentials_for: ["localhost", "*.internal.example"] }, other.d/*.yaml]
@@ -231,19 +233,34 @@ struct IncludeReachTests {
                   - { name: unscoped-https, url: "\(scene.tlsOrigin)/unscoped-https" }
 
                 """,
-            ])
+            ],
+            moreDefaults: "  method: POST\n  body_file: body.txt\n")
         let check = try scene.checkConfig()
         #expect(check.status == 0, "\(check.stderr)")
-        #expect(check.stderr.split(separator: "\n").count == 2, "scoped-http (plain http) and unscoped-https: \(check.stderr)")
-        #expect(check.stderr.contains("\(scene.directory.file("conf.d/scoped.yaml")):3:5: endpoints[1]: the secret default"))
-        #expect(check.stderr.contains("\(scene.directory.file("other.d/unscoped.yaml")):2:5: endpoints[0]: the credential default"))
+        let main = scene.directory.file("pinpath.yaml")
+        #expect(
+            check.stderr.split(separator: "\n").map(String.init) == [
+                """
+                pinpath: warning: \(scene.directory.file("other.d/unscoped.yaml")):2:5: endpoints[0]: the credential default \
+                headers.Authorization, body_file from \(main) is not applied to this endpoint of an included file: include's \
+                credentials_for does not list "localhost" (list it there for this file's endpoints to have it)
+                """,
+                """
+                pinpath: warning: \(scene.directory.file("conf.d/scoped.yaml")):3:5: endpoints[1]: the credential default \
+                headers.Authorization, body_file from \(main) is not sent to this endpoint: it is plain http, where anyone on the \
+                path reads it (use https)
+                """,
+            ])
 
         let run = try scene.runOnce()
         #expect(run.status == 0, "\(run.stderr)")
         let requests = scene.requests
         #expect(requests["/scoped-https"]?.header("Authorization") == "Bearer \(Self.token)")
-        #expect(requests["/scoped-http"] != nil && requests["/scoped-http"]?.header("Authorization") == nil)
-        #expect(requests["/unscoped-https"] != nil && requests["/unscoped-https"]?.header("Authorization") == nil)
+        #expect(requests["/scoped-https"]?.body == body)
+        for path in ["/scoped-http", "/unscoped-https"] {
+            #expect(requests[path] != nil, "\(path) was not probed")
+            #expect(requests[path]?.header("Authorization") == nil && requests[path]?.body == "", "\(path) received the defaults")
+        }
     }
 
     @Test("include: {…} is checked: a bad host pattern, a missing files key, an unknown key, each at its line")

@@ -52,7 +52,8 @@ struct EndpointDefaults {
 
     /// Why a credential default was not applied to an endpoint.
     enum WithholdingReason: Equatable {
-        /// A secret header, and the endpoint is plain http: anyone on the path would read it.
+        /// The endpoint is plain http, where anyone on the path would read it: a secret header, or any credential
+        /// default for an included file's endpoint.
         case plainHTTP
         /// The endpoint is in an included file, and `include`'s `credentials_for` does not list its host.
         case notScoped(host: String)
@@ -64,8 +65,8 @@ struct EndpointDefaults {
     ///
     /// A credential default is a secret header (``ConfigurationDecoder/isSecretHeader(name:template:)``) or a key that
     /// reads a local file (``EndpointConfiguration/mainFileOnlyKeys``): it is the main file's, and reaches an
-    /// endpoint of an included file only when `trust` scopes it to the endpoint's host; a secret header is never
-    /// sent over plain http, whichever file the endpoint is in.
+    /// endpoint of an included file only over https (or TLS) and when `trust` scopes it to the endpoint's host;
+    /// a secret header is never sent over plain http, whichever file the endpoint is in.
     func apply(to node: Node, _ keyPath: String, trust: EndpointSource.Trust) -> Application {
         guard !pairs.isEmpty, case .mapping(let mapping) = node else { return Application(node: node) }
         let own = Set(mapping.compactMap { $0.key.string })
@@ -76,8 +77,10 @@ struct EndpointDefaults {
         var result = Application(node: node)
         // Why a credential default does not reach this endpoint; `nil` when it does.
         func withholding(isHeader: Bool) -> WithholdingReason? {
-            if isHeader && kind == .http { return .plainHTTP }
-            guard case .included(let scope) = trust else { return nil }
+            guard case .included(let scope) = trust else { return isHeader && kind == .http ? .plainHTTP : nil }
+            // An included file chooses the URL and the proxy: over plain http, any default it gets is readable on
+            // the path, the proxy it names included.
+            if kind == .http { return .plainHTTP }
             guard let host else { return .notScoped(host: "") }
             // A TLS kind's checked name must be in scope too: it is the name the handshake authenticates.
             let names = [host] + (kind.map { $0.usesTLS && !$0.isHTTP } == true ? serverName.map { [$0] } ?? [] : [])
@@ -170,8 +173,8 @@ extension ConfigurationDecoder {
             warn(
                 .credentialDefaultWithheld, at: node, keyPath,
                 """
-                the secret default \(Self.list(plainHTTP)) from \(mainFile) is not sent to this endpoint: it is plain http, where \
-                anyone on the path reads it (use https)
+                the credential default \(Self.list(plainHTTP)) from \(mainFile) is not sent to this endpoint: it is plain http, \
+                where anyone on the path reads it (use https)
                 """)
         }
         let unscoped = withheld.compactMap { entry -> (key: String, host: String)? in
