@@ -4,29 +4,37 @@ import CYAML
 /// position of every node.
 ///
 /// Aliases become the node their anchor names, as Yams composes them: the copy shares storage with the
-/// original (Swift arrays are copy-on-write), so a "billion laughs" text costs memory in proportion to its
-/// size, not to its expansion. An alias to an anchor not yet closed (`&a [*a]`) is an undefined alias.
-/// Merge keys (`<<`) and tags are not applied: readers see them as written.
+/// original (Swift arrays are copy-on-write), so composing costs memory in proportion to the text. But every
+/// reader of the tree walks each alias's copy again, so aliases of aliases ("billion laughs") or one big
+/// anchor aliased thousands of times make a small text cost a reader minutes; composition counts the nodes
+/// each alias stands for and refuses the document past ``AliasLimit`` (``AliasLimit/standard`` unless
+/// told otherwise). An alias to an anchor not yet closed (`&a [*a]`) is an undefined alias. Merge keys (`<<`)
+/// and tags are not applied: readers see them as written.
 ///
 /// Composition keeps its own stack, but a reader walking the tree and Swift freeing it both recurse, so
 /// callers bound the nesting of untrusted text first.
 public struct Parser: Sendable {
     /// The text to compose.
     public let yaml: String
+    /// How far aliases may expand the document.
+    public let aliasLimit: AliasLimit
 
-    public init(yaml: String) {
+    public init(yaml: String, aliasLimit: AliasLimit = .standard) {
         self.yaml = yaml
+        self.aliasLimit = aliasLimit
     }
 
     /// The root of the one document in the text; `nil` when the text holds none (empty, or only comments).
     ///
     /// - Throws: ``YamlError`` with libyaml's problem and position; a second document is
-    ///   ``YamlError/composer(context:problem:_:yaml:)`` with the problem "but found another document".
+    ///   ``YamlError/composer(context:problem:_:yaml:)`` with the problem "but found another document", and
+    ///   aliases expanding it past ``aliasLimit`` the same case, at the alias that went past it, with a problem
+    ///   naming the limit.
     public func singleRoot() throws(YamlError) -> Node? {
         let reader = try EventReader(yaml: yaml)
         _ = try reader.next()  // the stream's start
         guard try reader.next().kind != .streamEnd else { return nil }  // or the document's start
-        var composer = Composer(yaml: yaml)
+        var composer = Composer(yaml: yaml, aliasLimit: aliasLimit)
         let root = try composer.node(startingWith: reader.next(), from: reader)
         _ = try reader.next()  // the document's end
         let next = try reader.next()
@@ -39,11 +47,42 @@ public struct Parser: Sendable {
     }
 }
 
+/// How many nodes a document may stand for once its aliases are expanded: ``nodes``, or ``multipleOfWritten``
+/// times the nodes its text writes when that is more. Configuration that shares a value through an anchor stays
+/// well within it; a document that needs more is an attack or a mistake, and costs every reader in
+/// proportion to the expansion, not to the text.
+public struct AliasLimit: Sendable, Equatable {
+    /// The nodes any document may stand for, however few it writes.
+    public var nodes: Int
+    /// How many times the nodes it writes a larger document may stand for.
+    public var multipleOfWritten: Int
+
+    public init(nodes: Int, multipleOfWritten: Int) {
+        self.nodes = nodes
+        self.multipleOfWritten = multipleOfWritten
+    }
+
+    /// 100,000 nodes, or 10 times the nodes written: a file of a thousand endpoints each aliasing a few shared
+    /// values is far inside it, and reading what it allows takes a fraction of a second.
+    public static let standard = AliasLimit(nodes: 100_000, multipleOfWritten: 10)
+
+    /// The most nodes a document that writes `written` nodes may stand for.
+    func allowed(written: Int) -> Int {
+        max(nodes, written.multipliedReportingOverflow(by: multipleOfWritten).overflow ? .max : written * multipleOfWritten)
+    }
+}
+
 /// Builds nodes from events with an explicit stack of the collections still open.
 private struct Composer {
     let yaml: String
-    /// The nodes anchored so far; a later anchor of the same name replaces an earlier one.
-    var anchors: [String: Node] = [:]
+    let aliasLimit: AliasLimit
+    /// The nodes anchored so far, with how many nodes each stands for; a later anchor of the same name replaces
+    /// an earlier one.
+    var anchors: [String: (node: Node, size: Int)] = [:]
+    /// Nodes the text writes (scalars and collections, not aliases), so far.
+    var written = 0
+    /// Nodes the document stands for so far: those written and those each alias repeats.
+    var expanded = 0
 
     private struct OpenCollection {
         let isMapping: Bool
@@ -51,6 +90,8 @@ private struct Composer {
         let mark: Mark
         /// For a mapping, keys and values alternate.
         var items: [Node] = []
+        /// The nodes it stands for, itself and aliases' expansions included.
+        var size = 1
 
         var node: Node {
             guard isMapping else { return .sequence(Node.Sequence(items, mark)) }
@@ -59,45 +100,69 @@ private struct Composer {
         }
     }
 
-    init(yaml: String) {
+    init(yaml: String, aliasLimit: AliasLimit) {
         self.yaml = yaml
+        self.aliasLimit = aliasLimit
     }
 
     mutating func node(startingWith first: Event, from reader: EventReader) throws(YamlError) -> Node {
         var open: [OpenCollection] = []
         var event = first
         while true {
-            let completed: Node?
+            let completed: (node: Node, size: Int)?
             switch event.kind {
             case .alias:
-                guard let anchor = event.anchor, let node = anchors[anchor] else {
+                guard let anchor = event.anchor, let anchored = anchors[anchor] else {
                     throw .composer(context: nil, problem: "found undefined alias", event.mark, yaml: yaml)
                 }
-                completed = node
+                expanded = Self.sum(expanded, anchored.size)
+                let allowed = aliasLimit.allowed(written: written)
+                guard expanded <= allowed else {
+                    throw .composer(
+                        context: nil,
+                        problem: """
+                            this alias expands the document past \(allowed) nodes, the most aliases may make it stand for \
+                            (\(aliasLimit.nodes), or \(aliasLimit.multipleOfWritten) times the \(written) nodes written so far); write \
+                            the values out instead of aliasing them so often
+                            """,
+                        event.mark, yaml: yaml)
+                }
+                completed = anchored
             case .scalar:
                 let node = Node.scalar(event.scalar ?? Node.Scalar("", .plain, event.mark))
-                if let anchor = event.anchor { anchors[anchor] = node }
-                completed = node
+                if let anchor = event.anchor { anchors[anchor] = (node, 1) }
+                written += 1
+                expanded += 1
+                completed = (node, 1)
             case .sequenceStart, .mappingStart:
                 open.append(OpenCollection(isMapping: event.kind == .mappingStart, anchor: event.anchor, mark: event.mark))
+                written += 1
+                expanded += 1
                 completed = nil
             case .sequenceEnd, .mappingEnd:
                 guard let collection = open.popLast() else {
                     throw .composer(context: nil, problem: "unexpected end of a collection", event.mark, yaml: yaml)
                 }
                 let node = collection.node
-                if let anchor = collection.anchor { anchors[anchor] = node }
-                completed = node
+                if let anchor = collection.anchor { anchors[anchor] = (node, collection.size) }
+                completed = (node, collection.size)
             case .streamStart, .streamEnd, .documentStart, .documentEnd, .none:
                 // libyaml's parser never sends these inside a document.
                 throw .composer(context: nil, problem: "unexpected event", event.mark, yaml: yaml)
             }
             if let completed {
-                guard !open.isEmpty else { return completed }
-                open[open.count - 1].items.append(completed)
+                guard !open.isEmpty else { return completed.node }
+                open[open.count - 1].items.append(completed.node)
+                open[open.count - 1].size = Self.sum(open[open.count - 1].size, completed.size)
             }
             event = try reader.next()
         }
+    }
+
+    /// `a + b`, or `Int.max` past it: with a limit of `Int.max`, a billion laughs still counts without trapping.
+    private static func sum(_ a: Int, _ b: Int) -> Int {
+        let (total, overflow) = a.addingReportingOverflow(b)
+        return overflow ? .max : total
     }
 }
 

@@ -32,13 +32,36 @@ public enum Shell {
             inputPipe.fileHandleForWriting.write(Data(input.utf8))
             try inputPipe.fileHandleForWriting.close()
         }
-        // Read before waiting, so a chatty program cannot block on a full pipe.
+        // Read both before waiting, and at the same time: a program that fills one pipe while the other is
+        // read would block for ever (20,000 configuration problems on stderr did).
+        let collected = CollectedOutput()
+        let reader = Thread {
+            collected.set(err.fileHandleForReading.readDataToEndOfFile())
+        }
+        reader.start()
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        let stderr = collected.wait()
         process.waitUntilExit()
         return Result(
             status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
             stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// What a reader thread read, handed to the waiting thread once. `@unchecked Sendable`: written once before
+    /// the semaphore is signalled, read only after waiting for it.
+    private final class CollectedOutput: @unchecked Sendable {
+        private var data = Data()
+        private let done = DispatchSemaphore(value: 0)
+
+        func set(_ value: Data) {
+            data = value
+            done.signal()
+        }
+
+        func wait() -> Data {
+            done.wait()
+            return data
+        }
     }
 
     /// Runs a program and fails the test's setup if it does not exit 0.

@@ -46,15 +46,68 @@ struct ParserTests {
         #expect(other.mark == Mark(line: 1, column: 7))  // libyaml starts the node at its anchor
     }
 
-    @Test("A billion laughs composes in the memory of its text: aliases share the anchored node")
+    /// Aliases of aliases: 10 nodes written per level, 10^9 nodes for a reader to walk. Composing alone was
+    /// cheap (copies share storage), but every reader of the tree walked the expansion.
+    @Test("A billion laughs is refused at the alias that passes the limit, naming the limit")
     func billionLaughs() throws {
         var yaml = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
         for level in 1...9 {
             let previous = "*a\(level - 1)"
             yaml += "a\(level): &a\(level) [\(Array(repeating: previous, count: 10).joined(separator: ", "))]\n"
         }
+        let start = ContinuousClock.now
+        // Nothing returned: a test that failed would otherwise try to print a billion nodes.
+        let error = #expect(throws: YamlError.self) { _ = try Parser(yaml: yaml).singleRoot() }
+        print("billion laughs (\(yaml.utf8.count) bytes) refused after \(ContinuousClock.now - start)")
+        guard case .composer(nil, let problem, let mark, _) = error else {
+            Issue.record("expected a composer error, got \(String(describing: error))")
+            return
+        }
+        // a3 stands for 11,111 nodes: its 8th alias, in a4 on line 5, passes 100,000.
+        #expect(mark == Mark(line: 5, column: 45))
+        #expect(
+            problem == """
+                this alias expands the document past 100000 nodes, the most aliases may make it stand for (100000, or 10 times \
+                the 21 nodes written so far); write the values out instead of aliasing them so often
+                """)
+    }
+
+    /// The quadratic case: one anchored list of 2,000 items, aliased 20,000 times (64 KB): 40 million nodes for
+    /// a reader, refused as soon as the aliases pass the limit.
+    @Test("One big anchor aliased thousands of times is refused")
+    func bigAnchorAliasedOften() throws {
+        let yaml =
+            "x: &a [\(Array(repeating: "y", count: 2_000).joined(separator: ","))]\nz: [\(Array(repeating: "*a", count: 20_000).joined(separator: ","))]\n"
+        let start = ContinuousClock.now
+        // Nothing returned: a test that failed would otherwise try to print millions of nodes.
+        let error = #expect(throws: YamlError.self) { _ = try Parser(yaml: yaml).singleRoot() }
+        print("\(yaml.utf8.count) bytes aliasing a 2,000-item list refused after \(ContinuousClock.now - start)")
+        guard case .composer(_, let problem, let mark, _) = error else {
+            Issue.record("expected a composer error, got \(String(describing: error))")
+            return
+        }
+        #expect(mark.line == 2)
+        #expect(problem.hasPrefix("this alias expands the document past 100000 nodes"), "\(problem)")
+    }
+
+    @Test("Aliases within the limit compose, and the limit is the caller's to set")
+    func aliasesWithinTheLimit() throws {
+        // 1,000 items each aliasing a 7-node mapping: 7,000 nodes from aliases, far inside the limit.
+        let yaml =
+            "shared: &h {a: 1, b: 2, c: 3}\nitems:\n" + (0..<1_000).map { "  - {name: n\($0), headers: *h}\n" }.joined()
         let root = try #require(try Parser(yaml: yaml).singleRoot())
-        #expect(root.mapping?.count == 10)
+        guard case .sequence(let items) = try #require(root.mapping?["items"]) else {
+            Issue.record("items is not a list")
+            return
+        }
+        #expect(items.count == 1_000)
+        #expect(items.last?.mapping?["headers"]?.mapping?["c"]?.string == "3")
+        // The limit is the caller's: a floor of 100 nodes and a multiple of 1 refuse this text, where the aliases
+        // pass the nodes written so far; no floor and 10 times what is written accept it.
+        #expect(throws: YamlError.self) {
+            _ = try Parser(yaml: yaml, aliasLimit: AliasLimit(nodes: 100, multipleOfWritten: 1)).singleRoot()
+        }
+        #expect(try Parser(yaml: yaml, aliasLimit: AliasLimit(nodes: 0, multipleOfWritten: 10)).singleRoot() != nil)
     }
 
     @Test("Thousands of nested collections compose without recursion")

@@ -50,17 +50,14 @@ public struct AgentConfiguration: Sendable {
     public static func load(
         path: String, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ConfigurationError) -> AgentConfiguration {
-        let text: String
-        do {
-            let data = try Data(contentsOf: URL(fileURLWithPath: path))
-            guard let decoded = String(data: data, encoding: .utf8) else {
-                throw ConfigurationError(problems: [wholeFile(path, .unreadableFile, "the file is not UTF-8 text")])
-            }
-            text = decoded
-        } catch let error as ConfigurationError {
-            throw error
+        let bytes: [UInt8]
+        do throws(FileReadError) {
+            bytes = try readRegularFile(path)
         } catch {
-            throw ConfigurationError(problems: [wholeFile(path, .unreadableFile, "cannot read the file: \(reason(error))")])
+            throw ConfigurationError(problems: [wholeFile(path, .unreadableFile, readFailure(error, "the file"))])
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw ConfigurationError(problems: [wholeFile(path, .unreadableFile, "the file is not UTF-8 text")])
         }
         let directory = path.lastIndex(of: "/").map { String(path[...$0]) } ?? "."
         return try parse(yaml: text, file: path, baseDirectory: directory, environment: environment)
@@ -83,7 +80,20 @@ public struct AgentConfiguration: Sendable {
         do {
             root = try Parser(yaml: yaml).singleRoot()
         } catch {
-            throw ConfigurationError(problems: [syntaxProblem(error, file: file, yaml: yaml)])
+            // A key or an environment file given by mistake is named, not quoted.
+            let problem =
+                ForeignContent.description(of: yaml).map {
+                    ConfigurationProblem(
+                        file: file, line: 1, column: 1, keyPath: "", code: .syntax, message: "the file \($0), not YAML; \(wrongFile)")
+                } ?? syntaxProblem(error, file: file, yaml: yaml)
+            throw ConfigurationError(problems: [problem])
+        }
+        if case .scalar = root, let root {
+            let what = ForeignContent.description(of: yaml) ?? ForeignContent.description(of: root)
+            throw ConfigurationError(problems: [
+                ConfigurationProblem(
+                    file: file, line: 1, column: 1, keyPath: "", code: .wrongType, message: "the file \(what); \(wrongFile)")
+            ])
         }
         let decoder = ConfigurationDecoder(file: file, baseDirectory: baseDirectory, environment: environment)
         // An empty file is an empty configuration: the machine's own reachability is still reported.
@@ -101,17 +111,24 @@ public struct AgentConfiguration: Sendable {
         let ownEndpoints =
             fields?["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") } ?? []
         let sources =
-            [EndpointSource(file: file, endpoints: ownEndpoints)] + (fields?["include"].map { includedEndpoints($0, decoder) } ?? [])
+            [EndpointSource(file: file, endpoints: ownEndpoints, trust: .mainFile)]
+            + (fields?["include"].map { includedEndpoints($0, decoder) } ?? [])
         var endpoints: [EndpointConfiguration] = []
         for source in sources {
             decoder.file = source.file
+            if case .included = source.trust { decoder.readingIncludedFile = true }
             for (index, node) in source.endpoints.enumerated() {
                 let keyPath = "endpoints[\(index)]"
-                let (merged, inherited) = defaults.apply(to: node, keyPath)
-                decoder.inherited = (keyPath, inherited)
-                if let endpoint = EndpointConfiguration.decode(merged, keyPath, &context, decoder) { endpoints.append(endpoint) }
+                let application = defaults.apply(to: node, keyPath, trust: source.trust)
+                decoder.inherited = (keyPath, application.inherited)
+                decoder.warnWithheld(application.withheld, at: node, keyPath)
+                if var endpoint = EndpointConfiguration.decode(application.node, keyPath, &context, decoder) {
+                    endpoint.withheldDefaults = application.withheld.map(\.key)
+                    endpoints.append(endpoint)
+                }
             }
             decoder.inherited = nil
+            decoder.readingIncludedFile = false
         }
         decoder.file = file
         let endpointNodes = sources.flatMap(\.endpoints)
@@ -131,16 +148,20 @@ public struct AgentConfiguration: Sendable {
             warnings: ConfigurationError(problems: decoder.warnings).problems)
     }
 
-    static func wholeFile(_ path: String, _ code: ConfigurationProblem.Code, _ message: String) -> ConfigurationProblem {
-        ConfigurationProblem(file: path, line: nil, column: nil, keyPath: "", code: code, message: message)
+    private static let wrongFile = "nothing from it is shown (is this the right file?)"
+
+    /// Why a configuration file (`what`: "the file", "the included file") could not be read, without its path
+    /// (the problem names it): errno's words, or what the path is when it is not a regular file.
+    static func readFailure(_ error: FileReadError, _ what: String) -> String {
+        switch error.failure {
+        case .open(let code), .read(let code): "cannot read \(what): \(String(cString: strerror(code)))"
+        case .tooLarge: "cannot read \(what): it is larger than \(maximumReadableFileSize >> 20) MiB"
+        case .notRegularFile(let kind): "\(what) is \(kind.rawValue), not a regular file; nothing was read from it"
+        }
     }
 
-    /// strerror's words for a failed read, rather than Foundation's sentence about a "file couldn't be opened".
-    static func reason(_ error: any Error) -> String {
-        if let posix = (error as? CocoaError)?.underlying as? POSIXError {
-            return String(cString: strerror(posix.code.rawValue))
-        }
-        return "\(error)"
+    static func wholeFile(_ path: String, _ code: ConfigurationProblem.Code, _ message: String) -> ConfigurationProblem {
+        ConfigurationProblem(file: path, line: nil, column: nil, keyPath: "", code: code, message: message)
     }
 
     /// A Yams parse error as a problem at libyaml's position, in libyaml's words.
@@ -224,7 +245,7 @@ extension ConfigurationDecoder {
         guard text.hasSuffix(".prom"), !text.hasSuffix("/.prom") else {
             report(
                 .invalidValue, at: value, keyPath,
-                "\"\(text)\" does not end in .prom; node_exporter's textfile collector reads only *.prom files")
+                "\(ConfigurationProblem.quoted(text)) does not end in .prom; node_exporter's textfile collector reads only *.prom files")
             return nil
         }
         let path = resolve(path: text)

@@ -14,6 +14,9 @@ final class ConfigurationDecoder {
     /// Key paths of the endpoint being read whose values came from `defaults:` (`endpoints[3].interval`,
     /// `endpoints[3].headers.X-Team`), with the endpoint's own key path: their problems are the defaults'.
     var inherited: (endpoint: String, keyPaths: [String])?
+    /// Whether an included file's endpoints are being read: their own values may not read the environment or
+    /// local files (the defaults they inherit are the main file's, and may).
+    var readingIncludedFile = false
     /// The configuration file's directory: relative paths in the file are relative to it, not to the
     /// agent's working directory (systemd starts it in `/`).
     let baseDirectory: String
@@ -23,6 +26,9 @@ final class ConfigurationDecoder {
     private(set) var problems: [ConfigurationProblem] = []
     /// What loads but deserves an operator's look (pins already expired); never a reason to refuse the file.
     private(set) var warnings: [ConfigurationProblem] = []
+    /// ``problems`` and ``warnings`` as sets: a file of 20,000 bad items took a quadratic 17 s to check when
+    /// each new problem was compared with every earlier one.
+    private var reported: Set<ConfigurationProblem> = []
 
     init(file: String, baseDirectory: String, environment: [String: String]) {
         self.file = file
@@ -35,7 +41,7 @@ final class ConfigurationDecoder {
     func report(_ code: ConfigurationProblem.Code, at node: Node?, _ keyPath: String, _ message: String) {
         let problem = makeProblem(code, at: node, keyPath, message)
         // A bad default would otherwise be reported once per endpoint that inherits it.
-        if !problems.contains(problem) { problems.append(problem) }
+        if reported.insert(problem).inserted { problems.append(problem) }
     }
 
     /// The problem at `node` in the file being read, or at `defaults.…` in the main file when the value came
@@ -46,12 +52,27 @@ final class ConfigurationDecoder {
         let mark = node?.mark
         var file = file
         var keyPath = keyPath
-        if let inherited, inherited.keyPaths.contains(where: { Self.keyPath(keyPath, isWithin: $0) }) {
+        if let inherited, isInherited(keyPath) {
             file = mainFile
             keyPath = "defaults" + keyPath.dropFirst(inherited.endpoint.count)
         }
+        // Every value a message quotes is cut already; this bounds what other modules' messages quote, and
+        // keeps a problem on one line whatever it holds.
         return ConfigurationProblem(
-            file: file, line: mark?.line ?? 1, column: mark?.column ?? 1, keyPath: keyPath, code: code, message: message)
+            file: file, line: mark?.line ?? 1, column: mark?.column ?? 1,
+            keyPath: UntrustedText.escaped(keyPath, limit: ConfigurationProblem.maximumMessageLength), code: code,
+            message: UntrustedText.escaped(message, limit: ConfigurationProblem.maximumMessageLength))
+    }
+
+    /// Whether the value at `keyPath` of the endpoint being read came from `defaults:`.
+    func isInherited(_ keyPath: String) -> Bool {
+        inherited?.keyPaths.contains { Self.keyPath(keyPath, isWithin: $0) } ?? false
+    }
+
+    /// Whether the value at `keyPath` was written in an included file (not inherited from the main file's
+    /// `defaults:`), and so may not reach the environment or local files.
+    func isWrittenInIncludedFile(_ keyPath: String) -> Bool {
+        readingIncludedFile && !isInherited(keyPath)
     }
 
     /// Whether `keyPath` is `base` or below it (`base.key`, `base[0]`).
@@ -63,14 +84,14 @@ final class ConfigurationDecoder {
 
     /// Records a problem made elsewhere (an included file that cannot be read or parsed).
     func record(_ problem: ConfigurationProblem) {
-        problems.append(problem)
+        if reported.insert(problem).inserted { problems.append(problem) }
     }
 
     /// Records a warning at `node`'s position: `check-config` prints it, the agent reports it in `agent.started` and
     /// `config.reloaded`.
     func warn(_ code: ConfigurationProblem.Code, at node: Node?, _ keyPath: String, _ message: String) {
         let warning = makeProblem(code, at: node, keyPath, message)
-        if !warnings.contains(warning) { warnings.append(warning) }
+        if reported.insert(warning).inserted { warnings.append(warning) }
     }
 
     /// `path` as given when absolute, otherwise under the configuration file's directory.
@@ -120,7 +141,7 @@ final class ConfigurationDecoder {
                 let hint =
                     Self.closest(to: key.text, among: known).map { "did you mean \"\($0)\"?" }
                     ?? "known keys: \(known.joined(separator: ", "))"
-                report(.unknownKey, at: key.node, fields.path(key.text), "unknown key \"\(key.text)\"; \(hint)")
+                report(.unknownKey, at: key.node, fields.path(key.text), "unknown key \(ConfigurationProblem.quoted(key.text)); \(hint)")
                 continue
             }
             fields.values[key.text] = (key.node, value)
@@ -148,7 +169,9 @@ final class ConfigurationDecoder {
             }
             if let first = seen[scalar.string] {
                 let line = first.mark.map { " (first on line \($0.line))" } ?? ""
-                report(.duplicate, at: key, Self.keyPath(keyPath, scalar.string), "the key \"\(scalar.string)\" is given twice\(line)")
+                report(
+                    .duplicate, at: key, Self.keyPath(keyPath, scalar.string),
+                    "the key \(ConfigurationProblem.quoted(scalar.string)) is given twice\(line)")
                 continue
             }
             seen[scalar.string] = key
@@ -231,7 +254,7 @@ final class ConfigurationDecoder {
         let names = T.allCases.map(\.rawValue)
         guard let text = string(node, keyPath, "one of \(names.joined(separator: ", "))") else { return nil }
         guard let value = T(rawValue: text) else {
-            var message = "\"\(text)\" is not one of \(names.joined(separator: ", "))"
+            var message = "\(ConfigurationProblem.quoted(text)) is not one of \(names.joined(separator: ", "))"
             if let close = Self.closest(to: text, among: names) { message += "; did you mean \"\(close)\"?" }
             report(.invalidValue, at: node, keyPath, message)
             return nil
@@ -239,12 +262,13 @@ final class ConfigurationDecoder {
         return value
     }
 
-    /// How a node reads in a message: `a list`, `a mapping`, or the scalar itself in quotes.
+    /// How a node reads in a message: `a list`, `a mapping`, or the scalar in quotes (its start only,
+    /// ``ConfigurationProblem/quoted(_:)``).
     func kind(of node: Node) -> String {
         switch node {
         case .mapping: return "a mapping"
         case .sequence: return "a list"
-        case .scalar(let scalar): return scalar.string.isEmpty ? "nothing" : "\"\(scalar.string)\""
+        case .scalar(let scalar): return scalar.string.isEmpty ? "nothing" : ConfigurationProblem.quoted(scalar.string)
         }
     }
 }

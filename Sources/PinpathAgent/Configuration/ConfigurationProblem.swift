@@ -47,6 +47,13 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
         public static let plainHTTPReportURI = Code(name: "plain_http_report_uri")
         /// A warning: an `include` pattern matches no file, so it adds no endpoints.
         public static let nothingIncluded = Code(name: "nothing_included")
+        /// A key or `${NAME}` in an included file that would reach what only the main file may: a local file
+        /// (`body_file`, a client certificate or key) or the environment.
+        public static let notInIncludedFile = Code(name: "not_in_included_file")
+        /// A warning: a credential default (a secret header, a client certificate, a `body_file`) is not applied
+        /// to an endpoint, because it is plain http or in an included file that `include`'s `credentials_for`
+        /// does not scope to its host.
+        public static let credentialDefaultWithheld = Code(name: "credential_default_withheld")
     }
 
     /// The configuration file, as it was given (relative paths stay relative).
@@ -62,6 +69,19 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
     /// A sentence for a person: names the value and says what to write instead. Never holds the value of
     /// an environment variable.
     public let message: String
+
+    /// The most scalars of a value a message quotes: enough to recognize it, too few to carry a token or a key
+    /// that a mistaken `include:` pattern or `--config` read.
+    static let quotedLength = 32
+
+    /// The most scalars of a whole message the loader writes, however many values it quotes.
+    static let maximumMessageLength = 1024
+
+    /// `value` as a message quotes it: in double quotes, at most ``quotedLength`` scalars, controls and bidi
+    /// formatting escaped (`UntrustedText`), the cut marked.
+    static func quoted(_ value: String) -> String {
+        "\"" + UntrustedText.escaped(value, limit: quotedLength) + "\""
+    }
 
     /// Creates a problem; the loader makes these, tests and other front ends may too.
     public init(file: String, line: Int?, column: Int?, keyPath: String, code: Code, message: String) {

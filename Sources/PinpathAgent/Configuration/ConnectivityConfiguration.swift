@@ -27,7 +27,8 @@ public struct ConnectivityConfiguration: Sendable, Equatable {
         if let url, !(ServiceKind(scheme: url.scheme)?.isHTTP ?? false) {
             decoder.report(
                 .invalidValue, at: urlNode, fields.path("url"),
-                "\"\(DisplayURL.redacting(url.absoluteString))\" is not http:// or https://; the check is an HTTP request")
+                "\(ConfigurationProblem.quoted(DisplayURL.redacting(url.absoluteString))) is not http:// or https://; the check is an HTTP request"
+            )
         }
         var status = 204
         var body: String?

@@ -22,9 +22,9 @@ public enum DurationSyntax {
     /// - Throws: ``ParseError`` for anything else, negative values, and values too large to represent,
     ///   suggesting the right spelling when the text reads like `5 minutes`.
     public static func parse(_ text: String) throws(ParseError) -> Duration {
-        let invalid = ParseError(message: "\"\(text)\" is not a duration (\(hint(for: text)))")
+        let invalid = ParseError(message: "\(ConfigurationProblem.quoted(text)) is not a duration (\(hint(for: text)))")
         if text.hasPrefix("-") {
-            throw ParseError(message: "\"\(text)\" is negative; a duration is 0 or more")
+            throw ParseError(message: "\(ConfigurationProblem.quoted(text)) is negative; a duration is 0 or more")
         }
         var rest = Substring(text)
         var total: Int64 = 0
@@ -57,7 +57,7 @@ public enum DurationSyntax {
     }
 
     private static func tooLarge(_ text: String) -> ParseError {
-        ParseError(message: "\"\(text)\" is too long a duration")
+        ParseError(message: "\(ConfigurationProblem.quoted(text)) is too long a duration")
     }
 
     /// The spelling to suggest: `5 minutes` → `use 300s or 5m`; otherwise the general form.

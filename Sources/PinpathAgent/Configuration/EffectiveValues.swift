@@ -43,6 +43,7 @@ extension EndpointConfiguration {
             ("cert_expiry_warning", .array(certExpiryWarnings.map { .string(DurationSyntax.format($0)) })),
             ("proxy", .string(proxy.summary(for: url))),
         ]
+        if !withheldDefaults.isEmpty { values.append(("withheld_defaults", .array(withheldDefaults.map(JSONValue.string)))) }
         return values
     }
 

@@ -91,6 +91,9 @@ public struct EndpointConfiguration: Sendable, Equatable {
     public let reportCollectors: [ReportCollector]
     /// The proxies its probes go through: its own `proxy:`, else the file's default.
     public let proxy: ProxyConfiguration
+    /// The credential defaults not applied to it (`headers.Authorization`, `client_certificate`): it is plain
+    /// http, or in an included file not scoped to its host (``EndpointDefaults``). Shown by `--effective`.
+    var withheldDefaults: [String] = []
 
     /// The headers to send, with the real values. Never print or log the result: unlike ``headers``, it
     /// does not redact.
@@ -112,6 +115,12 @@ public struct EndpointConfiguration: Sendable, Equatable {
 
     /// The largest `body_file` read: a probe's body, not an upload.
     static let maximumBodyFileSize = 1 << 20
+
+    /// The keys that read a local file (or, for the key's password, the environment) when the configuration is
+    /// loaded, and send what they read to the endpoint's server: only the main file may write them. An
+    /// included file that could would send the agent's private key or any file it can read to a URL of its
+    /// choosing. Inherited from the main file's `defaults:`, they are credentials, scoped like secret headers.
+    static let mainFileOnlyKeys = ["body_file", "client_certificate", "client_key", "client_key_password"]
 }
 
 extension EndpointConfiguration {
@@ -133,8 +142,9 @@ extension EndpointConfiguration {
     /// Reads one endpoint; `nil` after reporting its problems.
     static func decode(_ node: Node, _ keyPath: String, _ context: inout Context, _ decoder: ConfigurationDecoder) -> EndpointConfiguration?
     {
-        guard let fields = decoder.mapping(node, keyPath, known: keys) else { return nil }
+        guard var fields = decoder.mapping(node, keyPath, known: keys) else { return nil }
         let before = decoder.problems.count
+        decoder.refuseMainFileOnlyKeys(&fields)
 
         let name = decoder.required(fields, "name", "a name").flatMap { value in decoder.endpointName(value, fields.path("name"), &context)
         }
@@ -189,12 +199,12 @@ extension EndpointConfiguration {
                     decoder.report(
                         .invalidValue, at: node, fields.path("policy"),
                         kind == .http
-                            ? "policy \"\(reference)\" checks TLS, but the URL is plain http; use https or remove the policy"
-                            : "policy \"\(reference)\" checks TLS, but a \(kind.rawValue):// probe has none; use tls:// or remove the policy"
+                            ? "policy \(ConfigurationProblem.quoted(reference)) checks TLS, but the URL is plain http; use https or remove the policy"
+                            : "policy \(ConfigurationProblem.quoted(reference)) checks TLS, but a \(kind.rawValue):// probe has none; use tls:// or remove the policy"
                     )
                 }
             } else if !context.declaredPolicies.contains(reference) {
-                var message = "policy \"\(reference)\" is not defined"
+                var message = "policy \(ConfigurationProblem.quoted(reference)) is not defined"
                 if context.declaredPolicies.isEmpty {
                     message += " (there is no policies: section)"
                 } else if let close = ConfigurationDecoder.closest(to: reference, among: context.declaredPolicies) {
@@ -272,11 +282,35 @@ extension ConfigurationDecoder {
             let place =
                 first.file == file
                 ? "line \(mark?.line ?? 0)" : "at \(first.file):\(mark?.line ?? 0):\(mark?.column ?? 0)"
-            report(.duplicate, at: node, keyPath, "another endpoint is already named \"\(name)\" (\(place)); names must be unique")
+            report(
+                .duplicate, at: node, keyPath,
+                "another endpoint is already named \(ConfigurationProblem.quoted(name)) (\(place)); names must be unique")
             return nil
         }
         context.names[name] = (file, node)
         return name
+    }
+
+    /// Refuses, in an included file, the keys only the main file may write (``EndpointConfiguration/mainFileOnlyKeys``),
+    /// and drops them before anything reads the files they name.
+    func refuseMainFileOnlyKeys(_ fields: inout ConfigurationMapping) {
+        var refused: [String] = []
+        for key in EndpointConfiguration.mainFileOnlyKeys {
+            guard let entry = fields.values[key], isWrittenInIncludedFile(fields.path(key)) else { continue }
+            refused.append(key)
+            let what = key == "client_key_password" ? "unlocks a local key file" : "reads a local file"
+            report(
+                .notInIncludedFile, at: entry.key, fields.path(key),
+                """
+                \(key) \(what), which only \(mainFile) may name: an included file could send the agent's keys or any \
+                file it can read to a server of its choosing; move this endpoint to \(mainFile)
+                """)
+            fields.values[key] = nil
+        }
+        // Without its certificate, an inherited key or password would only add a second, misleading problem.
+        if refused.contains("client_certificate") {
+            for key in ["client_key", "client_key_password"] where isInherited(fields.path(key)) { fields.values[key] = nil }
+        }
     }
 
     /// An absolute URL of a ``ServiceKind`` with a host and no credentials; `tls://` and `tcp://` with a port.
@@ -284,27 +318,28 @@ extension ConfigurationDecoder {
         guard let text = string(node, keyPath, "a URL") else { return nil }
         let problem: String?
         let url = URL(endpointText: text)
-        let shown = DisplayURL.redacting(text)  // problems reach the journal: no query, no credentials
+        // Problems reach the journal: no query, no credentials, and only the start of a long one.
+        let shown = ConfigurationProblem.quoted(DisplayURL.redacting(text))
         if text.contains("${") {
-            problem = "\"\(shown)\" uses ${…}, which only header values may; put a token in a header instead"
+            problem = "\(shown) uses ${…}, which only header values may; put a token in a header instead"
         } else if let url, let kind = ServiceKind(scheme: url.scheme) {
             if let refusal = kind.refusal {
-                problem = "\"\(shown)\": \(refusal)"
+                problem = "\(shown): \(refusal)"
             } else if url.host?.isEmpty ?? true {
-                problem = "\"\(shown)\" has no host"
+                problem = "\(shown) has no host"
             } else if url.user != nil || url.password != nil {
                 problem =
                     "the URL holds a user name or password, which would appear in events; use an Authorization header with ${ENV} instead"
             } else if kind.defaultPort == nil && url.port == nil {
-                problem = "\"\(shown)\" has no port; a \(kind.rawValue):// URL needs one (\(kind.rawValue)://host:port)"
+                problem = "\(shown) has no port; a \(kind.rawValue):// URL needs one (\(kind.rawValue)://host:port)"
             } else if !kind.isHTTP && !(url.path.isEmpty || url.path == "/") {
-                problem = "\"\(shown)\" has a path; a \(kind.rawValue):// probe only connects (write \(kind.rawValue)://host:port)"
+                problem = "\(shown) has a path; a \(kind.rawValue):// probe only connects (write \(kind.rawValue)://host:port)"
             } else {
                 problem = nil
             }
         } else {
             problem = """
-                "\(shown)" is not a URL pinpath probes; use one of \(ServiceKind.probed.map { "\($0.rawValue)://" }.joined(separator: ", ")) \
+                \(shown) is not a URL pinpath probes; use one of \(ServiceKind.probed.map { "\($0.rawValue)://" }.joined(separator: ", ")) \
                 (such as https://api.example.com/health or tls://db.example.com:5432)
                 """
         }
@@ -322,10 +357,11 @@ extension ConfigurationDecoder {
             return duration(node, keyPath).map { $0 == .zero ? [] : [$0] }
         }
         var thresholds: [Duration] = []
+        var seen: Set<Duration> = []
         for (index, item) in items.enumerated() {
             let path = "\(keyPath)[\(index)]"
             guard let threshold = duration(item, path, atLeast: .milliseconds(1)) else { continue }
-            guard !thresholds.contains(threshold) else {
+            guard seen.insert(threshold).inserted else {
                 report(.duplicate, at: item, path, "\(DurationSyntax.format(threshold)) is already a threshold")
                 continue
             }
@@ -338,7 +374,7 @@ extension ConfigurationDecoder {
     func method(_ node: Node, _ keyPath: String) -> HTTPMethod? {
         guard let text = string(node, keyPath, "an HTTP method") else { return nil }
         guard !text.isEmpty, text.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || $0 == "-" || $0 == "_") }) else {
-            report(.invalidValue, at: node, keyPath, "\"\(text)\" is not an HTTP method (GET, HEAD, POST, …)")
+            report(.invalidValue, at: node, keyPath, "\(ConfigurationProblem.quoted(text)) is not an HTTP method (GET, HEAD, POST, …)")
             return nil
         }
         return HTTPMethod(rawValue: text)
@@ -369,15 +405,32 @@ extension ConfigurationDecoder {
                 report(.invalidValue, at: value, path, "the value contains CR, LF or NUL\(origin); a header value is one line")
                 continue
             }
-            let secret = !variables.isEmpty || HTTPHeaders.isCredential(name)
+            let secret = Self.isSecretHeader(name: name, template: template)
             headers.append(.init(name: name, value: RedactableValue(text, isSecret: secret, variables: variables)))
         }
         return headers
     }
 
+    /// Whether a header's value is secret (``RedactableValue/isSecret``): read from the environment, or a
+    /// credential by its name (`HTTPHeaders.isCredential`). Such a default is also scoped (``EndpointDefaults``).
+    static func isSecretHeader(name: String, template: String) -> Bool {
+        template.contains("${") || HTTPHeaders.isCredential(name)
+    }
+
     /// Replaces each `${NAME}` with the environment's value, reporting unset variables by name (never a
-    /// value) and malformed references. `$` not followed by `{` is kept as it is.
+    /// value) and malformed references. `$` not followed by `{` is kept as it is. An included file's own
+    /// values may not read the environment: that is refused before any variable is looked up.
     func expand(_ template: String, _ node: Node, _ keyPath: String) -> (String, [String])? {
+        if template.contains("${"), isWrittenInIncludedFile(keyPath) {
+            report(
+                .notInIncludedFile, at: node, keyPath,
+                """
+                ${…} reads the agent's environment, which only \(mainFile) may: an included file could send it anywhere; \
+                move this endpoint to \(mainFile) (a header can instead be a default there, scoped to this endpoint's host \
+                by include's credentials_for)
+                """)
+            return nil
+        }
         var result = ""
         var variables: [String] = []
         var rest = Substring(template)

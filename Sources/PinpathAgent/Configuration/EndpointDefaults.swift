@@ -40,30 +40,100 @@ struct EndpointDefaults {
         return EndpointDefaults(pairs: pairs)
     }
 
-    /// The endpoint's mapping with the defaults it does not set added, and the key paths (below `keyPath`) of the
-    /// values that came from the defaults. Anything but a mapping is returned as it is, for the reader to refuse.
-    func apply(to node: Node, _ keyPath: String) -> (node: Node, inherited: [String]) {
-        guard !pairs.isEmpty, case .mapping(let mapping) = node else { return (node, []) }
-        let own = Set(mapping.compactMap { $0.key.string })
-        let kind = mapping["url"]?.string.flatMap { URL(endpointText: $0) }.flatMap { ServiceKind(scheme: $0.scheme) }
-        var merged = Array(mapping)
+    /// What applying the defaults to one endpoint gave.
+    struct Application {
+        /// The endpoint's mapping with the defaults it does not set added.
+        var node: Node
+        /// The key paths (below the endpoint's) of the values that came from the defaults.
         var inherited: [String] = []
+        /// The credential defaults not applied (`headers.Authorization`, `client_certificate`), by reason.
+        var withheld: [(key: String, reason: WithholdingReason)] = []
+    }
+
+    /// Why a credential default was not applied to an endpoint.
+    enum WithholdingReason: Equatable {
+        /// The endpoint is plain http, where anyone on the path would read it: a secret header, or any credential
+        /// default for an included file's endpoint.
+        case plainHTTP
+        /// The endpoint is in an included file, and `include`'s `credentials_for` does not list its host.
+        case notScoped(host: String)
+    }
+
+    /// The endpoint's mapping with the defaults it does not set added, the key paths (below `keyPath`) of the
+    /// values that came from the defaults, and the credential defaults withheld. Anything but a mapping is
+    /// returned as it is, for the reader to refuse.
+    ///
+    /// A credential default is a secret header (``ConfigurationDecoder/isSecretHeader(name:template:)``) or a key that
+    /// reads a local file (``EndpointConfiguration/mainFileOnlyKeys``): it is the main file's, and reaches an
+    /// endpoint of an included file only over https (or TLS) and when `trust` scopes it to the endpoint's host;
+    /// a secret header is never sent over plain http, whichever file the endpoint is in.
+    func apply(to node: Node, _ keyPath: String, trust: EndpointSource.Trust) -> Application {
+        guard !pairs.isEmpty, case .mapping(let mapping) = node else { return Application(node: node) }
+        let own = Set(mapping.compactMap { $0.key.string })
+        let url = mapping["url"]?.string.flatMap { URL(endpointText: $0) }
+        let kind = url.flatMap { ServiceKind(scheme: $0.scheme) }
+        let host = url?.host.flatMap { $0.isEmpty ? nil : $0 }
+        let serverName = mapping["servername"]?.string ?? pairs.first { $0.key.string == "servername" }?.value.string
+        var result = Application(node: node)
+        // Why a credential default does not reach this endpoint; `nil` when it does.
+        func withholding(isHeader: Bool) -> WithholdingReason? {
+            guard case .included(let scope) = trust else { return isHeader && kind == .http ? .plainHTTP : nil }
+            // An included file chooses the URL and the proxy: over plain http, any default it gets is readable on
+            // the path, the proxy it names included.
+            if kind == .http { return .plainHTTP }
+            guard let host else { return .notScoped(host: "") }
+            // A TLS kind's checked name must be in scope too: it is the name the handshake authenticates.
+            let names = [host] + (kind.map { $0.usesTLS && !$0.isHTTP } == true ? serverName.map { [$0] } ?? [] : [])
+            return names.allSatisfy { name in scope.contains { $0.matches(name) } } ? nil : .notScoped(host: host)
+        }
+        var merged = Array(mapping)
         for (key, value) in pairs {
             guard let name = key.string, Self.applies(name, to: kind) else { continue }
-            if !own.contains(name) {
-                merged.append((key, name == "expect" ? Self.expectation(value, for: kind) : value))
-                inherited.append(ConfigurationDecoder.keyPath(keyPath, name))
-            } else if name == "headers", let index = merged.firstIndex(where: { $0.key.string == "headers" }),
-                case .mapping(let ownHeaders) = merged[index].value, case .mapping(let defaultHeaders) = value
-            {
-                let ownNames = Set(ownHeaders.compactMap { $0.key.string?.lowercased() })
-                let added = defaultHeaders.filter { !ownNames.contains($0.key.string?.lowercased() ?? "") }
-                inherited += added.compactMap { $0.key.string.map { ConfigurationDecoder.keyPath(keyPath, "headers.\($0)") } }
-                let headers = Node.Mapping(added.map { ($0.key, $0.value) } + ownHeaders.map { ($0.key, $0.value) }, ownHeaders.mark)
-                merged[index].value = .mapping(headers)
+            if name == "headers", case .mapping(let defaultHeaders) = value {
+                let ownHeaders = merged.firstIndex { $0.key.string == "headers" }
+                var ownNames: Set<String> = []
+                if let ownHeaders {
+                    // Headers that are not a mapping are refused at the endpoint; nothing merges into them.
+                    guard case .mapping(let headers) = merged[ownHeaders].value else { continue }
+                    ownNames = Set(headers.compactMap { $0.key.string?.lowercased() })
+                }
+                var added: [(Node, Node)] = []
+                for (headerKey, headerValue) in defaultHeaders {
+                    // A key that is not a name is passed on, for the reader to refuse at the default.
+                    guard let headerName = headerKey.string else {
+                        added.append((headerKey, headerValue))
+                        continue
+                    }
+                    guard !ownNames.contains(headerName.lowercased()) else { continue }
+                    let path = "headers.\(headerName)"
+                    if ConfigurationDecoder.isSecretHeader(name: headerName, template: headerValue.string ?? ""),
+                        let reason = withholding(isHeader: true)
+                    {
+                        result.withheld.append((path, reason))
+                        continue
+                    }
+                    added.append((headerKey, headerValue))
+                    if ownHeaders != nil { result.inherited.append(ConfigurationDecoder.keyPath(keyPath, path)) }
+                }
+                if let ownHeaders, case .mapping(let headers) = merged[ownHeaders].value {
+                    // The endpoint's own `headers` stays where it is, the defaults' before its own.
+                    merged[ownHeaders].value = .mapping(Node.Mapping(added + headers.map { ($0.key, $0.value) }, headers.mark))
+                } else if !added.isEmpty {
+                    merged.append((key, .mapping(Node.Mapping(added, defaultHeaders.mark))))
+                    result.inherited.append(ConfigurationDecoder.keyPath(keyPath, "headers"))
+                }
+                continue
             }
+            guard !own.contains(name) else { continue }
+            if EndpointConfiguration.mainFileOnlyKeys.contains(name), let reason = withholding(isHeader: false) {
+                result.withheld.append((name, reason))
+                continue
+            }
+            merged.append((key, name == "expect" ? Self.expectation(value, for: kind) : value))
+            result.inherited.append(ConfigurationDecoder.keyPath(keyPath, name))
         }
-        return (.mapping(Node.Mapping(merged.map { ($0.key, $0.value) }, mapping.mark)), inherited)
+        result.node = .mapping(Node.Mapping(merged.map { ($0.key, $0.value) }, mapping.mark))
+        return result
     }
 
     /// Whether the endpoint key `key` means something for `kind` (`nil`: a URL not understood, where only the
@@ -92,4 +162,35 @@ struct EndpointDefaults {
         }
         return .mapping(Node.Mapping(kept.map { ($0.key, $0.value) }, mapping.mark))
     }
+}
+
+extension ConfigurationDecoder {
+    /// One warning per reason for the credential defaults withheld from the endpoint at `node`, saying why and
+    /// what to do.
+    func warnWithheld(_ withheld: [(key: String, reason: EndpointDefaults.WithholdingReason)], at node: Node, _ keyPath: String) {
+        let plainHTTP = withheld.filter { $0.reason == .plainHTTP }.map(\.key)
+        if !plainHTTP.isEmpty {
+            warn(
+                .credentialDefaultWithheld, at: node, keyPath,
+                """
+                the credential default \(Self.list(plainHTTP)) from \(mainFile) is not sent to this endpoint: it is plain http, \
+                where anyone on the path reads it (use https)
+                """)
+        }
+        let unscoped = withheld.compactMap { entry -> (key: String, host: String)? in
+            if case .notScoped(let host) = entry.reason, !host.isEmpty { (entry.key, host) } else { nil }
+        }
+        if let host = unscoped.first?.host {
+            warn(
+                .credentialDefaultWithheld, at: node, keyPath,
+                """
+                the credential default \(Self.list(unscoped.map(\.key))) from \(mainFile) is not applied to this endpoint of an \
+                included file: include's credentials_for does not list \(ConfigurationProblem.quoted(host)) (list it there \
+                for this file's endpoints to have it)
+                """)
+        }
+    }
+
+    /// `headers.Authorization` or `headers.Authorization, client_certificate`.
+    private static func list(_ keys: [String]) -> String { keys.joined(separator: ", ") }
 }

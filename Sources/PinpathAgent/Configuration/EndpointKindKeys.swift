@@ -24,7 +24,7 @@ extension ConfigurationDecoder {
         guard !name.isEmpty, allowed, !name.hasPrefix("."), !name.hasPrefix("-") else {
             report(
                 .invalidValue, at: node, fields.path("servername"),
-                "\"\(name)\" is not a host name (letters, digits, - and ., such as db.internal.example)")
+                "\(ConfigurationProblem.quoted(name)) is not a host name (letters, digits, - and ., such as db.internal.example)")
             return nil
         }
         return name.lowercased()

@@ -58,7 +58,7 @@ public struct EventsConfiguration: Sendable, Equatable {
             if text.isEmpty || text.hasSuffix("/") {
                 decoder.report(
                     .invalidValue, at: value, fields.path("output"),
-                    "\"\(text)\" is not a file path (use stdout or a file such as /var/log/pinpath/events.jsonl)")
+                    "\(ConfigurationProblem.quoted(text)) is not a file path (use stdout or a file such as /var/log/pinpath/events.jsonl)")
             } else if text != "stdout" {
                 let path = decoder.resolve(path: text)
                 output = .file(path)
@@ -83,7 +83,9 @@ extension ConfigurationDecoder {
         let unit = units.first { text.hasSuffix($0.0) }
         let digits = unit.map { String(text.dropLast($0.0.count)) } ?? text
         guard let number = Int(digits), number >= 0 else {
-            report(.invalidValue, at: node, keyPath, "\"\(text)\" is not a size (use a whole number of bytes, or KiB, MiB, GiB: 10MiB)")
+            report(
+                .invalidValue, at: node, keyPath,
+                "\(ConfigurationProblem.quoted(text)) is not a size (use a whole number of bytes, or KiB, MiB, GiB: 10MiB)")
             return nil
         }
         let (bytes, overflow) = number.multipliedReportingOverflow(by: unit?.1 ?? 1)

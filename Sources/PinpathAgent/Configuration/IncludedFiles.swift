@@ -1,52 +1,129 @@
 import FoundationEssentials
 import Glibc
+import PinpathSecurity
 import PinpathYAML
 
 /// One file's `endpoints:` items: the main file's, or an included file's.
 struct EndpointSource {
+    /// What a file's endpoints may reach of what the main file holds.
+    enum Trust {
+        /// The main file: its author holds the environment, the local files and the defaults' credentials.
+        case mainFile
+        /// An included file, written by someone trusted less (configuration management, a service team): its
+        /// endpoints read neither the environment nor local files, and get the main file's credential defaults
+        /// only for the hosts `include` scopes them to (`credentials_for`).
+        case included(credentialsFor: [HostPattern])
+    }
+
     /// The file, as named in problems: the main file as given, an included one as its pattern matched it.
     let file: String
     /// The items of its `endpoints:` list, not yet read.
     let endpoints: [Node]
+    /// What its endpoints may reach.
+    let trust: Trust
 }
 
 extension AgentConfiguration {
-    /// The files `include:` names (one glob pattern or a list of them, relative to the main file's directory),
-    /// each read for its `endpoints:`, in sorted order per pattern, each file once.
+    /// The files `include:` names, each read for its `endpoints:`, in sorted order per pattern, each file once
+    /// (the first entry matching it decides its `credentials_for`).
+    ///
+    /// `include:` is one glob pattern, a list of them (relative to the main file's directory), or
+    /// `{files: patterns, credentials_for: host patterns}` (alone or as items of the list): the hosts to which the
+    /// main file's credential defaults (secret headers, client certificates, `body_file`) may go from these
+    /// files' endpoints. The plain forms scope nothing.
     ///
     /// Configuration management drops one file per service into a directory (`include: conf.d/*.yaml`). An
     /// included file holds `endpoints:` only: policies, defaults and everything else stay in the main file, where
     /// a reviewer of security settings finds them all. Included files cannot include others (one level). A
-    /// pattern that matches nothing is a warning: an empty `conf.d` is a normal state.
+    /// pattern that matches no file is a warning: an empty `conf.d` is a normal state.
     static func includedEndpoints(_ node: Node, _ decoder: ConfigurationDecoder) -> [EndpointSource] {
-        guard let patterns = decoder.list(node, "include", of: "file patterns (conf.d/*.yaml)", allowingSingle: true) else {
-            return []
-        }
         var seen: Set<String> = []
         var sources: [EndpointSource] = []
-        for (index, patternNode) in patterns.enumerated() {
-            let keyPath = isSequence(node) ? "include[\(index)]" : "include"
-            guard let pattern = decoder.string(patternNode, keyPath, "a file pattern (conf.d/*.yaml)") else { continue }
-            guard !pattern.isEmpty else {
-                decoder.report(.invalidValue, at: patternNode, keyPath, "the pattern is empty (write one like conf.d/*.yaml)")
+        let mainFile = fileIdentity(decoder.mainFile)
+        for entry in includeEntries(node, decoder) {
+            guard !entry.pattern.isEmpty else {
+                decoder.report(.invalidValue, at: entry.node, entry.keyPath, "the pattern is empty (write one like conf.d/*.yaml)")
                 continue
             }
-            let resolved = decoder.resolve(path: pattern)
             let matches: [String]
-            switch glob(resolved) {
+            switch glob(decoder.resolve(path: entry.pattern)) {
             case .success(let paths): matches = paths
             case .failure(let failure):
-                decoder.report(.unreadableFile, at: patternNode, keyPath, failure.message)
+                decoder.report(.unreadableFile, at: entry.node, entry.keyPath, failure.message)
                 continue
             }
             if matches.isEmpty {
-                decoder.warn(.nothingIncluded, at: patternNode, keyPath, "\"\(pattern)\" matches no file; no endpoints included from it")
+                decoder.warn(
+                    .nothingIncluded, at: entry.node, entry.keyPath,
+                    "\(ConfigurationProblem.quoted(entry.pattern)) matches no file; no endpoints included from it")
             }
-            for path in matches where seen.insert(path).inserted {
-                if let source = readIncluded(path, decoder) { sources.append(source) }
+            // `include: "*.yaml"` beside the main file matches it: it is read once, as the main file.
+            for path in matches where seen.insert(path).inserted && (mainFile == nil || fileIdentity(path) != mainFile) {
+                if let endpoints = readIncluded(path, decoder) {
+                    sources.append(EndpointSource(file: path, endpoints: endpoints, trust: .included(credentialsFor: entry.credentialsFor)))
+                }
             }
         }
         return sources
+    }
+
+    /// The device and inode of `path`, which name one file however the path spells it; `nil` when it cannot be
+    /// stat'ed.
+    private static func fileIdentity(_ path: String) -> [UInt64]? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return [UInt64(status.st_dev), UInt64(status.st_ino)]
+    }
+
+    /// One pattern of `include:`, where it is written, and the hosts its files may have credentials for.
+    private struct IncludeEntry {
+        let node: Node
+        let keyPath: String
+        let pattern: String
+        let credentialsFor: [HostPattern]
+    }
+
+    /// The patterns of `include:` in its three forms: a pattern, a list, a `{files:, credentials_for:}` mapping
+    /// (alone or in the list).
+    private static func includeEntries(_ node: Node, _ decoder: ConfigurationDecoder) -> [IncludeEntry] {
+        switch node {
+        case .mapping: return scopedEntries(node, "include", decoder)
+        case .scalar: return pattern(node, "include", scope: [], decoder).map { [$0] } ?? []
+        case .sequence(let items):
+            return items.enumerated().flatMap { index, item -> [IncludeEntry] in
+                let keyPath = "include[\(index)]"
+                if case .mapping = item { return scopedEntries(item, keyPath, decoder) }
+                return pattern(item, keyPath, scope: [], decoder).map { [$0] } ?? []
+            }
+        }
+    }
+
+    /// `{files: conf.d/*.yaml, credentials_for: [api.example.com]}`: `files` one pattern or a list, and
+    /// `credentials_for` host patterns in the policies' syntax (`*.x` one label, `**.x` any).
+    private static func scopedEntries(_ node: Node, _ keyPath: String, _ decoder: ConfigurationDecoder) -> [IncludeEntry] {
+        guard let fields = decoder.mapping(node, keyPath, known: ["files", "credentials_for"]) else { return [] }
+        var scope: [HostPattern] = []
+        if let hosts = fields["credentials_for"] {
+            let path = fields.path("credentials_for")
+            let items = decoder.list(hosts, path, of: "host patterns (api.example.com, *.internal.example)", allowingSingle: true) ?? []
+            scope = items.enumerated().compactMap { index, item in
+                decoder.parse(item, isSequence(hosts) ? "\(path)[\(index)]" : path, "a host pattern") { try HostPattern(parsing: $0) }
+            }
+        }
+        guard let files = decoder.required(fields, "files", "file patterns such as conf.d/*.yaml") else { return [] }
+        let path = fields.path("files")
+        let items = decoder.list(files, path, of: "file patterns (conf.d/*.yaml)", allowingSingle: true) ?? []
+        return items.enumerated().compactMap { index, item in
+            pattern(item, isSequence(files) ? "\(path)[\(index)]" : path, scope: scope, decoder)
+        }
+    }
+
+    private static func pattern(_ node: Node, _ keyPath: String, scope: [HostPattern], _ decoder: ConfigurationDecoder)
+        -> IncludeEntry?
+    {
+        decoder.string(node, keyPath, "a file pattern (conf.d/*.yaml)").map {
+            IncludeEntry(node: node, keyPath: keyPath, pattern: $0, credentialsFor: scope)
+        }
     }
 
     private static func isSequence(_ node: Node) -> Bool {
@@ -63,9 +140,9 @@ extension AgentConfiguration {
         case GLOB_NOMATCH:
             return .success([])
         case GLOB_NOSPACE:
-            return .failure(GlobFailure(message: "out of memory while matching \"\(pattern)\""))
+            return .failure(GlobFailure(message: "out of memory while matching \(ConfigurationProblem.quoted(pattern))"))
         default:
-            return .failure(GlobFailure(message: "cannot read a directory while matching \"\(pattern)\""))
+            return .failure(GlobFailure(message: "cannot read a directory while matching \(ConfigurationProblem.quoted(pattern))"))
         }
     }
 
@@ -73,21 +150,22 @@ extension AgentConfiguration {
         let message: String
     }
 
-    /// One included file's endpoint items; its problems name it.
-    private static func readIncluded(_ path: String, _ decoder: ConfigurationDecoder) -> EndpointSource? {
+    /// One included file's endpoint items; its problems name it, and never quote what it holds: a pattern that
+    /// matches an environment file or a key must not copy the secret into `check-config` and `config.rejected`.
+    private static func readIncluded(_ path: String, _ decoder: ConfigurationDecoder) -> [Node]? {
         let mainFile = decoder.file
         decoder.file = path
         defer { decoder.file = mainFile }
-        let text: String
-        do {
-            let data = try Data(contentsOf: URL(fileURLWithPath: path))
-            guard let decoded = String(data: data, encoding: .utf8) else {
-                decoder.record(wholeFile(path, .unreadableFile, "the included file is not UTF-8 text"))
-                return nil
-            }
-            text = decoded
+        let bytes: [UInt8]
+        do throws(FileReadError) {
+            bytes = try readRegularFile(path)
         } catch {
-            decoder.record(wholeFile(path, .unreadableFile, "cannot read the included file: \(reason(error))"))
+            decoder.record(wholeFile(path, .unreadableFile, readFailure(error, "the included file")))
+            return nil
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            decoder.record(
+                wholeFile(path, .unreadableFile, "the included file is not UTF-8 text (a binary file?); nothing from it is shown"))
             return nil
         }
         if let (line, column) = YAMLNestingLimit.firstTooDeep(in: text) {
@@ -101,23 +179,28 @@ extension AgentConfiguration {
         do {
             root = try Parser(yaml: text).singleRoot()
         } catch {
-            decoder.record(syntaxProblem(error, file: path, yaml: text))
+            decoder.record(
+                ForeignContent.description(of: text).map { wholeFile(path, .syntax, "the included file \($0); \(notEndpoints)") }
+                    ?? syntaxProblem(error, file: path, yaml: text))
             return nil
         }
         // An empty file (a service with nothing to probe yet) includes nothing.
-        guard let root else { return EndpointSource(file: path, endpoints: []) }
-        var rest = root
-        if case .mapping(let mapping) = root {
-            for (key, _) in mapping where key.string == "include" {
-                decoder.report(
-                    .invalidValue, at: key, "include",
-                    "an included file cannot include others (one level); move the pattern to \(mainFile)")
-            }
-            rest = .mapping(Node.Mapping(mapping.filter { $0.key.string != "include" }.map { ($0.key, $0.value) }, mapping.mark))
+        guard let root else { return [] }
+        guard case .mapping(let mapping) = root else {
+            let what = ForeignContent.description(of: text) ?? ForeignContent.description(of: root)
+            decoder.record(wholeFile(path, .wrongType, "the included file \(what); \(notEndpoints)"))
+            return nil
         }
+        for (key, _) in mapping where key.string == "include" {
+            decoder.report(
+                .invalidValue, at: key, "include",
+                "an included file cannot include others (one level); move the pattern to \(mainFile)")
+        }
+        let rest = Node.mapping(Node.Mapping(mapping.filter { $0.key.string != "include" }.map { ($0.key, $0.value) }, mapping.mark))
         guard let fields = decoder.mapping(rest, "", known: ["endpoints"]) else { return nil }
-        let endpoints =
-            fields["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") } ?? []
-        return EndpointSource(file: path, endpoints: endpoints)
+        return fields["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") } ?? []
     }
+
+    private static let notEndpoints =
+        "an included file is YAML with endpoints: (check that the include pattern matches only those); nothing from it is shown"
 }

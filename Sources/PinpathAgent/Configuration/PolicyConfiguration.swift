@@ -156,7 +156,8 @@ extension ConfigurationDecoder {
     func date(_ node: Node, _ keyPath: String) -> Date? {
         guard let text = string(node, keyPath, "a date (YYYY-MM-DD)") else { return nil }
         guard let date = UTCTime.day(text) else {
-            report(.invalidValue, at: node, keyPath, "\"\(text)\" is not a date (use YYYY-MM-DD, such as 2027-06-30)")
+            report(
+                .invalidValue, at: node, keyPath, "\(ConfigurationProblem.quoted(text)) is not a date (use YYYY-MM-DD, such as 2027-06-30)")
             return nil
         }
         return date

@@ -51,11 +51,11 @@ extension ConfigurationDecoder {
             if text.isEmpty {
                 "the URL is empty; give the collector's https URL (such as https://reports.example.com/pin-failure)"
             } else if text.contains("${") {
-                "\"\(shown)\" uses ${…}, which only header values may"
+                "\(ConfigurationProblem.quoted(shown)) uses ${…}, which only header values may"
             } else if scheme != "http" && scheme != "https" {
-                "\"\(shown)\" is not an http or https URL (such as https://reports.example.com/pin-failure)"
+                "\(ConfigurationProblem.quoted(shown)) is not an http or https URL (such as https://reports.example.com/pin-failure)"
             } else if url?.host?.isEmpty ?? true {
-                "\"\(shown)\" has no host"
+                "\(ConfigurationProblem.quoted(shown)) has no host"
             } else {
                 nil
             }

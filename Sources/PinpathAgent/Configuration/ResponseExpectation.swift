@@ -137,7 +137,7 @@ public struct BodyPattern: @unchecked Sendable, Equatable, CustomStringConvertib
         do {
             regex = try Regex(source)
         } catch {
-            throw PatternError(message: "\"\(source)\" is not a valid regular expression: \(error)")
+            throw PatternError(message: "\(ConfigurationProblem.quoted(source)) is not a valid regular expression: \(error)")
         }
         self.source = source
     }
@@ -199,7 +199,8 @@ extension ConfigurationDecoder {
         guard let (low, high) = bounds, (100...599).contains(low), (100...599).contains(high), low <= high else {
             report(
                 .invalidValue, at: node, keyPath,
-                "\"\(text)\" is not a status code or range (use 200, \"200-299\" or \"2xx\", within 100-599, low to high)")
+                "\(ConfigurationProblem.quoted(text)) is not a status code or range (use 200, \"200-299\" or \"2xx\", within 100-599, low to high)"
+            )
             return nil
         }
         return low...high

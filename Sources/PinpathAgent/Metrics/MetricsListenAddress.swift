@@ -26,28 +26,35 @@ public enum MetricsListenAddress: Sendable, Equatable, CustomStringConvertible {
                 throw ParseError(
                     "the socket path is \(text.utf8.count) bytes long; a Unix socket path has at most \(Self.maximumPathBytes)")
             }
-            guard !text.hasSuffix("/") else { throw ParseError("\"\(text)\" names a directory, not a socket file; \(expected)") }
+            guard !text.hasSuffix("/") else {
+                throw ParseError("\(ConfigurationProblem.quoted(text)) names a directory, not a socket file; \(expected)")
+            }
             self = .unix(path: text)
             return
         }
         guard let colon = text.lastIndex(of: ":") else {
-            throw ParseError("\"\(text)\" has no port and is not an absolute path; \(expected)")
+            throw ParseError("\(ConfigurationProblem.quoted(text)) has no port and is not an absolute path; \(expected)")
         }
         var host = String(text[..<colon])
         let portText = text[text.index(after: colon)...]
         guard let port = Int(portText), (1...65535).contains(port), portText.allSatisfy(\.isASCII) else {
-            throw ParseError("\"\(portText)\" in \"\(text)\" is not a port (1 to 65535); \(expected)")
+            throw ParseError(
+                "\(ConfigurationProblem.quoted(String(portText))) in \(ConfigurationProblem.quoted(text)) is not a port (1 to 65535); \(expected)"
+            )
         }
         if host.hasPrefix("[") && host.hasSuffix("]") {
             host = String(host.dropFirst().dropLast())
             guard Self.isAddress(host, family: AF_INET6) else {
-                throw ParseError("\"\(host)\" in \"\(text)\" is not an IPv6 address; \(expected)")
+                throw ParseError(
+                    "\(ConfigurationProblem.quoted(host)) in \(ConfigurationProblem.quoted(text)) is not an IPv6 address; \(expected)")
             }
         } else if host.contains(":") {
-            throw ParseError("\"\(text)\": an IPv6 address needs brackets, as in [::1]:9818")
+            throw ParseError("\(ConfigurationProblem.quoted(text)): an IPv6 address needs brackets, as in [::1]:9818")
         } else if !Self.isAddress(host, family: AF_INET) {
             // Names are refused: which address a name gives can change, and a resolver must not be needed to listen.
-            throw ParseError("\"\(host)\" in \"\(text)\" is not an IP address (names are not resolved here); \(expected)")
+            throw ParseError(
+                "\(ConfigurationProblem.quoted(host)) in \(ConfigurationProblem.quoted(text)) is not an IP address (names are not resolved here); \(expected)"
+            )
         }
         self = .tcp(host: host, port: port)
     }

@@ -18,6 +18,32 @@ package func readWholeFile(_ path: String) throws(FileReadError) -> [UInt8] {
     }
     defer { close(fd) }
     _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+    return try readToEnd(fd, path)
+}
+
+/// Reads a whole regular file: for a configuration, which someone wrote and which must say the same thing to
+/// every reader. A FIFO, a device, a socket or a directory (named by mistake, or matched by an `include:`
+/// pattern) is refused by what it is, without being read and without blocking: a FIFO with no writer would
+/// otherwise read as an empty, valid configuration, and `/dev/zero` as 64 MiB of nothing.
+/// - Throws: ``FileReadError``: ``FileReadError/Failure/notRegularFile(_:)`` naming what the path is, or the
+///   failures of ``readWholeFile(_:)``.
+package func readRegularFile(_ path: String) throws(FileReadError) -> [UInt8] {
+    // Judged before opening: opening a device can have effects of its own (a tape rewinds, a terminal attaches).
+    var status = stat()
+    guard stat(path, &status) == 0 else { throw FileReadError(path: path, failure: .open(errno: errno)) }
+    if let kind = FileReadError.FileKind(mode: status.st_mode) { throw FileReadError(path: path, failure: .notRegularFile(kind)) }
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+    guard fd >= 0 else { throw FileReadError(path: path, failure: .open(errno: errno)) }
+    defer { close(fd) }
+    // Again on what was opened: the path may have been replaced in between.
+    guard fstat(fd, &status) == 0 else { throw FileReadError(path: path, failure: .open(errno: errno)) }
+    if let kind = FileReadError.FileKind(mode: status.st_mode) { throw FileReadError(path: path, failure: .notRegularFile(kind)) }
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+    return try readToEnd(fd, path)
+}
+
+/// Everything `fd` holds, up to ``maximumReadableFileSize``, retrying EINTR.
+private func readToEnd(_ fd: Int32, _ path: String) throws(FileReadError) -> [UInt8] {
     var bytes: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 65536)
     while true {
@@ -34,21 +60,46 @@ package func readWholeFile(_ path: String) throws(FileReadError) -> [UInt8] {
     }
 }
 
-/// A file could not be read whole: it could not be opened or read, or it is larger than
-/// ``maximumReadableFileSize``.
+/// A file could not be read whole: it could not be opened or read, it is larger than
+/// ``maximumReadableFileSize``, or (for ``readRegularFile(_:)``) it is not a regular file.
 public struct FileReadError: Error, Sendable, CustomStringConvertible {
     /// How reading failed.
     public enum Failure: Sendable, Equatable {
         case open(errno: Int32)
         case read(errno: Int32)
         case tooLarge
+        /// The path is something other than a regular file, and was not read.
+        case notRegularFile(FileKind)
+    }
+
+    /// What a path that is not a regular file is, as `stat` says.
+    public enum FileKind: String, Sendable, Equatable {
+        case directory = "a directory"
+        case fifo = "a FIFO (named pipe)"
+        case characterDevice = "a character device"
+        case blockDevice = "a block device"
+        case socket = "a socket"
+        case other = "of another file type"
+
+        /// The kind of `mode`'s file type; `nil` for a regular file.
+        init?(mode: mode_t) {
+            switch mode & S_IFMT {
+            case S_IFREG: return nil
+            case S_IFDIR: self = .directory
+            case S_IFIFO: self = .fifo
+            case S_IFCHR: self = .characterDevice
+            case S_IFBLK: self = .blockDevice
+            case S_IFSOCK: self = .socket
+            default: self = .other
+            }
+        }
     }
 
     /// The path as given.
     public let path: String
     public let failure: Failure
 
-    /// `ca.pem: cannot open: No such file or directory`.
+    /// `ca.pem: cannot open: No such file or directory`, `conf.d/x.yaml: is a FIFO (named pipe), not a regular file`.
     public var description: String {
         switch failure {
         case .open(let errno): "\(path): cannot open: \(String(cString: strerror(errno)))"
@@ -56,6 +107,7 @@ public struct FileReadError: Error, Sendable, CustomStringConvertible {
         case .tooLarge:
             "\(path): more than \(maximumReadableFileSize >> 20) MiB; certificate, key and CA files are far smaller "
                 + "(is it a device or an endless stream?)"
+        case .notRegularFile(let kind): "\(path): is \(kind.rawValue), not a regular file"
         }
     }
 }

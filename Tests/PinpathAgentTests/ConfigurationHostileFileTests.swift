@@ -1,0 +1,127 @@
+import Foundation
+import PinpathTestSupport
+import Testing
+
+/// Issue 25 §5, through `pinpath check-config` as a user runs it. The configuration and each included file are
+/// read as regular files: a FIFO with no writer blocked `check-config` (and a reload) in `open` for ever,
+/// `/dev/zero` was read until the size limit, and a directory or socket got errno's "Is a directory" / "No such
+/// device or address"; each is now refused by what it is, at once, with exit 78. And YAML aliases that expand a
+/// small file into millions of nodes are refused by the parser's limit. The runs go through `timeout`, so that
+/// the old blocking fails a test instead of hanging it.
+@Suite("Configuration files a mistake or an attacker can give: other file kinds, alias bombs", .serialized)
+struct ConfigurationHostileFileTests {
+    /// `pinpath check-config --config PATH`, killed after 30 s (exit 137) if it blocks.
+    static func checkConfig(_ path: String) throws -> Shell.Result {
+        try Shell.run(["/usr/bin/timeout", "-s", "KILL", "30", Shell.pinpath, "check-config", "--config", path])
+    }
+
+    /// A listening Unix socket at `path`; the descriptor, to close.
+    static func bindSocket(at path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            buffer.copyBytes(from: path.utf8.prefix(buffer.count - 1))
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(fd >= 0 && bound == 0, "cannot bind a Unix socket at \(path)")
+        return fd
+    }
+
+    @Test("A FIFO, a device, a directory or a socket given as --config: exit 78 at once, naming what it is")
+    func mainFile() throws {
+        let directory = try TemporaryDirectory()
+        let fifo = directory.file("fifo.yaml")
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let socketPath = directory.file("socket.yaml")
+        let socketDescriptor = try Self.bindSocket(at: socketPath)
+        defer { close(socketDescriptor) }
+        let cases = [
+            (fifo, "a FIFO (named pipe)"), ("/dev/zero", "a character device"), (directory.path, "a directory"),
+            (socketPath, "a socket"),
+        ]
+        for (path, kind) in cases {
+            let start = ContinuousClock.now
+            let result = try Self.checkConfig(path)
+            print("check-config --config \(path): exit \(result.status) after \(ContinuousClock.now - start)")
+            #expect(result.status == 78, "\(path): \(result.stderr)")
+            #expect(result.stderr == "pinpath: error: \(path): the file is \(kind), not a regular file; nothing was read from it\n")
+        }
+    }
+
+    @Test("An include pattern matching a FIFO, a directory, a socket or a device: each refused by what it is, nothing blocks")
+    func includedFiles() throws {
+        let directory = try TemporaryDirectory()
+        let confD = directory.file("conf.d")
+        try FileManager.default.createDirectory(atPath: "\(confD)/subdirectory", withIntermediateDirectories: true)
+        try #require(mkfifo("\(confD)/fifo", 0o600) == 0)
+        let socketDescriptor = try Self.bindSocket(at: "\(confD)/socket")
+        defer { close(socketDescriptor) }
+        try "endpoints:\n  - { name: good, url: \"https://a.example/\" }\n".write(
+            toFile: "\(confD)/good.yaml", atomically: true, encoding: .utf8)
+        try "include: [conf.d/*, /dev/null]\n".write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        let result = try Self.checkConfig(directory.file("pinpath.yaml"))
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(
+            result.stderr.split(separator: "\n").map(String.init).sorted() == [
+                "pinpath: error: /dev/null: the included file is a character device, not a regular file; nothing was read from it",
+                "pinpath: error: \(confD)/fifo: the included file is a FIFO (named pipe), not a regular file; nothing was read from it",
+                "pinpath: error: \(confD)/socket: the included file is a socket, not a regular file; nothing was read from it",
+                "pinpath: error: \(confD)/subdirectory: the included file is a directory, not a regular file; nothing was read from it",
+            ])
+    }
+
+    /// Found by the second attack review: a 75 KB file took `check-config` about 30 s. A thousand endpoints
+    /// each alias a list of 1,000 thresholds: a million nodes for the reader, each list checked for repeats.
+    @Test("A 75 KB file aliasing one big list a thousand times is refused by the YAML limit, with its position")
+    func aliasAmplification() throws {
+        let directory = try TemporaryDirectory()
+        let thresholds = (1...1_000).map { "\($0)s" }.joined(separator: ", ")
+        let endpoints = (0..<1_000).map { "  - { name: e\($0), url: \"https://e\($0).example/\", cert_expiry_warning: *w }\n" }
+        let yaml = "defaults: { cert_expiry_warning: &w [\(thresholds)] }\nendpoints:\n" + endpoints.joined()
+        try yaml.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        let start = ContinuousClock.now
+        let result = try Self.checkConfig(directory.file("pinpath.yaml"))
+        print("check-config on \(yaml.utf8.count) bytes of aliases: exit \(result.status) after \(ContinuousClock.now - start)")
+        #expect(result.status == 78)
+        #expect(
+            result.stderr == """
+                pinpath: error: \(directory.file("pinpath.yaml")):101:68: invalid YAML: this alias expands the document past 100000 \
+                nodes, the most aliases may make it stand for (100000, or 10 times the 1601 nodes written so far); write the \
+                values out instead of aliasing them so often
+
+                """)
+    }
+
+    @Test("A billion laughs as a configuration is refused at once")
+    func billionLaughs() throws {
+        let directory = try TemporaryDirectory()
+        var yaml = "defaults:\n  cert_expiry_warning: &a0 [1s, 2s, 3s, 4s, 5s, 6s, 7s, 8s, 9s, 10s]\n"
+        for level in 1...8 {
+            yaml += "  x\(level): &a\(level) [\(Array(repeating: "*a\(level - 1)", count: 10).joined(separator: ", "))]\n"
+        }
+        yaml += "reachability: { targets: *a8 }\n"
+        try yaml.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        let start = ContinuousClock.now
+        let result = try Self.checkConfig(directory.file("pinpath.yaml"))
+        print("check-config on a billion laughs: exit \(result.status) after \(ContinuousClock.now - start)")
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("invalid YAML: this alias expands the document past 100000 nodes"), "\(result.stderr)")
+    }
+
+    /// Found while measuring the above: each problem was compared with every earlier one, so 20,000 bad items
+    /// (a 40 KB file, no aliases) took 17 s. Printed, not asserted: the answer is the same either way.
+    @Test("20,000 problems are all reported")
+    func manyProblems() throws {
+        let directory = try TemporaryDirectory()
+        try "endpoints: [\(Array(repeating: "x", count: 20_000).joined(separator: ","))]\n".write(
+            toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        let start = ContinuousClock.now
+        let result = try Self.checkConfig(directory.file("pinpath.yaml"))
+        print("check-config with 20,000 problems: exit \(result.status) after \(ContinuousClock.now - start)")
+        #expect(result.status == 78)
+        #expect(result.stderr.split(separator: "\n").count == 20_000)
+    }
+}

