@@ -49,8 +49,8 @@ public struct EndpointState: Sendable, Equatable {
         /// The connectivity check says `portal` (a captive portal answers) and the endpoint is outside the
         /// local network.
         case captivePortal = "captive_portal"
-        /// The connectivity check says `intercepted` (its TLS handshake failed) and the endpoint is outside the
-        /// local network.
+        /// The connectivity check says `intercepted` (its server presented a certificate the check's policy
+        /// refuses) and the endpoint is outside the local network.
         case connectivityIntercepted = "connectivity_intercepted"
         /// It is reachable again.
         case pathReachable = "path_reachable"
