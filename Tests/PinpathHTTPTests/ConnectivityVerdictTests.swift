@@ -55,10 +55,13 @@ struct ConnectivityVerdictTests {
     }
 
     @Test(
-        "Errors: no answer is limited, a TLS failure intercepted (never portal), the gate's refusal none",
+        """
+        Errors: no answer is limited, a handshake cut off before any certificate (tls_failed) too; a certificate the policy \
+        refuses is intercepted (never portal); the gate's refusal none
+        """,
         arguments: [
             (HTTPError.Code.connectFailed, ConnectivityState.limited), (.resolveFailed, .limited), (.timedOut, .limited),
-            (.protocolError, .limited), (.tlsInvalid, .intercepted), (.tlsFailed, .intercepted), (.policyRejected, .intercepted),
+            (.protocolError, .limited), (.tlsInvalid, .intercepted), (.tlsFailed, .limited), (.policyRejected, .intercepted),
             (.notReachable, .none),
         ])
     func errors(code: HTTPError.Code, state: ConnectivityState) {
@@ -66,6 +69,19 @@ struct ConnectivityVerdictTests {
         let verdict = https.verdict(on: HTTPError(code, "GET https://192.0.2.10/generate_204: failed"))
         #expect(verdict.state == state)
         if state != .none { #expect(verdict.reason.hasPrefix("\(code): ")) }
+    }
+
+    @Test(
+        "Issue 25 (round 2): a reset or an end of stream in the handshake is limited with the TLS error as its reason, not intercepted",
+        arguments: [
+            "OpenSSL SSL_connect: Connection reset by peer in connection to 127.0.0.1:9601",
+            "OpenSSL SSL_connect: SSL_ERROR_SYSCALL in connection to 127.0.0.1:9601",
+        ])
+    func cutOffHandshake(detail: String) {
+        let https = ConnectivityCheck(url: URL(string: "https://127.0.0.1:9601/")!)
+        let error = HTTPError(.tlsFailed, "GET https://127.0.0.1:9601/: \(detail)", curlCode: 35)
+        let verdict = https.verdict(on: error)
+        #expect(verdict == ConnectivityVerdict(state: .limited, reason: "tls_failed: GET https://127.0.0.1:9601/: \(detail)"))
     }
 
     @Test("The gate's refusal keeps the kernel's reason")

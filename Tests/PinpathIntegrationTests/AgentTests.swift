@@ -41,17 +41,20 @@ struct AgentTests {
         func state(_ state: String) -> ([String: Any]) -> Bool { { $0["state"] as? String == state } }
     }
 
-    /// A TLS server for valid.test in the gateway namespace, at 198.51.100.7:4433 (or another `port`).
-    func startServer(_ network: TestNetwork, leaf: String, chain: [String], port: Int = Self.port) throws -> pid_t {
+    /// A TLS server for valid.test in the gateway namespace, at 198.51.100.7:4433 (or another `address` or `port`).
+    func startServer(
+        _ network: TestNetwork, leaf: String, chain: [String], address: String = Self.serverAddress, port: Int = Self.port
+    ) throws -> pid_t {
         let chainFile = "\(pki.directory)/agent-chain-\(leaf).pem"
         try chain.map { try String(contentsOfFile: pki.path($0), encoding: .utf8) }.joined().write(
             toFile: chainFile, atomically: true, encoding: .utf8)
         let pid = try Shell.spawn([
-            "ip", "netns", "exec", network.gateway, "openssl", "s_server", "-accept", "\(Self.serverAddress):\(port)",
+            "ip", "netns", "exec", network.gateway, "openssl", "s_server", "-accept",
+            "\(address.contains(":") ? "[\(address)]" : address):\(port)",
             "-cert", pki.path(leaf), "-key", pki.path(leaf, "key"), "-cert_chain", chainFile, "-www", "-quiet",
         ])
         do {
-            try network.waitForListener(in: network.gateway, Self.serverAddress, port)
+            try network.waitForListener(in: network.gateway, address, port)
         } catch {
             Shell.kill(pid)
             throw error

@@ -507,6 +507,54 @@ struct ConnectivityNamespaceTests {
         #expect((object["connectivity"] as? [String: Any])?["state"] as? String == "intercepted")
     }
 
+    /// A loopback server in the host namespace that reads each ClientHello and cuts the handshake off before any
+    /// certificate: `reset` (RST), `close` (an end of stream) or `plaintext` (an HTTP answer: OpenSSL's "wrong
+    /// version number"). A reset before the ClientHello is a failed connect, `limited` already.
+    static let handshakeCutter = """
+        import socket, struct, sys
+        port, mode = int(sys.argv[1]), sys.argv[2]
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", port))
+        listener.listen(16)
+        while True:
+            connection, _ = listener.accept()
+            connection.recv(4096)
+            if mode == "reset":
+                connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            elif mode == "plaintext":
+                connection.sendall(b"HTTP/1.1 400 Bad Request\\r\\nContent-Length: 0\\r\\n\\r\\n")
+            connection.close()
+        """
+
+    @Test(
+        """
+        Issue 25 (round 2): pinpath status --connectivity against an https server that resets, closes or answers in plaintext         before any certificate: limited with the TLS error as its reason, never intercepted; with --check, exit 1
+        """,
+        arguments: ["reset", "close", "plaintext"])
+    func statusHandshakeCutOff(mode: String) throws {
+        let network = try TestNetwork()
+        defer { network.remove() }
+        let port = 9601
+        try network.spawn(in: network.host, ["python3", "-c", Self.handshakeCutter, "\(port)", mode])
+        try network.waitForListener(in: network.host, "127.0.0.1", port)
+        let url = "https://127.0.0.1:\(port)/generate_204"
+        func status(_ arguments: [String]) throws -> Shell.Result {
+            try Shell.run(["ip", "netns", "exec", network.host, Shell.pinpath, "status", "--connectivity", url] + arguments)
+        }
+
+        let text = try status([])
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stdout.contains("connectivity: limited (tls_failed: GET \(url): "), "\(text.stdout)")
+        #expect(!text.stdout.contains("intercepted"), "\(text.stdout)")
+        #expect(try status(["--check"]).status == 1)
+        let json = try status(["--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let connectivity = try #require(object["connectivity"] as? [String: Any])
+        #expect(connectivity["state"] as? String == "limited")
+        #expect((connectivity["reason"] as? String)?.hasPrefix("tls_failed: ") == true, "\(connectivity)")
+    }
+
     @Test("pinpath status --connectivity with a URL that is not http(s): a usage error naming it")
     func statusBadURL() throws {
         let result = try Shell.run([Shell.pinpath, "status", "--connectivity", "ftp://192.0.2.1/x?token=t0ken"])

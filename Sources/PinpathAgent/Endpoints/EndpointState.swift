@@ -9,7 +9,9 @@
 ///   `successThreshold` consecutive successes. A result of the other kind resets the count.
 /// - `pathUnreachable` (the path, or the endpoint's target, is not reachable) makes any state `unreachable`
 ///   at once, distinct from `down`: the endpoint was not tried. Results that arrive while the path is
-///   unreachable (probes that were in flight) are ignored: they say nothing about the endpoint.
+///   unreachable (probes that were in flight) are ignored: they say nothing about the endpoint. The agent
+///   never gives it for a TLS endpoint whose host is a name while the path itself is reachable: that target's
+///   verdict is made of a DNS answer (``EndpointTracker/hostVerdictMayOnlyRaise(_:)``), and its probes fail.
 /// - `connectivityLimited`, `captivePortal` and `connectivityIntercepted` (the connectivity check found a dead
 ///   upstream, a portal or a TLS interception, and the endpoint is a plain one outside the local network) act as
 ///   `pathUnreachable`, with their own cause. The agent never gives them for an endpoint whose probe involves
@@ -47,8 +49,8 @@ public struct EndpointState: Sendable, Equatable {
         /// The connectivity check says `portal` (a captive portal answers) and the endpoint is outside the
         /// local network.
         case captivePortal = "captive_portal"
-        /// The connectivity check says `intercepted` (its TLS handshake failed) and the endpoint is outside the
-        /// local network.
+        /// The connectivity check says `intercepted` (its server presented a certificate the check's policy
+        /// refuses) and the endpoint is outside the local network.
         case connectivityIntercepted = "connectivity_intercepted"
         /// It is reachable again.
         case pathReachable = "path_reachable"

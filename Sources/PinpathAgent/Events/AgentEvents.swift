@@ -68,7 +68,8 @@ enum AgentEvents {
     }
 
     /// `previous`: the state before, `nil` for the first verdict. `url` is the check's, without its query.
-    /// `intercepted` is an error: someone on the path answered the check's TLS handshake.
+    /// `intercepted` is an error: someone on the path answered the check's TLS handshake with a certificate its
+    /// policy refuses.
     static func connectivityChanged(_ verdict: ConnectivityVerdict, previous: ConnectivityState?, url: URL) -> AgentEvent {
         let level: EventLevel =
             switch verdict.state {

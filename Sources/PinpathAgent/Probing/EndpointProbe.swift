@@ -1,5 +1,6 @@
 import FoundationEssentials
 import PinpathHTTP
+import PinpathReachability
 import PinpathSecurity
 
 /// Probes endpoints through the gated request core: a fresh connection and a full TLS handshake every time,
@@ -34,8 +35,9 @@ struct EndpointProbe: Sendable {
             result.statusCode = error.response?.statusCode
             result.timings = error.response?.timings
             if error.code == .notReachable {
-                result.outcome = .unreachable
                 result.reachability = error.reachability
+                // A failure when the refusal rests on a DNS answer, which may only raise.
+                result.outcome = session.monitor.map { EndpointTracker.outcomeOfRefusedProbe(endpoint, on: $0.currentPath) } ?? .unreachable
             }
         }
         return result
@@ -91,6 +93,7 @@ struct EndpointProbe: Sendable {
         options.followRedirects = endpoint.followRedirects
         options.freshConnection = true
         options.reachability = .failFast
+        options.nameVerdictMayRefuse = !EndpointTracker.hostVerdictMayOnlyRaise(endpoint)
         options.maximumBodySize = maximumBodySize
         options.addressFamily =
             switch endpoint.ipFamily {

@@ -13,8 +13,8 @@ import PinpathSupport
 /// ```
 public struct ConnectivityCheck: Sendable, Equatable {
     /// The URL asked: http (captive portals intercept plain HTTP, and so can anyone on the path: a plain check
-    /// proves nothing) or https (a TLS failure is then `intercepted`: something in the way answered with
-    /// another certificate).
+    /// proves nothing) or https (a certificate the check's policy refuses is then `intercepted`: something in
+    /// the way answered with another certificate).
     public var url: URL
     /// The status that means `full`. Default 204.
     public var expectedStatus: Int
@@ -106,11 +106,14 @@ public struct ConnectivityCheck: Sendable, Equatable {
         switch error.code {
         case .notReachable:
             return ConnectivityVerdict(state: .none, reason: error.reachability?.reason?.rawValue ?? "no_route")
-        case .tlsInvalid, .tlsFailed, .policyRejected:
-            // Something answered the TLS handshake, but not the check's host: someone intercepts TLS, a portal
-            // or an attacker. Not `portal`: that is the answer of a network one may log in to, this is not.
+        case .tlsInvalid, .policyRejected:
+            // A certificate was presented and the check's policy refused it: someone intercepts TLS, a portal or
+            // an attacker. Not `portal`: that is the answer of a network one may log in to, this is not.
             return ConnectivityVerdict(state: .intercepted, reason: reason, timings: error.response?.timings)
         default:
+            // Every other failure, a TLS handshake that never reached a certificate among them (a reset, an
+            // end of stream, garbage, a wrong version, an alert): no usable answer. Anyone who can reset a
+            // connection can produce it, so it is not the critical `intercepted`.
             return ConnectivityVerdict(state: .limited, reason: reason, timings: error.response?.timings)
         }
     }

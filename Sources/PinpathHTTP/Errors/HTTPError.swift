@@ -19,7 +19,9 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         public static let invalidBody = Code(name: "invalid_body")
         /// A file given for an upload (a multipart part) cannot be read.
         public static let unreadableFile = Code(name: "unreadable_file")
-        /// The target is not reachable according to the monitor: no DNS query or connection was attempted.
+        /// The target is not reachable according to the monitor: refused before any DNS query, or (the addresses
+        /// libcurl resolved, each without a usable route) before any connection. ``HTTPError/reachability`` says
+        /// why.
         public static let notReachable = Code(name: "not_reachable")
         /// The security policy rejected the server in the handshake (pins): see ``HTTPError/evaluation``.
         public static let policyRejected = Code(name: "policy_rejected")

@@ -22,11 +22,11 @@ struct ReachabilityGate: Sendable {
         case .ignore:
             return
         case .failFast:
-            if let verdict = await blockingVerdict(host: host, family: options.addressFamily) {
+            if let verdict = await blockingVerdict(host: host, options: options) {
                 throw Self.error(verdict, request: label)
             }
         case .waitForConnectivity(let timeout):
-            guard var verdict = await blockingVerdict(host: host, family: options.addressFamily) else { return }
+            guard var verdict = await blockingVerdict(host: host, options: options) else { return }
             let deadline = ContinuousClock.now + timeout
             // Each change of the path or of a target is a reason to look again; nothing is polled.
             let changes = monitor.changes()
@@ -35,7 +35,7 @@ struct ReachabilityGate: Sendable {
                 let changed = await Self.next(&iterator, until: deadline)
                 if Task.isCancelled { throw HTTPError(.cancelled, "\(label): cancelled while waiting for connectivity") }
                 guard changed else { break }
-                guard let still = await blockingVerdict(host: host, family: options.addressFamily) else { return }
+                guard let still = await blockingVerdict(host: host, options: options) else { return }
                 verdict = still
             }
             throw Self.error(verdict, request: label, waited: timeout)
@@ -49,11 +49,15 @@ struct ReachabilityGate: Sendable {
     }
 
     /// Why `host` cannot be reached now, or `nil` when it may be tried.
-    private func blockingVerdict(host: String, family: RequestOptions.AddressFamily) async -> TargetReachability? {
+    private func blockingVerdict(host: String, options: RequestOptions) async -> TargetReachability? {
         let path = monitor.currentPath
+        let family = options.addressFamily
         switch WatchedHostVerdict(host, on: path) {
         case .reachable: return nil
-        case .notReachable(let watched): return watched
+        case .notReachable(let watched):
+            // A name's verdict rests on a DNS answer: without ``RequestOptions/nameVerdictMayRefuse`` the path
+            // decides, as for a name not watched, and the socket check judges the addresses libcurl resolves.
+            if options.nameVerdictMayRefuse || IPAddress(host) != nil { return watched }
         case .leftToResolver, .notWatched: break
         }
         if let address = IPAddress(host) {

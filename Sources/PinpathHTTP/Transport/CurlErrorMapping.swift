@@ -23,8 +23,9 @@ enum CurlErrorMapping {
         let socketError: Int32
         /// The security policy's result in the handshake of the connection this transfer opened, if one ran.
         let handshake: Result<TrustEvaluation, SecurityError>?
-        /// The first address the reachability gate skipped, when no socket was opened at all.
-        let skippedAddress: TargetReachability?
+        /// The addresses the reachability gate skipped, in libcurl's order, when no socket was opened at all
+        /// (none otherwise).
+        let skippedAddresses: [TargetReachability]
         /// The transfer was https.
         let usedTLS: Bool
         /// libcurl connected to an address.
@@ -134,6 +135,22 @@ enum CurlErrorMapping {
         Rule([CURLE_READ_ERROR], .unreadableFile),
     ]
 
+    /// The most skipped addresses a message names; a name may resolve to dozens.
+    static let maximumNamedAddresses = 4
+
+    /// `2001:db8::1: no_route, 192.0.2.1: blackhole_route`: each address once, with the kernel's reason, and how
+    /// many more when there are too many to name.
+    static func skippedList(_ skipped: [TargetReachability]) -> String {
+        var seen = Set<String>()
+        let named = skipped.compactMap { verdict -> String? in
+            let address = verdict.address.map { "\($0)" } ?? "?"
+            guard seen.insert(address).inserted else { return nil }
+            return "\(address): \(verdict.reason?.rawValue ?? "not_reachable")"
+        }
+        let more = named.count - maximumNamedAddresses
+        return named.prefix(maximumNamedAddresses).joined(separator: ", ") + (more > 0 ? " and \(more) more" : "")
+    }
+
     /// A connection was made and the response's header section did not end: what went wrong is the response.
     private static func isBrokenResponse(_ failure: Failure) -> Bool { failure.connected && !failure.headersComplete }
 
@@ -160,12 +177,10 @@ enum CurlErrorMapping {
                 break
             }
         }
-        if code == CURLE_COULDNT_CONNECT, let skipped = failure.skippedAddress {
-            let reason = skipped.reason?.rawValue ?? "not reachable"
+        if code == CURLE_COULDNT_CONNECT, let first = failure.skippedAddresses.first {
             return HTTPError(
-                .notReachable,
-                "\(request): no resolved address is reachable (\(skipped.address.map { "\($0)" } ?? "?"): \(reason))",
-                reachability: skipped)
+                .notReachable, "\(request): no resolved address is reachable (\(skippedList(failure.skippedAddresses)))",
+                reachability: first)
         }
         // The server accepted STARTTLS and the handshake ended before the verifier saw a certificate: whatever
         // libcurl's code says, TLS did not start (a server that went on in plaintext, closed, or sent garbage).

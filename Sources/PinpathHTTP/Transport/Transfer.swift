@@ -190,7 +190,7 @@ final class Transfer: @unchecked Sendable {
             code: code, request: request ?? description,
             libcurlMessage: errorBuffer.pointee != 0 ? String(cString: errorBuffer) : nil, socketError: info.socketError,
             handshake: proxyRefused ? proxyVerifier?.lastResult : verifier?.lastResult,
-            skippedAddress: socketsOpened == 0 ? skippedAddresses.first : nil,
+            skippedAddresses: socketsOpened == 0 ? skippedAddresses : [],
             usedTLS: verifier != nil || proxyVerifier != nil, connected: info.remoteAddress != nil, headersComplete: headersComplete,
             maximumBodySize: options.maximumBodySize, kind: kind, upgradeStarted: tlsContextsMade > 0)
         var error = CurlErrorMapping.error(for: failure)

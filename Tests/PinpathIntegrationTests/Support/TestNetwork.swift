@@ -82,10 +82,12 @@ final class TestNetwork {
     }
 
     /// Gives the host namespace its own /etc/hosts (`ip netns exec` mounts /etc/netns/NAME/hosts over it).
+    /// Written in place, not renamed over: a process started before sees the mounted file, so a change is a
+    /// new DNS answer for it too.
     func hosts(_ lines: String) throws {
         let directory = "/etc/netns/\(host)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try lines.write(toFile: "\(directory)/hosts", atomically: true, encoding: .utf8)
+        try lines.write(toFile: "\(directory)/hosts", atomically: false, encoding: .utf8)
     }
 
     /// Gives the host namespace its own /etc/resolv.conf (mounted by `ip netns exec` as /etc/hosts is).
