@@ -119,7 +119,7 @@ public struct AgentConfiguration: Sendable {
             if case .included = source.trust { decoder.readingIncludedFile = true }
             for (index, node) in source.endpoints.enumerated() {
                 let keyPath = "endpoints[\(index)]"
-                let application = defaults.apply(to: node, keyPath, trust: source.trust)
+                let application = defaults.apply(to: node, keyPath, trust: source.trust, policies: policies)
                 decoder.inherited = (keyPath, application.inherited)
                 decoder.warnWithheld(application.withheld, at: node, keyPath)
                 if var endpoint = EndpointConfiguration.decode(application.node, keyPath, &context, decoder) {

@@ -57,6 +57,20 @@ struct EndpointDefaults {
         case plainHTTP
         /// The endpoint is in an included file, and `include`'s `credentials_for` does not list its host.
         case notScoped(host: String)
+        /// The endpoint is in an included file, and the policy its handshake is held to (`policies`, combined)
+        /// does not authenticate the server as `host`: it skips what `laxities` says.
+        case unauthenticated(host: String, policies: [String], laxities: [Laxity])
+        /// The endpoint is in an included file, and its policy cannot be resolved (not defined, refused, in
+        /// conflict): the endpoint is refused there, so nothing is sent, and no warning repeats it.
+        case unresolvedPolicy
+    }
+
+    /// What a policy skips that authenticating a server needs.
+    enum Laxity: Equatable {
+        /// `validates_domain_name: false`: a certificate for any name passes.
+        case hostNameNotChecked
+        /// `allow_invalid_certificates: true`: a chain no trusted CA issued passes (the pins decide).
+        case untrustedChainAllowed
     }
 
     /// The endpoint's mapping with the defaults it does not set added, the key paths (below `keyPath`) of the
@@ -65,26 +79,36 @@ struct EndpointDefaults {
     ///
     /// A credential default is a secret header (``ConfigurationDecoder/isSecretHeader(name:template:)``) or a key that
     /// reads a local file (``EndpointConfiguration/mainFileOnlyKeys``): it is the main file's, and reaches an
-    /// endpoint of an included file only over https (or TLS) and when `trust` scopes it to the endpoint's host;
-    /// a secret header is never sent over plain http, whichever file the endpoint is in.
-    func apply(to node: Node, _ keyPath: String, trust: EndpointSource.Trust) -> Application {
+    /// endpoint of an included file only over https (or TLS), when `trust` scopes it to the endpoint's host, and
+    /// when the endpoint's policy among `policies` authenticates that host; a secret header is never sent over
+    /// plain http, whichever file the endpoint is in.
+    func apply(to node: Node, _ keyPath: String, trust: EndpointSource.Trust, policies: [PolicyConfiguration]) -> Application {
         guard !pairs.isEmpty, case .mapping(let mapping) = node else { return Application(node: node) }
         let own = Set(mapping.compactMap { $0.key.string })
         let url = mapping["url"]?.string.flatMap { URL(endpointText: $0) }
         let kind = url.flatMap { ServiceKind(scheme: $0.scheme) }
         let host = url?.host.flatMap { $0.isEmpty ? nil : $0 }
         let serverName = mapping["servername"]?.string ?? pairs.first { $0.key.string == "servername" }?.value.string
+        // A TLS kind's handshake checks its server name when it has one.
+        let checkedName = (kind.map { $0.usesTLS && !$0.isHTTP } == true ? serverName : nil) ?? host
         var result = Application(node: node)
+        var authentication: WithholdingReason??
         // Why a credential default does not reach this endpoint; `nil` when it does.
         func withholding(isHeader: Bool) -> WithholdingReason? {
             guard case .included(let scope) = trust else { return isHeader && kind == .http ? .plainHTTP : nil }
             // An included file chooses the URL and the proxy: over plain http, any default it gets is readable on
             // the path, the proxy it names included.
             if kind == .http { return .plainHTTP }
-            guard let host else { return .notScoped(host: "") }
+            guard let host, let checkedName else { return .notScoped(host: "") }
             // A TLS kind's checked name must be in scope too: it is the name the handshake authenticates.
-            let names = [host] + (kind.map { $0.usesTLS && !$0.isHTTP } == true ? serverName.map { [$0] } ?? [] : [])
-            return names.allSatisfy { name in scope.contains { $0.matches(name) } } ? nil : .notScoped(host: host)
+            guard [host, checkedName].allSatisfy({ name in scope.contains { $0.matches(name) } }) else { return .notScoped(host: host) }
+            // It also chooses the policy: one that skips the name or the chain hands the credential to whoever
+            // answers for the host (the proxy it names, anyone on the path) with a certificate from any trusted CA.
+            if authentication == nil {
+                let policy = own.contains("policy") ? mapping["policy"] : pairs.first { $0.key.string == "policy" }?.value
+                authentication = Self.unauthenticated(checkedName, policy: policy, among: policies)
+            }
+            return authentication ?? nil
         }
         var merged = Array(mapping)
         for (key, value) in pairs {
@@ -134,6 +158,30 @@ struct EndpointDefaults {
         }
         result.node = .mapping(Node.Mapping(merged.map { ($0.key, $0.value) }, mapping.mark))
         return result
+    }
+
+    /// Why an included endpoint's server is not authenticated as `name` (the name its handshake checks), or `nil`
+    /// when it is: the policy it is held to (the one `policy` names, with those whose `hosts` match, combined as
+    /// the probe combines them; none is chain and name validation against the system store) must verify the chain
+    /// (`allow_invalid_certificates` false) and check the name (`validates_domain_name` true). Through a proxy the
+    /// origin's handshake runs inside the tunnel under the same policy, so the proxy cannot stand in for the host.
+    static func unauthenticated(_ name: String, policy reference: Node?, among policies: [PolicyConfiguration]) -> WithholdingReason? {
+        var named: PolicyConfiguration?
+        if let reference, !ConfigurationMapping.isNull(reference) {
+            guard let text = reference.string, let policy = policies.first(where: { $0.name == text }) else { return .unresolvedPolicy }
+            named = policy
+        }
+        let applied: AppliedPolicy?
+        do throws(AppliedPolicy.Conflict) {
+            applied = try AppliedPolicy(host: name, named: named, among: policies)
+        } catch {
+            return .unresolvedPolicy
+        }
+        guard let applied else { return nil }
+        var laxities: [Laxity] = []
+        if !applied.policy.validatesDomainName { laxities.append(.hostNameNotChecked) }
+        if applied.policy.allowInvalidCertificates { laxities.append(.untrustedChainAllowed) }
+        return laxities.isEmpty ? nil : .unauthenticated(host: name, policies: applied.names, laxities: laxities)
     }
 
     /// Whether the endpoint key `key` means something for `kind` (`nil`: a URL not understood, where only the
@@ -187,6 +235,27 @@ extension ConfigurationDecoder {
                 the credential default \(Self.list(unscoped.map(\.key))) from \(mainFile) is not applied to this endpoint of an \
                 included file: include's credentials_for does not list \(ConfigurationProblem.quoted(host)) (list it there \
                 for this file's endpoints to have it)
+                """)
+        }
+        let unauthenticated = withheld.compactMap { entry -> (key: String, reason: EndpointDefaults.WithholdingReason)? in
+            if case .unauthenticated = entry.reason { entry } else { nil }
+        }
+        if case .unauthenticated(let host, let policies, let laxities) = unauthenticated.first?.reason {
+            let named = policies.map(ConfigurationProblem.quoted)
+            let policy = named.count == 1 ? "its policy \(named[0])" : "its policies \(named.joined(separator: ", ")) together"
+            let skipped = laxities.map { laxity in
+                switch laxity {
+                case .hostNameNotChecked: "does not check the host name (validates_domain_name: false)"
+                case .untrustedChainAllowed: "accepts a chain no trusted CA issued (allow_invalid_certificates: true)"
+                }
+            }
+            warn(
+                .credentialDefaultWithheld, at: node, keyPath,
+                """
+                the credential default \(Self.list(unauthenticated.map(\.key))) from \(mainFile) is not applied to this endpoint \
+                of an included file: \(policy) \(skipped.joined(separator: " and ")), so a server answering for \
+                \(ConfigurationProblem.quoted(host)) is not authenticated by a trusted chain and its name (give this endpoint a \
+                policy that verifies both, or move it to \(mainFile))
                 """)
         }
     }
