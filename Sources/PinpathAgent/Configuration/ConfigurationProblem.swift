@@ -54,6 +54,9 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
         /// to an endpoint, because it is plain http, or in an included file that `include`'s `credentials_for`
         /// does not scope to its host or whose policy does not authenticate the server.
         public static let credentialDefaultWithheld = Code(name: "credential_default_withheld")
+        /// The configuration stands for more than pinpath reads: `defaults:` copied into the endpoints past the
+        /// limit (the nodes the files write, ten times over).
+        public static let tooLarge = Code(name: "too_large")
     }
 
     /// The configuration file, as it was given (relative paths stay relative).

@@ -12,12 +12,30 @@ import PinpathYAML
 /// built-in default instead of the file's. A default applies only to the kinds it means something for
 /// (`headers` to http and https, `send` to tcp, `policy` to the TLS kinds, `expect.banner` to the kinds whose
 /// server speaks first…), so one `defaults:` serves a file mixing kinds.
+///
+/// Every endpoint reads what the defaults give it again, so the nodes they copy into the endpoints are bounded
+/// (``copyLimit``) and counted before any endpoint is read (``applications(to:writtenNodes:policies:at:_:)``).
 struct EndpointDefaults {
     /// Every endpoint key but the two that identify an endpoint.
     static let keys = EndpointConfiguration.keys.filter { $0 != "name" && $0 != "url" }
 
     /// The default pairs, in file order.
     let pairs: [(key: Node, value: Node)]
+    /// The items of a `headers:` default that is a mapping, each with its name lowercased and whether it is
+    /// secret, worked out once rather than for every endpoint.
+    private let headers: [(key: Node, value: Node, lowercasedName: String?, isSecret: Bool)]
+
+    init(pairs: [(key: Node, value: Node)]) {
+        self.pairs = pairs
+        let mapping = pairs.first { $0.key.string == "headers" }?.value.mapping
+        headers = (mapping.map(Array.init) ?? []).map { key, value in
+            let name = key.string
+            return (
+                key, value, name?.lowercased(),
+                name.map { ConfigurationDecoder.isSecretHeader(name: $0, template: value.string ?? "") } ?? false
+            )
+        }
+    }
 
     static let none = EndpointDefaults(pairs: [])
 
@@ -40,6 +58,11 @@ struct EndpointDefaults {
         return EndpointDefaults(pairs: pairs)
     }
 
+    /// How far the defaults may multiply the configuration: the nodes they copy into the endpoints, at most
+    /// 100,000 or 10 times the nodes the files write, as for YAML aliases. 10,000 endpoints with a handful of
+    /// defaults each are far inside it.
+    static let copyLimit = AliasLimit.standard
+
     /// What applying the defaults to one endpoint gave.
     struct Application {
         /// The endpoint's mapping with the defaults it does not set added.
@@ -48,6 +71,8 @@ struct EndpointDefaults {
         var inherited: [String] = []
         /// The credential defaults not applied (`headers.Authorization`, `client_certificate`), by reason.
         var withheld: [(key: String, reason: WithholdingReason)] = []
+        /// The nodes the defaults added to the endpoint (keys and values).
+        var copiedNodes = 0
     }
 
     /// Why a credential default was not applied to an endpoint.
@@ -71,6 +96,44 @@ struct EndpointDefaults {
         case hostNameNotChecked
         /// `allow_invalid_certificates: true`: a chain no trusted CA issued passes (the pins decide).
         case untrustedChainAllowed
+    }
+
+    /// The defaults applied to every endpoint of `sources`, in order, before any endpoint is read; `nil` after a
+    /// problem at `node` (`defaults:`) when the nodes they copy into the endpoints pass ``copyLimit`` for files
+    /// that write `writtenNodes` nodes together.
+    ///
+    /// Each endpoint reads what the defaults give it again: unbounded, a small file cost the product of its
+    /// defaults and its endpoints (500 default headers × 2,000 endpoints, 104 KB, took `check-config` 19 s).
+    /// Counting stops at the limit, so such a file is refused in the time of the copies the limit allows.
+    func applications(
+        to sources: [EndpointSource], writtenNodes: Int, policies: [PolicyConfiguration], at node: Node?,
+        _ decoder: ConfigurationDecoder
+    ) -> [[Application]]? {
+        let allowed = Self.copyLimit.allowed(written: writtenNodes)
+        var copied = 0
+        var applications: [[Application]] = []
+        for source in sources {
+            var applied: [Application] = []
+            applied.reserveCapacity(source.endpoints.count)
+            for (index, endpoint) in source.endpoints.enumerated() {
+                let application = apply(to: endpoint, "endpoints[\(index)]", trust: source.trust, policies: policies)
+                copied += application.copiedNodes
+                guard copied <= allowed else {
+                    decoder.report(
+                        .tooLarge, at: node, "defaults",
+                        """
+                        copied into the endpoints, the defaults stand for more than \(allowed) nodes, the most they may \
+                        (\(Self.copyLimit.nodes), or \(Self.copyLimit.multipleOfWritten) times the \(writtenNodes) nodes the \
+                        configuration writes); keep defaults to a few short values, and write long lists or many headers \
+                        on the endpoints that need them
+                        """)
+                    return nil
+                }
+                applied.append(application)
+            }
+            applications.append(applied)
+        }
+        return applications
     }
 
     /// The endpoint's mapping with the defaults it does not set added, the key paths (below `keyPath`) of the
@@ -122,21 +185,21 @@ struct EndpointDefaults {
                     ownNames = Set(headers.compactMap { $0.key.string?.lowercased() })
                 }
                 var added: [(Node, Node)] = []
-                for (headerKey, headerValue) in defaultHeaders {
+                for (headerKey, headerValue, lowercasedName, isSecret) in headers {
                     // A key that is not a name is passed on, for the reader to refuse at the default.
-                    guard let headerName = headerKey.string else {
+                    guard let headerName = headerKey.string, let lowercasedName else {
                         added.append((headerKey, headerValue))
+                        result.copiedNodes += headerKey.nodeCount + headerValue.nodeCount
                         continue
                     }
-                    guard !ownNames.contains(headerName.lowercased()) else { continue }
+                    guard !ownNames.contains(lowercasedName) else { continue }
                     let path = "headers.\(headerName)"
-                    if ConfigurationDecoder.isSecretHeader(name: headerName, template: headerValue.string ?? ""),
-                        let reason = withholding(isHeader: true)
-                    {
+                    if isSecret, let reason = withholding(isHeader: true) {
                         result.withheld.append((path, reason))
                         continue
                     }
                     added.append((headerKey, headerValue))
+                    result.copiedNodes += 1 + headerValue.nodeCount
                     if ownHeaders != nil { result.inherited.append(ConfigurationDecoder.keyPath(keyPath, path)) }
                 }
                 if let ownHeaders, case .mapping(let headers) = merged[ownHeaders].value {
@@ -144,6 +207,7 @@ struct EndpointDefaults {
                     merged[ownHeaders].value = .mapping(Node.Mapping(added + headers.map { ($0.key, $0.value) }, headers.mark))
                 } else if !added.isEmpty {
                     merged.append((key, .mapping(Node.Mapping(added, defaultHeaders.mark))))
+                    result.copiedNodes += 2
                     result.inherited.append(ConfigurationDecoder.keyPath(keyPath, "headers"))
                 }
                 continue
@@ -153,7 +217,9 @@ struct EndpointDefaults {
                 result.withheld.append((name, reason))
                 continue
             }
-            merged.append((key, name == "expect" ? Self.expectation(value, for: kind) : value))
+            let copy = name == "expect" ? Self.expectation(value, for: kind) : value
+            merged.append((key, copy))
+            result.copiedNodes += 1 + copy.nodeCount
             result.inherited.append(ConfigurationDecoder.keyPath(keyPath, name))
         }
         result.node = .mapping(Node.Mapping(merged.map { ($0.key, $0.value) }, mapping.mark))
