@@ -417,20 +417,27 @@ extension ConfigurationDecoder {
         template.contains("${") || HTTPHeaders.isCredential(name)
     }
 
-    /// Replaces each `${NAME}` with the environment's value, reporting unset variables by name (never a
-    /// value) and malformed references. `$` not followed by `{` is kept as it is. An included file's own
-    /// values may not read the environment: that is refused before any variable is looked up.
-    func expand(_ template: String, _ node: Node, _ keyPath: String) -> (String, [String])? {
-        if template.contains("${"), isWrittenInIncludedFile(keyPath) {
-            report(
-                .notInIncludedFile, at: node, keyPath,
-                """
-                ${…} reads the agent's environment, which only \(mainFile) may: an included file could send it anywhere; \
-                move this endpoint to \(mainFile) (a header can instead be a default there, scoped to this endpoint's host \
-                by include's credentials_for)
-                """)
-            return nil
-        }
+    /// Whether `template` may read the environment: not in an included file's own values, where `${…}` is
+    /// refused (reported here) before any variable is looked up.
+    func refuseEnvironmentInIncludedFile(_ template: String, _ node: Node, _ keyPath: String) -> Bool {
+        guard template.contains("${"), isWrittenInIncludedFile(keyPath) else { return true }
+        report(
+            .notInIncludedFile, at: node, keyPath,
+            """
+            ${…} reads the agent's environment, which only \(mainFile) may: an included file could send it anywhere; \
+            move this endpoint to \(mainFile) (a header can instead be a default there, scoped to this endpoint's host \
+            by include's credentials_for)
+            """)
+        return false
+    }
+
+    /// Replaces each `${NAME}` with the environment's value (as `encodingValue` writes it), reporting unset
+    /// variables by name (never a value) and malformed references. `$` not followed by `{` is kept as it is. An
+    /// included file's own values may not read the environment: that is refused before any variable is looked up.
+    func expand(
+        _ template: String, _ node: Node, _ keyPath: String, encodingValue: (String) -> String = { $0 }
+    ) -> (String, [String])? {
+        guard refuseEnvironmentInIncludedFile(template, node, keyPath) else { return nil }
         var result = ""
         var variables: [String] = []
         var rest = Substring(template)
@@ -455,7 +462,7 @@ extension ConfigurationDecoder {
             }
             variables.append(name)
             if let value = environment[name] {
-                result += value
+                result += encodingValue(value)
             } else {
                 report(
                     .missingEnvironmentVariable, at: node, keyPath,
