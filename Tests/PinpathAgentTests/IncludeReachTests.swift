@@ -411,3 +411,38 @@ struct IncludeAuthenticatedScopeTests {
         ])
     }
 }
+
+/// Round 2 (review): invisible scalars that are not controls let an included file name an endpoint that reads as
+/// one of the main file's. Through `pinpath check-config` alone, so no metrics reader is needed.
+@Suite("Included files cannot name a lookalike endpoint")
+struct IncludedLookalikeNameTests {
+    /// Invisible scalars that are not controls (zero-width space, byte order mark, soft hyphen, line and
+    /// paragraph separators, tag characters) let an included file name an endpoint that reads as one of the main
+    /// file's, in every event, alert and dashboard. Refused by their Unicode category (Cf, Zl, Zp), named as U+….
+    /// Some are written into the file as they are, some as YAML escapes (`\L`, `\P`, `\u2060`).
+    @Test(
+        "An included file cannot name an endpoint like the main file's with an invisible character",
+        arguments: [
+            ("\"api\u{200B}\"", "U+200B, an invisible format character"), ("\"\u{FEFF}api\"", "U+FEFF, an invisible format character"),
+            ("\"a\u{AD}pi\"", "U+00AD, an invisible format character"), (#""api\L""#, "U+2028, a line separator"),
+            (#""api\P""#, "U+2029, a paragraph separator"), ("\"api\u{E0061}\"", "U+E0061, an invisible format character"),
+            (#""api\u2060""#, "U+2060, an invisible format character"),
+        ] as [(String, String)])
+    func invisibleNames(yaml: String, named: String) throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.file("conf.d"), withIntermediateDirectories: true)
+        try "endpoints:\n  - { name: \(yaml), url: \"https://127.0.0.1:9/\" }\n".write(
+            toFile: directory.file("conf.d/team.yaml"), atomically: true, encoding: .utf8)
+        try "include: conf.d/*.yaml\nendpoints:\n  - { name: api, url: \"https://127.0.0.1:9/\" }\n".write(
+            toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        let result = try Shell.run([Shell.pinpath, "check-config", "--config", directory.file("pinpath.yaml")])
+        #expect(result.status == 78, "\(yaml): \(result.stdout)")
+        #expect(
+            result.stderr == """
+                pinpath: error: \(directory.file("conf.d/team.yaml")):2:13: endpoints[0].name: the name holds \(named); a name \
+                is one line of visible text
+
+                """, "\(yaml)")
+        #expect(result.stderr.unicodeScalars.allSatisfy { $0.isASCII }, "the scalar itself is not printed: \(result.stderr)")
+    }
+}
