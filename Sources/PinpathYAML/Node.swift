@@ -91,4 +91,15 @@ public enum Node: Sendable {
     public var mapping: Mapping? {
         if case .mapping(let mapping) = self { mapping } else { nil }
     }
+
+    /// The nodes it is made of, itself included: a scalar is 1, a collection 1 plus its items' (a mapping's keys
+    /// and values), an alias's nodes counted at each place it appears. Walks the whole tree, so callers bound its
+    /// nesting first, as for every reader.
+    public var nodeCount: Int {
+        switch self {
+        case .scalar: 1
+        case .mapping(let mapping): mapping.pairs.reduce(1) { $0 + $1.key.nodeCount + $1.value.nodeCount }
+        case .sequence(let sequence): sequence.nodes.reduce(1) { $0 + $1.nodeCount }
+        }
+    }
 }

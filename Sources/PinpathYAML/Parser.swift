@@ -31,6 +31,12 @@ public struct Parser: Sendable {
     ///   aliases expanding it past ``aliasLimit`` the same case, at the alias that went past it, with a problem
     ///   naming the limit.
     public func singleRoot() throws(YamlError) -> Node? {
+        try singleDocument()?.root
+    }
+
+    /// The one document in the text with the count of nodes its text writes; `nil` when the text holds none.
+    /// Throws as ``singleRoot()`` does.
+    public func singleDocument() throws(YamlError) -> Document? {
         let reader = try EventReader(yaml: yaml)
         _ = try reader.next()  // the stream's start
         guard try reader.next().kind != .streamEnd else { return nil }  // or the document's start
@@ -43,8 +49,16 @@ public struct Parser: Sendable {
                 context: YamlError.Context(text: "expected a single document in the stream", mark: Mark(line: 1, column: 1)),
                 problem: "but found another document", next.mark, yaml: yaml)
         }
-        return root
+        return Document(root: root, writtenNodes: composer.written)
     }
+}
+
+/// A composed document: its root, and how many nodes its text writes (scalars and collections, not aliases), the
+/// measure a reader that copies nodes around (`defaults:` into every endpoint) bounds its copies by, as
+/// ``AliasLimit`` bounds aliases.
+public struct Document: Sendable {
+    public let root: Node
+    public let writtenNodes: Int
 }
 
 /// How many nodes a document may stand for once its aliases are expanded: ``nodes``, or ``multipleOfWritten``
@@ -67,7 +81,7 @@ public struct AliasLimit: Sendable, Equatable {
     public static let standard = AliasLimit(nodes: 100_000, multipleOfWritten: 10)
 
     /// The most nodes a document that writes `written` nodes may stand for.
-    func allowed(written: Int) -> Int {
+    public func allowed(written: Int) -> Int {
         max(nodes, written.multipliedReportingOverflow(by: multipleOfWritten).overflow ? .max : written * multipleOfWritten)
     }
 }

@@ -139,6 +139,56 @@ struct ConfigurationScaleTests {
             ])
     }
 
+    /// Round 2, finding 3: a scoped credential default reaches an included endpoint only when the policy its
+    /// handshake is held to (named, inherited, or matched by host, combined) verifies the chain and checks the name.
+    @Test("Scoped credential defaults reach an included endpoint only under a policy that authenticates its host")
+    func scopedCredentialNeedsAuthenticatedServer() throws {
+        let directory = try Self.write([
+            "pinpath.yaml": """
+            include: { files: conf.d/*.yaml, credentials_for: ["*.example"] }
+            policies:
+              lax: { mode: none, validates_domain_name: false }
+              strict-hosts: { mode: none, hosts: [strict.example] }
+            defaults:
+              policy: lax
+              headers: { Authorization: "Bearer ${TOKEN}", X-Team: ops }
+            endpoints:
+              - { name: main-lax, url: "https://main.example/" }
+            """,
+            "conf.d/a.yaml": """
+            endpoints:
+              - { name: inherited-lax, url: "https://a.example/" }
+              - { name: own-null-policy, url: "https://b.example/", policy: ~ }
+              - { name: combined-strict, url: "https://strict.example/" }
+              - { name: tls-lax, url: "tls://c.example:443" }
+            """,
+        ])
+        let configuration = try AgentConfiguration.load(path: directory.file("pinpath.yaml"), environment: ["TOKEN": "t"])
+        let withheld = Dictionary(uniqueKeysWithValues: configuration.endpoints.map { ($0.name, $0.withheldDefaults) })
+        let sent = Dictionary(uniqueKeysWithValues: configuration.endpoints.map { ($0.name, $0.headers.map(\.name)) })
+        // The main file's author chose the lax policy for its own endpoint.
+        #expect(sent["main-lax"] == ["Authorization", "X-Team"])
+        #expect(withheld["inherited-lax"] == ["headers.Authorization"] && sent["inherited-lax"] == ["X-Team"])
+        // No policy: the system store verifies the chain and the name. A lax policy combined with one matching the
+        // host that checks the name checks it.
+        #expect(withheld["own-null-policy"] == [] && sent["own-null-policy"] == ["Authorization", "X-Team"])
+        #expect(withheld["combined-strict"] == [] && sent["combined-strict"] == ["Authorization", "X-Team"])
+        #expect(withheld["tls-lax"] == [], "no header applies to tls://")
+        let warnings = configuration.warnings.map(\.description)
+        #expect(warnings.count == 1 && warnings[0].contains("endpoints[0]: the credential default headers.Authorization"), "\(warnings)")
+        #expect(warnings.allSatisfy { $0.contains("its policy \"lax\" does not check the host name") }, "\(warnings)")
+
+        // A policy that is not defined is refused at the endpoint; nothing warns about the credential too.
+        try "endpoints:\n  - { name: undefined, url: \"https://d.example/\", policy: nope }\n".write(
+            toFile: directory.file("conf.d/a.yaml"), atomically: true, encoding: .utf8)
+        do {
+            _ = try AgentConfiguration.load(path: directory.file("pinpath.yaml"), environment: ["TOKEN": "t"])
+            Issue.record("an undefined policy loaded")
+        } catch {
+            #expect(error.problems.map(\.code) == [.undefinedReference], "\(error.problems)")
+        }
+    }
+
     @Test("Problems in included files name those files; a name used twice names both positions; no nested include")
     func includeProblems() throws {
         let directory = try Self.write([

@@ -319,3 +319,130 @@ struct IncludeReachTests {
         #expect(check.stderr.contains(#""\x1b[2K" is not an HTTP method"#), "\(check.stderr)")
     }
 }
+
+/// Issue 25, round 2, finding 3: `credentials_for` scopes a credential default to a host, but the included file
+/// chooses the policy and the proxy. Naming a policy that does not check the name (`validates_domain_name: false`)
+/// or the chain (`allow_invalid_certificates: true`), it let whoever answered for the scoped host (a proxy it names,
+/// an attacker on the path) with any certificate a trusted CA issued receive the main file's token.
+@Suite("Included files: scoped credentials only to an authenticated server", .serialized)
+struct IncludeAuthenticatedScopeTests {
+    @Test("An included endpoint under a lax policy, direct or through its proxy, gets no scoped token; a strict one refuses the impostor")
+    func laxPolicyWithholdsScopedCredential() throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.file("conf.d"), withIntermediateDirectories: true)
+        // The impostor: a leaf for other.test from the CA the store trusts, answering on the port of `localhost`.
+        let pki = TestPKI.shared
+        let impostor = try RecordingServer(
+            certificate: (pki.path("wronghost"), pki.path("wronghost", "key"), [pki.path("inter")]), directory: directory.path)
+        defer { impostor.stop() }
+        // A proxy the included file names: it tunnels each CONNECT to the impostor's port.
+        let proxy = try ProxyServer(directory: directory.path)
+        defer { proxy.stop() }
+        let origin = "https://localhost:\(impostor.port)"
+        try """
+        events: { output: events.jsonl, probes: all }
+        policies:
+          devices: { mode: none, validates_domain_name: false, ca_file: \(pki.path("store")) }
+          lenient:
+            mode: public_key
+            pins: ["sha256/\(try pki.opensslPin("inter"))", "sha256/\(try pki.opensslPin("root"))"]
+            allow_invalid_certificates: true
+            ca_file: \(pki.path("store"))
+          strict: { mode: none, ca_file: \(pki.path("store")) }
+        defaults:
+          timeout: 4s
+          ip_family: ipv4
+          headers: { Authorization: "Bearer ${PROBE_TOKEN}" }
+        include: { files: conf.d/*.yaml, credentials_for: [localhost] }
+        endpoints: []
+
+        """.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        try """
+        endpoints:
+          - { name: lax-direct, url: "\(origin)/lax-direct", policy: devices }
+          - { name: lax-proxied, url: "\(origin)/lax-proxied", policy: devices, proxy: "\(proxy.url())" }
+          - { name: lenient, url: "\(origin)/lenient", policy: lenient }
+          - { name: strict-proxied, url: "\(origin)/strict-proxied", policy: strict, proxy: "\(proxy.url())" }
+
+        """.write(toFile: directory.file("conf.d/team.yaml"), atomically: true, encoding: .utf8)
+        let environment = ["/usr/bin/env", "PROBE_TOKEN=\(IncludeReachTests.token)"]
+        let main = directory.file("pinpath.yaml")
+        let team = directory.file("conf.d/team.yaml")
+
+        let check = try Shell.run(environment + [Shell.pinpath, "check-config", "--config", main])
+        #expect(check.status == 0, "\(check.stderr)")
+        let withheld = "the credential default headers.Authorization from \(main) is not applied to this endpoint of an included file:"
+        let answer = """
+            so a server answering for "localhost" is not authenticated by a trusted chain and its name (give this endpoint \
+            a policy that verifies both, or move it to \(main))
+            """
+        #expect(
+            check.stderr.split(separator: "\n").map(String.init) == [
+                """
+                pinpath: warning: \(team):2:5: endpoints[0]: \(withheld) its policy "devices" does not check the host name \
+                (validates_domain_name: false), \(answer)
+                """,
+                """
+                pinpath: warning: \(team):3:5: endpoints[1]: \(withheld) its policy "devices" does not check the host name \
+                (validates_domain_name: false), \(answer)
+                """,
+                """
+                pinpath: warning: \(team):4:5: endpoints[2]: \(withheld) its policy "lenient" accepts a chain no trusted CA \
+                issued (allow_invalid_certificates: true), \(answer)
+                """,
+            ], "\(check.stderr)")
+
+        let run = try Shell.run(environment + [Shell.pinpath, "run", "--once", "--config", main])
+        let received = impostor.requests
+        let paths = Set(received.map(\.path))
+        // Each lax endpoint still reaches the impostor (its policy lets it), without the token; the strict one's
+        // handshake fails inside the proxy's tunnel: the proxy is no way round an authenticated host.
+        #expect(paths == ["/lax-direct", "/lax-proxied"], "\(received.map(\.path)) \(run.stderr)")
+        for request in received {
+            #expect(request.header("Authorization") == nil, "\(request.path) gave the impostor the token")
+        }
+        #expect(proxy.requests.filter { $0.method == "CONNECT" }.count == 2, "\(proxy.requests)")
+        let events = try String(contentsOfFile: directory.file("events.jsonl"), encoding: .utf8)
+        let strict = events.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .first { $0["event"] as? String == "probe.completed" && $0["endpoint"] as? String == "strict-proxied" }
+        #expect(strict?["error_category"] as? String == "tls_invalid", "\(events)")
+        SecretLeakTests.expectNoSecret([
+            ("check-config", check.stdout + check.stderr), ("run", run.stdout + run.stderr), ("events", events),
+        ])
+    }
+}
+
+/// Round 2 (review): invisible scalars that are not controls let an included file name an endpoint that reads as
+/// one of the main file's. Through `pinpath check-config` alone, so no metrics reader is needed.
+@Suite("Included files cannot name a lookalike endpoint")
+struct IncludedLookalikeNameTests {
+    /// Invisible scalars that are not controls (zero-width space, byte order mark, soft hyphen, line and
+    /// paragraph separators, tag characters) let an included file name an endpoint that reads as one of the main
+    /// file's, in every event, alert and dashboard. Refused by their Unicode category (Cf, Zl, Zp), named as U+….
+    /// Some are written into the file as they are, some as YAML escapes (`\L`, `\P`, `\u2060`).
+    @Test(
+        "An included file cannot name an endpoint like the main file's with an invisible character",
+        arguments: [
+            ("\"api\u{200B}\"", "U+200B, an invisible format character"), ("\"\u{FEFF}api\"", "U+FEFF, an invisible format character"),
+            ("\"a\u{AD}pi\"", "U+00AD, an invisible format character"), (#""api\L""#, "U+2028, a line separator"),
+            (#""api\P""#, "U+2029, a paragraph separator"), ("\"api\u{E0061}\"", "U+E0061, an invisible format character"),
+            (#""api\u2060""#, "U+2060, an invisible format character"),
+        ] as [(String, String)])
+    func invisibleNames(yaml: String, named: String) throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.file("conf.d"), withIntermediateDirectories: true)
+        try "endpoints:\n  - { name: \(yaml), url: \"https://127.0.0.1:9/\" }\n".write(
+            toFile: directory.file("conf.d/team.yaml"), atomically: true, encoding: .utf8)
+        try "include: conf.d/*.yaml\nendpoints:\n  - { name: api, url: \"https://127.0.0.1:9/\" }\n".write(
+            toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        let result = try Shell.run([Shell.pinpath, "check-config", "--config", directory.file("pinpath.yaml")])
+        #expect(result.status == 78, "\(yaml): \(result.stdout)")
+        #expect(
+            result.stderr == """
+                pinpath: error: \(directory.file("conf.d/team.yaml")):2:13: endpoints[0].name: the name holds \(named); a name \
+                is one line of visible text
+
+                """, "\(yaml)")
+        #expect(result.stderr.unicodeScalars.allSatisfy { $0.isASCII }, "the scalar itself is not printed: \(result.stderr)")
+    }
+}

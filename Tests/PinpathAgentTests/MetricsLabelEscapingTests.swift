@@ -10,10 +10,11 @@ import Testing
     "Hostile endpoint names in /metrics and the textfile", .serialized,
     .enabled(if: ExpositionReaders.isAvailable, Comment(rawValue: ExpositionReaders.unavailableReason)))
 struct MetricsLabelEscapingTests {
-    /// Names the main file gives: quotes and backslashes a combining mark merges with, a line separator (not a
-    /// control: allowed, and it must come back as it is), a flag (two scalars, one `Character`), plain escapes.
+    /// Names the main file gives: quotes and backslashes a combining mark merges with, an ideographic space
+    /// (a space, not a control nor invisible: allowed, and it must come back as it is), a flag (two scalars, one
+    /// `Character`), plain escapes.
     static let mainNames = [
-        "quote\"\u{301}", "backslash\\\u{301}", "both\\\"\u{301}\u{302}", "line\u{2028}separator", "plain \"quoted\" \\ back",
+        "quote\"\u{301}", "backslash\\\u{301}", "both\\\"\u{301}\u{302}", "ideographic\u{3000}space", "plain \"quoted\" \\ back",
         "é\"🇫🇷\"", "trailing\\",
     ]
     /// Names an included file gives.

@@ -1,5 +1,6 @@
 import Foundation
 import PinpathHTTP
+import PinpathTestSupport
 import Testing
 
 @testable import PinpathAgent
@@ -86,7 +87,7 @@ struct ProxyConfigurationTests {
             ),
             ("proxy: [a]\n", "test.yaml:1:8: proxy: expected a proxy URL"),
             ("proxy: http://10.0.0.8:3128/path\n", "test.yaml:1:8: proxy: \"http://10.0.0.8:3128/path\": a proxy URL has no path"),
-            ("proxy: http://${MISSING}:3128\n", "test.yaml:1:8: proxy: the environment variable MISSING is not set"),
+            ("proxy: http://u:${MISSING}@10.0.0.8:3128\n", "test.yaml:1:8: proxy: the environment variable MISSING is not set"),
         ])
     func refused(yaml: String, expected: String) {
         let problems = configurationProblems(yaml + Self.endpoints)
@@ -110,5 +111,73 @@ struct ProxyConfigurationTests {
         #expect(problems.first?.contains("proxy: environment variable https_proxy:") == true, "\(problems)")
         #expect(!problems.joined().contains("secret"))
         #expect(configurationProblems("proxy: none\n" + Self.endpoints, environment: environment).isEmpty)
+    }
+
+    /// Round 2, finding 7: `${…}` anywhere in a proxy URL was expanded, and only the user information is kept out
+    /// of what is shown; `proxy: "${PROBE_TOKEN}"` made the token the proxy's host, printed in full by
+    /// `check-config` (text and JSON) and sent to DNS.
+    @Test(
+        "${…} is refused outside a proxy URL's user name and password, before anything is read",
+        arguments: [
+            "\"${PROXY_TOKEN}\"", "http://${PROXY_TOKEN}:3128", "http://proxy.example:${PROXY_TOKEN}",
+            "\"${PROXY_TOKEN}://proxy.example:3128\"", "\"http://u:p@proxy.example:3128/${PROXY_TOKEN}\"",
+            "\"http://proxy.example:3128#@${PROXY_TOKEN}\"",
+        ])
+    func variableOutsideUserInformation(proxy: String) {
+        for (yaml, prefix) in [
+            ("proxy: \(proxy)\n" + Self.endpoints, "test.yaml:1:8: proxy: "),
+            (Self.endpoints + "    proxy: \(proxy)\n", "test.yaml:6:12: endpoints[1].proxy: "),
+        ] {
+            let problems = configurationProblems(
+                yaml.replacingOccurrences(of: "    proxy: http://own-proxy.example.com:8080\n", with: ""),
+                environment: ["PROXY_TOKEN": "ghp_SECRETproxytoken"])
+            #expect(
+                problems == [
+                    prefix
+                        + "${…} may only give a proxy URL's user name or password (http://user:${PASSWORD}@host:port): its "
+                        + "host and port are shown in check-config and events, and looked up in DNS"
+                ], "\(yaml)")
+        }
+    }
+
+    @Test("A variable's value is the password as it is: @, /, : and % in it never move the host")
+    func passwordCharacters() throws {
+        let configuration = try loadConfiguration(
+            "proxy: http://agent:${PROXY_PASSWORD}@10.0.0.8:3128\n" + Self.endpoints,
+            environment: ["PROXY_PASSWORD": "p@ss/w:rd%41#x?y"])
+        let proxy = try #require(configuration.endpoints[0].proxy.settings.httpsProxy)
+        #expect(proxy.host == "10.0.0.8" && proxy.port == 3128)
+        #expect(proxy.username == "agent" && proxy.password == "p@ss/w:rd%41#x?y")
+    }
+
+    @Test("check-config never shows a token written as a proxy's host; a password with @ and / reaches the proxy intact")
+    func proxyTokenEndToEnd() throws {
+        let directory = try TemporaryDirectory()
+        let token = "ghp_SECRETproxytoken0123456789"
+        let main = directory.file("pinpath.yaml")
+        try "proxy: \"${PROBE_TOKEN}\"\nendpoints:\n  - { name: api, url: \"https://api.example/\" }\n".write(
+            toFile: main, atomically: true, encoding: .utf8)
+        for options in [[], ["--json"], ["--effective"]] {
+            let check = try Shell.run(["/usr/bin/env", "PROBE_TOKEN=\(token)", Shell.pinpath, "check-config", "--config", main] + options)
+            #expect(check.status == 78, "\(options): \(check.stdout)")
+            #expect(!(check.stdout + check.stderr).contains("SECRET"), "\(options): \(check.stdout)\(check.stderr)")
+        }
+
+        let password = "p@ss/w:rd"
+        let proxy = try ProxyServer(credentials: "agent:\(password)", directory: directory.path)
+        defer { proxy.stop() }
+        let origin = try RecordingServer(directory: directory.path)
+        defer { origin.stop() }
+        try """
+        events: { output: stdout, probes: all }
+        endpoints:
+          - { name: api, url: "\(origin.origin)/through", proxy: "http://agent:${PROXY_PASSWORD}@127.0.0.1:\(proxy.port)", timeout: 4s }
+
+        """.write(toFile: main, atomically: true, encoding: .utf8)
+        let run = try Shell.run(["/usr/bin/env", "PROXY_PASSWORD=\(password)", Shell.pinpath, "run", "--once", "--config", main])
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        #expect(proxy.requests.map(\.authorized) == [true], "\(proxy.requests)")
+        #expect(origin.requests.map(\.path) == ["/through"])
+        #expect(!(run.stdout + run.stderr).contains(password))
     }
 }

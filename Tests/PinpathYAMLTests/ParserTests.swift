@@ -110,6 +110,17 @@ struct ParserTests {
         #expect(try Parser(yaml: yaml, aliasLimit: AliasLimit(nodes: 0, multipleOfWritten: 10)).singleRoot() != nil)
     }
 
+    @Test("A document counts the nodes its text writes; a node counts what it stands for, aliases at each place")
+    func writtenAndExpandedNodes() throws {
+        // Written: the root, 4 keys, the anchored list and its 3 items, the empty list and x: 11 nodes; the alias adds
+        // none.
+        let document = try #require(try Parser(yaml: "a: &l [1, 2, 3]\nb: *l\nc: []\nd: x\n").singleDocument())
+        #expect(document.writtenNodes == 11)
+        // Expanded: 1 + (a, [1, 2, 3]) + (b, [1, 2, 3]) + (c, []) + (d, x) = 1 + 5 + 5 + 2 + 2.
+        #expect(document.root.nodeCount == 15)
+        #expect(try Parser(yaml: "# nothing\n").singleDocument() == nil)
+    }
+
     @Test("Thousands of nested collections compose without recursion")
     func deepNesting() throws {
         let depth = 5_000

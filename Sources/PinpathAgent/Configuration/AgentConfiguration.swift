@@ -76,9 +76,9 @@ public struct AgentConfiguration: Sendable {
                         "nested deeper than \(YAMLNestingLimit.maximumDepth) levels; the configuration needs 5 (is this the right file?)")
             ])
         }
-        let root: Node?
+        let document: Document?
         do {
-            root = try Parser(yaml: yaml).singleRoot()
+            document = try Parser(yaml: yaml).singleDocument()
         } catch {
             // A key or an environment file given by mistake is named, not quoted.
             let problem =
@@ -88,6 +88,7 @@ public struct AgentConfiguration: Sendable {
                 } ?? syntaxProblem(error, file: file, yaml: yaml)
             throw ConfigurationError(problems: [problem])
         }
+        let root = document?.root
         if case .scalar = root, let root {
             let what = ForeignContent.description(of: yaml) ?? ForeignContent.description(of: root)
             throw ConfigurationError(problems: [
@@ -111,15 +112,19 @@ public struct AgentConfiguration: Sendable {
         let ownEndpoints =
             fields?["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") } ?? []
         let sources =
-            [EndpointSource(file: file, endpoints: ownEndpoints, trust: .mainFile)]
+            [EndpointSource(file: file, endpoints: ownEndpoints, trust: .mainFile, writtenNodes: document?.writtenNodes ?? 0)]
             + (fields?["include"].map { includedEndpoints($0, decoder) } ?? [])
+        // Refused defaults leave no endpoint to read: each would only report what the defaults gave it.
+        let applications =
+            defaults.applications(
+                to: sources, writtenNodes: sources.reduce(0) { $0 + $1.writtenNodes }, policies: policies, at: fields?["defaults"],
+                decoder) ?? []
         var endpoints: [EndpointConfiguration] = []
-        for source in sources {
+        for (source, applied) in zip(sources, applications) {
             decoder.file = source.file
             if case .included = source.trust { decoder.readingIncludedFile = true }
-            for (index, node) in source.endpoints.enumerated() {
+            for (index, (node, application)) in zip(source.endpoints, applied).enumerated() {
                 let keyPath = "endpoints[\(index)]"
-                let application = defaults.apply(to: node, keyPath, trust: source.trust)
                 decoder.inherited = (keyPath, application.inherited)
                 decoder.warnWithheld(application.withheld, at: node, keyPath)
                 if var endpoint = EndpointConfiguration.decode(application.node, keyPath, &context, decoder) {

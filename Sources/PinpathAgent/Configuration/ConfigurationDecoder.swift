@@ -282,11 +282,16 @@ struct ConfigurationMapping {
 
     /// The value of `key`, or `nil` when it is absent or written as null (`key:`, `key: ~`, `key: null`).
     subscript(key: String) -> Node? {
-        guard let value = values[key]?.value else { return nil }
-        if case .scalar(let scalar) = value, scalar.style == .plain, ["", "~", "null", "Null", "NULL"].contains(scalar.string) {
-            return nil
-        }
+        guard let value = values[key]?.value, !Self.isNull(value) else { return nil }
         return value
+    }
+
+    /// Whether `value` is YAML's null (`key:`, `key: ~`, `key: null`): the key then takes its default.
+    static func isNull(_ value: Node) -> Bool {
+        if case .scalar(let scalar) = value, scalar.style == .plain, ["", "~", "null", "Null", "NULL"].contains(scalar.string) {
+            return true
+        }
+        return false
     }
 
     /// `endpoints[0].interval` for `interval`.

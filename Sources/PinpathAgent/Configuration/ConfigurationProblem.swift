@@ -51,9 +51,12 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
         /// (`body_file`, a client certificate or key) or the environment.
         public static let notInIncludedFile = Code(name: "not_in_included_file")
         /// A warning: a credential default (a secret header, a client certificate, a `body_file`) is not applied
-        /// to an endpoint, because it is plain http or in an included file that `include`'s `credentials_for`
-        /// does not scope to its host.
+        /// to an endpoint, because it is plain http, or in an included file that `include`'s `credentials_for`
+        /// does not scope to its host or whose policy does not authenticate the server.
         public static let credentialDefaultWithheld = Code(name: "credential_default_withheld")
+        /// The configuration stands for more than pinpath reads: `defaults:` copied into the endpoints past the
+        /// limit (the nodes the files write, ten times over).
+        public static let tooLarge = Code(name: "too_large")
     }
 
     /// The configuration file, as it was given (relative paths stay relative).

@@ -260,7 +260,8 @@ extension ConfigurationDecoder {
         return nil
     }
 
-    /// A non-empty name without control or bidi formatting characters, not used by an earlier endpoint.
+    /// A non-empty name without control, bidi formatting or other invisible characters, not used by an earlier
+    /// endpoint.
     func endpointName(_ node: Node, _ keyPath: String, _ context: inout EndpointConfiguration.Context) -> String? {
         guard let name = string(node, keyPath, "a name") else { return nil }
         guard !name.isEmpty else {
@@ -276,6 +277,16 @@ extension ConfigurationDecoder {
                 "the name holds \(shown), a control or bidi formatting character; a name is one line of visible text")
             return nil
         }
+        // Invisible scalars (a zero-width space, a byte order mark, a tag character, a line separator) make a
+        // name that reads as another: an included file's `api` + U+200B beside the main file's `api`.
+        if let (scalar, what) = name.unicodeScalars.lazy.compactMap({ scalar in Self.invisibleKind(scalar).map { (scalar, $0) } }).first {
+            let code = String(scalar.value, radix: 16, uppercase: true)
+            report(
+                .invalidValue, at: node, keyPath,
+                "the name holds U+\(String(repeating: "0", count: max(0, 4 - code.count)) + code), \(what); a name is one line of visible text"
+            )
+            return nil
+        }
         if let first = context.names[name] {
             // Across files, the first one's whole position: both files may have the line.
             let mark = first.node.mark
@@ -289,6 +300,16 @@ extension ConfigurationDecoder {
         }
         context.names[name] = (file, node)
         return name
+    }
+
+    /// What `scalar` is when it is invisible but no control (Unicode's general categories Cf, Zl and Zp), or `nil`.
+    private static func invisibleKind(_ scalar: Unicode.Scalar) -> String? {
+        switch scalar.properties.generalCategory {
+        case .format: "an invisible format character"
+        case .lineSeparator: "a line separator"
+        case .paragraphSeparator: "a paragraph separator"
+        default: nil
+        }
     }
 
     /// Refuses, in an included file, the keys only the main file may write (``EndpointConfiguration/mainFileOnlyKeys``),
@@ -417,20 +438,27 @@ extension ConfigurationDecoder {
         template.contains("${") || HTTPHeaders.isCredential(name)
     }
 
-    /// Replaces each `${NAME}` with the environment's value, reporting unset variables by name (never a
-    /// value) and malformed references. `$` not followed by `{` is kept as it is. An included file's own
-    /// values may not read the environment: that is refused before any variable is looked up.
-    func expand(_ template: String, _ node: Node, _ keyPath: String) -> (String, [String])? {
-        if template.contains("${"), isWrittenInIncludedFile(keyPath) {
-            report(
-                .notInIncludedFile, at: node, keyPath,
-                """
-                ${…} reads the agent's environment, which only \(mainFile) may: an included file could send it anywhere; \
-                move this endpoint to \(mainFile) (a header can instead be a default there, scoped to this endpoint's host \
-                by include's credentials_for)
-                """)
-            return nil
-        }
+    /// Whether `template` may read the environment: not in an included file's own values, where `${…}` is
+    /// refused (reported here) before any variable is looked up.
+    func refuseEnvironmentInIncludedFile(_ template: String, _ node: Node, _ keyPath: String) -> Bool {
+        guard template.contains("${"), isWrittenInIncludedFile(keyPath) else { return true }
+        report(
+            .notInIncludedFile, at: node, keyPath,
+            """
+            ${…} reads the agent's environment, which only \(mainFile) may: an included file could send it anywhere; \
+            move this endpoint to \(mainFile) (a header can instead be a default there, scoped to this endpoint's host \
+            by include's credentials_for)
+            """)
+        return false
+    }
+
+    /// Replaces each `${NAME}` with the environment's value (as `encodingValue` writes it), reporting unset
+    /// variables by name (never a value) and malformed references. `$` not followed by `{` is kept as it is. An
+    /// included file's own values may not read the environment: that is refused before any variable is looked up.
+    func expand(
+        _ template: String, _ node: Node, _ keyPath: String, encodingValue: (String) -> String = { $0 }
+    ) -> (String, [String])? {
+        guard refuseEnvironmentInIncludedFile(template, node, keyPath) else { return nil }
         var result = ""
         var variables: [String] = []
         var rest = Substring(template)
@@ -455,7 +483,7 @@ extension ConfigurationDecoder {
             }
             variables.append(name)
             if let value = environment[name] {
-                result += value
+                result += encodingValue(value)
             } else {
                 report(
                     .missingEnvironmentVariable, at: node, keyPath,

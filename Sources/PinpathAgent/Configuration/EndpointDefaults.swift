@@ -12,12 +12,30 @@ import PinpathYAML
 /// built-in default instead of the file's. A default applies only to the kinds it means something for
 /// (`headers` to http and https, `send` to tcp, `policy` to the TLS kinds, `expect.banner` to the kinds whose
 /// server speaks first…), so one `defaults:` serves a file mixing kinds.
+///
+/// Every endpoint reads what the defaults give it again, so the nodes they copy into the endpoints are bounded
+/// (``copyLimit``) and counted before any endpoint is read (``applications(to:writtenNodes:policies:at:_:)``).
 struct EndpointDefaults {
     /// Every endpoint key but the two that identify an endpoint.
     static let keys = EndpointConfiguration.keys.filter { $0 != "name" && $0 != "url" }
 
     /// The default pairs, in file order.
     let pairs: [(key: Node, value: Node)]
+    /// The items of a `headers:` default that is a mapping, each with its name lowercased and whether it is
+    /// secret, worked out once rather than for every endpoint.
+    private let headers: [(key: Node, value: Node, lowercasedName: String?, isSecret: Bool)]
+
+    init(pairs: [(key: Node, value: Node)]) {
+        self.pairs = pairs
+        let mapping = pairs.first { $0.key.string == "headers" }?.value.mapping
+        headers = (mapping.map(Array.init) ?? []).map { key, value in
+            let name = key.string
+            return (
+                key, value, name?.lowercased(),
+                name.map { ConfigurationDecoder.isSecretHeader(name: $0, template: value.string ?? "") } ?? false
+            )
+        }
+    }
 
     static let none = EndpointDefaults(pairs: [])
 
@@ -40,6 +58,11 @@ struct EndpointDefaults {
         return EndpointDefaults(pairs: pairs)
     }
 
+    /// How far the defaults may multiply the configuration: the nodes they copy into the endpoints, at most
+    /// 100,000 or 10 times the nodes the files write, as for YAML aliases. 10,000 endpoints with a handful of
+    /// defaults each are far inside it.
+    static let copyLimit = AliasLimit.standard
+
     /// What applying the defaults to one endpoint gave.
     struct Application {
         /// The endpoint's mapping with the defaults it does not set added.
@@ -48,6 +71,8 @@ struct EndpointDefaults {
         var inherited: [String] = []
         /// The credential defaults not applied (`headers.Authorization`, `client_certificate`), by reason.
         var withheld: [(key: String, reason: WithholdingReason)] = []
+        /// The nodes the defaults added to the endpoint (keys and values).
+        var copiedNodes = 0
     }
 
     /// Why a credential default was not applied to an endpoint.
@@ -57,6 +82,58 @@ struct EndpointDefaults {
         case plainHTTP
         /// The endpoint is in an included file, and `include`'s `credentials_for` does not list its host.
         case notScoped(host: String)
+        /// The endpoint is in an included file, and the policy its handshake is held to (`policies`, combined)
+        /// does not authenticate the server as `host`: it skips what `laxities` says.
+        case unauthenticated(host: String, policies: [String], laxities: [Laxity])
+        /// The endpoint is in an included file, and its policy cannot be resolved (not defined, refused, in
+        /// conflict): the endpoint is refused there, so nothing is sent, and no warning repeats it.
+        case unresolvedPolicy
+    }
+
+    /// What a policy skips that authenticating a server needs.
+    enum Laxity: Equatable {
+        /// `validates_domain_name: false`: a certificate for any name passes.
+        case hostNameNotChecked
+        /// `allow_invalid_certificates: true`: a chain no trusted CA issued passes (the pins decide).
+        case untrustedChainAllowed
+    }
+
+    /// The defaults applied to every endpoint of `sources`, in order, before any endpoint is read; `nil` after a
+    /// problem at `node` (`defaults:`) when the nodes they copy into the endpoints pass ``copyLimit`` for files
+    /// that write `writtenNodes` nodes together.
+    ///
+    /// Each endpoint reads what the defaults give it again: unbounded, a small file cost the product of its
+    /// defaults and its endpoints (500 default headers × 2,000 endpoints, 104 KB, took `check-config` 19 s).
+    /// Counting stops at the limit, so such a file is refused in the time of the copies the limit allows.
+    func applications(
+        to sources: [EndpointSource], writtenNodes: Int, policies: [PolicyConfiguration], at node: Node?,
+        _ decoder: ConfigurationDecoder
+    ) -> [[Application]]? {
+        let allowed = Self.copyLimit.allowed(written: writtenNodes)
+        var copied = 0
+        var applications: [[Application]] = []
+        for source in sources {
+            var applied: [Application] = []
+            applied.reserveCapacity(source.endpoints.count)
+            for (index, endpoint) in source.endpoints.enumerated() {
+                let application = apply(to: endpoint, "endpoints[\(index)]", trust: source.trust, policies: policies)
+                copied += application.copiedNodes
+                guard copied <= allowed else {
+                    decoder.report(
+                        .tooLarge, at: node, "defaults",
+                        """
+                        copied into the endpoints, the defaults stand for more than \(allowed) nodes, the most they may \
+                        (\(Self.copyLimit.nodes), or \(Self.copyLimit.multipleOfWritten) times the \(writtenNodes) nodes the \
+                        configuration writes); keep defaults to a few short values, and write long lists or many headers \
+                        on the endpoints that need them
+                        """)
+                    return nil
+                }
+                applied.append(application)
+            }
+            applications.append(applied)
+        }
+        return applications
     }
 
     /// The endpoint's mapping with the defaults it does not set added, the key paths (below `keyPath`) of the
@@ -65,26 +142,36 @@ struct EndpointDefaults {
     ///
     /// A credential default is a secret header (``ConfigurationDecoder/isSecretHeader(name:template:)``) or a key that
     /// reads a local file (``EndpointConfiguration/mainFileOnlyKeys``): it is the main file's, and reaches an
-    /// endpoint of an included file only over https (or TLS) and when `trust` scopes it to the endpoint's host;
-    /// a secret header is never sent over plain http, whichever file the endpoint is in.
-    func apply(to node: Node, _ keyPath: String, trust: EndpointSource.Trust) -> Application {
+    /// endpoint of an included file only over https (or TLS), when `trust` scopes it to the endpoint's host, and
+    /// when the endpoint's policy among `policies` authenticates that host; a secret header is never sent over
+    /// plain http, whichever file the endpoint is in.
+    func apply(to node: Node, _ keyPath: String, trust: EndpointSource.Trust, policies: [PolicyConfiguration]) -> Application {
         guard !pairs.isEmpty, case .mapping(let mapping) = node else { return Application(node: node) }
         let own = Set(mapping.compactMap { $0.key.string })
         let url = mapping["url"]?.string.flatMap { URL(endpointText: $0) }
         let kind = url.flatMap { ServiceKind(scheme: $0.scheme) }
         let host = url?.host.flatMap { $0.isEmpty ? nil : $0 }
         let serverName = mapping["servername"]?.string ?? pairs.first { $0.key.string == "servername" }?.value.string
+        // A TLS kind's handshake checks its server name when it has one.
+        let checkedName = (kind.map { $0.usesTLS && !$0.isHTTP } == true ? serverName : nil) ?? host
         var result = Application(node: node)
+        var authentication: WithholdingReason??
         // Why a credential default does not reach this endpoint; `nil` when it does.
         func withholding(isHeader: Bool) -> WithholdingReason? {
             guard case .included(let scope) = trust else { return isHeader && kind == .http ? .plainHTTP : nil }
             // An included file chooses the URL and the proxy: over plain http, any default it gets is readable on
             // the path, the proxy it names included.
             if kind == .http { return .plainHTTP }
-            guard let host else { return .notScoped(host: "") }
+            guard let host, let checkedName else { return .notScoped(host: "") }
             // A TLS kind's checked name must be in scope too: it is the name the handshake authenticates.
-            let names = [host] + (kind.map { $0.usesTLS && !$0.isHTTP } == true ? serverName.map { [$0] } ?? [] : [])
-            return names.allSatisfy { name in scope.contains { $0.matches(name) } } ? nil : .notScoped(host: host)
+            guard [host, checkedName].allSatisfy({ name in scope.contains { $0.matches(name) } }) else { return .notScoped(host: host) }
+            // It also chooses the policy: one that skips the name or the chain hands the credential to whoever
+            // answers for the host (the proxy it names, anyone on the path) with a certificate from any trusted CA.
+            if authentication == nil {
+                let policy = own.contains("policy") ? mapping["policy"] : pairs.first { $0.key.string == "policy" }?.value
+                authentication = Self.unauthenticated(checkedName, policy: policy, among: policies)
+            }
+            return authentication ?? nil
         }
         var merged = Array(mapping)
         for (key, value) in pairs {
@@ -98,21 +185,21 @@ struct EndpointDefaults {
                     ownNames = Set(headers.compactMap { $0.key.string?.lowercased() })
                 }
                 var added: [(Node, Node)] = []
-                for (headerKey, headerValue) in defaultHeaders {
+                for (headerKey, headerValue, lowercasedName, isSecret) in headers {
                     // A key that is not a name is passed on, for the reader to refuse at the default.
-                    guard let headerName = headerKey.string else {
+                    guard let headerName = headerKey.string, let lowercasedName else {
                         added.append((headerKey, headerValue))
+                        result.copiedNodes += headerKey.nodeCount + headerValue.nodeCount
                         continue
                     }
-                    guard !ownNames.contains(headerName.lowercased()) else { continue }
+                    guard !ownNames.contains(lowercasedName) else { continue }
                     let path = "headers.\(headerName)"
-                    if ConfigurationDecoder.isSecretHeader(name: headerName, template: headerValue.string ?? ""),
-                        let reason = withholding(isHeader: true)
-                    {
+                    if isSecret, let reason = withholding(isHeader: true) {
                         result.withheld.append((path, reason))
                         continue
                     }
                     added.append((headerKey, headerValue))
+                    result.copiedNodes += 1 + headerValue.nodeCount
                     if ownHeaders != nil { result.inherited.append(ConfigurationDecoder.keyPath(keyPath, path)) }
                 }
                 if let ownHeaders, case .mapping(let headers) = merged[ownHeaders].value {
@@ -120,6 +207,7 @@ struct EndpointDefaults {
                     merged[ownHeaders].value = .mapping(Node.Mapping(added + headers.map { ($0.key, $0.value) }, headers.mark))
                 } else if !added.isEmpty {
                     merged.append((key, .mapping(Node.Mapping(added, defaultHeaders.mark))))
+                    result.copiedNodes += 2
                     result.inherited.append(ConfigurationDecoder.keyPath(keyPath, "headers"))
                 }
                 continue
@@ -129,11 +217,37 @@ struct EndpointDefaults {
                 result.withheld.append((name, reason))
                 continue
             }
-            merged.append((key, name == "expect" ? Self.expectation(value, for: kind) : value))
+            let copy = name == "expect" ? Self.expectation(value, for: kind) : value
+            merged.append((key, copy))
+            result.copiedNodes += 1 + copy.nodeCount
             result.inherited.append(ConfigurationDecoder.keyPath(keyPath, name))
         }
         result.node = .mapping(Node.Mapping(merged.map { ($0.key, $0.value) }, mapping.mark))
         return result
+    }
+
+    /// Why an included endpoint's server is not authenticated as `name` (the name its handshake checks), or `nil`
+    /// when it is: the policy it is held to (the one `policy` names, with those whose `hosts` match, combined as
+    /// the probe combines them; none is chain and name validation against the system store) must verify the chain
+    /// (`allow_invalid_certificates` false) and check the name (`validates_domain_name` true). Through a proxy the
+    /// origin's handshake runs inside the tunnel under the same policy, so the proxy cannot stand in for the host.
+    static func unauthenticated(_ name: String, policy reference: Node?, among policies: [PolicyConfiguration]) -> WithholdingReason? {
+        var named: PolicyConfiguration?
+        if let reference, !ConfigurationMapping.isNull(reference) {
+            guard let text = reference.string, let policy = policies.first(where: { $0.name == text }) else { return .unresolvedPolicy }
+            named = policy
+        }
+        let applied: AppliedPolicy?
+        do throws(AppliedPolicy.Conflict) {
+            applied = try AppliedPolicy(host: name, named: named, among: policies)
+        } catch {
+            return .unresolvedPolicy
+        }
+        guard let applied else { return nil }
+        var laxities: [Laxity] = []
+        if !applied.policy.validatesDomainName { laxities.append(.hostNameNotChecked) }
+        if applied.policy.allowInvalidCertificates { laxities.append(.untrustedChainAllowed) }
+        return laxities.isEmpty ? nil : .unauthenticated(host: name, policies: applied.names, laxities: laxities)
     }
 
     /// Whether the endpoint key `key` means something for `kind` (`nil`: a URL not understood, where only the
@@ -187,6 +301,27 @@ extension ConfigurationDecoder {
                 the credential default \(Self.list(unscoped.map(\.key))) from \(mainFile) is not applied to this endpoint of an \
                 included file: include's credentials_for does not list \(ConfigurationProblem.quoted(host)) (list it there \
                 for this file's endpoints to have it)
+                """)
+        }
+        let unauthenticated = withheld.compactMap { entry -> (key: String, reason: EndpointDefaults.WithholdingReason)? in
+            if case .unauthenticated = entry.reason { entry } else { nil }
+        }
+        if case .unauthenticated(let host, let policies, let laxities) = unauthenticated.first?.reason {
+            let named = policies.map(ConfigurationProblem.quoted)
+            let policy = named.count == 1 ? "its policy \(named[0])" : "its policies \(named.joined(separator: ", ")) together"
+            let skipped = laxities.map { laxity in
+                switch laxity {
+                case .hostNameNotChecked: "does not check the host name (validates_domain_name: false)"
+                case .untrustedChainAllowed: "accepts a chain no trusted CA issued (allow_invalid_certificates: true)"
+                }
+            }
+            warn(
+                .credentialDefaultWithheld, at: node, keyPath,
+                """
+                the credential default \(Self.list(unauthenticated.map(\.key))) from \(mainFile) is not applied to this endpoint \
+                of an included file: \(policy) \(skipped.joined(separator: " and ")), so a server answering for \
+                \(ConfigurationProblem.quoted(host)) is not authenticated by a trusted chain and its name (give this endpoint a \
+                policy that verifies both, or move it to \(mainFile))
                 """)
         }
     }

@@ -21,6 +21,8 @@ struct EndpointSource {
     let endpoints: [Node]
     /// What its endpoints may reach.
     let trust: Trust
+    /// The nodes the file's text writes (aliases not expanded): what the defaults' copies are bounded by.
+    let writtenNodes: Int
 }
 
 extension AgentConfiguration {
@@ -59,8 +61,11 @@ extension AgentConfiguration {
             }
             // `include: "*.yaml"` beside the main file matches it: it is read once, as the main file.
             for path in matches where seen.insert(path).inserted && (mainFile == nil || fileIdentity(path) != mainFile) {
-                if let endpoints = readIncluded(path, decoder) {
-                    sources.append(EndpointSource(file: path, endpoints: endpoints, trust: .included(credentialsFor: entry.credentialsFor)))
+                if let (endpoints, writtenNodes) = readIncluded(path, decoder) {
+                    sources.append(
+                        EndpointSource(
+                            file: path, endpoints: endpoints, trust: .included(credentialsFor: entry.credentialsFor),
+                            writtenNodes: writtenNodes))
                 }
             }
         }
@@ -150,9 +155,10 @@ extension AgentConfiguration {
         let message: String
     }
 
-    /// One included file's endpoint items; its problems name it, and never quote what it holds: a pattern that
-    /// matches an environment file or a key must not copy the secret into `check-config` and `config.rejected`.
-    private static func readIncluded(_ path: String, _ decoder: ConfigurationDecoder) -> [Node]? {
+    /// One included file's endpoint items and the nodes its text writes; its problems name it, and never quote
+    /// what it holds: a pattern that matches an environment file or a key must not copy the secret into
+    /// `check-config` and `config.rejected`.
+    private static func readIncluded(_ path: String, _ decoder: ConfigurationDecoder) -> (endpoints: [Node], writtenNodes: Int)? {
         let mainFile = decoder.file
         decoder.file = path
         defer { decoder.file = mainFile }
@@ -175,9 +181,9 @@ extension AgentConfiguration {
                     message: "nested deeper than \(YAMLNestingLimit.maximumDepth) levels; an included file needs 4"))
             return nil
         }
-        let root: Node?
+        let document: Document?
         do {
-            root = try Parser(yaml: text).singleRoot()
+            document = try Parser(yaml: text).singleDocument()
         } catch {
             decoder.record(
                 ForeignContent.description(of: text).map { wholeFile(path, .syntax, "the included file \($0); \(notEndpoints)") }
@@ -185,7 +191,8 @@ extension AgentConfiguration {
             return nil
         }
         // An empty file (a service with nothing to probe yet) includes nothing.
-        guard let root else { return [] }
+        guard let document else { return ([], 0) }
+        let root = document.root
         guard case .mapping(let mapping) = root else {
             let what = ForeignContent.description(of: text) ?? ForeignContent.description(of: root)
             decoder.record(wholeFile(path, .wrongType, "the included file \(what); \(notEndpoints)"))
@@ -198,7 +205,8 @@ extension AgentConfiguration {
         }
         let rest = Node.mapping(Node.Mapping(mapping.filter { $0.key.string != "include" }.map { ($0.key, $0.value) }, mapping.mark))
         guard let fields = decoder.mapping(rest, "", known: ["endpoints"]) else { return nil }
-        return fields["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") } ?? []
+        let endpoints = fields["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") }
+        return (endpoints ?? [], document.writtenNodes)
     }
 
     private static let notEndpoints =

@@ -41,17 +41,81 @@ public struct ProxyConfiguration: Sendable, Equatable {
 }
 
 extension ConfigurationDecoder {
-    /// `none`, or an http or https proxy URL (`${NAME}` allowed, for a password).
+    /// `none`, or an http or https proxy URL; `${NAME}` only in its user name and password.
+    ///
+    /// The host and port are shown (`check-config`, events) and looked up in DNS: a variable there would put its
+    /// value on the terminal and the network, so it is refused before anything is read. A variable's value is
+    /// the name or password as it is: it is percent-encoded into the URL, so no `@`, `/` or `:` in it can move
+    /// the host.
     func proxy(_ node: Node, _ keyPath: String) -> ProxySettings? {
         let what = "a proxy URL (http://host:port or https://host:port) or none"
         guard let template = string(node, keyPath, what) else { return nil }
         if template == "none" { return .direct }
-        guard let (text, _) = expand(template, node, keyPath) else { return nil }
+        guard refuseEnvironmentInIncludedFile(template, node, keyPath) else { return nil }
+        let parts = ProxyURLTemplate(template)
+        guard !parts.shown.contains("${") else {
+            report(
+                .invalidValue, at: node, keyPath,
+                """
+                ${…} may only give a proxy URL's user name or password (http://user:${PASSWORD}@host:port): its host and \
+                port are shown in check-config and events, and looked up in DNS
+                """)
+            return nil
+        }
+        guard let (userInformation, _) = expand(parts.userInformation, node, keyPath, encodingValue: ProxyURLTemplate.percentEncoded)
+        else { return nil }
         do throws(HTTPError) {
-            return .through(try Proxy(parsing: text))
+            return .through(try Proxy(parsing: parts.scheme + userInformation + parts.atSign + parts.hostAndRest))
         } catch {
             report(.invalidValue, at: node, keyPath, error.message)
             return nil
         }
     }
+}
+
+/// A proxy URL as written, split around its user information (`user:password`, before the authority's last `@`).
+struct ProxyURLTemplate {
+    /// `http://`, or nothing when the URL has no scheme (`host:port`).
+    let scheme: String
+    /// `user:password`, or nothing.
+    let userInformation: String
+    /// `@` when there is user information.
+    let atSign: String
+    /// The host, the port and anything after them.
+    let hostAndRest: String
+
+    /// The parts a message or an event shows: all but the user information.
+    var shown: String { scheme + hostAndRest }
+
+    init(_ text: String) {
+        let afterScheme = text.firstRange(of: "://")?.upperBound ?? text.startIndex
+        // The authority ends at the first `/`, `?` or `#`; `${NAME}` holds none of them.
+        let authorityEnd = text[afterScheme...].firstIndex { "/?#".contains($0) } ?? text.endIndex
+        scheme = String(text[..<afterScheme])
+        if let at = text[afterScheme..<authorityEnd].lastIndex(of: "@") {
+            userInformation = String(text[afterScheme..<at])
+            atSign = "@"
+            hostAndRest = String(text[text.index(after: at)...])
+        } else {
+            userInformation = ""
+            atSign = ""
+            hostAndRest = String(text[afterScheme...])
+        }
+    }
+
+    /// `value` with every byte but RFC 3986's unreserved characters percent-encoded: the user information's own
+    /// delimiters (`:`, `@`) among them, which Foundation's user and password encodings keep.
+    static func percentEncoded(_ value: String) -> String {
+        var encoded = ""
+        for byte in value.utf8 {
+            if unreserved.contains(byte) {
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                encoded += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0x0F, radix: 16, uppercase: true)
+            }
+        }
+        return encoded
+    }
+
+    private static let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
 }

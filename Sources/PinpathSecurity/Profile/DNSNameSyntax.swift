@@ -1,3 +1,5 @@
+import PinpathSupport
+
 /// RFC 1034's preferred name syntax as RFC 1123 relaxed it (RFC 5280 §4.2.1.6): ASCII letters, digits and
 /// hyphens in labels of 1–63 characters, no hyphen at either end of a label, at most 253 characters, no
 /// empty label. Presented names may start with a wildcard label (`*.example.com`), constraints never.
@@ -52,17 +54,22 @@ enum DNSNameSyntax {
         }
     }
 
-    /// The name for a message: its text in quotes, control characters as `\xHH` (a hostile certificate's
-    /// name must not act on a terminal that shows the message), invalid UTF-8 as U+FFFD.
+    /// The name for a message: its text in quotes, its own quotes and backslashes as `\x22` and `\x5c` (so the
+    /// quoting is unambiguous), controls and bidi formatting escaped and the whole cut by `UntrustedText` (a
+    /// hostile certificate's name must not act on a terminal that shows the message: `CommandFailure.report`
+    /// keeps line feeds), invalid UTF-8 as U+FFFD.
     static func quoted(_ name: [UInt8]) -> String {
-        let text = String(decoding: name, as: UTF8.self).unicodeScalars.map { scalar in
-            scalar.value < 0x20 || scalar.value == 0x7f || scalar == "\"" || scalar == "\\"
-                ? "\\x" + String(scalar.value, radix: 16).leftPadded(to: 2) : String(scalar)
+        var text = ""
+        for scalar in String(decoding: name, as: UTF8.self).unicodeScalars {
+            if scalar == "\"" || scalar == "\\" {
+                text += "\\x" + String(scalar.value, radix: 16)
+            } else {
+                text.unicodeScalars.append(scalar)
+            }
         }
-        return "\"\(text.joined())\""
+        return "\"" + UntrustedText.escaped(text, limit: quotedLimit) + "\""
     }
-}
 
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
+    /// The most scalars of a name a message shows: a whole DNS name (253), not a hostile megabyte.
+    static let quotedLimit = 255
 }

@@ -10,18 +10,19 @@ struct NameConstraintsOnWildcards: ProfileRule {
     let profiles: Set<VerificationProfile> = [.webpki, .rfc5280]
 
     func evaluate(_ path: inout VerifiedPath) -> RuleResult<ProfileViolation> {
-        let wildcardDomains = Self.dnsNames(of: &path).compactMap { name -> [UInt8]? in
-            name.starts(with: Array("*.".utf8)) ? Array(name.dropFirst(2)).map(Self.lowercased) : nil
+        // Each wildcard as presented (for the message) with its domain lowercased (for the comparison).
+        let wildcards = Self.dnsNames(of: &path).compactMap { name -> (name: [UInt8], domain: [UInt8])? in
+            name.starts(with: Array("*.".utf8)) ? (name, Array(name.dropFirst(2)).map(Self.lowercased)) : nil
         }
-        guard !wildcardDomains.isEmpty else { return .meetsRule }
+        guard !wildcards.isEmpty else { return .meetsRule }
         for (depth, certificate) in path.chain.enumerated().dropFirst() {
             for case .dns(let excluded) in certificate.nameConstraintsExtension?.value?.excluded ?? [] {
                 let subtree = excluded.map(Self.lowercased)
-                for domain in wildcardDomains where Self.isOneLabelBelow(subtree, domain) {
+                for wildcard in wildcards where Self.isOneLabelBelow(subtree, wildcard.domain) {
                     return fails(
                         path, depth: depth,
-                        "the leaf's wildcard \"*.\(String(decoding: domain, as: UTF8.self))\" matches the excluded "
-                            + "subtree \(DNSNameSyntax.quoted(excluded))")
+                        "the leaf's wildcard \(DNSNameSyntax.quoted(wildcard.name)) matches the excluded subtree "
+                            + DNSNameSyntax.quoted(excluded))
                 }
             }
         }

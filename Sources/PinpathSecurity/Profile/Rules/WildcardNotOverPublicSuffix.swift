@@ -16,7 +16,8 @@ struct WildcardNotOverPublicSuffix: ProfileRule {
                 continue
             case .publicSuffix:
                 return fails(
-                    path, depth: 0, "the wildcard \(DNSNameSyntax.quoted(bytes)) covers the public suffix \"\(domain)\"")
+                    path, depth: 0,
+                    "the wildcard \(DNSNameSyntax.quoted(bytes)) covers the public suffix \(DNSNameSyntax.quoted(Array(domain.utf8)))")
             case .unavailable(let reason):
                 return fails(path, depth: 0, "the wildcard \(DNSNameSyntax.quoted(bytes)) cannot be checked: \(reason)")
             }
