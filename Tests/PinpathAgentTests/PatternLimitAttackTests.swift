@@ -27,7 +27,8 @@ struct PatternLimitAttackTests {
     func craftedBodies() async throws {
         let directory = try TemporaryDirectory()
         // Exponential: every way to split sixty a's into a and aa is tried before the ! refuses them all.
-        let exponential = try HostileServer(.craftedBody(String(repeating: "a", count: 60) + "!"))
+        let sixtyAs = String(repeating: "a", count: 60) + "!"
+        let exponential = try HostileServer(.craftedBody(sixtyAs, headers: ["X-Token: \(sixtyAs)"]))
         // Quadratic: each <title> starts a .* that runs to the end of 3.2 MB and back. PCRE2's own match limit
         // counts per start position, so it alone would let this search run for hours.
         let quadratic = try HostileServer(.craftedBody(String(repeating: "<title>x", count: 400_000)))
@@ -46,11 +47,13 @@ struct PatternLimitAttackTests {
           - { name: titled, url: "http://127.0.0.1:\(quadratic.port)/", interval: 2s, expect: { body_matches: "(?s)<title>.*</title>" } }
 
         """.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
-        // The attacker's included file: two endpoints, so that both of the pool's threads are held.
+        // The attacker's included file: two endpoints, so that both of the pool's threads are held, and the
+        // same pattern on a header value.
         try """
         endpoints:
           - { name: team-a, url: "http://127.0.0.1:\(exponential.port)/", interval: 2s, expect: { body_matches: "^(a|aa)+$" } }
           - { name: team-b, url: "http://127.0.0.1:\(exponential.port)/b", interval: 2s, expect: { body_matches: "^(a|aa)+$" } }
+          - { name: team-h, url: "http://127.0.0.1:\(exponential.port)/h", interval: 2s, expect: { headers: { X-Token: "/^(a|aa)+$/" } } }
 
         """.write(toFile: directory.file("conf.d/team.yaml"), atomically: true, encoding: .utf8)
 
@@ -59,7 +62,7 @@ struct PatternLimitAttackTests {
         let agent = try Shell.spawn([Shell.pinpath, "run", "--config", directory.file("pinpath.yaml")], stdout: devNull)
         defer { Shell.stopIfRunning(agent) }
 
-        let hostile = ["team-a", "team-b", "titled"]
+        let hostile = ["team-a", "team-b", "team-h", "titled"]
         try await MetricsEndpointTests.wait("every hostile endpoint down on a pattern_limit probe, the healthy one up") {
             let events = Self.events(directory)
             return Self.state(events, of: "healthy") == "up"
@@ -74,8 +77,9 @@ struct PatternLimitAttackTests {
             #expect(probe["outcome"] as? String == "failure")
             // Under a sanitizer each step is slower, and the processor-time backstop may come first.
             let limit = SanitizerRun.name == nil ? "needed more than 50,000,000 steps" : ""
+            let key = name == "team-h" ? "expect.headers.X-Token" : "body_matches"
             #expect(
-                (probe["message"] as? String)?.hasPrefix("the body_matches pattern \(limit)") == true
+                (probe["message"] as? String)?.hasPrefix("the \(key) pattern \(limit)") == true
                     && (probe["message"] as? String)?.contains(" on this response; ") == true, "\(probe)")
         }
 

@@ -47,9 +47,9 @@ public final class HostileServer {
         case switchingCertificates(TLSIdentity, TLSIdentity)
         /// A bound port that does not listen: every connect is refused (RST).
         case refuse
-        /// Answers every request with `200 OK` and this body: text chosen to make the client's own checks of
-        /// it costly, such as a pattern that backtracks.
-        case craftedBody(String)
+        /// Answers every request with `200 OK`, these extra header lines (`Name: value`) and this body: text
+        /// chosen to make the client's own checks of it costly, such as a pattern that backtracks.
+        case craftedBody(String, headers: [String] = [])
     }
 
     /// The port on 127.0.0.1.
@@ -213,9 +213,10 @@ public final class HostileServer {
             // TLS record: alert (21), TLS 1.2 record version, length 2, fatal (2), handshake_failure (40).
             _ = connection.send([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28])
             connection.drain()
-        case .craftedBody(let body):
+        case .craftedBody(let body, let headers):
             connection.readRequest()
-            _ = connection.send("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            let fields = (["Content-Type: text/plain", "Content-Length: \(body.utf8.count)"] + headers).map { $0 + "\r\n" }.joined()
+            _ = connection.send("HTTP/1.1 200 OK\r\n\(fields)\r\n\(body)")
             connection.drain()
         case .manyCertificates, .switchingCertificates, .tlsAlertAfterHandshake:
             connection.relay(to: backendPorts[(number - 1) % backendPorts.count])
