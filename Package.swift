@@ -43,6 +43,9 @@ let package = Package(
         // commands making no request start without it; pkg-config would add -lcurl.
         .systemLibrary(name: "CCurl"),
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+        // PCRE2 for `body_matches` and `/regex/` header checks: a backtracking engine with limits a match cannot
+        // pass (Swift's Regex has none, and cannot be stopped once started).
+        .systemLibrary(name: "CPCRE2", pkgConfig: "libpcre2-8", providers: [.apt(["libpcre2-dev"])]),
         // Pass-throughs for what Swift cannot import (variadics, function-like macros, _GNU_SOURCE-only symbols),
         // one target per C library so that each layer needs only its own library's headers.
         .target(name: "CLinuxShims"),  // glibc: setns, eventfd, recvmmsg, thread names, mallopt
@@ -71,7 +74,7 @@ let package = Package(
         .target(
             name: "PinpathAgent",
             dependencies: [
-                "PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathYAML", "CYAML",
+                "PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathYAML", "CYAML", "CPCRE2",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),

@@ -25,7 +25,7 @@ esac
 # debug; FUZZ_CONFIGURATION=debug for a build that is quicker to make and easier to debug.
 build_configuration=${FUZZ_CONFIGURATION:-release}
 # -sanitize=fuzzer instruments the Swift code for coverage and links libFuzzer; -Xcc does the same for the C
-# code built from source (the shims; Debian's libyaml is linked as it is, uninstrumented). lld, because gold fails on the sanitizer runtime.
+# code built from source (the shims; Debian's libyaml and libpcre2 are linked as they are, uninstrumented). lld, because gold fails on the sanitizer runtime.
 # -parse-as-library: the targets have no top-level code; libFuzzer's driver is their main.
 swift build -c "$build_configuration" --product "$product" \
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld \

@@ -1,8 +1,9 @@
 # Sourced by scripts/run and scripts/test: installs the Debian packages pinpath needs, only those missing.
 # C libraries (with pkg-config to find them; libpsl5, loaded at run time, reads the list of `publicsuffix`; libyaml-dev
-# brings the runtime libyaml-0-2); libstdc++-12-dev, whose libstdc++.a the release build links (Package.swift; the Swift
+# and libpcre2-dev bring the runtime libyaml-0-2 and libpcre2-8-0); libstdc++-12-dev, whose libstdc++.a the release build links (Package.swift; the Swift
 # toolchain's own dependencies name it too); iproute2, python3 and the openssl CLI for the tests and benchmarks.
-PINPATH_PACKAGES=(pkg-config libnl-3-dev libnl-route-3-dev libssl-dev libcurl4-openssl-dev libyaml-dev libstdc++-12-dev libpsl5
+PINPATH_PACKAGES=(pkg-config libnl-3-dev libnl-route-3-dev libssl-dev libcurl4-openssl-dev libyaml-dev libpcre2-dev
+  libstdc++-12-dev libpsl5
   publicsuffix iproute2 python3 openssl)
 # The tests' servers: python3-venv for httpbin (PyPI), nginx for the agent's many-endpoint runs; curl, the real
 # HTTP client that scrapes the agent's /metrics; prometheus for promtool, which checks and unit-tests

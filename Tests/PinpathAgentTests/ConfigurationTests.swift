@@ -123,8 +123,8 @@ struct ConfigurationTests {
         #expect(api.security?.names == ["report-only"])
         #expect(api.expect.statuses == [204...204, 300...302, 400...499])
         #expect(api.expect.accepts(status: 301) && !api.expect.accepts(status: 200))
-        #expect(api.expect.accepts(body: #"ok: {"status": "up"}"#))
-        #expect(!api.expect.accepts(body: #"ok: {"status": "down"}"#))
+        #expect(try api.expect.accepts(body: #"ok: {"status": "up"}"#))
+        #expect(try !api.expect.accepts(body: #"ok: {"status": "down"}"#))
         #expect(api.interval == .seconds(5400))
         #expect(api.timeout == .milliseconds(500))
         #expect(api.ipFamily == .ipv6)
@@ -245,7 +245,10 @@ struct ConfigurationTests {
             ),
             (
                 endpoint + "    expect: { body_matches: \"([a-z\" }",
-                #"test.yaml:4:29: endpoints[0].expect.body_matches: "([a-z" is not a valid regular expression: expected ']'"#
+                #"""
+                test.yaml:4:29: endpoints[0].expect.body_matches: "([a-z" is not a valid regular expression (PCRE2 syntax): \#
+                missing terminating ] for character class at offset 5 of the pattern
+                """#
             ),
             (
                 endpoint + "    headers:\n      Authorization: \"Bearer ${API_TOKEN}\"",

@@ -47,6 +47,9 @@ public final class HostileServer {
         case switchingCertificates(TLSIdentity, TLSIdentity)
         /// A bound port that does not listen: every connect is refused (RST).
         case refuse
+        /// Answers every request with `200 OK`, these extra header lines (`Name: value`) and this body: text
+        /// chosen to make the client's own checks of it costly, such as a pattern that backtracks.
+        case craftedBody(String, headers: [String] = [])
     }
 
     /// The port on 127.0.0.1.
@@ -209,6 +212,11 @@ public final class HostileServer {
             connection.readRequest()  // the ClientHello
             // TLS record: alert (21), TLS 1.2 record version, length 2, fatal (2), handshake_failure (40).
             _ = connection.send([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28])
+            connection.drain()
+        case .craftedBody(let body, let headers):
+            connection.readRequest()
+            let fields = (["Content-Type: text/plain", "Content-Length: \(body.utf8.count)"] + headers).map { $0 + "\r\n" }.joined()
+            _ = connection.send("HTTP/1.1 200 OK\r\n\(fields)\r\n\(body)")
             connection.drain()
         case .manyCertificates, .switchingCertificates, .tlsAlertAfterHandshake:
             connection.relay(to: backendPorts[(number - 1) % backendPorts.count])

@@ -28,9 +28,10 @@ public struct ResponseExpectation: Sendable, Equatable {
         public let matches: BodyPattern?
 
         /// Whether `value` (the field's value, `nil` when absent) passes.
-        public func accepts(_ value: String?) -> Bool {
-            guard let value else { return false }
-            return (contains.map(value.contains) ?? true) && (matches?.matches(value) ?? true)
+        /// - Throws: ``PatternMatchError`` when the pattern could not decide within its limits.
+        public func accepts(_ value: String?) throws(PatternMatchError) -> Bool {
+            guard let value, contains.map(value.contains) ?? true else { return false }
+            return try matches?.matches(value) ?? true
         }
 
         /// `contains "text"` or `matches /pattern/`, for messages.
@@ -56,8 +57,10 @@ public struct ResponseExpectation: Sendable, Equatable {
     public func accepts(status: Int) -> Bool { statuses.contains { $0.contains(status) } }
 
     /// Whether `body` passes both body checks (true when there are none).
-    public func accepts(body: String) -> Bool {
-        (bodyContains.map(body.contains) ?? true) && (bodyMatches?.matches(body) ?? true)
+    /// - Throws: ``PatternMatchError`` when `body_matches` could not decide within its limits.
+    public func accepts(body: String) throws(PatternMatchError) -> Bool {
+        guard bodyContains.map(body.contains) ?? true else { return false }
+        return try bodyMatches?.matches(body) ?? true
     }
 
     /// Whether the body is needed at all: without body checks a probe can skip reading it.
@@ -119,41 +122,6 @@ public struct ResponseExpectation: Sendable, Equatable {
         let maxDuration = fields["max_duration"].flatMap { decoder.duration($0, fields.path("max_duration"), atLeast: .milliseconds(1)) }
         return ResponseExpectation(
             statuses: statuses, bodyContains: contains, bodyMatches: matches, banner: banner, headers: headers, maxDuration: maxDuration)
-    }
-}
-
-/// A compiled regular expression for response bodies (Swift `Regex` syntax, which reads PCRE's and ICU's
-/// common forms), compiled once at load time so that a typo is a configuration error.
-public struct BodyPattern: @unchecked Sendable, Equatable, CustomStringConvertible {
-    // @unchecked: `Regex<AnyRegexOutput>` is not declared Sendable, but it is an immutable value whose lazily
-    // compiled program is published atomically by the regex engine, so probes on several tasks may share it.
-    private let regex: Regex<AnyRegexOutput>
-    /// The expression as written.
-    public let source: String
-
-    /// Compiles `source`.
-    /// - Throws: the compiler's error, which names the position of the mistake.
-    public init(_ source: String) throws {
-        do {
-            regex = try Regex(source)
-        } catch {
-            throw PatternError(message: "\(ConfigurationProblem.quoted(source)) is not a valid regular expression: \(error)")
-        }
-        self.source = source
-    }
-
-    /// Whether the expression matches somewhere in `body`.
-    public func matches(_ body: String) -> Bool { body.contains(regex) }
-
-    /// The expression as written.
-    public var description: String { source }
-
-    /// Patterns compare by their source: the same text compiles to the same expression.
-    public static func == (lhs: BodyPattern, rhs: BodyPattern) -> Bool { lhs.source == rhs.source }
-
-    private struct PatternError: Error, CustomStringConvertible {
-        let message: String
-        var description: String { message }
     }
 }
 

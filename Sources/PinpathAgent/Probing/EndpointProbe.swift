@@ -59,21 +59,39 @@ struct EndpointProbe: Sendable {
             result.message = "status \(response.statusCode), expected \(expect.statusDescription)"
             return
         }
-        if expect.checksBody && !expect.accepts(body: String(decoding: response.body, as: UTF8.self)) {
-            result.errorCategory = "unexpected_body"
-            result.message =
-                expect.bodyContains.map { "the body does not contain \"\($0)\"" }
-                ?? "the body does not match \(expect.bodyMatches?.description ?? "the pattern")"
+        do throws(PatternMatchError) {
+            if expect.checksBody, try !expect.accepts(body: String(decoding: response.body, as: UTF8.self)) {
+                result.errorCategory = "unexpected_body"
+                result.message =
+                    expect.bodyContains.map { "the body does not contain \"\($0)\"" }
+                    ?? "the body does not match \(expect.bodyMatches?.description ?? "the pattern")"
+                return
+            }
+        } catch {
+            failOnPatternLimit(&result, error, key: "body_matches")
             return
         }
-        for header in expect.headers where !header.accepts(response.headers[header.name]) {
+        for header in expect.headers {
+            let value = response.headers[header.name]
+            do throws(PatternMatchError) {
+                if try header.accepts(value) { continue }
+            } catch {
+                failOnPatternLimit(&result, error, key: "expect.headers.\(header.name)")
+                return
+            }
             result.errorCategory = "unexpected_header"
             result.message =
-                response.headers[header.name] == nil
-                ? "the response has no \(header.name) header" : "the \(header.name) header does not \(header.requirement)"
+                value == nil ? "the response has no \(header.name) header" : "the \(header.name) header does not \(header.requirement)"
             return
         }
         result.outcome = .success
+    }
+
+    /// A pattern that could not decide within its limits fails the probe with its own category: neither
+    /// the response nor the server is judged, but nothing passes that was not checked.
+    private func failOnPatternLimit(_ result: inout ProbeResult, _ error: PatternMatchError, key: String) {
+        result.errorCategory = "pattern_limit"
+        result.message = error.message(forKey: key)
     }
 
     /// A result that took longer than `expect.max_duration` fails as `too_slow`, whatever else it found.

@@ -29,7 +29,8 @@ public struct ProbeResult: Sendable {
     public var remoteAddress: String?
     /// The negotiated TLS version.
     public var tlsVersion: String?
-    /// Why it failed: an ``HTTPError`` code name, `unexpected_status`, `unexpected_body` or `unexpected_banner`.
+    /// Why it failed: an ``HTTPError`` code name, `unexpected_status`, `unexpected_body`, `unexpected_header`,
+    /// `unexpected_banner`, `too_slow`, or `pattern_limit` (a pattern that could not decide within its limits).
     public var errorCategory: String?
     /// A sentence for a person (never carrying header values or the query string).
     public var message: String?

@@ -1,0 +1,121 @@
+import Foundation
+import PinpathTestSupport
+import Testing
+
+/// A configured pattern runs on bytes a server chooses. With Swift's Regex (no step limit, no way to stop
+/// a match), `^(a|aa)+$` against sixty `a` and a `!` never ended: the pool's threads were held, no endpoint
+/// got another event, and SIGTERM was ignored. Each search is now bounded (PCRE2's limits and a step count
+/// over the whole search): a pattern that cannot decide fails its probe, and the agent goes on.
+@Suite("Patterns run on a server's bytes are bounded", .serialized)
+struct PatternLimitAttackTests {
+    /// The agent's events so far, parsed.
+    static func events(_ directory: TemporaryDirectory) -> [[String: Any]] {
+        directory.lines("events.jsonl").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    static func probes(_ events: [[String: Any]], of endpoint: String) -> [[String: Any]] {
+        events.filter { $0["event"] as? String == "probe.completed" && $0["endpoint"] as? String == endpoint }
+    }
+
+    static func state(_ events: [[String: Any]], of endpoint: String) -> String? {
+        events.last { $0["event"] as? String == "endpoint.state_changed" && $0["endpoint"] as? String == endpoint }?["state"] as? String
+    }
+
+    @Test(
+        "Attack: backtracking patterns on crafted bodies fail their probes with the limit, a healthy endpoint's fall is reported on time, SIGTERM stops the agent",
+        .timeLimit(.minutes(2)))
+    func craftedBodies() async throws {
+        let directory = try TemporaryDirectory()
+        // Exponential: every way to split sixty a's into a and aa is tried before the ! refuses them all.
+        let sixtyAs = String(repeating: "a", count: 60) + "!"
+        let exponential = try HostileServer(.craftedBody(sixtyAs, headers: ["X-Token: \(sixtyAs)"]))
+        // Quadratic: each <title> starts a .* that runs to the end of 3.2 MB and back. PCRE2's own match limit
+        // counts per start position, so it alone would let this search run for hours.
+        let quadratic = try HostileServer(.craftedBody(String(repeating: "<title>x", count: 400_000)))
+        let healthy = try HostileServer(.craftedBody("ok"))
+        defer {
+            exponential.stop()
+            quadratic.stop()
+            healthy.stop()
+        }
+        try FileManager.default.createDirectory(atPath: directory.file("conf.d"), withIntermediateDirectories: true)
+        try """
+        events: { output: \(directory.file("events.jsonl")), probes: all }
+        include: conf.d/*.yaml
+        endpoints:
+          - { name: healthy, url: "http://127.0.0.1:\(healthy.port)/", interval: 1s, timeout: 1s, expect: { body_contains: ok } }
+          - { name: titled, url: "http://127.0.0.1:\(quadratic.port)/", interval: 2s, expect: { body_matches: "(?s)<title>.*</title>" } }
+
+        """.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        // The attacker's included file: two endpoints, so that both of the pool's threads are held, and the
+        // same pattern on a header value.
+        try """
+        endpoints:
+          - { name: team-a, url: "http://127.0.0.1:\(exponential.port)/", interval: 2s, expect: { body_matches: "^(a|aa)+$" } }
+          - { name: team-b, url: "http://127.0.0.1:\(exponential.port)/b", interval: 2s, expect: { body_matches: "^(a|aa)+$" } }
+          - { name: team-h, url: "http://127.0.0.1:\(exponential.port)/h", interval: 2s, expect: { headers: { X-Token: "/^(a|aa)+$/" } } }
+
+        """.write(toFile: directory.file("conf.d/team.yaml"), atomically: true, encoding: .utf8)
+
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let agent = try Shell.spawn([Shell.pinpath, "run", "--config", directory.file("pinpath.yaml")], stdout: devNull)
+        defer { Shell.stopIfRunning(agent) }
+
+        let hostile = ["team-a", "team-b", "team-h", "titled"]
+        try await MetricsEndpointTests.wait("every hostile endpoint down on a pattern_limit probe, the healthy one up") {
+            let events = Self.events(directory)
+            return Self.state(events, of: "healthy") == "up"
+                && hostile.allSatisfy { name in
+                    Self.state(events, of: name) == "down"
+                        && Self.probes(events, of: name).contains { $0["error_category"] as? String == "pattern_limit" }
+                }
+        }
+        let events = Self.events(directory)
+        for name in hostile {
+            let probe = try #require(Self.probes(events, of: name).first { $0["error_category"] as? String == "pattern_limit" })
+            #expect(probe["outcome"] as? String == "failure")
+            // Under a sanitizer each step is slower, and the processor-time backstop may come first.
+            let limit = SanitizerRun.name == nil ? "needed more than 50,000,000 steps" : ""
+            let key = name == "team-h" ? "expect.headers.X-Token" : "body_matches"
+            #expect(
+                (probe["message"] as? String)?.hasPrefix("the \(key) pattern \(limit)") == true
+                    && (probe["message"] as? String)?.contains(" on this response; ") == true, "\(probe)")
+        }
+
+        // The server of the healthy endpoint goes away: two failed probes (1 s apart) make it down, which must
+        // come while the hostile endpoints keep failing beside it.
+        healthy.stop()
+        try await MetricsEndpointTests.wait("the healthy endpoint's down", timeout: .seconds(10)) {
+            Self.state(Self.events(directory), of: "healthy") == "down"
+        }
+        #expect(try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(10)) == 0)
+        #expect(Self.events(directory).last?["event"] as? String == "agent.stopping")
+    }
+
+    @Test(
+        "check-config refuses a pattern PCRE2 refuses, naming the key, line, column and PCRE2's reason, in the main file or an included one",
+        arguments: [
+            ("([a-z", "missing terminating ] for character class at offset 5 of the pattern"),
+            ("a{2,1}", "numbers out of order in {} quantifier at offset 5 of the pattern"),
+            ("(?<=a+)b", "lookbehind assertion is not fixed length at offset 0 of the pattern"),
+            (#"\\C"#, #"using \C is disabled by the application at offset 2 of the pattern"#),
+        ])
+    func refusedPattern(_ pattern: String, _ reason: String) throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.file("conf.d"), withIntermediateDirectories: true)
+        let endpoint = "endpoints:\n  - name: e\n    url: http://127.0.0.1:9/\n    expect: { body_matches: \"\(pattern)\" }\n"
+        for included in [false, true] {
+            let file = included ? "conf.d/team.yaml" : "pinpath.yaml"
+            try endpoint.write(toFile: directory.file(file), atomically: true, encoding: .utf8)
+            if included { try "include: conf.d/*.yaml\n".write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8) }
+            let result = try Shell.run([Shell.pinpath, "check-config", "--config", directory.file("pinpath.yaml")])
+            #expect(result.status == 78, "\(pattern): \(result.stdout)")
+            let shown = pattern.replacingOccurrences(of: #"\\"#, with: #"\"#)
+            let expected =
+                "\(directory.file(file)):4:29: endpoints[0].expect.body_matches: \"\(shown)\" is not a valid regular expression"
+                + " (PCRE2 syntax): \(reason)"
+            #expect(result.stderr.contains(expected), "\(pattern) (included: \(included)): \(result.stderr)")
+        }
+    }
+}
