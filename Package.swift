@@ -45,7 +45,7 @@ let package = Package(
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         // Pass-throughs for what Swift cannot import (variadics, function-like macros, _GNU_SOURCE-only symbols),
         // one target per C library so that each layer needs only its own library's headers.
-        .target(name: "CLinuxShims"),  // glibc: setns, eventfd, recvmmsg, thread names, mallopt
+        .target(name: "CLinuxShims"),  // glibc: setns, eventfd, recvmmsg, thread names, mallopt; sock_diag's structures
         .target(name: "COpenSSLShims", dependencies: ["COpenSSL"]),
         .target(name: "CCurlShims", dependencies: ["CCurl"]),
 
@@ -71,7 +71,7 @@ let package = Package(
         .target(
             name: "PinpathAgent",
             dependencies: [
-                "PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathYAML", "CYAML",
+                "PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathYAML", "CYAML", "CLinuxShims",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
