@@ -19,6 +19,8 @@ public final class ConnectionHog {
         case trickle
         /// send a second request right behind the first and never read,
         case pipeline
+        /// send bytes that are not HTTP right behind the request (the server's parser fails) and never read,
+        case junk
         /// ask in HTTP/1.0 (an answer delimited by the close) and never read,
         case http10
         /// shut their sending side after the request and never read,
@@ -27,7 +29,7 @@ public final class ConnectionHog {
         case head
 
         /// Every way of asking for an answer and not taking it.
-        public static let unreadAnswers: [Behaviour] = [.unread, .trickle, .pipeline, .http10, .halfClose, .head]
+        public static let unreadAnswers: [Behaviour] = [.unread, .trickle, .pipeline, .junk, .http10, .halfClose, .head]
     }
 
     /// What the client holds and has done so far.
@@ -106,7 +108,8 @@ public final class ConnectionHog {
         slots = [(source, behaviours[i % len(behaviours)]) for source in sources for i in range(int(per_source))]
         REQUEST = b"GET /metrics HTTP/1.1\r\nHost: hog\r\n\r\n"
         REQUESTS = {
-            "unread": REQUEST, "trickle": REQUEST, "pipeline": REQUEST + REQUEST, "halfclose": REQUEST,
+            "unread": REQUEST, "trickle": REQUEST, "pipeline": REQUEST + REQUEST, "junk": REQUEST + b"\x00\x01 not http\r\n\r\n",
+            "halfclose": REQUEST,
             "http10": b"GET /metrics HTTP/1.0\r\n\r\n", "head": b"HEAD /metrics HTTP/1.1\r\nHost: hog\r\n\r\n",
         }
         # An unread answer hides the server's close behind it: such a connection is given up after this long

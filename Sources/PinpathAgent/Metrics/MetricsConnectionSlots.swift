@@ -89,7 +89,7 @@ final class MetricsConnectionSlots: Sendable {
     /// Closes a connection the listener gives up on with a reset (`SO_LINGER` 0): the answer the client did not
     /// take is dropped with the socket. A plain close would leave it to the kernel, which keeps the socket and its
     /// unsent bytes, probing the client's closed window for minutes, for every connection given up.
-    private static func reset(_ channel: any Channel) {
+    static func reset(_ channel: any Channel) {
         guard let provider = channel as? any SocketOptionProvider else { return channel.close(promise: nil) }
         provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
     }

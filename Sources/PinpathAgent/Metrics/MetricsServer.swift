@@ -135,8 +135,10 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
+    /// A request that cannot be parsed (also one pipelined behind the first) or a broken connection: given up,
+    /// with whatever of the answer the client has not taken.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        context.close(promise: nil)
+        MetricsConnectionSlots.reset(context.channel)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
