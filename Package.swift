@@ -48,7 +48,7 @@ let package = Package(
         .systemLibrary(name: "CPCRE2", pkgConfig: "libpcre2-8", providers: [.apt(["libpcre2-dev"])]),
         // Pass-throughs for what Swift cannot import (variadics, function-like macros, _GNU_SOURCE-only symbols),
         // one target per C library so that each layer needs only its own library's headers.
-        .target(name: "CLinuxShims"),  // glibc: setns, eventfd, recvmmsg, thread names, mallopt
+        .target(name: "CLinuxShims"),  // glibc: setns, eventfd, recvmmsg, thread names, mallopt; sock_diag's structures
         .target(name: "COpenSSLShims", dependencies: ["COpenSSL"]),
         .target(name: "CCurlShims", dependencies: ["CCurl"]),
 
@@ -75,6 +75,7 @@ let package = Package(
             name: "PinpathAgent",
             dependencies: [
                 "PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathYAML", "CYAML", "CPCRE2",
+                "CLinuxShims",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),

@@ -14,6 +14,13 @@ int pinpath_eventfd_nonblocking(void);
 // SO_RCVBUFFORCE comes from <asm/socket.h> as a macro that Swift's Glibc module does not export.
 int pinpath_so_rcvbufforce(void);
 
+// sock_diag(7): which user owns the client end of a connection made from this host (the metrics listener's
+// share of connections per local user). Its structures and constants are in uapi headers that Swift's Glibc
+// module does not export.
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <linux/inet_diag.h>
+
 // pthread_setname_np(3) is declared only under _GNU_SOURCE. Names show in top -H and /proc/PID/task.
 void pinpath_set_thread_name(const char *name);
 

@@ -4,13 +4,11 @@ import Synchronization
 
 /// The metrics listener's connection slots, shared so that clients holding connections cannot starve a scraper.
 ///
-/// At most ``Limits/capacity`` connections are open, at most ``Limits/perPeer`` of them from one peer (an IP
-/// address; for a Unix socket, the client's uid from `SO_PEERCRED`). A connection that would pass either limit
-/// takes the slot of one that keeps the server waiting on its client (a request not complete yet, or an answer the
-/// client does not read): from its own peer when that peer is at its share, else from the peer holding the most
-/// slots, the one waiting longest. Only when every slot it could take is busy being answered is the newcomer
-/// refused. A scraper sends its whole request at once and reads its answer, so it is never the one waiting
-/// longest: slow or hostile clients lose their slots to it, whatever addresses they connect from.
+/// At most ``Limits/capacity`` connections are open, at most ``Limits/perPeer`` of them from one peer: a local
+/// user (a Unix socket's `SO_PEERCRED`, or for TCP from this host the owner of the client's socket), else an IPv4
+/// address or an IPv6 /64. A connection that would pass either limit takes the slot of the one whose client has
+/// made no progress for longest (see ``MetricsSlotTable``): a slow or hostile client, whether it holds its request
+/// back or does not take its answer, loses its slots to a scraper, whatever addresses it connects from.
 ///
 /// A connection whose request is not complete ``Limits/requestTimeout`` after it was accepted is closed, and every
 /// connection ``Limits/lifetime`` after it was accepted whatever it sends (a read timeout alone would be reset by
@@ -30,6 +28,7 @@ final class MetricsConnectionSlots: Sendable {
 
     let limits: Limits
     private let state: Mutex<State>
+    private let owners = ConnectionOwners()
 
     private struct State {
         var table: MetricsSlotTable
@@ -41,25 +40,19 @@ final class MetricsConnectionSlots: Sendable {
         state = Mutex(State(table: MetricsSlotTable(capacity: limits.capacity, perPeer: limits.perPeer)))
     }
 
-    /// Gives `channel` a slot, closing the connection whose slot it takes, and schedules its deadlines; `false`
-    /// when no slot can be had (the caller closes `channel`).
-    func admit(_ channel: any Channel, peer: MetricsSlotTable.Peer) -> Bool {
+    /// Gives `channel` a slot, resetting the connection whose slot it takes, and schedules its deadlines.
+    func admit(_ channel: any Channel, peer: MetricsSlotTable.Peer) {
         let id = ObjectIdentifier(channel)
-        enum Outcome {
-            case refused
-            case admitted(evicted: (any Channel)?)
-        }
-        let outcome = state.withLock { state -> Outcome in
-            guard case .admitted(let evicting) = state.table.admit(id, peer: peer, now: .now) else { return .refused }
+        let evicted = state.withLock { state -> (any Channel)? in
+            let evicting = state.table.admit(id, peer: peer, now: .now)
             state.channels[id] = channel
-            return .admitted(evicted: evicting.flatMap { state.channels.removeValue(forKey: $0) })
+            return evicting.flatMap { state.channels.removeValue(forKey: $0) }
         }
-        guard case .admitted(let evicted) = outcome else { return false }
-        evicted?.close(promise: nil)
+        if let evicted { Self.reset(evicted) }
         let requestDeadline = channel.eventLoop.scheduleTask(in: limits.requestTimeout) {
             if self.isAwaitingRequest(channel) { channel.close(promise: nil) }
         }
-        let lifetime = channel.eventLoop.scheduleTask(in: limits.lifetime) { channel.close(promise: nil) }
+        let lifetime = channel.eventLoop.scheduleTask(in: limits.lifetime) { Self.reset(channel) }
         channel.closeFuture.whenComplete { _ in
             self.release(channel)
             // A closed connection is not kept for its deadlines: a client opening hundreds a second would
@@ -67,20 +60,16 @@ final class MetricsConnectionSlots: Sendable {
             requestDeadline.cancel()
             lifetime.cancel()
         }
-        return true
     }
 
-    /// The whole request of `channel` was read: it is being answered.
-    func requestReceived(_ channel: any Channel) { update(channel, .answering) }
+    /// The whole request of `channel` was read.
+    func requestReceived(_ channel: any Channel) {
+        state.withLock { $0.table.requestReceived(ObjectIdentifier(channel), now: .now) }
+    }
 
-    /// The answer on `channel` waits for its client to read.
-    func awaitingReader(_ channel: any Channel) { update(channel, .awaitingReader) }
-
-    /// The answer on `channel` is being written again.
-    func answering(_ channel: any Channel) { update(channel, .answering) }
-
-    private func update(_ channel: any Channel, _ phase: MetricsSlotTable.Phase) {
-        state.withLock { $0.table.update(ObjectIdentifier(channel), phase, now: .now) }
+    /// The client of `channel` took part of its answer.
+    func progressed(_ channel: any Channel) {
+        state.withLock { $0.table.progressed(ObjectIdentifier(channel), now: .now) }
     }
 
     private func isAwaitingRequest(_ channel: any Channel) -> Bool {
@@ -97,11 +86,26 @@ final class MetricsConnectionSlots: Sendable {
         }
     }
 
-    /// Who is at the other end of `channel`: its IP address, or for a Unix socket the uid of the process that
-    /// connected (`SO_PEERCRED`, which the kernel fills in at `connect`: a client cannot choose it).
-    static func peer(of channel: any Channel) -> EventLoopFuture<MetricsSlotTable.Peer> {
-        if let address = channel.remoteAddress?.ipAddress {
-            return channel.eventLoop.makeSucceededFuture(.address(address))
+    /// Closes a connection the listener gives up on with a reset (`SO_LINGER` 0): the answer the client did not
+    /// take is dropped with the socket. A plain close would leave it to the kernel, which keeps the socket and its
+    /// unsent bytes, probing the client's closed window for minutes, for every connection given up.
+    static func reset(_ channel: any Channel) {
+        guard let provider = channel as? any SocketOptionProvider else { return channel.close(promise: nil) }
+        provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    /// Who is at the other end of `channel`: for a Unix socket the uid of the process that connected
+    /// (`SO_PEERCRED`, which the kernel fills in at `connect`: a client cannot choose it); for TCP the user that
+    /// opened the client's socket when it is one of this host's, else its address (see ``MetricsSlotTable/Peer``).
+    func peer(of channel: any Channel) -> EventLoopFuture<MetricsSlotTable.Peer> {
+        if let client = channel.remoteAddress, let server = channel.localAddress, client.ipAddress != nil {
+            let peer: MetricsSlotTable.Peer
+            switch owners.owner(client: client, server: server) {
+            case .user(let uid): peer = .user(uid)
+            case .closed: peer = .local
+            case .elsewhere, .unavailable: peer = MetricsSlotTable.Peer(address: client)
+            }
+            return channel.eventLoop.makeSucceededFuture(peer)
         }
         guard let provider = channel as? any SocketOptionProvider else {
             return channel.eventLoop.makeSucceededFuture(.unknown)
@@ -112,5 +116,40 @@ final class MetricsConnectionSlots: Sendable {
             level: .socket, name: NIOBSDSocket.Option(rawValue: SO_PEERCRED))
         // Peers that cannot be told apart share one share.
         return credentials.map { MetricsSlotTable.Peer.user($0.uid) }.recover { _ in .unknown }
+    }
+}
+
+extension MetricsSlotTable.Peer {
+    /// The peer of a TCP client known by its address alone: loopback addresses (127.0.0.0/8, `::1`, and both
+    /// mapped into IPv6) are all this host's, whose users could not be told apart; an IPv4 address is itself (also
+    /// when mapped into IPv6 on a dual-stack listener); an IPv6 address counts by its /64.
+    init(address: SocketAddress) {
+        switch address {
+        case .v4(let v4):
+            let bytes = withUnsafeBytes(of: v4.address.sin_addr) { Array($0) }
+            self = Self(ipv4: bytes)
+        case .v6(let v6):
+            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+            self = Self(ipv6: bytes)
+        default:
+            self = .unknown
+        }
+    }
+
+    /// From the 4 bytes of an IPv4 address, in network order.
+    init(ipv4 bytes: [UInt8]) {
+        self = bytes[0] == 127 ? .local : .address(bytes.map(String.init).joined(separator: "."))
+    }
+
+    /// From the 16 bytes of an IPv6 address, in network order.
+    init(ipv6 bytes: [UInt8]) {
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
+            self = Self(ipv4: Array(bytes[12...]))
+        } else if bytes[0..<15].allSatisfy({ $0 == 0 }) && bytes[15] == 1 {
+            self = .local
+        } else {
+            let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+            self = .address(groups.joined(separator: ":") + "::/64")
+        }
     }
 }

@@ -9,7 +9,8 @@ import NIOPosix
 /// Each connection gets one request and is closed after the answer; request bodies are refused (413), other
 /// paths are 404, other methods 405. ``MetricsConnectionSlots`` shares the connections out: a request must be
 /// complete 5 s after the connection was accepted, every connection is closed after 30 s, at most 32 are open and
-/// 8 from one peer, and a connection that keeps the server waiting gives its slot up to a newcomer, so that a
+/// 8 from one peer (a local user, an IPv4 address, an IPv6 /64), and a newcomer takes the slot of the connection
+/// whose client has kept the server waiting longest (its request, or the answer it does not take), so that a
 /// scraper is answered whatever other clients hold. NIO's decoder (llhttp) parses the requests and bounds their
 /// headers (80 KiB).
 final class MetricsServer: Sendable {
@@ -31,10 +32,13 @@ final class MetricsServer: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 64)
+            // A client's end of file is the handler's to act on: a client that shuts its side after the request is
+            // answered like any other, and one that has its answer closes the connection by closing its side.
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
                 // A client cannot hold the agent's descriptors or rendered bodies, nor keep a scraper out.
-                MetricsConnectionSlots.peer(of: channel).flatMap { peer in
-                    guard slots.admit(channel, peer: peer) else { return channel.close() }
+                slots.peer(of: channel).flatMap { peer in
+                    slots.admit(channel, peer: peer)
                     return channel.eventLoop.makeCompletedFuture {
                         let pipeline = channel.pipeline.syncOperations
                         try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: true)
@@ -76,6 +80,17 @@ final class MetricsServer: Sendable {
 }
 
 /// Answers one request per connection from the store's snapshot; runs on the connection's event loop.
+///
+/// Every write is flushed at once; the kernel taking it whole is the client taking its answer, which
+/// ``MetricsConnectionSlots`` sees as progress. Between writes the connection waits on its client and its slot can
+/// be taken, however the answer stands (pieces left to render, the last one queued, only the end of the response
+/// left): a client that asks and does not read holds nothing a scraper needs.
+///
+/// After the end of the response the listener shuts its side (the client reads an end of file after the answer)
+/// and closes when the client closes its own, so the connection is never closed with bytes the client has not
+/// received: such a socket would outlive its slot in the kernel, holding the unsent answer and probing the
+/// client's window for minutes. A client that never closes keeps its slot until it is taken or its lifetime ends,
+/// which reset the connection.
 final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -88,6 +103,10 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// the channel writable again from inside it).
     private var body: MetricsExposition.Body?
     private var writingBody = false
+    /// Whether the end of the response was written (the listener's side shuts once the kernel has taken it).
+    private var ended = false
+    /// Whether the client shut its side.
+    private var inputClosed = false
 
     init(store: MetricsStore, slots: MetricsConnectionSlots) {
         self.store = store
@@ -95,6 +114,7 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // Past the first request (a second one pipelined behind it, a body): read and dropped, never answered.
         guard !answered else { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
@@ -115,8 +135,20 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
+    /// A request that cannot be parsed (also one pipelined behind the first) or a broken connection: given up,
+    /// with whatever of the answer the client has not taken.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        context.close(promise: nil)
+        MetricsConnectionSlots.reset(context.channel)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .some(.inputClosed) = event as? ChannelEvent {
+            inputClosed = true
+            // Nothing was asked (nothing more can be), or the answer is out and the client left: done. A client that
+            // shut its side after asking still gets its answer.
+            if !answered || outputClosed { context.close(promise: nil) }
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -145,7 +177,7 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: format.contentType)
             headers.add(name: "Connection", value: "close")
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
+            send(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers)), context)
             if head.method != .HEAD { body = MetricsExposition.Body(store.snapshot().snapshot, format: format) }
             writeBody(context)
         case "/healthz":
@@ -163,27 +195,54 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    /// Writes pieces of the `/metrics` body while the channel takes them, then ends the response and closes the
-    /// connection. When the client reads slower than it is rendered, NIO's write buffer fills (64 KiB) and the
-    /// rest waits for ``channelWritabilityChanged(context:)``: one piece in memory at a time, whatever the size.
+    /// Writes pieces of the `/metrics` body while the channel takes them, then ends the response. When the client
+    /// reads slower than it is rendered, NIO's write buffer fills (64 KiB) and the rest waits for
+    /// ``channelWritabilityChanged(context:)``: one piece in memory at a time, whatever the size.
     private func writeBody(_ context: ChannelHandlerContext) {
         guard !writingBody else { return }
         writingBody = true
         defer { writingBody = false }
-        slots.answering(context.channel)
-        while context.channel.isWritable {
+        while context.channel.isWritable, body != nil {
             guard let piece = body?.next() else {
                 body = nil
-                let channel = context.channel
-                context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+                end(context)
                 return
             }
             var buffer = context.channel.allocator.buffer(capacity: piece.count)
             buffer.writeBytes(piece)
-            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+            send(.body(.byteBuffer(buffer)), context)
         }
-        // The rest waits for the client to read: until it does, this connection's slot can go to a newcomer.
-        slots.awaitingReader(context.channel)
+    }
+
+    /// Writes and flushes `part`. When the kernel has taken it whole the client made progress; when that was the
+    /// end of the response, the listener's side shuts.
+    private func send(_ part: HTTPServerResponsePart, _ context: ChannelHandlerContext) {
+        let isEnd: Bool
+        if case .end = part { isEnd = true } else { isEnd = false }
+        let written = context.writeAndFlush(wrapOutboundOut(part))
+        // Completed on this event loop, where the handler and its context live.
+        written.assumeIsolated().whenComplete { result in
+            guard case .success = result else { return context.close(promise: nil) }
+            self.slots.progressed(context.channel)
+            if isEnd { self.shutOutput(context) }
+        }
+    }
+
+    /// Whether the listener's side is shut (the whole response is with the kernel).
+    private var outputClosed = false
+
+    private func shutOutput(_ context: ChannelHandlerContext) {
+        outputClosed = true
+        // When the client shut its side first, nothing will say it has read the answer: the connection waits for
+        // its slot to be taken or its lifetime to end.
+        context.close(mode: .output, promise: nil)
+    }
+
+    /// Ends the response; the connection closes once the kernel has taken the end.
+    private func end(_ context: ChannelHandlerContext) {
+        guard !ended else { return }
+        ended = true
+        send(.end(nil), context)
     }
 
     /// Writes the whole response and closes the connection.
@@ -191,24 +250,15 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         _ context: ChannelHandlerContext, status: HTTPResponseStatus, body: String, head: HTTPRequestHead,
         headers extra: HTTPHeaders = HTTPHeaders(), contentType: String = "text/plain; charset=utf-8"
     ) {
-        respond(context, status: status, body: Array(body.utf8), head: head, headers: extra, contentType: contentType)
-    }
-
-    private func respond(
-        _ context: ChannelHandlerContext, status: HTTPResponseStatus, body: [UInt8], head: HTTPRequestHead,
-        headers extra: HTTPHeaders = HTTPHeaders(), contentType: String
-    ) {
         answered = true
-        var buffer = context.channel.allocator.buffer(capacity: body.count)
-        buffer.writeBytes(body)
+        var buffer = context.channel.allocator.buffer(capacity: body.utf8.count)
+        buffer.writeString(body)
         var headers = extra
         headers.add(name: "Content-Type", value: contentType)
         headers.add(name: "Content-Length", value: String(buffer.readableBytes))
         headers.add(name: "Connection", value: "close")
-        let response = HTTPResponseHead(version: head.version, status: status, headers: headers)
-        context.write(wrapOutboundOut(.head(response)), promise: nil)
-        if head.method != .HEAD { context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil) }
-        let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+        send(.head(HTTPResponseHead(version: head.version, status: status, headers: headers)), context)
+        if head.method != .HEAD { send(.body(.byteBuffer(buffer)), context) }
+        end(context)
     }
 }

@@ -2,39 +2,44 @@ import Glibc
 
 /// Which connection holds which slot, and which one gives its slot up to a newcomer: the policy of
 /// ``MetricsConnectionSlots``, apart from channels and clocks.
+///
+/// Every connection holding a slot is waiting on its client. The listener does its own part of an answer (reading
+/// the request, rendering and queuing the pieces the channel takes) within one turn of its single event loop, and
+/// a newcomer is admitted in another turn: by then each connection waits for its request, for its client to take
+/// the answer queued for it, or for nothing (it is closing). So any slot can be taken, and a newcomer is never
+/// refused: it takes the slot of the connection whose client has made no progress for longest, from the
+/// newcomer's own peer when that peer is at its share, else from the peer holding the most slots. A scraper sends
+/// its request at once and takes its answer as it comes, so it is always among the freshest.
 struct MetricsSlotTable {
     /// Who holds a slot: connections from one peer share one share of the slots.
     enum Peer: Hashable, Sendable {
-        /// A TCP client, by its address.
-        case address(String)
-        /// A Unix socket client, by its uid.
+        /// A client on this host, by its user: the uid of a Unix socket client (`SO_PEERCRED`), or of the process
+        /// that opened a TCP client socket of this host (sock_diag). A local user connects from any of 127.0.0.0/8
+        /// or of the host's addresses, but only as themselves.
         case user(uid_t)
+        /// A client on this host whose user could not be read (its socket is already closed, or sock_diag is not
+        /// available): all of them share one share, whichever loopback address they use.
+        case local
+        /// A client elsewhere: its IPv4 address, or the /64 of its IPv6 address (`2001:db8:1:2::/64`), within
+        /// which one host picks any address it likes.
+        case address(String)
         /// A client whose identity could not be read.
         case unknown
     }
 
-    /// Whether a connection keeps the server waiting on its client.
+    /// What a connection waits for.
     enum Phase: Equatable, Sendable {
-        /// Accepted, its request not read in full yet: waiting on the client.
+        /// Accepted, its request not read in full yet.
         case awaitingRequest
-        /// Its answer is being written.
-        case answering
-        /// Its answer waits for the client to read: waiting on the client.
+        /// Its request was read: its client is to take the answer (what is left of it) and go.
         case awaitingReader
-    }
-
-    /// What ``admit(_:peer:now:)`` decided.
-    enum Admission: Equatable {
-        /// The connection has a slot; the one named, if any, lost its own to it and must be closed.
-        case admitted(evicting: ObjectIdentifier?)
-        /// Every slot the connection could take is busy being answered.
-        case refused
     }
 
     private struct Holder {
         let peer: Peer
         var phase: Phase
-        var waitingSince: ContinuousClock.Instant
+        /// When its client last moved it on: its accept, its whole request, the kernel taking a write for it.
+        var lastProgress: ContinuousClock.Instant
     }
 
     let capacity: Int
@@ -43,6 +48,7 @@ struct MetricsSlotTable {
     private var perPeerCount: [Peer: Int] = [:]
 
     init(capacity: Int, perPeer: Int) {
+        precondition(capacity >= 1 && perPeer >= 1, "the metrics listener needs a slot to give")
         self.capacity = capacity
         self.perPeer = perPeer
     }
@@ -50,32 +56,32 @@ struct MetricsSlotTable {
     /// The number of slots held.
     var count: Int { holders.count }
 
-    /// Gives connection `id` from `peer` a slot, taking one from a connection waiting on its client if the peer is
-    /// at its share or every slot is held.
-    mutating func admit(_ id: ObjectIdentifier, peer: Peer, now: ContinuousClock.Instant) -> Admission {
+    /// Gives connection `id` from `peer` a slot. When the peer is at its share or every slot is held, the slot of
+    /// the connection that made no progress for longest is taken: the peer's own, else one of the peer holding
+    /// the most slots (a client with many connections loses them before a scraper loses its one).
+    /// - Returns: the connection that lost its slot (the caller closes it), if any.
+    mutating func admit(_ id: ObjectIdentifier, peer: Peer, now: ContinuousClock.Instant) -> ObjectIdentifier? {
         var victim: ObjectIdentifier?
         if perPeerCount[peer, default: 0] >= perPeer {
-            victim = longestWaiting { $0.peer == peer }
-            if victim == nil { return .refused }
-        } else if holders.count >= capacity {
-            // From the peer holding the most slots: one client with many connections loses them before a
-            // scraper loses its one.
-            let waiting = holders.values.filter { $0.phase != .answering }
-            guard let largest = waiting.map({ perPeerCount[$0.peer, default: 0] }).max() else { return .refused }
-            victim = longestWaiting { perPeerCount[$0.peer, default: 0] == largest }
+            victim = stalest { $0.peer == peer }
+        } else if holders.count >= capacity, let largest = perPeerCount.values.max() {
+            victim = stalest { perPeerCount[$0.peer, default: 0] == largest }
         }
         if let victim { release(victim) }
-        holders[id] = Holder(peer: peer, phase: .awaitingRequest, waitingSince: now)
+        holders[id] = Holder(peer: peer, phase: .awaitingRequest, lastProgress: now)
         perPeerCount[peer, default: 0] += 1
-        return .admitted(evicting: victim)
+        return victim
     }
 
-    /// Moves `id` to `phase`; a phase that waits on the client starts its wait `now`.
-    mutating func update(_ id: ObjectIdentifier, _ phase: Phase, now: ContinuousClock.Instant) {
-        guard var holder = holders[id], holder.phase != phase else { return }
-        holder.phase = phase
-        holder.waitingSince = now
-        holders[id] = holder
+    /// The whole request of `id` was read.
+    mutating func requestReceived(_ id: ObjectIdentifier, now: ContinuousClock.Instant) {
+        holders[id]?.phase = .awaitingReader
+        holders[id]?.lastProgress = now
+    }
+
+    /// The client of `id` took part of its answer (the kernel took a write whole).
+    mutating func progressed(_ id: ObjectIdentifier, now: ContinuousClock.Instant) {
+        holders[id]?.lastProgress = now
     }
 
     /// The phase of `id`, or `nil` when it holds no slot.
@@ -88,8 +94,8 @@ struct MetricsSlotTable {
         if perPeerCount[holder.peer] == 0 { perPeerCount[holder.peer] = nil }
     }
 
-    /// Of the connections waiting on their client that `isCandidate` accepts, the one waiting longest.
-    private func longestWaiting(where isCandidate: (Holder) -> Bool) -> ObjectIdentifier? {
-        holders.filter { $0.value.phase != .answering && isCandidate($0.value) }.min { $0.value.waitingSince < $1.value.waitingSince }?.key
+    /// Of the connections that `isCandidate` accepts, the one whose client made no progress for longest.
+    private func stalest(where isCandidate: (Holder) -> Bool) -> ObjectIdentifier? {
+        holders.filter { isCandidate($0.value) }.min { $0.value.lastProgress < $1.value.lastProgress }?.key
     }
 }
