@@ -136,15 +136,8 @@ struct ConnectivityNamespaceTests {
             \(more)
             """.write(toFile: configuration, atomically: true, encoding: .utf8)
             events = AgentTests.Events(file: "\(scene.directory)/events.jsonl")
-            let output = open(events.file, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-            let errors = open("\(scene.directory)/agent.stderr", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-            defer {
-                close(output)
-                close(errors)
-            }
-            pid = try Shell.spawn(
-                ["ip", "netns", "exec", scene.network.host, Shell.pinpath, "run", "--config", configuration], stdout: output,
-                stderr: errors)
+            pid = try scene.network.startAgent(
+                configuration: configuration, events: events.file, errors: "\(scene.directory)/agent.stderr")
         }
 
         deinit { if !stopped { Shell.kill(pid) } }

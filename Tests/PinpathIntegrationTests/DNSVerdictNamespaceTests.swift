@@ -50,14 +50,7 @@ struct DNSVerdictNamespaceTests {
             endpoints:
             \(endpoints)
             """.write(toFile: configuration, atomically: true, encoding: .utf8)
-            let output = open(events.file, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-            let errors = open("\(directory)/agent.stderr", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-            defer {
-                close(output)
-                close(errors)
-            }
-            agent = try Shell.spawn(
-                ["ip", "netns", "exec", network.host, Shell.pinpath, "run", "--config", configuration], stdout: output, stderr: errors)
+            agent = try network.startAgent(configuration: configuration, events: events.file, errors: "\(directory)/agent.stderr")
         }
 
         func stop() async throws {

@@ -54,12 +54,7 @@ struct ProxyNamespaceTests {
         """.write(toFile: configuration, atomically: true, encoding: .utf8)
 
         let events = AgentTests.Events(file: "\(directory)/events.jsonl")
-        let output = open(events.file, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        let errors = open("\(directory)/agent.stderr", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        let agent = try Shell.spawn(
-            ["ip", "netns", "exec", network.host, Shell.pinpath, "run", "--config", configuration], stdout: output, stderr: errors)
-        close(output)
-        close(errors)
+        let agent = try network.startAgent(configuration: configuration, events: events.file, errors: "\(directory)/agent.stderr")
         var stopped = false
         defer { if !stopped { Shell.kill(agent) } }
         func endpoint(_ name: String, _ state: String) -> ([String: Any]) -> Bool {

@@ -81,6 +81,19 @@ final class TestNetwork {
         helpers.append(try Shell.spawn(["ip", "netns", "exec", namespace] + arguments))
     }
 
+    /// Starts `pinpath run --config configuration` in the host namespace, its standard output (the events) to the
+    /// file `events` and its standard error to `errors`, both created or emptied. The caller stops it by its PID.
+    func startAgent(configuration: String, events: String, errors: String) throws -> pid_t {
+        let output = open(events, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        let errorOutput = open(errors, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        defer {
+            close(output)
+            close(errorOutput)
+        }
+        return try Shell.spawn(
+            ["ip", "netns", "exec", host, Shell.pinpath, "run", "--config", configuration], stdout: output, stderr: errorOutput)
+    }
+
     /// Gives the host namespace its own /etc/hosts (`ip netns exec` mounts /etc/netns/NAME/hosts over it).
     /// Written in place, not renamed over: a process started before sees the mounted file, so a change is a
     /// new DNS answer for it too.
