@@ -372,24 +372,28 @@ struct IncludeAuthenticatedScopeTests {
         let check = try Shell.run(environment + [Shell.pinpath, "check-config", "--config", main])
         #expect(check.status == 0, "\(check.stderr)")
         let withheld = "the credential default headers.Authorization from \(main) is not applied to this endpoint of an included file:"
+        let anchors = { (policy: String) in
+            "the policy \"\(policy)\" it names brings anchors (ca_file or pinned certificates) that its hosts do not scope to this host"
+        }
         let answer = """
             so a server answering for "localhost" is not authenticated by a trusted chain and its name (give this endpoint \
-            a policy that verifies both, or move it to \(main))
+            a policy meant for this host that verifies both, or move it to \(main))
             """
         #expect(
             check.stderr.split(separator: "\n").map(String.init) == [
                 """
                 pinpath: warning: \(team):2:5: endpoints[0]: \(withheld) its policy "devices" does not check the host name \
-                (validates_domain_name: false), \(answer)
+                (validates_domain_name: false) and \(anchors("devices")), \(answer)
                 """,
                 """
                 pinpath: warning: \(team):3:5: endpoints[1]: \(withheld) its policy "devices" does not check the host name \
-                (validates_domain_name: false), \(answer)
+                (validates_domain_name: false) and \(anchors("devices")), \(answer)
                 """,
                 """
                 pinpath: warning: \(team):4:5: endpoints[2]: \(withheld) its policy "lenient" accepts a chain no trusted CA \
-                issued (allow_invalid_certificates: true), \(answer)
+                issued (allow_invalid_certificates: true) and \(anchors("lenient")), \(answer)
                 """,
+                "pinpath: warning: \(team):5:5: endpoints[3]: \(withheld) \(anchors("strict")), \(answer)",
             ], "\(check.stderr)")
 
         let run = try Shell.run(environment + [Shell.pinpath, "run", "--once", "--config", main])
@@ -409,6 +413,132 @@ struct IncludeAuthenticatedScopeTests {
         SecretLeakTests.expectNoSecret([
             ("check-config", check.stdout + check.stderr), ("run", run.stdout + run.stderr), ("events", events),
         ])
+    }
+}
+
+extension IncludeAuthenticatedScopeTests {
+    /// Round 3 (review): an included file named a main-file policy whose own CA the main file trusts for other
+    /// hosts (a lab's `ca_file`, `hosts: ["*.lab.test"]`). Whoever that CA issues a certificate for the scoped
+    /// host to received the token: the included file chose the proxy, so it was on the path for free. A policy
+    /// the included file names that brings anchors of its own counts only if its `hosts` match the host.
+    @Test("An included endpoint naming a policy whose CA is trusted for other hosts gets no scoped token, direct or proxied")
+    func anchorsForOtherHosts() throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.file("conf.d"), withIntermediateDirectories: true)
+        // The impostor: a certificate for localhost from the CA the lab's policy trusts (here the test CA).
+        let localhost = LocalhostPKI.shared
+        let impostor = try RecordingServer(
+            certificate: (localhost.path("valid"), localhost.path("valid", "key"), [TestPKI.shared.path("inter")]),
+            directory: directory.path)
+        defer { impostor.stop() }
+        let proxy = try ProxyServer(directory: directory.path)
+        defer { proxy.stop() }
+        let origin = "https://localhost:\(impostor.port)"
+        let store = TestPKI.shared.path("store")
+        try """
+        events: { output: events.jsonl, probes: all }
+        policies:
+          lab: { mode: none, hosts: ["*.lab.test"], ca_file: \(store) }
+          spare: { mode: none, ca_file: \(store) }
+          api: { mode: none, hosts: [localhost], ca_file: \(store) }
+        defaults:
+          timeout: 4s
+          ip_family: ipv4
+          headers: { Authorization: "Bearer ${PROBE_TOKEN}" }
+        include: { files: conf.d/*.yaml, credentials_for: [localhost] }
+        endpoints: []
+
+        """.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        try """
+        endpoints:
+          - { name: lab-proxied, url: "\(origin)/lab-proxied", policy: lab, proxy: "\(proxy.url())" }
+          - { name: lab-direct, url: "\(origin)/lab-direct", policy: lab }
+          - { name: spare, url: "\(origin)/spare", policy: spare }
+          - { name: api, url: "\(origin)/api", policy: api }
+          - { name: by-host, url: "\(origin)/by-host" }
+
+        """.write(toFile: directory.file("conf.d/team.yaml"), atomically: true, encoding: .utf8)
+        let environment = ["/usr/bin/env", "PROBE_TOKEN=\(IncludeReachTests.token)"]
+        let main = directory.file("pinpath.yaml")
+        let team = directory.file("conf.d/team.yaml")
+
+        let check = try Shell.run(environment + [Shell.pinpath, "check-config", "--config", main])
+        #expect(check.status == 0, "\(check.stderr)")
+        let warning = { (line: Int, index: Int, policy: String) in
+            """
+            pinpath: warning: \(team):\(line):5: endpoints[\(index)]: the credential default headers.Authorization from \(main) is \
+            not applied to this endpoint of an included file: the policy "\(policy)" it names brings anchors (ca_file or \
+            pinned certificates) that its hosts do not scope to this host, so a server answering for "localhost" is not authenticated \
+            by a trusted chain and its name (give this endpoint a policy meant for this host that verifies both, or move it to \
+            \(main))
+            """
+        }
+        #expect(
+            check.stderr.split(separator: "\n").map(String.init) == [warning(2, 0, "lab"), warning(3, 1, "lab"), warning(4, 2, "spare")],
+            "\(check.stderr)")
+
+        let run = try Shell.run(environment + [Shell.pinpath, "run", "--once", "--config", main])
+        #expect(run.status == 0, "\(run.stderr)")
+        let received = Dictionary(impostor.requests.map { ($0.path, $0) }) { first, _ in first }
+        #expect(Set(received.keys) == ["/lab-proxied", "/lab-direct", "/spare", "/api", "/by-host"], "\(run.stderr)")
+        for path in ["/lab-proxied", "/lab-direct", "/spare"] {
+            #expect(received[path]?.header("Authorization") == nil, "\(path) gave the server the token")
+        }
+        // Controls: a policy meant for the host, named or matched by its hosts, authenticates it.
+        for path in ["/api", "/by-host"] {
+            #expect(received[path]?.header("Authorization") == "Bearer \(IncludeReachTests.token)", "\(path)")
+        }
+        #expect(proxy.requests.filter { $0.method == "CONNECT" }.count == 1, "\(proxy.requests)")
+    }
+}
+
+extension IncludeAuthenticatedScopeTests {
+    /// Round 3 (review): a scoped `body_file` default went to an included endpoint on the scoped host, whose
+    /// open redirect (307) sent it on to a host outside the scope; headers were dropped on that hop, the body
+    /// was not. The request core now refuses a hop to another origin that would send the body again.
+    @Test("A scoped body_file default does not follow a redirect to another origin: cross_origin_body, the other host gets nothing")
+    func bodyStaysWithItsOrigin() throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.file("conf.d"), withIntermediateDirectories: true)
+        let pki = TestPKI.shared
+        let localhost = LocalhostPKI.shared
+        let api = try RecordingServer(
+            certificate: (localhost.path("valid"), localhost.path("valid", "key"), [pki.path("inter")]), directory: directory.path)
+        defer { api.stop() }
+        let collector = try RecordingServer(
+            certificate: (pki.path("ip"), pki.path("ip", "key"), [pki.path("inter")]), directory: directory.path)
+        defer { collector.stop() }
+        let secret = "{\"client_secret\":\"TOP-SECRET-BODY-7d1e\"}"
+        try secret.write(toFile: directory.file("secret.json"), atomically: true, encoding: .utf8)
+        try """
+        events: { output: events.jsonl, probes: all }
+        policies:
+          api: { mode: none, hosts: [localhost], ca_file: \(pki.path("store")) }
+          collector: { mode: none, hosts: ["127.0.0.1"], ca_file: \(pki.path("store")) }
+        defaults: { timeout: 4s, ip_family: ipv4, body_file: secret.json }
+        include: { files: conf.d/*.yaml, credentials_for: [localhost] }
+        endpoints: []
+
+        """.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        let open307 = "https://localhost:\(api.port)" + api.redirect(307, to: "\(collector.origin)/collect").dropFirst(api.origin.count)
+        let open308 = "https://localhost:\(api.port)" + api.redirect(308, to: "\(collector.origin)/collect").dropFirst(api.origin.count)
+        try """
+        endpoints:
+          - { name: put-307, url: "\(open307)", method: PUT, follow_redirects: true }
+          - { name: post-308, url: "\(open308)", method: POST, follow_redirects: true }
+
+        """.write(toFile: directory.file("conf.d/team.yaml"), atomically: true, encoding: .utf8)
+        let run = try Shell.run([Shell.pinpath, "run", "--once", "--config", directory.file("pinpath.yaml")])
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(api.requests.count == 2 && api.requests.allSatisfy { $0.body == secret }, "the scoped host gets the body")
+        #expect(collector.requests.isEmpty, "the other origin received \(collector.requests.map { "\($0.method) \($0.path)" })")
+        let events = try String(contentsOfFile: directory.file("events.jsonl"), encoding: .utf8)
+        let categories = events.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        .filter { $0["event"] as? String == "probe.completed" }.compactMap { $0["error_category"] as? String }
+        #expect(categories == ["cross_origin_body", "cross_origin_body"], "\(events)")
+        #expect(!events.contains("TOP-SECRET"))
     }
 }
 

@@ -13,8 +13,8 @@ import PinpathYAML
 /// (`headers` to http and https, `send` to tcp, `policy` to the TLS kinds, `expect.banner` to the kinds whose
 /// server speaks first…), so one `defaults:` serves a file mixing kinds.
 ///
-/// Every endpoint reads what the defaults give it again, so the nodes they copy into the endpoints are bounded
-/// (``copyLimit``) and counted before any endpoint is read (``applications(to:writtenNodes:policies:at:_:)``).
+/// Every endpoint reads what the defaults give it again, so the nodes and text they copy into the endpoints are
+/// bounded (``copyLimit``) and counted before any endpoint is read (``applications(to:written:policies:at:_:)``).
 struct EndpointDefaults {
     /// Every endpoint key but the two that identify an endpoint.
     static let keys = EndpointConfiguration.keys.filter { $0 != "name" && $0 != "url" }
@@ -58,10 +58,11 @@ struct EndpointDefaults {
         return EndpointDefaults(pairs: pairs)
     }
 
-    /// How far the defaults may multiply the configuration: the nodes they copy into the endpoints, at most
-    /// 100,000 or 10 times the nodes the files write, as for YAML aliases. 10,000 endpoints with a handful of
-    /// defaults each are far inside it.
-    static let copyLimit = AliasLimit.standard
+    /// How far the defaults may multiply the configuration: what they copy into the endpoints, at most 100,000
+    /// nodes and 16 MiB of text, or 10 times what the files write. 10,000 endpoints with a handful of defaults
+    /// each, or a 500-byte body default in 5,000 endpoints, are inside it; a 1 MiB header copied into 2,000
+    /// endpoints is not. Reading copied text costs about 0.1 s per MiB (patterns are compiled once per text).
+    static let copyLimit = AliasLimit(nodes: 100_000, bytes: 16 << 20, multipleOfWritten: 10)
 
     /// What applying the defaults to one endpoint gave.
     struct Application {
@@ -71,8 +72,8 @@ struct EndpointDefaults {
         var inherited: [String] = []
         /// The credential defaults not applied (`headers.Authorization`, `client_certificate`), by reason.
         var withheld: [(key: String, reason: WithholdingReason)] = []
-        /// The nodes the defaults added to the endpoint (keys and values).
-        var copiedNodes = 0
+        /// What the defaults added to the endpoint (keys and values).
+        var copied = TreeSize.zero
     }
 
     /// Why a credential default was not applied to an endpoint.
@@ -96,35 +97,39 @@ struct EndpointDefaults {
         case hostNameNotChecked
         /// `allow_invalid_certificates: true`: a chain no trusted CA issued passes (the pins decide).
         case untrustedChainAllowed
+        /// The included file names a policy whose own anchors (`ca_file`, or certificates pinned in `certificate`
+        /// mode) the main file trusts for other hosts (its `hosts` do not match): whoever that CA issues a
+        /// certificate for the host to passes.
+        case anchorsForOtherHosts(policy: String)
     }
 
     /// The defaults applied to every endpoint of `sources`, in order, before any endpoint is read; `nil` after a
-    /// problem at `node` (`defaults:`) when the nodes they copy into the endpoints pass ``copyLimit`` for files
-    /// that write `writtenNodes` nodes together.
+    /// problem at `node` (`defaults:`) when what they copy into the endpoints passes ``copyLimit`` for files
+    /// that write `written` together.
     ///
     /// Each endpoint reads what the defaults give it again: unbounded, a small file cost the product of its
-    /// defaults and its endpoints (500 default headers × 2,000 endpoints, 104 KB, took `check-config` 19 s).
-    /// Counting stops at the limit, so such a file is refused in the time of the copies the limit allows.
+    /// defaults and its endpoints (500 default headers × 2,000 endpoints, 104 KB, took `check-config` 19 s; one
+    /// 1 MiB header × 2,000 endpoints took 230 s and 2 GB). Counting stops at the limit, so such a file is refused
+    /// in the time of the copies the limit allows.
     func applications(
-        to sources: [EndpointSource], writtenNodes: Int, policies: [PolicyConfiguration], at node: Node?,
+        to sources: [EndpointSource], written: TreeSize, policies: [PolicyConfiguration], at node: Node?,
         _ decoder: ConfigurationDecoder
     ) -> [[Application]]? {
-        let allowed = Self.copyLimit.allowed(written: writtenNodes)
-        var copied = 0
+        var copied = TreeSize.zero
         var applications: [[Application]] = []
         for source in sources {
             var applied: [Application] = []
             applied.reserveCapacity(source.endpoints.count)
             for (index, endpoint) in source.endpoints.enumerated() {
                 let application = apply(to: endpoint, "endpoints[\(index)]", trust: source.trust, policies: policies)
-                copied += application.copiedNodes
-                guard copied <= allowed else {
+                copied += application.copied
+                if let excess = Self.copyLimit.excess(of: copied, written: written) {
                     decoder.report(
                         .tooLarge, at: node, "defaults",
                         """
-                        copied into the endpoints, the defaults stand for more than \(allowed) nodes, the most they may \
-                        (\(Self.copyLimit.nodes), or \(Self.copyLimit.multipleOfWritten) times the \(writtenNodes) nodes the \
-                        configuration writes); keep defaults to a few short values, and write long lists or many headers \
+                        copied into the endpoints, the defaults stand for more than \(excess.allowed) \(excess.unit), the most \
+                        they may (\(excess.floor), or \(Self.copyLimit.multipleOfWritten) times the \(excess.written) \(excess.unit) \
+                        the configuration writes); keep defaults to a few short values, and write long lists or many headers \
                         on the endpoints that need them
                         """)
                     return nil
@@ -168,8 +173,9 @@ struct EndpointDefaults {
             // It also chooses the policy: one that skips the name or the chain hands the credential to whoever
             // answers for the host (the proxy it names, anyone on the path) with a certificate from any trusted CA.
             if authentication == nil {
-                let policy = own.contains("policy") ? mapping["policy"] : pairs.first { $0.key.string == "policy" }?.value
-                authentication = Self.unauthenticated(checkedName, policy: policy, among: policies)
+                let namedHere = own.contains("policy")
+                let policy = namedHere ? mapping["policy"] : pairs.first { $0.key.string == "policy" }?.value
+                authentication = Self.unauthenticated(checkedName, policy: policy, namedByIncludedFile: namedHere, among: policies)
             }
             return authentication ?? nil
         }
@@ -189,7 +195,7 @@ struct EndpointDefaults {
                     // A key that is not a name is passed on, for the reader to refuse at the default.
                     guard let headerName = headerKey.string, let lowercasedName else {
                         added.append((headerKey, headerValue))
-                        result.copiedNodes += headerKey.nodeCount + headerValue.nodeCount
+                        result.copied += headerKey.size + headerValue.size
                         continue
                     }
                     guard !ownNames.contains(lowercasedName) else { continue }
@@ -199,7 +205,7 @@ struct EndpointDefaults {
                         continue
                     }
                     added.append((headerKey, headerValue))
-                    result.copiedNodes += 1 + headerValue.nodeCount
+                    result.copied += headerKey.size + headerValue.size
                     if ownHeaders != nil { result.inherited.append(ConfigurationDecoder.keyPath(keyPath, path)) }
                 }
                 if let ownHeaders, case .mapping(let headers) = merged[ownHeaders].value {
@@ -207,7 +213,7 @@ struct EndpointDefaults {
                     merged[ownHeaders].value = .mapping(Node.Mapping(added + headers.map { ($0.key, $0.value) }, headers.mark))
                 } else if !added.isEmpty {
                     merged.append((key, .mapping(Node.Mapping(added, defaultHeaders.mark))))
-                    result.copiedNodes += 2
+                    result.copied += key.size + TreeSize(nodes: 1, bytes: 0)
                     result.inherited.append(ConfigurationDecoder.keyPath(keyPath, "headers"))
                 }
                 continue
@@ -219,7 +225,7 @@ struct EndpointDefaults {
             }
             let copy = name == "expect" ? Self.expectation(value, for: kind) : value
             merged.append((key, copy))
-            result.copiedNodes += 1 + copy.nodeCount
+            result.copied += key.size + copy.size
             result.inherited.append(ConfigurationDecoder.keyPath(keyPath, name))
         }
         result.node = .mapping(Node.Mapping(merged.map { ($0.key, $0.value) }, mapping.mark))
@@ -229,9 +235,14 @@ struct EndpointDefaults {
     /// Why an included endpoint's server is not authenticated as `name` (the name its handshake checks), or `nil`
     /// when it is: the policy it is held to (the one `policy` names, with those whose `hosts` match, combined as
     /// the probe combines them; none is chain and name validation against the system store) must verify the chain
-    /// (`allow_invalid_certificates` false) and check the name (`validates_domain_name` true). Through a proxy the
-    /// origin's handshake runs inside the tunnel under the same policy, so the proxy cannot stand in for the host.
-    static func unauthenticated(_ name: String, policy reference: Node?, among policies: [PolicyConfiguration]) -> WithholdingReason? {
+    /// (`allow_invalid_certificates` false) and check the name (`validates_domain_name` true). A policy the
+    /// included file names itself (`namedByIncludedFile`) that brings anchors of its own must also be meant for
+    /// `name` (its `hosts` match it): the main file trusts a lab's `ca_file` for the lab's hosts, not for every host a
+    /// credential is scoped to. Through a proxy the origin's handshake runs inside the tunnel under the same policy,
+    /// so the proxy cannot stand in for the host.
+    static func unauthenticated(
+        _ name: String, policy reference: Node?, namedByIncludedFile: Bool = false, among policies: [PolicyConfiguration]
+    ) -> WithholdingReason? {
         var named: PolicyConfiguration?
         if let reference, !ConfigurationMapping.isNull(reference) {
             guard let text = reference.string, let policy = policies.first(where: { $0.name == text }) else { return .unresolvedPolicy }
@@ -247,6 +258,9 @@ struct EndpointDefaults {
         var laxities: [Laxity] = []
         if !applied.policy.validatesDomainName { laxities.append(.hostNameNotChecked) }
         if applied.policy.allowInvalidCertificates { laxities.append(.untrustedChainAllowed) }
+        if namedByIncludedFile, let named, named.bringsAnchors, named.hostPolicy.pattern(matching: name) == nil {
+            laxities.append(.anchorsForOtherHosts(policy: named.name))
+        }
         return laxities.isEmpty ? nil : .unauthenticated(host: name, policies: applied.names, laxities: laxities)
     }
 
@@ -311,17 +325,22 @@ extension ConfigurationDecoder {
             let policy = named.count == 1 ? "its policy \(named[0])" : "its policies \(named.joined(separator: ", ")) together"
             let skipped = laxities.map { laxity in
                 switch laxity {
-                case .hostNameNotChecked: "does not check the host name (validates_domain_name: false)"
-                case .untrustedChainAllowed: "accepts a chain no trusted CA issued (allow_invalid_certificates: true)"
+                case .hostNameNotChecked: "\(policy) does not check the host name (validates_domain_name: false)"
+                case .untrustedChainAllowed: "\(policy) accepts a chain no trusted CA issued (allow_invalid_certificates: true)"
+                case .anchorsForOtherHosts(let named):
+                    """
+                    the policy \(ConfigurationProblem.quoted(named)) it names brings anchors (ca_file or pinned certificates) that \
+                    its hosts do not scope to this host
+                    """
                 }
             }
             warn(
                 .credentialDefaultWithheld, at: node, keyPath,
                 """
                 the credential default \(Self.list(unauthenticated.map(\.key))) from \(mainFile) is not applied to this endpoint \
-                of an included file: \(policy) \(skipped.joined(separator: " and ")), so a server answering for \
+                of an included file: \(skipped.joined(separator: " and ")), so a server answering for \
                 \(ConfigurationProblem.quoted(host)) is not authenticated by a trusted chain and its name (give this endpoint a \
-                policy that verifies both, or move it to \(mainFile))
+                policy meant for this host that verifies both, or move it to \(mainFile))
                 """)
         }
     }

@@ -23,6 +23,10 @@ public struct PolicyConfiguration: Sendable, Equatable {
     /// file order. They may hold credentials (user info, a query token): show them through ``DisplayURL`` only.
     public let reportURIs: [URL]
 
+    /// Whether the policy trusts anchors of its own rather than only the system store: a `ca_file`, or the
+    /// certificates it pins in `certificate` mode (they are the anchors there).
+    var bringsAnchors: Bool { trustStore != nil || policy.mode == .certificate }
+
     /// The entry as PinpathSecurity matches hosts (``HostPolicySet``).
     public var hostPolicy: HostPolicy {
         HostPolicy(patterns: hosts, includeSubdomains: includeSubdomains, policy: policy, trustStore: trustStore)
