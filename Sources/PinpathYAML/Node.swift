@@ -92,14 +92,14 @@ public enum Node: Sendable {
         if case .mapping(let mapping) = self { mapping } else { nil }
     }
 
-    /// The nodes it is made of, itself included: a scalar is 1, a collection 1 plus its items' (a mapping's keys
-    /// and values), an alias's nodes counted at each place it appears. Walks the whole tree, so callers bound its
-    /// nesting first, as for every reader.
-    public var nodeCount: Int {
+    /// What it is made of, itself included: a scalar is 1 node and its text's bytes, a collection 1 node plus its
+    /// items' (a mapping's keys and values), an alias's counted at each place it appears. Walks the whole tree, so
+    /// callers bound its nesting first, as for every reader.
+    public var size: TreeSize {
         switch self {
-        case .scalar: 1
-        case .mapping(let mapping): mapping.pairs.reduce(1) { $0 + $1.key.nodeCount + $1.value.nodeCount }
-        case .sequence(let sequence): sequence.nodes.reduce(1) { $0 + $1.nodeCount }
+        case .scalar(let scalar): TreeSize(nodes: 1, bytes: scalar.string.utf8.count)
+        case .mapping(let mapping): mapping.pairs.reduce(TreeSize(nodes: 1, bytes: 0)) { $0 + $1.key.size + $1.value.size }
+        case .sequence(let sequence): sequence.nodes.reduce(TreeSize(nodes: 1, bytes: 0)) { $0 + $1.size }
         }
     }
 }

@@ -7,8 +7,8 @@ import CYAML
 /// original (Swift arrays are copy-on-write), so composing costs memory in proportion to the text. But every
 /// reader of the tree walks each alias's copy again, so aliases of aliases ("billion laughs") or one big
 /// anchor aliased thousands of times make a small text cost a reader minutes; composition counts the nodes
-/// each alias stands for and refuses the document past ``AliasLimit`` (``AliasLimit/standard`` unless
-/// told otherwise). An alias to an anchor not yet closed (`&a [*a]`) is an undefined alias. Merge keys (`<<`)
+/// and the bytes of text each alias stands for and refuses the document past ``AliasLimit``
+/// (``AliasLimit/standard`` unless told otherwise). An alias to an anchor not yet closed (`&a [*a]`) is an undefined alias. Merge keys (`<<`)
 /// and tags are not applied: readers see them as written.
 ///
 /// Composition keeps its own stack, but a reader walking the tree and Swift freeing it both recurse, so
@@ -34,7 +34,7 @@ public struct Parser: Sendable {
         try singleDocument()?.root
     }
 
-    /// The one document in the text with the count of nodes its text writes; `nil` when the text holds none.
+    /// The one document in the text with the size of what its text writes; `nil` when the text holds none.
     /// Throws as ``singleRoot()`` does.
     public func singleDocument() throws(YamlError) -> Document? {
         let reader = try EventReader(yaml: yaml)
@@ -49,40 +49,88 @@ public struct Parser: Sendable {
                 context: YamlError.Context(text: "expected a single document in the stream", mark: Mark(line: 1, column: 1)),
                 problem: "but found another document", next.mark, yaml: yaml)
         }
-        return Document(root: root, writtenNodes: composer.written)
+        return Document(root: root, written: composer.written)
     }
 }
 
-/// A composed document: its root, and how many nodes its text writes (scalars and collections, not aliases), the
-/// measure a reader that copies nodes around (`defaults:` into every endpoint) bounds its copies by, as
+/// A composed document: its root, and the size of what its text writes (scalars and collections, not aliases),
+/// the measure a reader that copies nodes around (`defaults:` into every endpoint) bounds its copies by, as
 /// ``AliasLimit`` bounds aliases.
 public struct Document: Sendable {
     public let root: Node
-    public let writtenNodes: Int
+    public let written: TreeSize
 }
 
-/// How many nodes a document may stand for once its aliases are expanded: ``nodes``, or ``multipleOfWritten``
-/// times the nodes its text writes when that is more. Configuration that shares a value through an anchor stays
-/// well within it; a document that needs more is an attack or a mistake, and costs every reader in
-/// proportion to the expansion, not to the text.
+/// How much a tree holds: its nodes, and the bytes of its scalars' text. A reader's work grows with both: a
+/// 90 KB pattern is one node, but compiling it a thousand times costs what a thousand nodes never would.
+public struct TreeSize: Sendable, Equatable, CustomStringConvertible {
+    /// Scalars and collections (a mapping's keys included).
+    public var nodes: Int
+    /// The UTF-8 bytes of its scalars (keys and values).
+    public var bytes: Int
+
+    public init(nodes: Int, bytes: Int) {
+        self.nodes = nodes
+        self.bytes = bytes
+    }
+
+    public static let zero = TreeSize(nodes: 0, bytes: 0)
+
+    /// Both counts added, or `Int.max` past it: with a limit of `Int.max`, a billion laughs still counts without trapping.
+    public static func + (lhs: TreeSize, rhs: TreeSize) -> TreeSize {
+        TreeSize(nodes: saturatingSum(lhs.nodes, rhs.nodes), bytes: saturatingSum(lhs.bytes, rhs.bytes))
+    }
+
+    public static func += (lhs: inout TreeSize, rhs: TreeSize) { lhs = lhs + rhs }
+
+    public var description: String { "\(nodes) nodes and \(bytes) bytes" }
+
+    private static func saturatingSum(_ a: Int, _ b: Int) -> Int {
+        let (total, overflow) = a.addingReportingOverflow(b)
+        return overflow ? .max : total
+    }
+}
+
+/// How much a document may stand for once its aliases are expanded: ``nodes`` nodes and ``bytes`` bytes of text,
+/// or ``multipleOfWritten`` times what its text writes when that is more. Configuration that shares a value
+/// through an anchor stays well within it; a document that needs more is an attack or a mistake, and costs every
+/// reader in proportion to the expansion, not to the text.
 public struct AliasLimit: Sendable, Equatable {
     /// The nodes any document may stand for, however few it writes.
     public var nodes: Int
-    /// How many times the nodes it writes a larger document may stand for.
+    /// The bytes of scalar text any document may stand for, however few it writes.
+    public var bytes: Int
+    /// How many times what it writes a larger document may stand for.
     public var multipleOfWritten: Int
 
-    public init(nodes: Int, multipleOfWritten: Int) {
+    public init(nodes: Int, bytes: Int = 1 << 20, multipleOfWritten: Int) {
         self.nodes = nodes
+        self.bytes = bytes
         self.multipleOfWritten = multipleOfWritten
     }
 
-    /// 100,000 nodes, or 10 times the nodes written: a file of a thousand endpoints each aliasing a few shared
-    /// values is far inside it, and reading what it allows takes a fraction of a second.
-    public static let standard = AliasLimit(nodes: 100_000, multipleOfWritten: 10)
+    /// 100,000 nodes and 1 MiB of text, or 10 times what is written: a file of a thousand endpoints each aliasing
+    /// a few shared values is far inside it, and reading what it allows takes a fraction of a second.
+    public static let standard = AliasLimit(nodes: 100_000, bytes: 1 << 20, multipleOfWritten: 10)
 
-    /// The most nodes a document that writes `written` nodes may stand for.
-    public func allowed(written: Int) -> Int {
-        max(nodes, written.multipliedReportingOverflow(by: multipleOfWritten).overflow ? .max : written * multipleOfWritten)
+    /// The most a document that writes `written` may stand for.
+    public func allowed(written: TreeSize) -> TreeSize {
+        TreeSize(
+            nodes: Self.allowed(floor: nodes, written.nodes, multipleOfWritten),
+            bytes: Self.allowed(floor: bytes, written.bytes, multipleOfWritten))
+    }
+
+    /// The first measure by which `size` passes what a document that writes `written` may stand for, with the
+    /// most it may be and the floor, for the message; `nil` within both.
+    public func excess(of size: TreeSize, written: TreeSize) -> (unit: String, allowed: Int, floor: Int, written: Int)? {
+        let allowed = allowed(written: written)
+        if size.nodes > allowed.nodes { return ("nodes", allowed.nodes, nodes, written.nodes) }
+        if size.bytes > allowed.bytes { return ("bytes of text", allowed.bytes, bytes, written.bytes) }
+        return nil
+    }
+
+    private static func allowed(floor: Int, _ written: Int, _ multiple: Int) -> Int {
+        max(floor, written.multipliedReportingOverflow(by: multiple).overflow ? .max : written * multiple)
     }
 }
 
@@ -90,13 +138,13 @@ public struct AliasLimit: Sendable, Equatable {
 private struct Composer {
     let yaml: String
     let aliasLimit: AliasLimit
-    /// The nodes anchored so far, with how many nodes each stands for; a later anchor of the same name replaces
-    /// an earlier one.
-    var anchors: [String: (node: Node, size: Int)] = [:]
-    /// Nodes the text writes (scalars and collections, not aliases), so far.
-    var written = 0
-    /// Nodes the document stands for so far: those written and those each alias repeats.
-    var expanded = 0
+    /// The nodes anchored so far, with what each stands for; a later anchor of the same name replaces an
+    /// earlier one.
+    var anchors: [String: (node: Node, size: TreeSize)] = [:]
+    /// What the text writes (scalars and collections, not aliases), so far.
+    var written = TreeSize.zero
+    /// What the document stands for so far: what is written and what each alias repeats.
+    var expanded = TreeSize.zero
 
     private struct OpenCollection {
         let isMapping: Bool
@@ -104,8 +152,8 @@ private struct Composer {
         let mark: Mark
         /// For a mapping, keys and values alternate.
         var items: [Node] = []
-        /// The nodes it stands for, itself and aliases' expansions included.
-        var size = 1
+        /// What it stands for, itself and aliases' expansions included.
+        var size = TreeSize(nodes: 1, bytes: 0)
 
         var node: Node {
             guard isMapping else { return .sequence(Node.Sequence(items, mark)) }
@@ -123,35 +171,35 @@ private struct Composer {
         var open: [OpenCollection] = []
         var event = first
         while true {
-            let completed: (node: Node, size: Int)?
+            let completed: (node: Node, size: TreeSize)?
             switch event.kind {
             case .alias:
                 guard let anchor = event.anchor, let anchored = anchors[anchor] else {
                     throw .composer(context: nil, problem: "found undefined alias", event.mark, yaml: yaml)
                 }
-                expanded = Self.sum(expanded, anchored.size)
-                let allowed = aliasLimit.allowed(written: written)
-                guard expanded <= allowed else {
+                expanded += anchored.size
+                if let excess = aliasLimit.excess(of: expanded, written: written) {
                     throw .composer(
                         context: nil,
                         problem: """
-                            this alias expands the document past \(allowed) nodes, the most aliases may make it stand for \
-                            (\(aliasLimit.nodes), or \(aliasLimit.multipleOfWritten) times the \(written) nodes written so far); write \
-                            the values out instead of aliasing them so often
+                            this alias expands the document past \(excess.allowed) \(excess.unit), the most aliases may make it \
+                            stand for (\(excess.floor), or \(aliasLimit.multipleOfWritten) times the \(excess.written) \(excess.unit) \
+                            written so far); write the values out instead of aliasing them so often
                             """,
                         event.mark, yaml: yaml)
                 }
                 completed = anchored
             case .scalar:
                 let node = Node.scalar(event.scalar ?? Node.Scalar("", .plain, event.mark))
-                if let anchor = event.anchor { anchors[anchor] = (node, 1) }
-                written += 1
-                expanded += 1
-                completed = (node, 1)
+                let size = TreeSize(nodes: 1, bytes: event.scalar?.string.utf8.count ?? 0)
+                if let anchor = event.anchor { anchors[anchor] = (node, size) }
+                written += size
+                expanded += size
+                completed = (node, size)
             case .sequenceStart, .mappingStart:
                 open.append(OpenCollection(isMapping: event.kind == .mappingStart, anchor: event.anchor, mark: event.mark))
-                written += 1
-                expanded += 1
+                written += TreeSize(nodes: 1, bytes: 0)
+                expanded += TreeSize(nodes: 1, bytes: 0)
                 completed = nil
             case .sequenceEnd, .mappingEnd:
                 guard let collection = open.popLast() else {
@@ -167,16 +215,10 @@ private struct Composer {
             if let completed {
                 guard !open.isEmpty else { return completed.node }
                 open[open.count - 1].items.append(completed.node)
-                open[open.count - 1].size = Self.sum(open[open.count - 1].size, completed.size)
+                open[open.count - 1].size += completed.size
             }
             event = try reader.next()
         }
-    }
-
-    /// `a + b`, or `Int.max` past it: with a limit of `Int.max`, a billion laughs still counts without trapping.
-    private static func sum(_ a: Int, _ b: Int) -> Int {
-        let (total, overflow) = a.addingReportingOverflow(b)
-        return overflow ? .max : total
     }
 }
 

@@ -144,6 +144,58 @@ struct ConfigurationHostileFileTests {
                 """)
     }
 
+    /// Found by the round-3 review: the copy bound counted nodes, and a 1 MiB header is one node: a 1.1 MB file
+    /// with it as a default and 2,000 endpoints took `check-config` 230 s and 2 GB. The text copied is bounded
+    /// too: 16 MiB, or 10 times the text written.
+    @Test("A 1 MiB default header × 2,000 endpoints is refused at defaults, quickly, naming the bytes")
+    func defaultsTextAmplification() throws {
+        let directory = try TemporaryDirectory()
+        let value = String(repeating: "x", count: 1 << 20)
+        let list = (0..<2_000).map { "  - { name: e\($0), url: \"https://e\($0).example/\" }\n" }
+        let yaml = "defaults:\n  headers: { X-Big: '\(value)' }\nendpoints:\n" + list.joined()
+        try yaml.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        let start = ContinuousClock.now
+        let result = try Self.checkConfig(directory.file("pinpath.yaml"))
+        print(
+            "check-config on \(yaml.utf8.count) bytes, a 1 MiB default × 2,000 endpoints: exit \(result.status) after \(ContinuousClock.now - start)"
+        )
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(
+            result.stderr.contains(
+                """
+                defaults: copied into the endpoints, the defaults stand for more than 16777216 bytes of text, the most they may \
+                (16777216, or 10 times the
+                """), "\(result.stderr)")
+    }
+
+    /// Found by the round-3 review: an included file anchored a 90 KB pattern and aliased it 300 times; each alias
+    /// was compiled again (31 s at every load and reload). Aliases are bounded by the text they repeat, and each
+    /// pattern text is compiled once per load.
+    @Test("An included file aliasing a long pattern hundreds of times is refused in well under a second")
+    func aliasedPatternInIncludedFile() throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.file("conf.d"), withIntermediateDirectories: true)
+        let pattern = (0..<6_000).map { String(format: "(?<n%04d>)", $0) }.joined()
+        var team = "endpoints:\n  - { name: t0, url: \"http://127.0.0.1:9/\", expect: { body_matches: &p '\(pattern)' } }\n"
+        team += (1..<300).map { "  - { name: t\($0), url: \"http://127.0.0.1:9/\", expect: { body_matches: *p } }\n" }.joined()
+        try team.write(toFile: directory.file("conf.d/team.yaml"), atomically: true, encoding: .utf8)
+        try "include: conf.d/*.yaml\nendpoints: []\n".write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        let start = ContinuousClock.now
+        let result = try Self.checkConfig(directory.file("pinpath.yaml"))
+        let elapsed = ContinuousClock.now - start
+        print(
+            "check-config on \(team.utf8.count) bytes: a \(pattern.utf8.count)-byte pattern aliased 299 times: exit \(result.status) after \(elapsed)"
+        )
+        #expect(result.status == 78, "\(result.stderr)")
+        #expect(result.stderr.contains("invalid YAML: this alias expands the document past 1048576 bytes of text"), "\(result.stderr)")
+        // The same pattern written in the main file's defaults for 2,000 endpoints: compiled once, accepted.
+        let list = (0..<2_000).map { "  - { name: e\($0), url: \"http://127.0.0.1:9/\" }\n" }.joined()
+        try "defaults: { expect: { body_matches: '(?<n>)ok' } }\nendpoints:\n\(list)".write(
+            toFile: directory.file("many.yaml"), atomically: true, encoding: .utf8)
+        let many = try Self.checkConfig(directory.file("many.yaml"))
+        #expect(many.status == 0, "\(many.stderr)")
+    }
+
     /// The control: what an operator with 10,000 endpoints writes, a few defaults inherited by each, most
     /// endpoints in included files, loads. Its time is printed, not asserted.
     @Test("10,000 endpoints with a few defaults each, most of them included, load")

@@ -227,6 +227,38 @@ struct RedirectAttackTests {
         for name in Self.sensitive { #expect(trusted.header(name) == Self.callerHeaders[name], "\(name)") }
     }
 
+    @Test("A redirect to another origin that would send the body again is refused (cross_origin_body); B receives nothing")
+    func crossOriginBody() async throws {
+        let a = try tlsServer()
+        let b = try tlsServer("::1")
+        defer {
+            a.stop()
+            b.stop()
+        }
+        let session = try Session(Session.Configuration(trustStore: try pki.trustStore()))
+        let secret = "client_secret=s3cr3t-body"
+        // 307 and 308 keep the method and the body; 301 and 302 keep them for every method but POST.
+        for (status, method) in [(307, HTTPMethod.post), (308, .put), (302, .put), (301, .patch)] {
+            let result = await Self.send(session, a.redirect(status, to: "\(b.origin)/collect"), method: method, body: secret)
+            #expect(result.failure?.code == .crossOriginBody, "\(status) \(method): \(result)")
+            #expect(result.failure?.response?.statusCode == status)
+        }
+        #expect(b.requests.isEmpty, "host B received \(b.requests.map(\.path))")
+        // A 302 of a POST becomes a GET without the body: followed. The same origin keeps the body.
+        let get = await Self.send(session, a.redirect(302, to: "\(b.origin)/as-get"), method: .post, body: secret)
+        #expect(get.success?.statusCode == 200, "\(get)")
+        #expect(b.requests.last?.method == "GET" && b.requests.last?.body == "")
+        let same = await Self.send(session, a.redirect(307, to: "\(a.origin)/same"), method: .post, body: secret)
+        #expect(same.success?.statusCode == 200, "\(same)")
+        #expect(a.requests.last?.path == "/same" && a.requests.last?.body == secret)
+        // Trusted explicitly (--location-trusted): the body follows.
+        var options = Self.options()
+        options.keepsHeadersAcrossOrigins = true
+        let trusted = await Self.send(session, a.redirect(307, to: "\(b.origin)/trusted"), method: .post, body: secret, options: options)
+        #expect(trusted.success?.statusCode == 200, "\(trusted)")
+        #expect(b.requests.last?.path == "/trusted" && b.requests.last?.body == secret)
+    }
+
     @Test("Same-origin redirect keeps every header")
     func sameHostHeaders() async throws {
         let a = try tlsServer()
@@ -245,7 +277,12 @@ struct RedirectAttackTests {
         try Shell.run([Shell.pinpath, "request", "--ca-file", pki.path("store"), "--timeout", "10"] + arguments)
     }
 
-    @Test("pinpath request: https → http exits 2 (insecure_redirect) and sends nothing; --allow-insecure-redirect follows")
+    @Test(
+        """
+        pinpath request: https → http exits 2 (insecure_redirect) and sends nothing; --allow-insecure-redirect follows, with the \
+        body only if --location-trusted
+        """
+    )
     func requestCommandInsecureRedirect() throws {
         let a = try tlsServer()
         let plain = try RecordingServer(directory: pki.directory)
@@ -260,7 +297,14 @@ struct RedirectAttackTests {
         #expect(refused.stderr.hasPrefix("pinpath: error: insecure_redirect: "), "\(refused.stderr)")
         #expect(plain.requests.isEmpty)
 
-        let followed = try request(pins + ["--allow-insecure-redirect", "-d", "card=4111", "-H", "Authorization: Bearer secret", url])
+        // The body would go to another origin as well: that needs --location-trusted too.
+        let bodyRefused = try request(pins + ["--allow-insecure-redirect", "-d", "card=4111", url])
+        #expect(bodyRefused.status == 2, "\(bodyRefused.stderr)")
+        #expect(bodyRefused.stderr.hasPrefix("pinpath: error: cross_origin_body: "), "\(bodyRefused.stderr)")
+        #expect(plain.requests.isEmpty)
+
+        let followed = try request(
+            pins + ["--allow-insecure-redirect", "--location-trusted", "-d", "card=4111", "-H", "Authorization: Bearer secret", url])
         #expect(followed.status == 0, "\(followed.stderr)")
         #expect(plain.requests.first?.body == "card=4111")
         #expect(plain.requests.first?.header("Authorization") == nil)

@@ -110,15 +110,38 @@ struct ParserTests {
         #expect(try Parser(yaml: yaml, aliasLimit: AliasLimit(nodes: 0, multipleOfWritten: 10)).singleRoot() != nil)
     }
 
-    @Test("A document counts the nodes its text writes; a node counts what it stands for, aliases at each place")
+    @Test("A document counts the nodes and text its text writes; a node counts what it stands for, aliases at each place")
     func writtenAndExpandedNodes() throws {
-        // Written: the root, 4 keys, the anchored list and its 3 items, the empty list and x: 11 nodes; the alias adds
-        // none.
+        // Written: the root, 4 keys, the anchored list and its 3 items, the empty list and x: 11 nodes, 4 + 3 + 1 bytes
+        // of scalars; the alias adds none.
         let document = try #require(try Parser(yaml: "a: &l [1, 2, 3]\nb: *l\nc: []\nd: x\n").singleDocument())
-        #expect(document.writtenNodes == 11)
-        // Expanded: 1 + (a, [1, 2, 3]) + (b, [1, 2, 3]) + (c, []) + (d, x) = 1 + 5 + 5 + 2 + 2.
-        #expect(document.root.nodeCount == 15)
+        #expect(document.written == TreeSize(nodes: 11, bytes: 8))
+        // Expanded: 1 + (a, [1, 2, 3]) + (b, [1, 2, 3]) + (c, []) + (d, x) = 1 + 5 + 5 + 2 + 2 nodes, 8 + 3 bytes.
+        #expect(document.root.size == TreeSize(nodes: 15, bytes: 11))
         #expect(try Parser(yaml: "# nothing\n").singleDocument() == nil)
+    }
+
+    /// Found by the round-3 review: a 90 KB scalar is one node, so aliasing it 300 times passed the node bound
+    /// and cost every reader 300 × 90 KB (a pattern compiled each time: 31 s). Aliases are bounded by the bytes
+    /// of text they repeat too: 1 MiB, or 10 times the text written.
+    @Test("Aliases of a long scalar are bounded by the text they repeat, not only by nodes")
+    func aliasedText() throws {
+        let long = String(repeating: "x", count: 100_000)
+        let aliases = { (count: Int) in "long: &t \"\(long)\"\nitems:\n" + String(repeating: "  - *t\n", count: count) }
+        // The anchor and 9 aliases: 1 MB, inside the 1 MiB floor.
+        let accepted = try #require(try Parser(yaml: aliases(9)).singleRoot())
+        #expect(accepted.size.bytes == 1_000_000 + "long".utf8.count + "items".utf8.count)
+        do {
+            _ = try Parser(yaml: aliases(300)).singleRoot()
+            Issue.record("300 aliases of 100 KB were accepted")
+        } catch {
+            #expect(
+                "\(error)".contains(
+                    """
+                    this alias expands the document past 1048576 bytes of text, the most aliases may make it stand for (1048576, or \
+                    10 times the 100009 bytes of text written so far)
+                    """), "\(error)")
+        }
     }
 
     @Test("Thousands of nested collections compose without recursion")

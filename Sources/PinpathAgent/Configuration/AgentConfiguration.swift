@@ -112,12 +112,12 @@ public struct AgentConfiguration: Sendable {
         let ownEndpoints =
             fields?["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") } ?? []
         let sources =
-            [EndpointSource(file: file, endpoints: ownEndpoints, trust: .mainFile, writtenNodes: document?.writtenNodes ?? 0)]
+            [EndpointSource(file: file, endpoints: ownEndpoints, trust: .mainFile, written: document?.written ?? .zero)]
             + (fields?["include"].map { includedEndpoints($0, decoder) } ?? [])
         // Refused defaults leave no endpoint to read: each would only report what the defaults gave it.
         let applications =
             defaults.applications(
-                to: sources, writtenNodes: sources.reduce(0) { $0 + $1.writtenNodes }, policies: policies, at: fields?["defaults"],
+                to: sources, written: sources.reduce(.zero) { $0 + $1.written }, policies: policies, at: fields?["defaults"],
                 decoder) ?? []
         var endpoints: [EndpointConfiguration] = []
         for (source, applied) in zip(sources, applications) {

@@ -21,8 +21,8 @@ struct EndpointSource {
     let endpoints: [Node]
     /// What its endpoints may reach.
     let trust: Trust
-    /// The nodes the file's text writes (aliases not expanded): what the defaults' copies are bounded by.
-    let writtenNodes: Int
+    /// What the file's text writes (aliases not expanded): what the defaults' copies are bounded by.
+    let written: TreeSize
 }
 
 extension AgentConfiguration {
@@ -61,11 +61,11 @@ extension AgentConfiguration {
             }
             // `include: "*.yaml"` beside the main file matches it: it is read once, as the main file.
             for path in matches where seen.insert(path).inserted && (mainFile == nil || fileIdentity(path) != mainFile) {
-                if let (endpoints, writtenNodes) = readIncluded(path, decoder) {
+                if let (endpoints, written) = readIncluded(path, decoder) {
                     sources.append(
                         EndpointSource(
                             file: path, endpoints: endpoints, trust: .included(credentialsFor: entry.credentialsFor),
-                            writtenNodes: writtenNodes))
+                            written: written))
                 }
             }
         }
@@ -158,7 +158,7 @@ extension AgentConfiguration {
     /// One included file's endpoint items and the nodes its text writes; its problems name it, and never quote
     /// what it holds: a pattern that matches an environment file or a key must not copy the secret into
     /// `check-config` and `config.rejected`.
-    private static func readIncluded(_ path: String, _ decoder: ConfigurationDecoder) -> (endpoints: [Node], writtenNodes: Int)? {
+    private static func readIncluded(_ path: String, _ decoder: ConfigurationDecoder) -> (endpoints: [Node], written: TreeSize)? {
         let mainFile = decoder.file
         decoder.file = path
         defer { decoder.file = mainFile }
@@ -191,7 +191,7 @@ extension AgentConfiguration {
             return nil
         }
         // An empty file (a service with nothing to probe yet) includes nothing.
-        guard let document else { return ([], 0) }
+        guard let document else { return ([], .zero) }
         let root = document.root
         guard case .mapping(let mapping) = root else {
             let what = ForeignContent.description(of: text) ?? ForeignContent.description(of: root)
@@ -206,7 +206,7 @@ extension AgentConfiguration {
         let rest = Node.mapping(Node.Mapping(mapping.filter { $0.key.string != "include" }.map { ($0.key, $0.value) }, mapping.mark))
         guard let fields = decoder.mapping(rest, "", known: ["endpoints"]) else { return nil }
         let endpoints = fields["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") }
-        return (endpoints ?? [], document.writtenNodes)
+        return (endpoints ?? [], document.written)
     }
 
     private static let notEndpoints =

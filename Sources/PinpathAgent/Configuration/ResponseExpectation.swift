@@ -108,7 +108,7 @@ public struct ResponseExpectation: Sendable, Equatable {
         }
         let contains = fields["body_contains"].flatMap { decoder.string($0, fields.path("body_contains"), "text") }
         let matches = fields["body_matches"].flatMap { node in
-            decoder.parse(node, fields.path("body_matches"), "a regular expression") { try BodyPattern($0) }
+            decoder.parse(node, fields.path("body_matches"), "a regular expression") { try decoder.pattern($0) }
         }
         var banner: String?
         if let node = fields["banner"], let text = decoder.string(node, fields.path("banner"), "text") {
@@ -140,7 +140,7 @@ extension ConfigurationDecoder {
             guard let text = string(value, path, "text, or a /regular expression/") else { continue }
             if text.count >= 2, text.hasPrefix("/"), text.hasSuffix("/") {
                 guard
-                    let pattern = parse(value, path, "a regular expression", { _ in try BodyPattern(String(text.dropFirst().dropLast())) })
+                    let pattern = parse(value, path, "a regular expression", { _ in try pattern(String(text.dropFirst().dropLast())) })
                 else { continue }
                 expectations.append(.init(name: name, contains: nil, matches: pattern))
             } else {

@@ -46,6 +46,9 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         /// An https request was redirected to an http URL and insecure redirects are not allowed: nothing
         /// was sent to it. A TLS failure: the request would have lost its protection.
         public static let insecureRedirect = Code(name: "insecure_redirect")
+        /// A redirect to another origin would have sent the request body again, and the caller did not trust
+        /// redirect targets with it (``RequestOptions/keepsHeadersAcrossOrigins``): nothing was sent there.
+        public static let crossOriginBody = Code(name: "cross_origin_body")
         /// Too many redirects.
         public static let tooManyRedirects = Code(name: "too_many_redirects")
         /// The task was cancelled; the transfer was stopped.

@@ -2,7 +2,8 @@ import FoundationEssentials
 import PinpathSecurity
 
 /// How a redirect changes the request, as browsers and libcurl do by default, and what it may not change:
-/// an https request does not continue over http, and another origin does not get the caller's headers.
+/// an https request does not continue over http, and another origin gets neither the caller's headers nor its
+/// body.
 enum Redirect {
     /// The caller's fields a hop to another origin (scheme, host or port) keeps: they describe the client
     /// and the body, never who the client is. Every other field the caller set, credentials and custom
@@ -14,7 +15,11 @@ enum Redirect {
 
     /// The request to send after `response`, or `nil` when it is not a redirect to follow.
     /// - Throws: ``HTTPError`` `insecureRedirect` (with the response) when an https request is redirected to
-    ///   http and ``RequestOptions/allowsInsecureRedirects`` is off: nothing is sent to the http URL.
+    ///   http and ``RequestOptions/allowsInsecureRedirects`` is off: nothing is sent to the http URL;
+    ///   `crossOriginBody` when the hop goes to another origin and would send the body again (307, 308, or 301
+    ///   and 302 of a method other than POST) and ``RequestOptions/keepsHeadersAcrossOrigins`` is off: a body
+    ///   is the caller's as its headers are (a client secret, a token form), and cannot be dropped without
+    ///   changing what the request means.
     static func next(after request: HTTPRequest, response: HTTPResponse, options: RequestOptions) throws(HTTPError) -> HTTPRequest? {
         guard [301, 302, 303, 307, 308].contains(response.statusCode), let location = response.headers["Location"],
             let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
@@ -44,6 +49,16 @@ enum Redirect {
             target.host.map(HostPattern.canonicalHost) == request.url.host.map(HostPattern.canonicalHost)
             && target.port == request.url.port
             && scheme == request.url.scheme?.lowercased()
+        if !sameOrigin, next.body != nil, !options.keepsHeadersAcrossOrigins {
+            throw HTTPError(
+                .crossOriginBody,
+                """
+                \(request.method) \(request.displayURL): redirected (\(response.statusCode)) to \
+                \(DisplayURL.redacting(target.absoluteString)), another origin, which would receive the request body again; \
+                not followed (trust the redirect's target explicitly to follow)
+                """,
+                response: response)
+        }
         if !sameOrigin {
             next.headers = HTTPHeaders(
                 next.headers.filter { field in

@@ -57,7 +57,8 @@ public struct RequestOptions: Sendable {
     /// Keep every header the caller set when a redirect goes to another origin (scheme, host or port), as
     /// curl's `--location-trusted`. Off by default: such a hop keeps only headers that describe the client
     /// and the body (`Accept`, `Accept-Encoding`, `Accept-Language`, `User-Agent`, `Content-Type`,
-    /// `Content-Length`); credentials and custom headers are dropped.
+    /// `Content-Length`); credentials and custom headers are dropped, and a hop that would send the body
+    /// again (307, 308) is not followed (``HTTPError/Code/crossOriginBody``). When on, the body follows too.
     public var keepsHeadersAcrossOrigins = false
     /// Open a new connection and close it afterwards, so that every request performs a full TLS handshake
     /// and so a full policy check (the agent's probes). Off by default: connections are reused.

@@ -17,14 +17,14 @@ struct RequestCommand: AsyncParsableCommand {
             {"url":…,"error":{"category":…,"message":…,"exit_code":N}} (category as in the agent's events).
             Redirects are followed (up to 10) unless --no-redirects; a redirect from https to http is refused \
             unless --allow-insecure-redirect, and a redirect to another origin keeps only Accept, \
-            Accept-Encoding, Accept-Language, User-Agent, Content-Type and Content-Length of the -H headers \
-            unless --location-trusted. The pins, --profile and --max-depth apply to the URL's host only (other \
+            Accept-Encoding, Accept-Language, User-Agent, Content-Type and Content-Length of the -H headers, \
+            and one that would send the body there again (307, 308) is refused, unless --location-trusted. The pins, --profile and --max-depth apply to the URL's host only (other \
             hosts get the webpki profile); every host is verified against --ca-file or the system store.
             Through a proxy (--proxy, or the environment's), the reachability gate checks the proxy's address; \
             an https URL goes through a CONNECT tunnel and its TLS is still checked against the pins, and an \
             https proxy's own certificate is verified as any host's is.
             Exit codes: 0 accepted response (2xx), 1 rejected by the pins, 2 TLS chain or host name invalid \
-            or a refused https-to-http redirect, 3 connection error or timeout, 4 not reachable (nothing was \
+            or a refused redirect (https to http, or a body to another origin), 3 connection error or timeout, 4 not reachable (nothing was \
             sent), 5 status not acceptable, 64 usage.
             """)
 
@@ -87,7 +87,9 @@ struct RequestCommand: AsyncParsableCommand {
     @Flag(help: "Follow a redirect from https to http (credential headers are still not sent over http).")
     var allowInsecureRedirect = false
 
-    @Flag(help: "Send the -H headers to other origins a redirect leads to too, credentials included (curl's --location-trusted).")
+    @Flag(
+        help:
+            "Send the -H headers and the body to other origins a redirect leads to too, credentials included (curl's --location-trusted).")
     var locationTrusted = false
 
     @Flag(help: "Print a JSON summary instead of the body.")
@@ -305,7 +307,7 @@ struct RequestCommand: AsyncParsableCommand {
     static func exitCode(for code: HTTPError.Code) -> Int32 {
         switch code {
         case .policyRejected: return 1
-        case .tlsInvalid, .insecureRedirect: return 2
+        case .tlsInvalid, .insecureRedirect, .crossOriginBody: return 2
         case .notReachable: return 4
         case .unacceptableStatus, .unacceptableContentType: return 5
         case .invalidURL, .invalidHeader, .invalidBody, .unreadableFile: return 64
