@@ -93,6 +93,59 @@ struct PatternLimitAttackTests {
         #expect(Self.events(directory).last?["event"] as? String == "agent.stopping")
     }
 
+    /// Found by the round-3 review: each search was bounded, but ran on the cooperative pool, so 200 included
+    /// endpoints with a backtracking pattern (about 0.45 s each) held both of its threads: the main file's
+    /// endpoint was probed once in 166 s and SIGTERM was honoured 128 s late. Searches now run in lanes of their
+    /// own, the included files' apart from the main file's.
+    @Test(
+        "Attack: 60 included endpoints with backtracking patterns delay neither the main file's probes, with or without patterns, nor SIGTERM",
+        .timeLimit(.minutes(2)))
+    func manyHostileEndpoints() async throws {
+        let directory = try TemporaryDirectory()
+        let exponential = try HostileServer(.craftedBody(String(repeating: "a", count: 60) + "!"))
+        let healthy = try HostileServer(.craftedBody("ok"))
+        defer {
+            exponential.stop()
+            healthy.stop()
+        }
+        try FileManager.default.createDirectory(atPath: directory.file("conf.d"), withIntermediateDirectories: true)
+        try """
+        events: { output: \(directory.file("events.jsonl")), probes: all }
+        include: conf.d/*.yaml
+        endpoints:
+          - { name: main-api, url: "http://127.0.0.1:\(healthy.port)/", interval: 1s, timeout: 1s }
+          - { name: main-pattern, url: "http://127.0.0.1:\(healthy.port)/p", interval: 1s, timeout: 1s, expect: { body_matches: "^ok$" } }
+
+        """.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        let team = (0..<60).map { index in
+            "  - { name: team-\(index), url: \"http://127.0.0.1:\(exponential.port)/\(index)\", interval: 1s, timeout: 1s, "
+                + "expect: { body_matches: \"^(a|aa)+$\" } }\n"
+        }
+        try ("endpoints:\n" + team.joined()).write(toFile: directory.file("conf.d/team.yaml"), atomically: true, encoding: .utf8)
+
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let agent = try Shell.spawn([Shell.pinpath, "run", "--config", directory.file("pinpath.yaml")], stdout: devNull)
+        defer { Shell.stopIfRunning(agent) }
+        try await MetricsEndpointTests.wait("the included endpoints failing on pattern_limit", timeout: .seconds(30)) {
+            Self.events(directory).contains {
+                ($0["endpoint"] as? String)?.hasPrefix("team-") == true && $0["error_category"] as? String == "pattern_limit"
+            }
+        }
+        // The included lane is busy for about 60 × 0.45 s per round from here on; the main file's endpoints go on.
+        let before = Self.events(directory)
+        try await Task.sleep(for: .seconds(12))
+        let after = Self.events(directory)
+        let counts = ["main-api", "main-pattern"].map { name in Self.probes(after, of: name).count - Self.probes(before, of: name).count }
+        print("in 12 s beside 60 backtracking included endpoints: main-api probed \(counts[0]) times, main-pattern \(counts[1])")
+        #expect(counts[0] >= 6 && counts[1] >= 6, "main-api \(counts[0]), main-pattern \(counts[1]) probes in 12 s at a 1 s interval")
+        #expect(Self.probes(after, of: "main-pattern").last?["outcome"] as? String == "success")
+        let stopping = ContinuousClock.now
+        #expect(try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(10)) == 0)
+        print("SIGTERM to exit: \(ContinuousClock.now - stopping)")
+        #expect(Self.events(directory).last?["event"] as? String == "agent.stopping")
+    }
+
     @Test(
         "check-config refuses a pattern PCRE2 refuses, naming the key, line, column and PCRE2's reason, in the main file or an included one",
         arguments: [

@@ -91,6 +91,9 @@ public struct EndpointConfiguration: Sendable, Equatable {
     public let reportCollectors: [ReportCollector]
     /// The proxies its probes go through: its own `proxy:`, else the file's default.
     public let proxy: ProxyConfiguration
+    /// Whether an included file defines it: its pattern searches run in the included files' lane
+    /// (``PatternSearchLane``), so they cannot delay the main file's.
+    public let isFromIncludedFile: Bool
     /// The credential defaults not applied to it (`headers.Authorization`, `client_certificate`): it is plain
     /// http, or in an included file not scoped to its host (``EndpointDefaults``). Shown by `--effective`.
     var withheldDefaults: [String] = []
@@ -240,7 +243,7 @@ extension EndpointConfiguration {
             redirectPolicies: followRedirects || Self.throughHTTPSProxy(proxy, url) ? context.policies : [], ipFamily: ipFamily,
             failureThreshold: failureThreshold,
             successThreshold: successThreshold, certExpiryWarnings: warnings, followRedirects: followRedirects,
-            reportCollectors: collectors, proxy: proxy)
+            reportCollectors: collectors, proxy: proxy, isFromIncludedFile: decoder.readingIncludedFile)
     }
 }
 

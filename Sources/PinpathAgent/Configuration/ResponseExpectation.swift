@@ -63,6 +63,10 @@ public struct ResponseExpectation: Sendable, Equatable {
         return try bodyMatches?.matches(body) ?? true
     }
 
+    /// Whether judging a response runs a pattern search (`body_matches`, a `/pattern/` header), which may take
+    /// up to the ``PatternLimits`` of CPU time: such a probe judges its response in a ``PatternSearchLane``.
+    public var searchesPatterns: Bool { bodyMatches != nil || headers.contains { $0.matches != nil } }
+
     /// Whether the body is needed at all: without body checks a probe can skip reading it.
     public var checksBody: Bool { bodyContains != nil || bodyMatches != nil }
 

@@ -24,7 +24,18 @@ struct EndpointProbe: Sendable {
             result.remoteAddress = response.remoteAddress
             result.tlsVersion = response.tls?.version
             result.evaluation = response.tls?.evaluation
-            judge(response, against: endpoint, into: &result)
+            if endpoint.expect.searchesPatterns {
+                // Off the cooperative pool: a search may take its whole CPU budget, and hundreds of them must not
+                // stop the other probes, the events or a SIGTERM.
+                let judged = result
+                result = await PatternSearchLane.for(endpoint).run(ifCancelled: Self.cancelledSearch(judged)) {
+                    var result = judged
+                    judge(response, against: endpoint, into: &result)
+                    return result
+                }
+            } else {
+                judge(response, against: endpoint, into: &result)
+            }
             checkDuration(endpoint, &result)
         } catch {
             result.errorCategory = error.code.description
@@ -85,6 +96,15 @@ struct EndpointProbe: Sendable {
             return
         }
         result.outcome = .success
+    }
+
+    /// What a probe whose task was cancelled (the agent stopping, a reload) before its pattern search ran reports.
+    private static func cancelledSearch(_ result: ProbeResult) -> ProbeResult {
+        var result = result
+        result.outcome = .failure
+        result.errorCategory = HTTPError.Code.cancelled.description
+        result.message = "the probe was cancelled before its patterns were searched"
+        return result
     }
 
     /// A pattern that could not decide within its limits fails the probe with its own category: neither
