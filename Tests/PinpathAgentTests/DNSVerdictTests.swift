@@ -36,11 +36,12 @@ struct DNSVerdictTests {
     /// Named TLS endpoints whose host verdict may only raise.
     static let raisingOnly: Set = ["pinned", "https", "tls", "smtp", "via-https-proxy", "ipv6-only", "ipv4-only"]
 
-    /// An IPv4-only path (reachable unless `pathReachable` is false), the watched hosts' verdicts as given: every
-    /// one not reachable (no route to the address its name resolved to) unless `hostsReachable`.
-    static func path(pathReachable: Bool = true, hostsReachable: Bool = false) -> NetworkPath {
+    /// An IPv4-only path (reachable unless `pathReachable` is false: no default route, eth0 still on its network
+    /// unless `offline`), the watched hosts' verdicts as given: every one not reachable (no route to the address
+    /// its name resolved to) unless `hostsReachable`.
+    static func path(pathReachable: Bool = true, offline: Bool = false, hostsReachable: Bool = false) -> NetworkPath {
         let eth0 = NetworkInterface(
-            index: 2, name: "eth0", kind: .wired, isAdminUp: true, hasCarrier: true, operationalState: .up, mtu: 1500,
+            index: 2, name: "eth0", kind: .wired, isAdminUp: true, hasCarrier: !offline, operationalState: offline ? .down : .up, mtu: 1500,
             addresses: [InterfaceAddress(address: IPAddress("10.0.0.1")!, prefixLength: 24)])
         let egress = FamilyPath(interfaceIndex: 2, interfaceName: "eth0", gateway: IPAddress("10.0.0.254"), source: nil, table: 254)
         let targets = [
@@ -80,10 +81,10 @@ struct DNSVerdictTests {
         #expect(Set(registry.probed) == ["pinned", "https", "tls", "smtp", "via-https-proxy", "ipv4-only"])
     }
 
-    @Test("Without a path the kernel's word holds every endpoint; a name with a route of its own (a VPN) is still probed")
+    @Test("Off every network the kernel's word holds every endpoint; a name with a route of its own (a VPN) is still probed")
     func pathStillHolds() throws {
         var registry = try Self.registry()
-        let held = registry.pathChanged(Self.path(pathReachable: false))
+        let held = registry.pathChanged(Self.path(pathReachable: false, offline: true))
         #expect(held.unreachable == registry.order)
 
         var viaVPN = try Self.registry()
@@ -91,9 +92,22 @@ struct DNSVerdictTests {
         #expect(probed.unreachable.isEmpty, "\(probed.unreachable)")
     }
 
+    /// Round 3 (review): on a network with routes but no default one (an internal network, a split VPN), a named
+    /// TLS endpoint is reached only through a route its name's answer points into; an unroutable answer held it
+    /// `unreachable`, quiet. The machine being on a network (an address on a usable interface) is the kernel's
+    /// word; the name's verdict on it may only raise.
+    @Test("Without a default route but on a network, a not-reachable verdict on a name holds no named TLS endpoint")
+    func noDefaultRoute() throws {
+        var registry = try Self.registry()
+        let result = registry.pathChanged(Self.path(pathReachable: false))
+        #expect(result.unreachable == ["numeric", "http", "tcp", "via-http-proxy", "ipv6-only"])
+        #expect(Set(registry.probed) == ["pinned", "https", "tls", "smtp", "via-https-proxy", "ipv4-only"])
+    }
+
     @Test(
         """
-        A probe refused as not reachable is a failure for a named TLS endpoint while its path is reachable, else unreachable; \
+        A probe refused as not reachable is a failure for a named TLS endpoint while the machine is on a network, else \
+        unreachable; \
         numeric and plain endpoints keep unreachable
         """)
     func refusedProbeOutcome() throws {
@@ -102,7 +116,13 @@ struct DNSVerdictTests {
             let endpoint = try #require(registry.probeTarget(name)?.endpoint)
             let failsOnPath = Self.raisingOnly.contains(name) && name != "ipv6-only"
             #expect(EndpointTracker.outcomeOfRefusedProbe(endpoint, on: Self.path()) == (failsOnPath ? .failure : .unreachable), "\(name)")
-            #expect(EndpointTracker.outcomeOfRefusedProbe(endpoint, on: Self.path(pathReachable: false)) == .unreachable, "\(name)")
+            #expect(
+                EndpointTracker.outcomeOfRefusedProbe(endpoint, on: Self.path(pathReachable: false))
+                    == (failsOnPath ? .failure : .unreachable),
+                "\(name)")
+            #expect(
+                EndpointTracker.outcomeOfRefusedProbe(endpoint, on: Self.path(pathReachable: false, offline: true)) == .unreachable,
+                "\(name)")
         }
     }
 

@@ -181,7 +181,7 @@ struct DNSVerdictNamespaceTests {
     @Test(
         """
         Controls: a numeric TLS host behind a blackhole route and a plain endpoint whose name has no route are unreachable (the \
-        kernel's word, today's rule for plain endpoints); without a default route, the named TLS endpoint is unreachable too
+        kernel's word, today's rule for plain endpoints); with the host's link down, the named TLS endpoint is unreachable too
         """)
     func kernelStillHolds() async throws {
         let scene = try Scene(hosts: "\(Self.genuine) valid.test\n\(Self.spoofed) plain.test\n")
@@ -206,10 +206,39 @@ struct DNSVerdictNamespaceTests {
         #expect(!scene.states(of: "numeric").contains("down") && !scene.states(of: "plain").contains("down"))
 
         let mark = scene.events.all.count
-        try scene.network.ip(scene.network.host, "route del default")
+        try scene.network.ip(scene.network.host, "link set pa0 down")
         let held = try await scene.endpoint("pinned", "unreachable", after: mark)
         #expect(held["cause"] as? String == "path_unreachable")
         #expect(!scene.states(of: "pinned").contains("down"))
+        try await scene.stop()
+    }
+
+    @Test(
+        """
+        Issue 25 (round 3): on a network without a default route (a route to the server's network only), the genuine answer \
+        keeps the pinned endpoint up and an unroutable answer makes it down (not_reachable), never unreachable
+        """)
+    func spoofedAnswerWithoutDefaultRoute() async throws {
+        let scene = try Scene(hosts: "\(Self.genuine) valid.test\n\(Self.spoofed) spoofed.test\n")
+        defer { scene.remove() }
+        try scene.network.ip(scene.network.host, "route del default")
+        try scene.network.ip(scene.network.host, "route add 198.51.100.0/24 via \(TestNetwork.gatewayAddress)")
+        let genuineServer = try AgentTests().startServer(scene.network, leaf: "valid", chain: ["inter"])
+        defer { Shell.stopIfRunning(genuineServer) }
+        let pinned = try ConnectivityNamespaceTests.pinnedEndpoint(interval: "1s")
+        try scene.start(
+            endpoints: pinned.endpoints + """
+
+                  - { name: spoofed, url: "https://spoofed.test:\(AgentTests.port)/", policy: genuine-pins, interval: 1s, timeout: 900ms }
+                """,
+            policies: pinned.policies)
+        try await scene.endpoint("pinned", "up")
+        let down = try await scene.endpoint("spoofed", "down")
+        #expect(down["cause"] as? String == "probe_failed")
+        let probe = try #require(down["probe"] as? [String: Any])
+        #expect(probe["error_category"] as? String == "not_reachable")
+        #expect((probe["message"] as? String)?.contains("no resolved address is reachable (\(Self.spoofed): no_route)") == true, "\(probe)")
+        #expect(!scene.states(of: "spoofed").contains("unreachable"))
         try await scene.stop()
     }
 }

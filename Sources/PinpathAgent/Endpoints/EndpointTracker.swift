@@ -59,25 +59,25 @@ struct EndpointTracker: Sendable {
     /// Whether the monitor says the endpoint can be tried, by the gate's rule (``WatchedHostVerdict``): its
     /// host's own verdict when it is watched (a name that failed to resolve is left to the probe, which
     /// reports it as a resolve failure), else the path's. A "not reachable" verdict on a name may only raise
-    /// for the endpoints of ``hostVerdictMayOnlyRaise(_:)``: while their path is reachable, they are tried.
+    /// for the endpoints of ``hostVerdictMayOnlyRaise(_:)``: while the machine is on a network, they are tried.
     static func isReachable(_ endpoint: EndpointConfiguration, on path: NetworkPath) -> Bool {
         guard let host = host(of: endpoint) else { return path.status == .reachable }
         switch WatchedHostVerdict(host, on: path) {
         case .reachable, .leftToResolver: return true
-        case .notReachable: return hostVerdictMayOnlyRaise(endpoint) && pathIsReachable(for: endpoint, on: path)
+        case .notReachable: return hostVerdictMayOnlyRaise(endpoint) && isOnNetwork(for: endpoint, on: path)
         case .notWatched: return path.status == .reachable
         }
     }
 
     /// Whether a "not reachable" verdict on the endpoint's host may only raise what is reported, never hold the
-    /// endpoint while the path itself is reachable: true for an endpoint no connectivity verdict may hold
+    /// endpoint while the machine is on a network: true for an endpoint no connectivity verdict may hold
     /// (``connectivityMayHold(_:)``: TLS, a policy, an https proxy) whose host (its proxy's, through one) is a
     /// name.
     ///
     /// The monitor's verdict on a name rests on the addresses a DNS answer gave it, and whoever answers DNS
     /// writes it: an unroutable address would make a pinned endpoint `unreachable` (no probe, no `down`, no
-    /// `pin.failure`) while the attacker takes it over. So for such an endpoint only the path (the kernel's
-    /// word, ``pathIsReachable(for:on:)``) holds it; it is probed with the name's verdict unable to refuse
+    /// `pin.failure`) while the attacker takes it over. So for such an endpoint only the kernel's word
+    /// (``isOnNetwork(for:on:)``) holds it; it is probed with the name's verdict unable to refuse
     /// (``RequestOptions/nameVerdictMayRefuse``), and a probe whose every resolved address the gate refused is a
     /// failure (``EndpointProbe``). A "reachable" verdict still lets it be probed when the path is not (a host
     /// with a route of its own, over a VPN). A numeric host keeps the gate's rule: its verdict is a route look-up,
@@ -88,20 +88,25 @@ struct EndpointTracker: Sendable {
     }
 
     /// What a probe the reachability gate refused (`not_reachable`) is: a `failure` for an endpoint whose host
-    /// verdict may only raise (``hostVerdictMayOnlyRaise(_:)``) while its path is reachable, since every address
-    /// its name resolved to was then refused (the message names them); else `unreachable`, not tried.
+    /// verdict may only raise (``hostVerdictMayOnlyRaise(_:)``) while the machine is on a network, since every
+    /// address its name resolved to was then refused (the message names them); else `unreachable`, not tried.
     static func outcomeOfRefusedProbe(_ endpoint: EndpointConfiguration, on path: NetworkPath) -> ProbeResult.Outcome {
-        hostVerdictMayOnlyRaise(endpoint) && pathIsReachable(for: endpoint, on: path) ? .failure : .unreachable
+        hostVerdictMayOnlyRaise(endpoint) && isOnNetwork(for: endpoint, on: path) ? .failure : .unreachable
     }
 
-    /// Whether the path the endpoint's probes take is reachable, by the kernel's routes alone (no DNS): the path
-    /// of its `ip_family`, or the path as a whole.
-    static func pathIsReachable(for endpoint: EndpointConfiguration, on path: NetworkPath) -> Bool {
-        switch endpoint.ipFamily {
-        case .any: path.status == .reachable
-        case .ipv4: path.ipv4 != nil
-        case .ipv6: path.ipv6 != nil
-        }
+    /// Whether the machine is on a network the endpoint's probes could take, by the kernel's word alone (no DNS):
+    /// a family of its `ip_family` (either for `any`) has a default path, or an address on a usable interface
+    /// (``NetworkPath/hasNetworkAddress(_:)``). The second is a network with routes but no default one (an
+    /// internal network, a split VPN): there only the name's verdict, which DNS writes, would tell whether the
+    /// host is behind one of its routes, and an unroutable answer would make the endpoint quiet.
+    static func isOnNetwork(for endpoint: EndpointConfiguration, on path: NetworkPath) -> Bool {
+        let families: [IPFamily] =
+            switch endpoint.ipFamily {
+            case .any: [.ipv4, .ipv6]
+            case .ipv4: [.ipv4]
+            case .ipv6: [.ipv6]
+            }
+        return families.contains { path.path(for: $0) != nil || path.hasNetworkAddress($0) }
     }
 
     /// Why the endpoint is not to be probed now, or `nil` when it is: the path's rule (``isReachable(_:on:)``)

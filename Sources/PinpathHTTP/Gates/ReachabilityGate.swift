@@ -69,6 +69,11 @@ struct ReachabilityGate: Sendable {
         let needed: IPFamily? = family == .ipv4 ? .ipv4 : family == .ipv6 ? .ipv6 : nil
         let available = needed.map { path.path(for: $0) != nil } ?? (path.status == .reachable)
         if available { return nil }
+        // Without a default path but on a network (routes to some networks only: an internal one, a split VPN),
+        // a name whose verdict may not refuse is left to the socket check of the addresses libcurl resolves.
+        if !options.nameVerdictMayRefuse, (needed.map { [$0] } ?? [.ipv4, .ipv6]).contains(where: path.hasNetworkAddress) {
+            return nil
+        }
         // Not reachable: ask the kernel why, for the error (no DNS query, no packet).
         var verdict =
             (try? await monitor.internetReachability(over: needed))

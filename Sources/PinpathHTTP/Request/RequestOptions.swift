@@ -32,8 +32,9 @@ public struct RequestOptions: Sendable {
     public var reachability: ReachabilityRequirement = .failFast
     /// Whether the monitor's "not reachable" verdict on a watched host *name* refuses the request at once (the
     /// default). That verdict rests on the addresses a DNS answer gave the monitor, maybe long ago, and whoever
-    /// answers DNS writes it. With `false` (the agent's probes of TLS endpoints) it refuses only while the path
-    /// itself (of ``addressFamily``) is not reachable, the kernel's word; otherwise libcurl resolves the name
+    /// answers DNS writes it. With `false` (the agent's probes of TLS endpoints) it refuses only while the
+    /// machine is on no network (of ``addressFamily``: no default path, no address on a usable interface), the
+    /// kernel's word; otherwise libcurl resolves the name
     /// again and each address is checked against the kernel's routes before `connect()`, so the request fails
     /// ``HTTPError/Code/notReachable`` naming the addresses when none is usable. A "reachable" verdict admits
     /// either way (a host with a route of its own, over a VPN), and a numeric host is judged by its route.

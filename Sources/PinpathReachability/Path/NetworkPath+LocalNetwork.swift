@@ -12,6 +12,17 @@ extension NetworkPath {
     }
 }
 
+extension NetworkPath {
+    /// Whether a usable interface holds an address of `family` that is neither loopback nor link-local: the
+    /// machine is on a network of that family, default route or not.
+    public func hasNetworkAddress(_ family: IPFamily) -> Bool {
+        interfaces.contains { interface in
+            interface.isUsable
+                && interface.addresses.contains { $0.address.family == family && !$0.address.isLoopback && !$0.address.isLinkLocal }
+        }
+    }
+}
+
 extension InterfaceAddress {
     /// Whether `other` shares this address's first `prefixLength` bits (same family only).
     func subnetContains(_ other: IPAddress) -> Bool { other.isWithin(address, prefixLength: prefixLength) }
