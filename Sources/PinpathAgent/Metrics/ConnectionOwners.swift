@@ -33,9 +33,45 @@ final class ConnectionOwners: Sendable {
 
     /// The owner of the socket whose local end is `client` and whose remote end is `server` (a connection as the
     /// server sees it, the other way round). Sends `SOCK_DIAG_BY_FAMILY` for that one socket, not a dump.
+    ///
+    /// The kernel's exact lookup does not match a socket bound to a device (`SO_BINDTODEVICE`, which any user may
+    /// set since Linux 5.7) unless asked on that device: a local client (a loopback address, or the server's own)
+    /// not found is asked for again on each interface, so that binding its socket to `lo` does not make a local
+    /// user a stranger with a share of its own.
     func owner(client: SocketAddress, server: SocketAddress) -> Answer {
         guard var request = Self.request(client: client, server: server) else { return .elsewhere }
-        return descriptor.withLock { descriptor in
+        let answer = ask(&request)
+        guard answer == .elsewhere, Self.isLocal(client: client, server: server) else { return answer }
+        for index in Self.interfaceIndexes() {
+            request.diag.id.idiag_if = index
+            let onDevice = ask(&request)
+            if onDevice != .elsewhere { return onDevice }
+        }
+        return .elsewhere
+    }
+
+    /// Whether `client` is this host's own: a loopback address, or the address the server was reached at.
+    private static func isLocal(client: SocketAddress, server: SocketAddress) -> Bool {
+        guard let address = client.ipAddress else { return false }
+        return address == server.ipAddress || address.hasPrefix("127.") || address == "::1" || address.hasPrefix("::ffff:127.")
+    }
+
+    /// The index of every interface of this network namespace (`if_nameindex`).
+    private static func interfaceIndexes() -> [UInt32] {
+        guard let list = if_nameindex() else { return [] }
+        defer { if_freenameindex(list) }
+        var indexes: [UInt32] = []
+        var entry = list
+        while entry.pointee.if_index != 0 {
+            indexes.append(entry.pointee.if_index)
+            entry += 1
+        }
+        return indexes
+    }
+
+    /// Sends one question and reads its answer.
+    private func ask(_ request: inout Request) -> Answer {
+        descriptor.withLock { descriptor in
             guard descriptor >= 0 else { return .unavailable }
             // A reply left behind by an earlier question that failed half-way is skipped by its sequence number.
             let sequence = UInt32.random(in: 1...UInt32.max)
