@@ -150,7 +150,7 @@ struct ProxyConfigurationTests {
         #expect(proxy.username == "agent" && proxy.password == "p@ss/w:rd%41#x?y")
     }
 
-    @Test("check-config never shows a token written as a proxy's host; a password with @ and / reaches the proxy intact")
+    @Test("check-config never shows a token written as a proxy's host; a password with @, / and %41 reaches the proxy intact")
     func proxyTokenEndToEnd() throws {
         let directory = try TemporaryDirectory()
         let token = "ghp_SECRETproxytoken0123456789"
@@ -163,7 +163,7 @@ struct ProxyConfigurationTests {
             #expect(!(check.stdout + check.stderr).contains("SECRET"), "\(options): \(check.stdout)\(check.stderr)")
         }
 
-        let password = "p@ss/w:rd"
+        let password = "p@ss/w:rd%41"
         let proxy = try ProxyServer(credentials: "agent:\(password)", directory: directory.path)
         defer { proxy.stop() }
         let origin = try RecordingServer(directory: directory.path)

@@ -62,7 +62,7 @@ extension ConfigurationDecoder {
                 """)
             return nil
         }
-        guard let (userInformation, _) = expand(parts.userInformation, node, keyPath, encodingValue: ProxyURLTemplate.percentEncoded)
+        guard let (userInformation, _) = expand(parts.userInformation, node, keyPath, encodingValue: Proxy.percentEncoded)
         else { return nil }
         do throws(HTTPError) {
             return .through(try Proxy(parsing: parts.scheme + userInformation + parts.atSign + parts.hostAndRest))
@@ -102,20 +102,4 @@ struct ProxyURLTemplate {
             hostAndRest = String(text[afterScheme...])
         }
     }
-
-    /// `value` with every byte but RFC 3986's unreserved characters percent-encoded: the user information's own
-    /// delimiters (`:`, `@`) among them, which Foundation's user and password encodings keep.
-    static func percentEncoded(_ value: String) -> String {
-        var encoded = ""
-        for byte in value.utf8 {
-            if unreserved.contains(byte) {
-                encoded.unicodeScalars.append(Unicode.Scalar(byte))
-            } else {
-                encoded += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0x0F, radix: 16, uppercase: true)
-            }
-        }
-        return encoded
-    }
-
-    private static let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
 }

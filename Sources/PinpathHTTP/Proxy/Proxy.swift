@@ -55,6 +55,24 @@ public struct Proxy: Sendable, Hashable, CustomStringConvertible {
         password = parts.password
     }
 
+    /// `value` with every byte but RFC 3986's unreserved characters percent-encoded: the user information's own
+    /// delimiters (`:`, `@`) among them, which Foundation's user and password encodings keep. What a user name or
+    /// password is put into a URL as, and what libcurl is given (it percent-decodes `CURLOPT_PROXYUSERNAME` and
+    /// `CURLOPT_PROXYPASSWORD`, so a password holding `%41` would otherwise reach the proxy as `A`).
+    public static func percentEncoded(_ value: String) -> String {
+        var encoded = ""
+        for byte in value.utf8 {
+            if unreserved.contains(byte) {
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                encoded += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0x0F, radix: 16, uppercase: true)
+            }
+        }
+        return encoded
+    }
+
+    private static let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
+
     /// `http://host:port`, without credentials: what messages, events and the terminal show.
     public var description: String { "\(scheme.rawValue)://\(URLHost.bracketed(host)):\(port)" }
 

@@ -181,8 +181,9 @@ extension Transfer {
         try set(CURLOPT_PROXY, proxy.curlURL)
         try set(CURLOPT_PROXYTYPE, Int(proxy.scheme == .https ? CURLPROXY_HTTPS.rawValue : CURLPROXY_HTTP.rawValue))
         if let username = proxy.username {
-            try set(CURLOPT_PROXYUSERNAME, username)
-            try set(CURLOPT_PROXYPASSWORD, proxy.password ?? "")  // Basic, libcurl's default CURLOPT_PROXYAUTH
+            // libcurl percent-decodes both: they go encoded, to arrive as they are. Basic, libcurl's default CURLOPT_PROXYAUTH.
+            try set(CURLOPT_PROXYUSERNAME, Proxy.percentEncoded(username))
+            try set(CURLOPT_PROXYPASSWORD, Proxy.percentEncoded(proxy.password ?? ""))
         }
         guard proxy.scheme == .https else { return }
         guard let proxyVerifier else { throw HTTPError(.engineUnavailable, "an https proxy without a verifier") }
