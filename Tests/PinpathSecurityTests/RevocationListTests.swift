@@ -121,8 +121,8 @@ struct RevocationListTests {
 
     @Test(
         """
-        CRL files: PEM bundles and DER load; a file that is no CRL, or a CRL without nextUpdate (OpenSSL would never find it \
-        stale), fails naming it
+        CRL files: PEM bundles and DER load; a file that is no CRL, a CRL without nextUpdate (OpenSSL would never find it \
+        stale) or without CRLNumber (RFC 5280 §5.2.3), fails naming it
         """
     )
     func loading() throws {
@@ -135,6 +135,8 @@ struct RevocationListTests {
             ("missing.crl", "cannot open"),
             ("inter-nonext.crl", "X509 CRL block 1 (CRL of CN=Revocation Test Intermediate) has no nextUpdate: RFC 5280 requires one"),
             ("inter-nonext.der.crl", "(CRL of CN=Revocation Test Intermediate) has no nextUpdate"),
+            ("inter-nonumber.crl", "X509 CRL block 1 (CRL of CN=Revocation Test Intermediate) has no CRLNumber extension: RFC 5280"),
+            ("inter-nonumber.der.crl", "(CRL of CN=Revocation Test Intermediate) has no CRLNumber extension"),
         ] {
             let path = pki.file(file)
             #expect {

@@ -17,6 +17,8 @@ import Testing
 /// (revokes `revoked`), `revokedinter`, `nocrlsign` (signed by a CA without cRLSign), `inter-stale`
 /// (nextUpdate 2021-01-01), `inter-critical` (an unknown critical extension). Files of several:
 /// `all.crl` (root, inter, revokedinter, nocrlsign), `rootonly.crl` (no CRL for `inter`'s certificates).
+/// `inter-nonumber.crl` / `inter-nonumber.der.crl`: `inter`'s CRL
+/// without the CRLNumber extension (`openssl ca -gencrl` with no crlnumber file).
 /// `inter-nonext.crl` / `inter-nonext.der.crl`: `inter`'s CRL re-signed without nextUpdate (DER surgery in
 /// Python's standard library, signed by `openssl dgst -sign`: `openssl ca` cannot leave it out).
 ///
@@ -182,6 +184,11 @@ public final class RevocationPKI: Sendable {
         crl inter inter
         crl revokedinter revokedinter
         crl nocrlsign nocrlsign
+        # inter's CRL as a CA issues it without a crlnumber file: no CRLNumber extension.
+        sed '/^crlnumber/d' ca.cnf > ca-nonumber.cnf
+        CA=inter openssl ca -batch -config ca-nonumber.cnf -cert inter.pem -keyfile inter.key -gencrl -crlexts crl_plain \
+          -out inter-nonumber.crl 2>/dev/null
+        openssl crl -in inter-nonumber.crl -outform DER -out inter-nonumber.der.crl
         crl inter inter-stale -crl_lastupdate 20200101000000Z -crl_nextupdate 20210101000000Z
         CA=inter openssl ca -batch -config ca.cnf -cert inter.pem -keyfile inter.key -gencrl -crlexts crl_critical \
           -out inter-critical.crl 2>/dev/null
