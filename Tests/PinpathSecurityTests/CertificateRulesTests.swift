@@ -75,6 +75,14 @@ struct CertificateRulesTests {
         Case("pathlen-zero-ok", .accepted),
         Case("pathlen-exceeded", .openSSL(X509_V_ERR_PATH_LENGTH_EXCEEDED)),
         Case("four-certificates", .accepted),
+        // RFC 5280 §6.1.1 (d): a trust anchor's extensions are input, not checked; a CA without key usage is refused
+        // only as an intermediate (above).
+        Case("root-no-ku", .accepted),
+        // A CA certificate as the leaf: OpenSSL's TLS purpose check refuses its key usage (keyCertSign only);
+        // RFC 5280 allows it, the Baseline Requirements do not; its pathLenConstraint counts for nothing (§4.2.1.9).
+        Case("ca-as-leaf", webpki: .rule("webpki.leaf_not_ca"), rfc5280: .accepted),
+        Case("pathlen-in-leaf", webpki: .rule("webpki.leaf_not_ca"), rfc5280: .accepted),
+        Case("ca-as-leaf-eku-client", .openSSL(X509_V_ERR_INVALID_PURPOSE)),
         // Key identifiers
         Case("leaf-no-ski", .accepted),
         Case("root-no-aki", .accepted),
