@@ -141,6 +141,10 @@ public final class CertificateProfilePKI: Sendable {
         chain pathlen-in-leaf pl0-ca-leaf pl0-inter -- root
         make ca-leaf-client root inter2 ca "subjectAltName = DNS:example.com" "extendedKeyUsage = clientAuth"
         chain ca-as-leaf-eku-client ca-leaf-client -- root
+        # A self-issued intermediate (the same subject as its issuer, another key: a CA's key rollover) between
+        # inter and the leaf: x509-limbo's pathlen::max-chain-depth-1-self-issued.
+        SUBJECT=inter make si-inter inter inter2 ca; make si-leaf si-inter leaf leaf
+        chain self-issued-intermediate si-leaf si-inter inter -- root
 
         # Key identifiers
         make noski-inter root inter ca "subjectKeyIdentifier = none"
