@@ -210,6 +210,7 @@ public final class CertificateProfilePKI: Sendable {
         # End to end, served on loopback: leaves for 127.0.0.1 as well.
         make e2e-valid inter leaf leaf "subjectAltName = DNS:example.com, IP:127.0.0.1"
         make e2e-no-eku inter leaf leaf "subjectAltName = DNS:example.com, IP:127.0.0.1" "extendedKeyUsage = -"
+        make e2e-ca-leaf inter leaf ca "subjectAltName = DNS:example.com, IP:127.0.0.1"
 
         # Anchors
         chain anchor-inter leaf inter -- inter
