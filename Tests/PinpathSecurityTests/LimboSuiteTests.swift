@@ -54,6 +54,22 @@ struct LimboSuiteTests {
         }
     }
 
+    @Test("Through SecurityPolicy.evaluate with profile rfc5280: every case outside limbo's webpki namespace as limbo expects")
+    func rfc5280() throws {
+        let suite = try LimboSuite.load()
+        // limbo's webpki:: cases test the Baseline Requirements, which rfc5280 leaves out by design.
+        let cases = suite.serverCases.filter { !$0.id.hasPrefix("webpki::") }
+        var passed = 0
+        for testCase in cases {
+            let outcome = testCase.evaluate(profile: .rfc5280)
+            let right = outcome.accepted == testCase.expectsSuccess
+            print("limbo rfc5280 \(right ? "PASS" : "FAIL") \(testCase.id): \(outcome.summary)")
+            #expect(right, "\(testCase.id): \(outcome.summary)")
+            if right { passed += 1 }
+        }
+        print("limbo rfc5280: \(passed) of \(cases.count) server cases outside webpki:: as limbo expects")
+    }
+
     @Test("The cases webpki gets wrong (its profile choices) pass under pinpath verify --profile rfc5280")
     func rfc5280ThroughVerify() throws {
         let suite = try LimboSuite.load()
