@@ -83,6 +83,7 @@ struct CertificateRulesTests {
         Case("ca-as-leaf", webpki: .rule("webpki.leaf_not_ca"), rfc5280: .accepted),
         Case("pathlen-in-leaf", webpki: .rule("webpki.leaf_not_ca"), rfc5280: .accepted),
         Case("ca-as-leaf-eku-client", .openSSL(X509_V_ERR_INVALID_PURPOSE)),
+        Case("ca-as-leaf-nscert-client", .openSSL(X509_V_ERR_INVALID_PURPOSE)),
         Case("self-issued-intermediate", .accepted),
         // Key identifiers
         Case("leaf-no-ski", .accepted),

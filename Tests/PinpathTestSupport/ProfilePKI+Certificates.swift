@@ -135,12 +135,14 @@ public final class CertificateProfilePKI: Sendable {
         with_root root-no-ku "keyUsage = -"
         # A CA certificate as the leaf, key usage keyCertSign only (x509-limbo's rfc5280::ca-as-leaf); with a
         # pathLenConstraint under a pathlen:0 intermediate (pathlen::validation-ignores-pathlen-in-leaf); with an
-        # extended key usage for clients only.
+        # extended key usage, or a Netscape certificate type, for clients only.
         make ca-leaf root inter2 ca "subjectAltName = DNS:example.com"; chain ca-as-leaf ca-leaf -- root
         make pl0-ca-leaf pl0-inter inter2 ca "basicConstraints = critical, CA:true, pathlen:0" "subjectAltName = DNS:example.com"
         chain pathlen-in-leaf pl0-ca-leaf pl0-inter -- root
         make ca-leaf-client root inter2 ca "subjectAltName = DNS:example.com" "extendedKeyUsage = clientAuth"
         chain ca-as-leaf-eku-client ca-leaf-client -- root
+        make ca-leaf-nscert root inter2 ca "subjectAltName = DNS:example.com" "nsCertType = client"
+        chain ca-as-leaf-nscert-client ca-leaf-nscert -- root
         # A self-issued intermediate (the same subject as its issuer, another key: a CA's key rollover) between
         # inter and the leaf: x509-limbo's pathlen::max-chain-depth-1-self-issued.
         SUBJECT=inter make si-inter inter inter2 ca; make si-leaf si-inter leaf leaf

@@ -127,8 +127,9 @@ extension ChainVerification {
     /// usage (keyCertSign without digitalSignature or keyEncipherment), its extended key usage allowing serverAuth
     /// (or absent). RFC 5280 makes no stipulation about a CA certificate in leaf position and does not count its
     /// pathLenConstraint (§4.2.1.9: the last certificate is not an intermediate): `rfc5280` accepts it, `webpki`
-    /// refuses it by its rule `webpki.leaf_not_ca` (BR 7.1.2.7.8). An extended key usage without serverAuth
-    /// still fails.
+    /// refuses it by its rule `webpki.leaf_not_ca` (BR 7.1.2.7.8). The other causes of that refusal still
+    /// fail: an extended key usage without serverAuth, and any Netscape certificate type (which OpenSSL cannot
+    /// be asked about: its refusal stands).
     static func isPurposeRefusalOfCertificateAuthorityLeaf(_ context: OpaquePointer) -> Bool {
         guard X509_STORE_CTX_get_error(context) == X509_V_ERR_INVALID_PURPOSE,
             X509_STORE_CTX_get_error_depth(context) == 0,
@@ -137,6 +138,6 @@ extension ChainVerification {
         let flags = X509_get_extension_flags(leaf)
         let allowsServerAuth =
             flags & UInt32(EXFLAG_XKUSAGE) == 0 || X509_get_extended_key_usage(leaf) & UInt32(XKU_SSL_SERVER) != 0
-        return flags & UInt32(EXFLAG_CA) != 0 && allowsServerAuth
+        return flags & UInt32(EXFLAG_CA) != 0 && flags & UInt32(EXFLAG_NSCERT) == 0 && allowsServerAuth
     }
 }
