@@ -70,6 +70,34 @@ struct CertificateRulesAttackTests {
         #expect(response.statusCode == 200)
     }
 
+    @Test(
+        """
+        Session: a CA certificate served as the leaf (key usage keyCertSign only) passes the handshake under rfc5280; webpki \
+        refuses it naming webpki.leaf_not_ca, and no request is sent
+        """
+    )
+    func sessionCertificateAuthorityLeaf() async throws {
+        let (lenient, _) = try server("e2e-ca-leaf", www: true)
+        defer { lenient.stop() }
+        let (request, options) = Self.get(lenient.port)
+        let response = try await session(profile: .rfc5280, anchor: "root").send(request, options: options)
+        #expect(response.statusCode == 200)
+
+        let (server, transcript) = try server("e2e-ca-leaf", www: false)
+        defer { server.stop() }
+        let (strictRequest, strictOptions) = Self.get(server.port)
+        let strict = try session(profile: .webpki, anchor: "root")
+        do throws(HTTPError) {
+            let response = try await strict.send(strictRequest, options: strictOptions)
+            Issue.record("webpki: status \(response.statusCode)")
+        } catch {
+            #expect(error.code == .tlsInvalid, "\(error.message)")
+            #expect(error.evaluation?.failure?.violation?.rule == "webpki.leaf_not_ca", "\(error.message)")
+            #expect(error.message.contains("(profile rfc5280 would accept it)"), "\(error.message)")
+        }
+        #expect(Self.requests(in: transcript).isEmpty, "the server received: \(Self.requests(in: transcript))")
+    }
+
     @Test("Session: a trust store holding only the intermediate anchors the chain")
     func sessionIntermediateAnchor() async throws {
         let (server, _) = try server("e2e-valid", www: true)

@@ -75,6 +75,16 @@ struct CertificateRulesTests {
         Case("pathlen-zero-ok", .accepted),
         Case("pathlen-exceeded", .openSSL(X509_V_ERR_PATH_LENGTH_EXCEEDED)),
         Case("four-certificates", .accepted),
+        // RFC 5280 §6.1.1 (d): a trust anchor's extensions are input, not checked; a CA without key usage is refused
+        // only as an intermediate (above).
+        Case("root-no-ku", .accepted),
+        // A CA certificate as the leaf: OpenSSL's TLS purpose check refuses its key usage (keyCertSign only);
+        // RFC 5280 allows it, the Baseline Requirements do not; its pathLenConstraint counts for nothing (§4.2.1.9).
+        Case("ca-as-leaf", webpki: .rule("webpki.leaf_not_ca"), rfc5280: .accepted),
+        Case("pathlen-in-leaf", webpki: .rule("webpki.leaf_not_ca"), rfc5280: .accepted),
+        Case("ca-as-leaf-eku-client", .openSSL(X509_V_ERR_INVALID_PURPOSE)),
+        Case("ca-as-leaf-nscert-client", .openSSL(X509_V_ERR_INVALID_PURPOSE)),
+        Case("self-issued-intermediate", .accepted),
         // Key identifiers
         Case("leaf-no-ski", .accepted),
         Case("root-no-aki", .accepted),
@@ -170,20 +180,29 @@ struct CertificateRulesTests {
         }
     }
 
-    @Test("The maximum depth counts the certificates of the path, anchor included")
+    @Test("The maximum depth counts the certificates of the path, anchor included, self-issued intermediates excepted")
     func maximumDepth() throws {
         for profile in VerificationProfile.all {
-            for (name, limit, expected) in [
-                ("valid", 3, Expected.accepted), ("valid", 2, .rule("rfc5280.maximum_depth")),
-                ("four-certificates", 3, .rule("rfc5280.maximum_depth")), ("four-certificates", 4, .accepted),
+            // The depth refused is the first certificate past the limit, counted as the rule counts.
+            let depth = Expected.rule("rfc5280.maximum_depth")
+            for (name, limit, expected, refusedAt) in [
+                ("valid", 3, Expected.accepted, nil), ("valid", 2, depth, 2),
+                ("four-certificates", 3, depth, 3), ("four-certificates", 4, .accepted, nil),
                 // A trusted intermediate ends the path: two certificates.
-                ("anchor-inter", 2, .accepted),
-            ] {
+                ("anchor-inter", 2, .accepted, nil),
+                // A self-issued intermediate (depth 1) is not counted (RFC 5280 §6.1.4 (l)): four certificates,
+                // three counted; past a limit of 2 is the root.
+                ("self-issued-intermediate", 3, .accepted, nil), ("self-issued-intermediate", 2, depth, 3),
+            ] as [(String, Int, Expected, Int?)] {
                 let evaluation = try Self.evaluate(name, profile: profile, maximumDepth: limit)
                 #expect(Self.verdict(evaluation) == expected, "\(profile) \(name) \(limit): \(evaluation.failure?.message ?? "trusted")")
-                if expected != .accepted { #expect(evaluation.failure?.violation?.depth == limit) }
+                #expect(evaluation.failure?.violation?.depth == refusedAt, "\(profile) \(name) \(limit)")
             }
         }
+        let counted = try Self.evaluate("self-issued-intermediate", profile: .rfc5280, maximumDepth: 2)
+        #expect(
+            counted.failure?.message.hasSuffix("the path has 3 certificates (and 1 self-issued, not counted), more than the maximum of 2")
+                == true, "\(counted.failure?.message ?? "trusted")")
     }
 
     @Test("A trusted intermediate is an anchor, and the path stops at the first one (the shortest)")

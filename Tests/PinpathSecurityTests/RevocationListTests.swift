@@ -103,6 +103,23 @@ struct RevocationListTests {
         #expect(revoked.failure?.reason == .revoked)
     }
 
+    @Test("A CA without a key usage extension signs CRLs (RFC 5280 §6.3.3 (f)): as the anchor, its CRL clears and revokes")
+    func issuerWithoutKeyUsage() throws {
+        let store = try TrustStore(caFile: pki.file("nokuroot.pem"))
+        for profile in VerificationProfile.all {
+            let policy = try SecurityPolicy(mode: .none, profile: profile, crls: try pki.crls("nokuroot"))
+            let good = try policy.evaluate(servedChain: [try pki.certificate("undernokuroot")], host: "valid.test", trustStore: store)
+            #expect(good.verdict == .trusted, "\(profile): \(good.failure?.message ?? "")")
+            let revoked = try policy.evaluate(
+                servedChain: [try pki.certificate("revokedundernokuroot")], host: "valid.test", trustStore: store)
+            #expect(revoked.failure?.reason == .revoked, "\(profile): \(revoked.failure?.message ?? "trusted")")
+            // Its CRL is the one that decides: without it the leaf's status is unknown.
+            let withoutItsCRL = try SecurityPolicy(mode: .none, profile: profile, crls: try pki.crls("root")).evaluate(
+                servedChain: [try pki.certificate("undernokuroot")], host: "valid.test", trustStore: store)
+            #expect(withoutItsCRL.failure?.reason == .crlMissing, "\(profile): \(withoutItsCRL.failure?.message ?? "trusted")")
+        }
+    }
+
     @Test("Combined policies unite their CRLs and keep the strictest revocation mode")
     func combination() throws {
         let crlPolicy = try SecurityPolicy(mode: .none, crls: try pki.crls("all"))
@@ -121,8 +138,8 @@ struct RevocationListTests {
 
     @Test(
         """
-        CRL files: PEM bundles and DER load; a file that is no CRL, or a CRL without nextUpdate (OpenSSL would never find it \
-        stale), fails naming it
+        CRL files: PEM bundles and DER load; a file that is no CRL, a CRL without nextUpdate (OpenSSL would never find it \
+        stale) or without CRLNumber (RFC 5280 §5.2.3), fails naming it
         """
     )
     func loading() throws {
@@ -135,6 +152,8 @@ struct RevocationListTests {
             ("missing.crl", "cannot open"),
             ("inter-nonext.crl", "X509 CRL block 1 (CRL of CN=Revocation Test Intermediate) has no nextUpdate: RFC 5280 requires one"),
             ("inter-nonext.der.crl", "(CRL of CN=Revocation Test Intermediate) has no nextUpdate"),
+            ("inter-nonumber.crl", "X509 CRL block 1 (CRL of CN=Revocation Test Intermediate) has no CRLNumber extension: RFC 5280"),
+            ("inter-nonumber.der.crl", "(CRL of CN=Revocation Test Intermediate) has no CRLNumber extension"),
         ] {
             let path = pki.file(file)
             #expect {

@@ -223,6 +223,12 @@ struct VerifyCommandTests {
         let unreadable = try Self.verify([try chain(["good", "inter"]), "--crl", "\(directory)/none.crl"] + common)
         #expect(unreadable.status == 64, "\(unreadable.stderr)")
         #expect(unreadable.stderr.hasPrefix("pinpath: error: --crl "), "\(unreadable.stderr)")
+        // A CRL without the CRLNumber RFC 5280 §5.2.3 requires is refused, naming the file, rather than trusted.
+        let unnumbered = try Self.verify([try chain(["good", "inter"]), "--crl", pki.file("inter-nonumber.crl")] + common)
+        #expect(unnumbered.status == 64, "\(unnumbered.stdout)\(unnumbered.stderr)")
+        #expect(
+            unnumbered.stderr.contains("--crl \(pki.file("inter-nonumber.crl")): X509 CRL block 1")
+                && unnumbered.stderr.contains("has no CRLNumber extension"), "\(unnumbered.stderr)")
     }
 
     // MARK: - Helpers

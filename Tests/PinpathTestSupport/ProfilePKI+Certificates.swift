@@ -132,6 +132,21 @@ public final class CertificateProfilePKI: Sendable {
         chain pathlen-exceeded pl0-leaf pl0-inter2 pl0-inter -- root
         make pl0-leaf1 pl0-inter leaf leaf; chain pathlen-zero-ok pl0-leaf1 pl0-inter -- root
         make two-inter2 inter inter2 ca; make two-leaf two-inter2 leaf leaf; chain four-certificates two-leaf two-inter2 inter -- root
+        with_root root-no-ku "keyUsage = -"
+        # A CA certificate as the leaf, key usage keyCertSign only (x509-limbo's rfc5280::ca-as-leaf); with a
+        # pathLenConstraint under a pathlen:0 intermediate (pathlen::validation-ignores-pathlen-in-leaf); with an
+        # extended key usage, or a Netscape certificate type, for clients only.
+        make ca-leaf root inter2 ca "subjectAltName = DNS:example.com"; chain ca-as-leaf ca-leaf -- root
+        make pl0-ca-leaf pl0-inter inter2 ca "basicConstraints = critical, CA:true, pathlen:0" "subjectAltName = DNS:example.com"
+        chain pathlen-in-leaf pl0-ca-leaf pl0-inter -- root
+        make ca-leaf-client root inter2 ca "subjectAltName = DNS:example.com" "extendedKeyUsage = clientAuth"
+        chain ca-as-leaf-eku-client ca-leaf-client -- root
+        make ca-leaf-nscert root inter2 ca "subjectAltName = DNS:example.com" "nsCertType = client"
+        chain ca-as-leaf-nscert-client ca-leaf-nscert -- root
+        # A self-issued intermediate (the same subject as its issuer, another key: a CA's key rollover) between
+        # inter and the leaf: x509-limbo's pathlen::max-chain-depth-1-self-issued.
+        SUBJECT=inter make si-inter inter inter2 ca; make si-leaf si-inter leaf leaf
+        chain self-issued-intermediate si-leaf si-inter inter -- root
 
         # Key identifiers
         make noski-inter root inter ca "subjectKeyIdentifier = none"
@@ -197,6 +212,7 @@ public final class CertificateProfilePKI: Sendable {
         # End to end, served on loopback: leaves for 127.0.0.1 as well.
         make e2e-valid inter leaf leaf "subjectAltName = DNS:example.com, IP:127.0.0.1"
         make e2e-no-eku inter leaf leaf "subjectAltName = DNS:example.com, IP:127.0.0.1" "extendedKeyUsage = -"
+        make e2e-ca-leaf inter leaf ca "subjectAltName = DNS:example.com, IP:127.0.0.1"
 
         # Anchors
         chain anchor-inter leaf inter -- inter

@@ -10,13 +10,16 @@ import Testing
 /// Certificates (`<name>.pem`, `<name>.key`): `root` (trust it with `root.pem`) → `inter` → leaves `good`,
 /// `revoked` (revoked in `inter`'s CRL and OCSP index), `muststaple` (TLS feature status_request); `root` →
 /// `revokedinter` (revoked in `root`'s CRL) → `underrevoked`; `root` → `nocrlsign` (key usage keyCertSign only,
-/// so it may not sign CRLs) → `undernocrlsign`; `responder`, a delegated OCSP responder of `inter`
+/// so it may not sign CRLs) → `undernocrlsign`; `nokuroot` (a root without a key usage extension, which RFC 5280
+/// §6.3.3 (f) lets sign CRLs) → `undernokuroot`, `revokedundernokuroot` (revoked in `nokuroot`'s CRL); `responder`, a delegated OCSP responder of `inter`
 /// (extendedKeyUsage OCSPSigning); `forger`, a self-signed "responder" nobody delegated.
 ///
 /// CRLs (PEM, `<name>.crl`; `inter.der.crl` is `inter.crl` in DER): `root` (revokes `revokedinter`), `inter`
 /// (revokes `revoked`), `revokedinter`, `nocrlsign` (signed by a CA without cRLSign), `inter-stale`
 /// (nextUpdate 2021-01-01), `inter-critical` (an unknown critical extension). Files of several:
 /// `all.crl` (root, inter, revokedinter, nocrlsign), `rootonly.crl` (no CRL for `inter`'s certificates).
+/// `nokuroot` (revokes `revokedundernokuroot`); `inter-nonumber.crl` / `inter-nonumber.der.crl`: `inter`'s CRL
+/// without the CRLNumber extension (`openssl ca -gencrl` with no crlnumber file).
 /// `inter-nonext.crl` / `inter-nonext.der.crl`: `inter`'s CRL re-signed without nextUpdate (DER surgery in
 /// Python's standard library, signed by `openssl dgst -sign`: `openssl ca` cannot leave it out).
 ///
@@ -104,6 +107,10 @@ public final class RevocationPKI: Sendable {
         keyUsage = critical, keyCertSign, cRLSign
         subjectKeyIdentifier = hash
         authorityKeyIdentifier = keyid:always
+        [ v3_ca_no_key_usage ]
+        basicConstraints = critical, CA:true
+        subjectKeyIdentifier = hash
+        authorityKeyIdentifier = keyid:always
         [ v3_ca_no_crl_sign ]
         basicConstraints = critical, CA:true
         keyUsage = critical, keyCertSign
@@ -141,10 +148,10 @@ public final class RevocationPKI: Sendable {
         Q=-quiet
         key() { openssl genpkey $Q -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1.key" 2>/dev/null; }
         newdb() { : > "$1.index"; echo 01 > "$1.crlnumber"; }
-        root() { # name CN
+        root() { # name CN [extensions]
           key "$1"; newdb "$1"
           openssl req -new -config ca.cnf -key "$1.key" -subj "/CN=$2" -out "$1.csr"
-          CA=$1 openssl ca -batch -selfsign -config ca.cnf -keyfile "$1.key" -in "$1.csr" -out "$1.pem" -extensions v3_ca \
+          CA=$1 openssl ca -batch -selfsign -config ca.cnf -keyfile "$1.key" -in "$1.csr" -out "$1.pem" -extensions "${3:-v3_ca}" \
             -startdate 20190101000000Z -enddate 20460101000000Z -notext 2>/dev/null
         }
         sign() { # name CN issuer extensions
@@ -164,6 +171,7 @@ public final class RevocationPKI: Sendable {
         }
 
         root root "Revocation Test Root"
+        root nokuroot "Root Without Key Usage" v3_ca_no_key_usage
         ca inter "Revocation Test Intermediate" root v3_ca
         ca revokedinter "Revoked Intermediate" root v3_ca
         ca nocrlsign "Intermediate Without cRLSign" root v3_ca_no_crl_sign
@@ -173,15 +181,24 @@ public final class RevocationPKI: Sendable {
         sign responder "Revocation Test OCSP Responder" inter v3_responder
         sign underrevoked valid.test revokedinter v3_leaf
         sign undernocrlsign valid.test nocrlsign v3_leaf
+        sign undernokuroot valid.test nokuroot v3_leaf
+        sign revokedundernokuroot valid.test nokuroot v3_leaf
         key forger
         openssl req -new -x509 -config ca.cnf -key forger.key -subj "/CN=Revocation Test OCSP Responder" -days 3650 -out forger.pem
 
         revoke revoked inter
         revoke revokedinter root
+        revoke revokedundernokuroot nokuroot
         crl root root
         crl inter inter
         crl revokedinter revokedinter
         crl nocrlsign nocrlsign
+        crl nokuroot nokuroot
+        # inter's CRL as a CA issues it without a crlnumber file: no CRLNumber extension.
+        sed '/^crlnumber/d' ca.cnf > ca-nonumber.cnf
+        CA=inter openssl ca -batch -config ca-nonumber.cnf -cert inter.pem -keyfile inter.key -gencrl -crlexts crl_plain \
+          -out inter-nonumber.crl 2>/dev/null
+        openssl crl -in inter-nonumber.crl -outform DER -out inter-nonumber.der.crl
         crl inter inter-stale -crl_lastupdate 20200101000000Z -crl_nextupdate 20210101000000Z
         CA=inter openssl ca -batch -config ca.cnf -cert inter.pem -keyfile inter.key -gencrl -crlexts crl_critical \
           -out inter-critical.crl 2>/dev/null

@@ -20,33 +20,46 @@ public final class CertificateRevocationList: @unchecked Sendable, Hashable, Cus
 
     /// Parses one DER-encoded CRL. Wraps `d2i_X509_CRL`.
     /// - Throws: ``SecurityError`` with code `invalidInput` when the bytes are not exactly one CRL, or the CRL
-    ///   has no nextUpdate.
+    ///   has no nextUpdate or no CRLNumber.
     public convenience init(derBytes: [UInt8]) throws {
         guard let crl = derDecoding(derBytes, { d2i_X509_CRL(nil, $0, $1) }, free: { X509_CRL_free($0) }) else {
             _ = drainOpenSSLErrors()
             throw SecurityError(.invalidInput, "the \(derBytes.count) bytes are not a DER certificate revocation list")
         }
         self.init(owning: crl)
-        try requireNextUpdate(source: "the DER certificate revocation list")
+        try requireMandatoryFields(source: "the DER certificate revocation list")
     }
 
-    /// RFC 5280 §5.1.2.5 requires nextUpdate; OpenSSL treats a CRL without one as never stale, so a revocation
-    /// list from years ago would still clear a certificate revoked since. Such a list is refused when loaded.
-    private func requireNextUpdate(source: String) throws {
-        guard X509_CRL_get0_nextUpdate(crl) == nil else { return }
-        throw SecurityError(
-            .invalidInput,
-            """
-            \(source) (\(description)) has no nextUpdate: RFC 5280 requires one, and without it a stale list cannot be told from a \
-            current one
-            """
-        )
+    /// Refuses a list without what RFC 5280 requires of every CRL and OpenSSL does not check:
+    /// - nextUpdate (§5.1.2.5): OpenSSL treats a CRL without one as never stale, so a revocation list from years
+    ///   ago would still clear a certificate revoked since;
+    /// - the CRLNumber extension (§5.2.3, "conforming CRL issuers MUST include"): without it a list cannot be
+    ///   ordered against its successors, and its absence marks a list not made by a CA's CRL process.
+    private func requireMandatoryFields(source: String) throws {
+        if X509_CRL_get0_nextUpdate(crl) == nil {
+            throw SecurityError(
+                .invalidInput,
+                """
+                \(source) (\(description)) has no nextUpdate: RFC 5280 requires one, and without it a stale list cannot be told \
+                from a current one
+                """
+            )
+        }
+        if X509_CRL_get_ext_by_NID(crl, NID_crl_number, -1) < 0 {
+            throw SecurityError(
+                .invalidInput,
+                """
+                \(source) (\(description)) has no CRLNumber extension: RFC 5280 §5.2.3 requires one in every CRL; ask its \
+                issuer for a conforming list
+                """
+            )
+        }
     }
 
     /// Loads every CRL of a PEM file (`-----BEGIN X509 CRL-----` blocks, in order) or the one CRL of a DER file.
     /// Wraps `PEM_read_bio_X509_CRL` and `d2i_X509_CRL`.
-    /// - Throws: ``SecurityError`` naming `path`: `unreadableFile`, or `invalidInput` when a block is damaged or
-    ///   the file holds no CRL.
+    /// - Throws: ``SecurityError`` naming `path`: `unreadableFile`, or `invalidInput` when a block is damaged, a
+    ///   CRL lacks nextUpdate or CRLNumber, or the file holds no CRL.
     public static func lists(contentsOf path: String) throws -> [CertificateRevocationList] {
         let bytes = try readInputFile(path)
         guard bytes.starts(with: Array("-----BEGIN ".utf8)) || String(decoding: bytes, as: UTF8.self).contains("-----BEGIN ")
@@ -56,7 +69,7 @@ public final class CertificateRevocationList: @unchecked Sendable, Hashable, Cus
                 throw SecurityError(.invalidInput, "\(path): not a PEM file, nor a DER certificate revocation list")
             }
             let list = CertificateRevocationList(owning: crl)
-            try list.requireNextUpdate(source: path)
+            try list.requireMandatoryFields(source: path)
             return [list]
         }
         _ = drainOpenSSLErrors()
@@ -66,7 +79,7 @@ public final class CertificateRevocationList: @unchecked Sendable, Hashable, Cus
         var found: [CertificateRevocationList] = []
         while let crl = PEM_read_bio_X509_CRL(bio, nil, nil, nil) {
             found.append(CertificateRevocationList(owning: crl))
-            try found[found.count - 1].requireNextUpdate(source: "\(path): X509 CRL block \(found.count)")
+            try found[found.count - 1].requireMandatoryFields(source: "\(path): X509 CRL block \(found.count)")
         }
         // Running out of blocks reports "no start line" (other PEM blocks are skipped); anything else is damage.
         let last = ERR_peek_last_error()

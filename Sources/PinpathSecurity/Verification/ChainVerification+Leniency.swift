@@ -16,23 +16,21 @@ extension ChainVerification {
         case hostOnly
 
         /// Installs the verify callback that excuses what the leniency lets pass. Wraps `X509_STORE_CTX_set_verify_cb`.
-        /// A trust anchor without a CRL, a v1 root refused by the strict flag and a certificate at the last
-        /// second of its validity are excused in every trust decision.
+        /// What RFC 5280 allows and OpenSSL refuses is excused in every trust decision
+        /// (``isExcusedByRFC5280(_:)``); a certificate at the last second of its validity only in strict ones.
         func installCallback(on context: OpaquePointer) {
             switch self {
             case .strict:
                 X509_STORE_CTX_set_verify_cb(context) { ok, context in
                     guard ok == 0, let context else { return 1 }
-                    return ChainVerification.isAnchorWithoutCRL(context)
-                        || ChainVerification.isStrictRefusalOfVersion1Root(context)
+                    return ChainVerification.isExcusedByRFC5280(context)
                         || ChainVerification.isExpiryAtLastValidSecond(context) ? 1 : 0
                 }
             case .untrustedAnchor:
                 X509_STORE_CTX_set_verify_cb(context) { ok, context in
                     guard ok == 0, let context else { return 1 }
                     return ChainVerification.isExcusedWhenAllowingInvalid(X509_STORE_CTX_get_error(context))
-                        || ChainVerification.isAnchorWithoutCRL(context)
-                        || ChainVerification.isStrictRefusalOfVersion1Root(context) ? 1 : 0
+                        || ChainVerification.isExcusedByRFC5280(context) ? 1 : 0
                 }
             case .hostOnly:
                 X509_STORE_CTX_set_verify_cb(context) { ok, context in
@@ -41,6 +39,15 @@ extension ChainVerification {
                 }
             }
         }
+    }
+
+    /// Whether the error is one RFC 5280's path validation does not make, raised by OpenSSL's purpose check or
+    /// strict flag, or by its CRL check on the anchor: a trust anchor without a CRL, a v1 root or a root without
+    /// key usage refused by the strict flag, a CA certificate as the leaf refused by the purpose check. The
+    /// profile rules judge what remains (`webpki` refuses a CA leaf by its own rule, naming it).
+    static func isExcusedByRFC5280(_ context: OpaquePointer) -> Bool {
+        isAnchorWithoutCRL(context) || isStrictRefusalOfVersion1Root(context)
+            || isStrictRefusalOfAnchorWithoutKeyUsage(context) || isPurposeRefusalOfCertificateAuthorityLeaf(context)
     }
 
     /// Whether the context reports a missing CRL for the top of the chain: the trust anchor (or the
@@ -103,5 +110,34 @@ extension ChainVerification {
             let chain = X509_STORE_CTX_get0_chain(context)
         else { return false }
         return X509_STORE_CTX_get_error_depth(context) == pinpath_sk_X509_num(chain) - 1
+    }
+
+    /// Whether the error is `X509_V_FLAG_X509_STRICT` refusing the top of the chain, a CA, for having no key
+    /// usage extension. RFC 5280 §4.2.1.3 asks CAs to include one, but path validation takes a trust anchor as
+    /// input without checking its extensions (§6.1.1 (d)), and lets a CA without the extension sign certificates
+    /// and CRLs (§6.1.4 (n), §6.3.3 (f): "if a key usage extension is present"). Intermediates still need one.
+    static func isStrictRefusalOfAnchorWithoutKeyUsage(_ context: OpaquePointer) -> Bool {
+        guard X509_STORE_CTX_get_error(context) == X509_V_ERR_CA_CERT_MISSING_KEY_USAGE,
+            let chain = X509_STORE_CTX_get0_chain(context)
+        else { return false }
+        return X509_STORE_CTX_get_error_depth(context) == pinpath_sk_X509_num(chain) - 1
+    }
+
+    /// Whether the error is OpenSSL's TLS server purpose check refusing a CA certificate as the leaf for its key
+    /// usage (keyCertSign without digitalSignature or keyEncipherment), its extended key usage allowing serverAuth
+    /// (or absent). RFC 5280 makes no stipulation about a CA certificate in leaf position and does not count its
+    /// pathLenConstraint (§4.2.1.9: the last certificate is not an intermediate): `rfc5280` accepts it, `webpki`
+    /// refuses it by its rule `webpki.leaf_not_ca` (BR 7.1.2.7.8). The other causes of that refusal still
+    /// fail: an extended key usage without serverAuth, and any Netscape certificate type (which OpenSSL cannot
+    /// be asked about: its refusal stands).
+    static func isPurposeRefusalOfCertificateAuthorityLeaf(_ context: OpaquePointer) -> Bool {
+        guard X509_STORE_CTX_get_error(context) == X509_V_ERR_INVALID_PURPOSE,
+            X509_STORE_CTX_get_error_depth(context) == 0,
+            let leaf = X509_STORE_CTX_get_current_cert(context)
+        else { return false }
+        let flags = X509_get_extension_flags(leaf)
+        let allowsServerAuth =
+            flags & UInt32(EXFLAG_XKUSAGE) == 0 || X509_get_extended_key_usage(leaf) & UInt32(XKU_SSL_SERVER) != 0
+        return flags & UInt32(EXFLAG_CA) != 0 && flags & UInt32(EXFLAG_NSCERT) == 0 && allowsServerAuth
     }
 }
