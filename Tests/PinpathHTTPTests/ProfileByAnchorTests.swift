@@ -192,6 +192,34 @@ struct ProfileByAnchorTests {
             "\(publicRoot.stdout)")
     }
 
+    @Test("pinpath audit: a pinned leaf is public when the intermediate the server sends leads to the system store")
+    func auditPinnedLeafOfPublicCA() throws {
+        try Self.issued.get()
+        try Self.pki.root("anchor-public-root")
+        try Self.pki.intermediate("anchor-public-ca", issuer: "anchor-public-root")
+        try Self.pki.issue(
+            "anchor-public-leaf", issuer: "anchor-public-ca", subject: "/CN=localhost", extensions: ["subjectAltName=DNS:localhost"])
+        let server = try TLSServer(
+            certificate: Self.pki.path("anchor-public-leaf"), key: Self.pki.path("anchor-public-leaf", "key"),
+            chain: [Self.pki.path("anchor-public-ca")], in: Self.pki.directory)
+        defer { server.stop() }
+        let arguments = [
+            "audit", "localhost:\(server.port)", "--connect", "127.0.0.1:\(server.port)", "--mode", "certificate", "--pin-file",
+            Self.pki.path("anchor-public-leaf"),
+        ]
+        let privateRoot = try Self.pinpath(arguments)
+        #expect(privateRoot.status == 0, "\(privateRoot.stdout)\(privateRoot.stderr)")
+        #expect(privateRoot.stdout.contains("  profile    rfc5280 (anchor from a pinned certificate)\n"), "\(privateRoot.stdout)")
+        // The pinned leaf is the anchor; the intermediate sent with it is signed by a root of the system store.
+        let publicRoot = try Self.pinpath(arguments, systemStore: Self.pki.path("anchor-public-root"))
+        #expect(publicRoot.status == 2, "\(publicRoot.stdout)\(publicRoot.stderr)")
+        #expect(
+            publicRoot.stdout.contains(
+                "  profile    webpki (anchor from a pinned certificate, public: the system store vouches for it): rule "
+                    + Self.leafWithoutUsage.rule),
+            "\(publicRoot.stdout)")
+    }
+
     // MARK: pinpath run
 
     /// Runs `pinpath run --once` over one endpoint for `served`'s server under `policy` (a flow mapping, or

@@ -5,8 +5,8 @@
 /// an anchor the policy names that is not public: an anchor the system store also holds, or that a
 /// certificate of the system store issued (directly or through certificates the server sent), is public and
 /// gets `webpki` whatever named it (a CA file that copies the system bundle, a pinned public root or leaf). A
-/// path that ends at no anchor (invalid certificates allowed) gets `webpki`: nothing the policy names vouches
-/// for its top. Whatever the server sends can only make an anchor public, never private.
+/// path that reaches no anchor (invalid certificates allowed) gets `webpki`: nothing the policy names vouches
+/// for it. Whatever the server sends can only make an anchor public, never private.
 public struct AppliedProfile: Sendable, Hashable, CustomStringConvertible {
     /// Why a profile applied, as an extensible set of values.
     public struct Basis: Hashable, Sendable, CustomStringConvertible {
@@ -78,13 +78,15 @@ extension AppliedProfile {
     static func choosing(
         for verification: ChainVerification, anchoredBy anchors: TrustStore, served: [Certificate]
     ) throws -> AppliedProfile {
-        guard let top = verification.chain.last, try anchors.holds(top) else {
+        // With partial chains OpenSSL trusts the path at the first certificate from the leaf the store holds
+        // (a pinned leaf, a trusted intermediate), and may have built the chain on above it.
+        guard let anchor = try verification.chain.first(where: anchors.holds) else {
             return AppliedProfile(profile: .webpki, basis: .noAnchor, anchorOrigin: nil)
         }
         if anchors.origin == .system {
             return AppliedProfile(profile: .webpki, basis: .systemAnchor, anchorOrigin: anchors.origin)
         }
-        if try PublicAnchors.vouch(for: top, servedAlongside: served) {
+        if try PublicAnchors.vouch(for: anchor, servedAlongside: served) {
             return AppliedProfile(profile: .webpki, basis: .publicAnchor, anchorOrigin: anchors.origin)
         }
         return AppliedProfile(profile: .rfc5280, basis: .namedAnchor, anchorOrigin: anchors.origin)
