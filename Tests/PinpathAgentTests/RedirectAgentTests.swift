@@ -172,12 +172,16 @@ struct RedirectAgentTests {
         #expect(
             lines.contains(
                 """
-                    effective: public_key, 4 pins, enforced, store \(pki.path("store")); from strict (named), open (hosts \
+                    effective: public_key, 4 pins, enforced, store \(pki.path("store")), profile auto: rfc5280 for an anchor \
+                from ca_file (webpki when the system store vouches for it, or with no anchor); from strict (named), open (hosts \
                 **.example.org), pinned (hosts api.example.org)
                 """
             ), "\(text.stdout)")
-        #expect(lines.contains("    effective: none, store system; from open (hosts **.example.org)"), "\(text.stdout)")
-        #expect(lines.contains("    effective: none (no policy applies): chain and host name against the system store"), "\(text.stdout)")
+        let systemStore = "profile auto: webpki (anchors from the system store)"
+        #expect(lines.contains("    effective: none, store system, \(systemStore); from open (hosts **.example.org)"), "\(text.stdout)")
+        #expect(
+            lines.contains("    effective: none (no policy applies): chain and host name against the system store, \(systemStore)"),
+            "\(text.stdout)")
 
         let json = try Shell.run([Shell.pinpath, "check-config", "--json", "--config", file])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
@@ -187,6 +191,8 @@ struct RedirectAgentTests {
         #expect(effective["pins"] as? Int == 4)
         #expect(effective["enforce"] as? Bool == true)
         #expect(effective["ca_file"] as? String == pki.path("store"))
+        #expect(effective["profile"] as? String == "auto")
+        #expect((effective["profile_meaning"] as? String)?.hasPrefix("auto: rfc5280 for an anchor from ca_file") == true)
         let from = try #require(effective["from"] as? [[String: String]])
         #expect(
             from == [
@@ -241,7 +247,8 @@ struct RedirectAgentTests {
         #expect(
             result.stdout.contains(
                 """
-                    effective: none, store \(pki.path("store")); from open (hosts **.example.org), anchored (hosts \
+                    effective: none, store \(pki.path("store")), profile auto: rfc5280 for an anchor from ca_file (webpki when \
+                the system store vouches for it, or with no anchor); from open (hosts **.example.org), anchored (hosts \
                 api.example.org), same (hosts *.example.org)
                 """
             ), "\(result.stdout)")

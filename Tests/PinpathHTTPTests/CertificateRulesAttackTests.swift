@@ -8,8 +8,9 @@ import Testing
 /// The certificate rules of issue 12 end to end: `openssl s_server` on loopback serves a chain OpenSSL alone
 /// accepts but the webpki profile does not (a leaf without extended key usage, from a trusted CA), and every
 /// user path refuses it in the handshake, naming the rule: the library (`Session`), `pinpath request` and
-/// `pinpath run --once`; the `rfc5280` profile accepts it. And a trust store holding only the intermediate
-/// anchors the genuine chain on every path (partial chains).
+/// `pinpath run --once`; the `rfc5280` profile accepts it. The anchor comes from a CA file, which `auto` holds to
+/// `rfc5280`, so `webpki` is forced on each path (ProfileByAnchorTests covers `auto`). And a trust store holding
+/// only the intermediate anchors the genuine chain on every path (partial chains).
 @Suite("Certificate rules end to end", .serialized)
 struct CertificateRulesAttackTests {
     let pki = CertificateProfilePKI.shared
@@ -35,7 +36,9 @@ struct CertificateRulesAttackTests {
         let store = try TrustStore(certificates: try Certificate.certificates(contentsOf: pki.file("\(anchor).pem")))
         var configuration = Session.Configuration(trustStore: store)
         configuration.policies = HostPolicySet([
-            HostPolicy(patterns: [try HostPattern(parsing: "127.0.0.1")], policy: try SecurityPolicy(mode: .none, profile: profile))
+            HostPolicy(
+                patterns: [try HostPattern(parsing: "127.0.0.1")],
+                policy: try SecurityPolicy(mode: .none, profile: ProfileSelection(profile)))
         ])
         return try Session(configuration)
     }
@@ -113,6 +116,7 @@ struct CertificateRulesAttackTests {
         defer { server.stop() }
         let refused = try Shell.run([
             Shell.pinpath, "request", "https://127.0.0.1:\(server.port)/", "--ca-file", pki.file("root.pem"), "--timeout", "5",
+            "--profile", "webpki",
         ])
         #expect(refused.status == 2, "exit \(refused.status): \(refused.stderr)")
         #expect(refused.stderr.contains("rule \(Self.rule) at depth 0"), "\(refused.stderr)")
@@ -126,7 +130,7 @@ struct CertificateRulesAttackTests {
         #expect(accepted.status == 0, "exit \(accepted.status): \(accepted.stderr)")
     }
 
-    /// `pinpath run --once` with one endpoint on `port` under a mode-none policy trusting `anchor`: the exit
+    /// `pinpath run --once` with one endpoint on `port` under a mode-none webpki policy trusting `anchor`: the exit
     /// status and the endpoint's `probe.completed` event.
     func runOnce(port: UInt16, anchor: String) throws -> (status: Int32, probe: [String: Any]?, output: String) {
         let file = pki.file("agent-\(UUID().uuidString).yaml")
@@ -136,6 +140,7 @@ struct CertificateRulesAttackTests {
           store:
             mode: none
             ca_file: \(pki.file("\(anchor).pem"))
+            profile: webpki
         endpoints:
           - { name: target, url: "https://127.0.0.1:\(port)/", policy: store, timeout: \(TestTime.yamlSeconds(5)) }
 

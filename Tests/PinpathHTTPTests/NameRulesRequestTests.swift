@@ -20,12 +20,17 @@ struct NameRulesRequestTests {
         var caExtensions: [String] = []
         var san: String
         var rule: String
+        /// A rule of the webpki profile alone needs it forced: the anchor comes from a CA file, so `auto` would
+        /// apply rfc5280.
+        var profile = ProfileSelection.auto
         var testDescription: String { name }
     }
 
     static let attacks = [
         // A certificate that also speaks for every name registered under co.uk.
-        Attack(name: "wildcard over a public suffix", san: "IP:127.0.0.1,DNS:*.co.uk", rule: "webpki.wildcard_public_suffix"),
+        Attack(
+            name: "wildcard over a public suffix", san: "IP:127.0.0.1,DNS:*.co.uk", rule: "webpki.wildcard_public_suffix",
+            profile: .webpki),
         // A constrained CA may not issue for admin.example.com; the wildcard would cover it.
         Attack(
             name: "wildcard into an excluded subtree", caExtensions: ["nameConstraints=critical,excluded;DNS:admin.example.com"],
@@ -57,6 +62,7 @@ struct NameRulesRequestTests {
         var options = RequestOptions()
         options.timeout = TestTime.scaled(.seconds(5))
         options.freshConnection = true
+        options.securityPolicy = try SecurityPolicy(mode: .none, profile: attack.profile)
         let request = HTTPRequest(method: .get, url: URL(string: "https://127.0.0.1:\(server.port)/")!)
         let session = try Session(Session.Configuration(trustStore: TrustStore(caFile: root)))
         do throws(HTTPError) {
@@ -75,6 +81,7 @@ struct NameRulesRequestTests {
         defer { server.stop() }
         let result = try Shell.run([
             Shell.pinpath, "request", "https://127.0.0.1:\(server.port)/", "--ca-file", root, "--timeout", "5",
+            "--profile", attack.profile.description,
         ])
         #expect(result.status == 2, "exit \(result.status): \(result.stderr)")
         #expect(result.stderr.contains("rule \(attack.rule)"), "\(result.stderr)")
@@ -89,7 +96,7 @@ struct NameRulesRequestTests {
         try """
         events: { output: stdout, probes: all }
         policies:
-          names: { mode: none, ca_file: \(root) }
+          names: { mode: none, ca_file: \(root), profile: \(attack.profile) }
         endpoints:
           - { name: names, url: "https://127.0.0.1:\(server.port)/", policy: names, timeout: \(TestTime.yamlSeconds(5)) }
 

@@ -8,7 +8,10 @@
 //   evaluate_none_us / evaluate_pinned_us
 //                    SecurityPolicy.evaluate of the served [leaf, intermediate] against CA-FILE, building and
 //                    verifying the 3-certificate chain (root from the store) and checking the host valid.test;
-//                    mode none, then public_key with the root's pin (the pin compared at each depth).
+//                    mode none, then public_key with the root's pin (the pin compared at each depth);
+//   evaluate_none_webpki_us
+//                    the same as evaluate_none_us with the webpki profile forced: without the look-ups the
+//                    default `auto` makes in the system store to tell whether CA-FILE's root is public.
 // The certificates are parsed once, before timing. It prints one line of key=value pairs and asserts nothing.
 import Glibc
 import PinpathSecurity
@@ -60,6 +63,9 @@ do {
     let evaluateNone = try microseconds { _ in
         sink &+= try none.evaluate(servedChain: served, host: "valid.test", trustStore: store).verifiedChain.count
     }
+    let evaluateForced = try microseconds { _ in
+        sink &+= try none.evaluate(servedChain: served, host: "valid.test", trustStore: store, profile: .webpki).verifiedChain.count
+    }
     let evaluatePinned = try microseconds { _ in
         let evaluation = try pinned.evaluate(servedChain: served, host: "valid.test", trustStore: store)
         guard evaluation.failure == nil else { fail("the pinned evaluation failed: \(evaluation.failure!.message)") }
@@ -69,7 +75,7 @@ do {
     print(
         """
         measure: iterations=\(iterations) spki_pin_us=\(format(pin)) evaluate_none_us=\(format(evaluateNone)) \
-        evaluate_pinned_us=\(format(evaluatePinned)) sink=\(sink % 10)
+        evaluate_none_webpki_us=\(format(evaluateForced)) evaluate_pinned_us=\(format(evaluatePinned)) sink=\(sink % 10)
         """
     )
 } catch {

@@ -21,7 +21,17 @@ struct AuditCommandTests {
         var rule: String?
         /// Debian's s_server refuses to load RSA-1024 keys and SHA-1 signatures at its default level.
         var weak = false
+        /// The profile forced with `--profile`, or `nil` for the default (`auto`: `rfc5280`, the anchor comes
+        /// from `--ca-file`).
+        var profile: String?
+        /// Whether the path OpenSSL builds reaches the store (auto gives `webpki` to a path with no anchor).
+        var anchored = true
         var testDescription: String { name }
+        var profileOptions: [String] { profile.map { ["--profile", $0] } ?? [] }
+        /// What `--json` says of the profile applied, and why.
+        var expectedProfile: (name: String, reason: String) {
+            profile.map { ($0, "profile: \($0)") } ?? (anchored ? ("rfc5280", "anchor from ca_file") : ("webpki", "no anchor"))
+        }
     }
 
     static let cases: [Case] = [
@@ -29,17 +39,24 @@ struct AuditCommandTests {
         Case(name: "expired", served: ["expired", "inter"], exit: 2, result: "chain_invalid", verifyError: 10),
         Case(name: "not yet valid", served: ["notyet", "inter"], exit: 2, result: "chain_invalid", verifyError: 9),
         Case(name: "wrong host", served: ["wronghost", "inter"], exit: 2, result: "host_mismatch", verifyError: 62),
-        Case(name: "self-signed", served: ["selfsigned"], exit: 2, result: "chain_invalid", verifyError: 18),
-        Case(name: "untrusted root", served: ["untrusted", "rogueroot"], exit: 2, result: "chain_invalid", verifyError: 19),
-        Case(name: "incomplete chain", served: ["valid"], exit: 2, result: "chain_invalid", verifyError: 20),
+        Case(name: "self-signed", served: ["selfsigned"], exit: 2, result: "chain_invalid", verifyError: 18, anchored: false),
+        Case(
+            name: "untrusted root", served: ["untrusted", "rogueroot"], exit: 2, result: "chain_invalid", verifyError: 19,
+            anchored: false),
+        Case(name: "incomplete chain", served: ["valid"], exit: 2, result: "chain_invalid", verifyError: 20, anchored: false),
         Case(
             name: "SHA-1-signed intermediate", served: ["sha1leaf", "sha1inter"], exit: 2, result: "chain_invalid", verifyError: 68,
             weak: true),
-        Case(name: "RSA-1024 leaf", served: ["rsa1024", "inter"], exit: 2, result: "chain_invalid", verifyError: 66, weak: true),
-        // The webpki profile never takes the subject CN for the host name.
+        // OpenSSL refuses the leaf's key before it builds a path.
+        Case(
+            name: "RSA-1024 leaf", served: ["rsa1024", "inter"], exit: 2, result: "chain_invalid", verifyError: 66, weak: true,
+            anchored: false),
+        // The webpki profile never takes the subject CN for the host name; rfc5280, which auto applies to the
+        // anchor of --ca-file, does.
         Case(
             name: "CN-only", served: ["cnonly", "inter"], serverName: "cnonly.test", exit: 2, result: "chain_invalid",
-            rule: "webpki.san_required"),
+            rule: "webpki.san_required", profile: "webpki"),
+        Case(name: "CN-only, auto", served: ["cnonly", "inter"], serverName: "cnonly.test", exit: 0, result: "trusted"),
         Case(name: "IP SAN", served: ["ip", "inter"], serverName: "127.0.0.1", exit: 0, result: "trusted"),
         Case(name: "wildcard", served: ["wildcard", "inter"], serverName: "a.wild.test", exit: 0, result: "trusted"),
     ]
@@ -49,9 +66,10 @@ struct AuditCommandTests {
         let pki = TestPKI.shared
         let server = try Self.serve(row.served, weak: row.weak)
         defer { server.stop() }
-        let result = try Self.audit([
-            "\(row.serverName):\(server.port)", "--connect", "127.0.0.1:\(server.port)", "--ca-file", pki.path("store"), "--json",
-        ])
+        let result = try Self.audit(
+            [
+                "\(row.serverName):\(server.port)", "--connect", "127.0.0.1:\(server.port)", "--ca-file", pki.path("store"), "--json",
+            ] + row.profileOptions)
         #expect(result.status == row.exit, "\(result.stdout)\(result.stderr)")
         try Self.expectVerdicts(try Self.object(result.stdout), row)
     }

@@ -41,12 +41,14 @@ struct ChainAtRestTests {
         let plain = try policy.evaluate(
             servedChain: chain, host: "valid.test", port: 443, trustStore: try pki.trustStore(), verificationTime: nil)
         #expect(plain.verdict == .trusted)
-        #expect(plain.policy.profile == .webpki && plain.policy.maximumChainDepth == 5)
+        #expect(plain.policy.profile == .auto && plain.policy.maximumChainDepth == 5)
+        #expect(plain.appliedProfile?.description == "rfc5280 (anchor from ca_file)")
         let overridden = try policy.evaluate(
             servedChain: chain, host: "valid.test", trustStore: try pki.trustStore(), profile: .rfc5280, maximumDepth: 3)
         #expect(overridden.verdict == .trusted)
         #expect(overridden.policy.profile == .rfc5280 && overridden.policy.maximumChainDepth == 3)
-        #expect(policy.profile == .webpki)  // the policy itself is unchanged
+        #expect(overridden.appliedProfile?.description == "rfc5280 (profile: rfc5280)")
+        #expect(policy.profile == .auto)  // the policy itself is unchanged
         #expect(throws: SecurityError.self) {
             try policy.evaluate(servedChain: chain, host: "valid.test", trustStore: try pki.trustStore(), maximumDepth: 0)
         }

@@ -147,7 +147,7 @@ struct PolicyEvaluationTests {
             mode: row.mode, pins: row.mode == .publicKey ? pinned.map(\.spkiPin) : [],
             pinnedCertificates: row.mode == .certificate ? pinned : [], allowInvalidCertificates: row.allowInvalid,
             validatesDomainName: row.validatesDomainName, enforce: enforce, expires: expires, requiresBackupPin: false,
-            profile: row.profile)
+            profile: ProfileSelection(row.profile))
     }
 
     @Test("AFSecurityPolicy's rules, OkHttp's attacks", arguments: cases)

@@ -10,14 +10,15 @@ struct VerifyCommandTests {
     func verdicts(_ row: AuditCommandTests.Case) throws {
         let pki = TestPKI.shared
         let file = try Self.chainFile(row.served)
-        let result = try Self.verify([file, "--host", row.serverName, "--ca-file", pki.path("store"), "--json"])
+        let result = try Self.verify([file, "--host", row.serverName, "--ca-file", pki.path("store"), "--json"] + row.profileOptions)
         #expect(result.status == row.exit, "\(result.stdout)\(result.stderr)")
         let object = try AuditCommandTests.object(result.stdout)
         try AuditCommandTests.expectVerdicts(object, row)
         #expect(object["file"] as? String == file)
         #expect(object["server_name"] as? String == row.serverName)
         #expect(object["port"] is NSNull && object["protocol"] is NSNull && object["address"] is NSNull)
-        #expect(object["profile"] as? String == "webpki")
+        #expect(object["profile"] as? String == row.expectedProfile.name)
+        #expect(object["profile_reason"] as? String == row.expectedProfile.reason)
     }
 
     @Test("Text: the file and host, each certificate, the verified chain with the store's root, verdicts; no protocol")
@@ -145,7 +146,7 @@ struct VerifyCommandTests {
             try Self.chainFile(["valid", "inter"]), "--host", "valid.test", "--ca-file", pki.path("store"), "--max-depth", "2",
         ])
         #expect(result.status == 2, "\(result.stdout)\(result.stderr)")
-        #expect(result.stdout.contains("  profile    rule "), "\(result.stdout)")
+        #expect(result.stdout.contains("  profile    rfc5280 (anchor from ca_file): rule "), "\(result.stdout)")
         #expect(result.stdout.contains(" at depth "), "\(result.stdout)")
     }
 

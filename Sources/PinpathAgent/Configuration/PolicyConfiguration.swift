@@ -70,7 +70,7 @@ public struct PolicyConfiguration: Sendable, Equatable {
         let validatesName = fields["validates_domain_name"].flatMap { decoder.bool($0, fields.path("validates_domain_name")) } ?? true
         let backupPin = fields["require_backup_pin"].flatMap { decoder.bool($0, fields.path("require_backup_pin")) } ?? true
         let expires = fields["expires"].flatMap { decoder.date($0, fields.path("expires")) }
-        let profile = fields["profile"].flatMap { decoder.choice($0, fields.path("profile"), VerificationProfile.self) } ?? .webpki
+        let profile = fields["profile"].flatMap { decoder.choice($0, fields.path("profile"), ProfileSelection.self) } ?? .auto
         let maximumDepth = fields["max_chain_depth"].flatMap { decoder.integer($0, fields.path("max_chain_depth"), in: 1...100) }
         let crls = decoder.elements(fields, "crl_files", of: "CRL files") { node, path in
             decoder.readFile(node, path) { try CertificateRevocationList.lists(contentsOf: $0) }

@@ -100,6 +100,7 @@ enum AgentEvents {
             ("tls_version", .string(result.tlsVersion)),
             ("error_category", .string(result.errorCategory)),
             ("message", outsideText(result.message)),
+            ("profile", .string(result.evaluation?.appliedProfile?.description)),
         ]
     }
 
@@ -126,6 +127,7 @@ enum AgentEvents {
                 ("endpoint", .string(endpoint.name)),
                 ("enforced", .bool(!evaluation.allowsConnection)),
                 ("message", outsideText(evaluation.failure?.message)),
+                ("profile", .string(evaluation.appliedProfile?.description)),
                 Self.connectivity(connectivity),
                 ("suppressed", .int(suppressed)),
             ] + report.fields.map { ($0.name, json($0.value)) },

@@ -57,14 +57,14 @@ public enum EventCatalog {
         name: "probe.completed",
         fields: [
             "endpoint", "outcome", "status_code", "phases_ms", "total_ms", "remote_address", "tls_version", "error_category",
-            "message", "connectivity",
+            "message", "profile", "connectivity",
         ], levels: [.info, .warning])
     /// A pin mismatch (enforced or report-only), not suppressed. The fields after `suppressed` are the pin failure
     /// report's (RFC 7469's and TrustKit's names).
     public static let pinFailure = EventKind(
         name: "pin.failure",
         fields: [
-            "endpoint", "enforced", "message", "connectivity", "suppressed", "date-time", "hostname", "port", "noted-hostname",
+            "endpoint", "enforced", "message", "profile", "connectivity", "suppressed", "date-time", "hostname", "port", "noted-hostname",
             "include-subdomains", "effective-expiration-date", "served-certificate-chain", "validated-certificate-chain",
             "known-pins", "enforce-pinning", "validation-result",
         ], levels: [.error, .warning])

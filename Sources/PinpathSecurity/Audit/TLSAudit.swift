@@ -224,18 +224,21 @@ public struct TLSAudit: Sendable {
                     // In certificate mode the pinned certificates are the only anchors, as in the policy; any
                     // certificate of the store is an anchor (partial chains), as in the policy.
                     let pinnedAnchors = policy.mode == .certificate
-                    let anchors = pinnedAnchors ? try TrustStore(certificates: policy.pinnedCertificates) : options.trustStore
+                    let anchors = pinnedAnchors ? try TrustStore.pinned(policy.pinnedCertificates) : options.trustStore
                     let chain = try ChainVerification.searchingPaths(from: served) { served in
-                        try ChainVerification(
-                            served: served, store: anchors.store, host: nil, time: options.verificationTime,
-                            partialChain: true, leniency: .strict, profile: policy.profile,
-                            maximumDepth: policy.maximumChainDepth, crls: policy.crls)
+                        try policy.profile.verify(served, against: anchors) { profile in
+                            try ChainVerification(
+                                served: served, store: anchors.store, host: nil, time: options.verificationTime,
+                                partialChain: true, leniency: .strict, profile: profile,
+                                maximumDepth: policy.maximumChainDepth, crls: policy.crls)
+                        }
                     }
                     chainVerdict = chain.failure(host: label, expectedPins: []).map { .rejected($0) } ?? .trusted
                     if let serverName {
+                        // The host is matched as the chain's profile matches it (webpki never falls back to the CN).
                         let host = try ChainVerification(
                             served: served, store: anchors.store, host: serverName, time: options.verificationTime,
-                            partialChain: true, leniency: .hostOnly)
+                            partialChain: true, leniency: .hostOnly, profile: chain.appliedProfile?.profile ?? .webpki)
                         hostVerdict = host.failure(host: serverName, expectedPins: []).map { .rejected($0) } ?? .trusted
                     }
                 }

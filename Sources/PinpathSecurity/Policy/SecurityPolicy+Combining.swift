@@ -8,7 +8,8 @@ extension SecurityPolicy {
     /// - enforce: if any pinning entry enforces (report-only only when every pinning entry is);
     /// - validates domain name: if any entry validates it; allow invalid certificates: only if all allow;
     /// - expires: the latest expiry of the pinning entries, never if one of them never expires;
-    /// - profile: `webpki` if any entry asks for it; maximum chain depth: the smallest given;
+    /// - profile: the strictest selection present (a forced `webpki`, then `auto`, then a forced `rfc5280`);
+    ///   maximum chain depth: the smallest given;
     /// - CRLs: those of all entries united; revocation: the strictest mode present;
     /// - noted host name and include-subdomains (for reports): the first pinning entry's pattern, else the
     ///   first entry's.
@@ -30,7 +31,7 @@ extension SecurityPolicy {
         validatesDomainName = policies.contains(where: \.validatesDomainName)
         enforce = pinning.isEmpty ? true : pinning.contains(where: \.enforce)
         expires = pinning.contains { $0.expires == nil } ? nil : pinning.compactMap(\.expires).max()
-        profile = policies.contains { $0.profile == .webpki } ? .webpki : policies[0].profile
+        profile = policies.map(\.profile).max { $0.strictness < $1.strictness } ?? .auto
         maximumChainDepth = policies.compactMap(\.maximumChainDepth).min()
         crls = policies.flatMap(\.crls).reduce(into: []) { united, crl in if !united.contains(crl) { united.append(crl) } }
         revocation = policies.map(\.revocation).max { $0.strictness < $1.strictness } ?? .none

@@ -11,7 +11,7 @@ extension SecurityPolicy {
     ///   - profile, maximumChainDepth, crls, revocation: as for the initializer.
     /// - Throws: ``SecurityError`` with code `invalidPolicy` when the initializer refuses the combination.
     public static func oneOff(
-        pins: [SPKIPin] = [], pinnedCertificates: [Certificate] = [], profile: VerificationProfile = .webpki,
+        pins: [SPKIPin] = [], pinnedCertificates: [Certificate] = [], profile: ProfileSelection = .auto,
         maximumChainDepth: Int? = nil, crls: [CertificateRevocationList] = [], revocation: RevocationMode = .none
     ) throws -> SecurityPolicy {
         let mode: PinningMode = !pinnedCertificates.isEmpty ? .certificate : pins.isEmpty ? .none : .publicKey

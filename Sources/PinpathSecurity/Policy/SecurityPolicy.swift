@@ -28,8 +28,9 @@ public struct SecurityPolicy: Sendable, Hashable {
     /// when invalid certificates are allowed), and the evaluation says the pins expired (TrustKit
     /// `expirationDate`).
     public let expires: Date?
-    /// The rules a verified path must also meet beyond OpenSSL's: ``VerificationProfile/webpki`` by default.
-    public internal(set) var profile: VerificationProfile
+    /// Which rules a verified path must also meet beyond OpenSSL's: ``ProfileSelection/auto`` by default
+    /// (`webpki` for a path to the system's public store, `rfc5280` for one to an anchor the policy names).
+    public internal(set) var profile: ProfileSelection
     /// The most certificates a path may have, anchor included; `nil` for OpenSSL's own limit.
     public internal(set) var maximumChainDepth: Int?
     /// Certificate revocation lists: when any is given, every certificate of the chain below the anchor needs
@@ -50,6 +51,7 @@ public struct SecurityPolicy: Sendable, Hashable {
     ///   - now: the clock that decides whether `expires` has already passed.
     ///   - crls: revocation lists every evaluation checks the chain against (``crls``); none by default.
     ///   - revocation: what a handshake demands of the stapled OCSP response (``revocation``).
+    ///   - profile: ``ProfileSelection/auto`` by default; `.webpki` or `.rfc5280` forces one for every path.
     /// - Throws: ``SecurityError`` with code `invalidPolicy` when a pinning mode has no pins (or no
     ///   certificates in `certificate` mode); when invalid certificates are allowed with domain-name validation
     ///   and nothing else to check (mode `none`, or no pins), with report-only pins (`enforce` false), or with
@@ -59,7 +61,7 @@ public struct SecurityPolicy: Sendable, Hashable {
         mode: PinningMode, pins: [SPKIPin] = [], pinnedCertificates: [Certificate] = [],
         allowInvalidCertificates: Bool = false, validatesDomainName: Bool = true, enforce: Bool = true,
         expires: Date? = nil, requiresBackupPin: Bool = true, now: Date = Date(),
-        profile: VerificationProfile = .webpki, maximumChainDepth: Int? = nil,
+        profile: ProfileSelection = .auto, maximumChainDepth: Int? = nil,
         crls: [CertificateRevocationList] = [], revocation: RevocationMode = .none
     ) throws {
         let allPins = Set(pins).union(pinnedCertificates.map(\.spkiPin))

@@ -1,14 +1,17 @@
 /// The rules a verified path must also satisfy, beyond what OpenSSL checks (path building, signatures,
 /// dates, basic constraints): a list of ``ProfileRule``s (``ProfileRules/all``), each checked on the path OpenSSL built.
 ///
-/// - ``webpki`` (the default): RFC 5280 plus the CA/Browser Forum Baseline Requirements for TLS server
-///   certificates, as browsers, Go and rustls-webpki apply them.
-/// - ``rfc5280``: RFC 5280 alone, for private PKIs that break the Baseline Requirements (no EKU, CN-only…).
+/// - ``webpki``: RFC 5280 plus the CA/Browser Forum Baseline Requirements for TLS server certificates, as
+///   browsers, Go and rustls-webpki apply them: what a path to the system's public store is held to.
+/// - ``rfc5280``: RFC 5280 alone: what a path to an anchor the policy names is held to (private PKIs that
+///   break the Baseline Requirements: no EKU, CN-only…).
+///
+/// A policy chooses between them per path (``ProfileSelection``); a profile here is always a concrete one.
 public struct VerificationProfile: Hashable, Sendable, CustomStringConvertible {
     /// The name, as configured (`profile: webpki`) and printed.
     public let name: String
 
-    /// RFC 5280 and the Baseline Requirements: the default.
+    /// RFC 5280 and the Baseline Requirements.
     public static let webpki = VerificationProfile(name: "webpki")
     /// RFC 5280 only.
     public static let rfc5280 = VerificationProfile(name: "rfc5280")

@@ -14,7 +14,7 @@ extension TrustEvaluation {
         if let failure = check.failure, allowsConnection {
             updated = TrustEvaluation(
                 verdict: .rejected(failure), allowsConnection: false, host: host, port: port, date: date,
-                policy: policy, servedChain: servedChain, verifiedChain: verifiedChain)
+                policy: policy, servedChain: servedChain, verifiedChain: verifiedChain, appliedProfile: appliedProfile)
         }
         updated.ocspStaple = check.staple
         return updated

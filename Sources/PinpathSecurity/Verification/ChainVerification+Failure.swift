@@ -6,9 +6,11 @@ extension ChainVerification {
     func failure(host: String, expectedPins: [SPKIPin]) -> TrustFailure? {
         guard !verified else { return nil }
         if let violation {
+            // Which profile applied and why: under auto, what a rule refused depends on the anchor.
+            let profile = appliedProfile.map { " under \($0)" } ?? ""
             return TrustFailure(
                 reason: .chainInvalid, verifyError: nil, depth: violation.depth,
-                message: "\(host): certificate rejected: \(violation)", expectedPins: expectedPins,
+                message: "\(host): certificate rejected\(profile): \(violation)", expectedPins: expectedPins,
                 seenPins: chain.map(\.spkiPin), violation: violation)
         }
         if let reason = TrustFailure.Reason.revocation(verifyError: error) {

@@ -24,6 +24,9 @@ struct ChainVerification {
     /// How many certificates of ``chain``, from the leaf, came from what the server sent (the rest from the
     /// store). Wraps `X509_STORE_CTX_get_num_untrusted`.
     let servedCount: Int
+    /// The profile applied and why, set by ``ProfileSelection/verify(_:against:_:)``; `nil` for a run no
+    /// selection made (the host-only run of an audit).
+    var appliedProfile: AppliedProfile?
 
     /// The security level of chain checks (key sizes, signature digests): Debian's default for TLS, so that
     /// RSA-1024 and SHA-1 signatures fail here as they fail in a handshake.

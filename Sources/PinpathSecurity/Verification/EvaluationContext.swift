@@ -36,19 +36,25 @@ struct EvaluationContext {
     /// The chain of the most recent OpenSSL run (empty before the first): the result's verified chain.
     var verifiedChain: [Certificate] { lastVerification?.chain ?? [] }
 
+    /// The profile the most recent OpenSSL run applied and why, `nil` before the first.
+    var appliedProfile: AppliedProfile? { lastVerification?.appliedProfile }
+
     /// Whether the pins apply at ``now``: in a pinning mode, and not expired.
     var pinsApply: Bool { policy.mode != .none && policy.pinsApply(at: now) }
 
     /// Verifies the served chain against `anchors`, every certificate of which is an anchor, a trusted
     /// intermediate too (partial chains, as Go and rustls-webpki): OpenSSL stops at the first trusted issuer, so
     /// the path is the shortest the store allows; when it fails, other paths are tried
-    /// (``ChainVerification/searchingPaths(from:_:)``). The host is checked when the policy validates the domain name.
+    /// (``ChainVerification/searchingPaths(from:_:)``), each held to the profile the policy's selection gives
+    /// it (``ProfileSelection/verify(_:against:_:)``). The host is checked when the policy validates the domain name.
     mutating func verify(against anchors: TrustStore, _ leniency: ChainVerification.Leniency) throws -> ChainVerification {
         let verification = try ChainVerification.searchingPaths(from: served) { served in
-            try ChainVerification(
-                served: served, store: anchors.store, host: policy.validatesDomainName ? host : nil, time: verificationTime,
-                partialChain: true, leniency: leniency, profile: policy.profile,
-                maximumDepth: policy.maximumChainDepth, crls: crls)
+            try policy.profile.verify(served, against: anchors) { profile in
+                try ChainVerification(
+                    served: served, store: anchors.store, host: policy.validatesDomainName ? host : nil, time: verificationTime,
+                    partialChain: true, leniency: leniency, profile: profile,
+                    maximumDepth: policy.maximumChainDepth, crls: crls)
+            }
         }
         lastVerification = verification
         return verification

@@ -14,7 +14,8 @@ extension SecurityPolicy {
     ///   - trustStore: the anchors for modes `none` and `public_key` (and for report-only certificate pins).
     ///   - verificationTime: verify as of this time instead of now (auditing old chains).
     ///   - now: the clock for pin expiration and the report's date.
-    ///   - profile: the rules the verified path must meet, instead of the policy's ``profile``.
+    ///   - profile: the rules every verified path must meet, instead of the policy's ``profile`` (which is
+    ///     ``ProfileSelection/auto`` unless the policy forces one); `nil` keeps the policy's.
     ///   - maximumDepth: the most certificates a path may have (anchor included), instead of the policy's
     ///     ``maximumChainDepth``.
     ///   - crls: revocation lists to check the chain with, besides the policy's own ``crls``.
@@ -28,7 +29,7 @@ extension SecurityPolicy {
         crls: [CertificateRevocationList] = []
     ) throws -> TrustEvaluation {
         var policy = self
-        if let profile { policy.profile = profile }
+        if let profile { policy.profile = ProfileSelection(profile) }
         if let maximumDepth {
             guard maximumDepth >= 1 else {
                 throw SecurityError(.invalidInput, "a maximum chain depth must be at least 1 (got \(maximumDepth))")
@@ -47,7 +48,8 @@ extension SecurityPolicy {
         }
         return TrustEvaluation(
             verdict: verdict, allowsConnection: policy.allowsConnection(after: verdict), host: host, port: port,
-            date: now, policy: policy, servedChain: servedChain, verifiedChain: context.verifiedChain)
+            date: now, policy: policy, servedChain: servedChain, verifiedChain: context.verifiedChain,
+            appliedProfile: context.appliedProfile)
     }
 
     /// Whether a connection may proceed on `verdict`: trusted, or a failure the policy only reports (pins that

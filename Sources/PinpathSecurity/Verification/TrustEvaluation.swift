@@ -29,6 +29,9 @@ public struct TrustEvaluation: Sendable {
     /// The chain OpenSSL built and verified from the leaf (partial when verification failed, and cut after
     /// the first certificate whose signature does not verify); pins were matched against this only.
     public let verifiedChain: [Certificate]
+    /// The profile the verified chain was held to and why (`rfc5280 (anchor from ca_file)`); `nil` when no
+    /// verification ran (the server sent no certificate).
+    public let appliedProfile: AppliedProfile?
     /// The OCSP response the server stapled, as read in the handshake; `nil` without one (or outside a handshake).
     public internal(set) var ocspStaple: OCSPStaple? = nil
 

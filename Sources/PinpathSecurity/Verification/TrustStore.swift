@@ -1,4 +1,5 @@
 import COpenSSL
+import COpenSSLShims
 import Glibc
 
 /// The certificates a chain may end at. Owns an OpenSSL `X509_STORE`.
@@ -15,20 +16,46 @@ public final class TrustStore: @unchecked Sendable, Hashable {
         case certificates([Certificate])
     }
 
+    /// Where a store's anchors came from: what ``ProfileSelection/auto`` chooses a profile by, and how the
+    /// choice is explained (`anchor from ca_file`).
+    public struct Origin: Hashable, Sendable, CustomStringConvertible {
+        let name: String
+        /// How a reason names it: `the system store`, `ca_file`.
+        public var description: String { name }
+        /// The system's public store (``TrustStore/system()``).
+        public static let system = Origin(name: "the system store")
+        /// A CA file (`ca_file`, `--ca-file`, ``TrustStore/init(caFile:)``).
+        public static let caFile = Origin(name: "ca_file")
+        /// Certificates given in code (``TrustStore/init(certificates:)``).
+        public static let certificates = Origin(name: "the given certificates")
+        /// The pinned certificates of a `certificate` policy (`certificates`), its only anchors.
+        public static let pinnedCertificates = Origin(name: "a pinned certificate")
+    }
+
     let store: OpaquePointer
     private let material: Material
+    /// Where the anchors came from.
+    public let origin: Origin
 
-    private init(source: String, material: Material) throws {
+    private init(source: String, material: Material, origin: Origin) throws {
         guard let store = X509_STORE_new() else {
             throw SecurityError.openSSL(.openSSLFailure, "cannot allocate a trust store for \(source)")
         }
         self.store = store
         self.material = material
+        self.origin = origin
     }
 
-    public static func == (lhs: TrustStore, rhs: TrustStore) -> Bool { lhs === rhs || lhs.material == rhs.material }
+    /// Equal stores hold the same anchors from the same origin: a pinned certificate and the same certificate
+    /// in a CA file choose profiles alike, but are reported differently.
+    public static func == (lhs: TrustStore, rhs: TrustStore) -> Bool {
+        lhs === rhs || (lhs.material == rhs.material && lhs.origin == rhs.origin)
+    }
 
-    public func hash(into hasher: inout Hasher) { hasher.combine(material) }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(material)
+        hasher.combine(origin)
+    }
 
     deinit { X509_STORE_free(store) }
 
@@ -54,7 +81,7 @@ public final class TrustStore: @unchecked Sendable, Hashable {
     /// A store over a CA file and a hashed directory (or a `:`-separated list). Like OpenSSL's defaults, a
     /// missing file or directory just contributes nothing. Wraps `X509_STORE_load_file` and `X509_STORE_load_path`.
     convenience init(file: String, directory: String) throws {
-        try self.init(source: "the system", material: .paths(file: file, directory: directory))
+        try self.init(source: "the system", material: .paths(file: file, directory: directory), origin: .system)
         _ = X509_STORE_load_file(store, file)
         guard X509_STORE_load_path(store, directory) == 1 else {
             throw SecurityError.openSSL(.openSSLFailure, "cannot use the certificate directory \(directory)")
@@ -67,20 +94,64 @@ public final class TrustStore: @unchecked Sendable, Hashable {
     public convenience init(caFile path: String) throws {
         // Load through KeyMaterial first: its errors name the file and say what was wrong, OpenSSL's do not.
         let certificates = try Certificate.certificates(contentsOf: path)
-        try self.init(certificates: certificates, source: path)
+        try self.init(certificates: certificates, source: path, origin: .caFile)
     }
 
     /// A store holding exactly `certificates`.
     public convenience init(certificates: [Certificate]) throws {
-        try self.init(certificates: certificates, source: "\(certificates.count) certificates")
+        try self.init(certificates: certificates, source: "\(certificates.count) certificates", origin: .certificates)
     }
 
-    private convenience init(certificates: [Certificate], source: String) throws {
-        try self.init(source: source, material: .certificates(certificates))
+    /// The store of a `certificate` policy: its pinned certificates, the only anchors.
+    static func pinned(_ certificates: [Certificate]) throws -> TrustStore {
+        try TrustStore(certificates: certificates, source: "the pinned certificates", origin: .pinnedCertificates)
+    }
+
+    private convenience init(certificates: [Certificate], source: String, origin: Origin) throws {
+        try self.init(source: source, material: .certificates(certificates), origin: origin)
         for certificate in certificates {
             guard X509_STORE_add_cert(store, certificate.x509) == 1 else {
                 throw SecurityError.openSSL(.openSSLFailure, "cannot add \(certificate.subject) from \(source) to a trust store")
             }
+        }
+    }
+}
+
+extension TrustStore {
+    /// Whether `certificate` itself is one of the anchors (not only one with its name).
+    func holds(_ certificate: Certificate) throws -> Bool {
+        try certificates(withSubjectOf: certificate).contains(certificate)
+    }
+
+    /// The anchors whose subject is `certificate`'s subject. Wraps `X509_STORE_CTX_get1_certs`, which also
+    /// reads a hashed directory's files for that name.
+    func certificates(withSubjectOf certificate: Certificate) throws -> [Certificate] {
+        try certificates(named: X509_get_subject_name(certificate.x509))
+    }
+
+    /// The anchors whose subject is `certificate`'s issuer: the candidates for having issued it.
+    func certificates(withIssuerOf certificate: Certificate) throws -> [Certificate] {
+        try certificates(named: X509_get_issuer_name(certificate.x509))
+    }
+
+    private func certificates(named name: OpaquePointer?) throws -> [Certificate] {
+        guard let name else { return [] }
+        guard let context = X509_STORE_CTX_new() else {
+            throw SecurityError.openSSL(.openSSLFailure, "cannot allocate an X509_STORE_CTX")
+        }
+        defer { X509_STORE_CTX_free(context) }
+        guard X509_STORE_CTX_init(context, store, nil, nil) == 1 else {
+            throw SecurityError.openSSL(.openSSLFailure, "cannot look up certificates in a trust store")
+        }
+        // No match is a NULL stack with an error queued, not a failure.
+        guard let found = X509_STORE_CTX_get1_certs(context, name) else {
+            _ = drainOpenSSLErrors()
+            return []
+        }
+        defer { pinpath_sk_X509_free(found) }
+        // The stack holds a reference to each certificate: each becomes its Certificate's to free.
+        return (0..<pinpath_sk_X509_num(found)).compactMap { index in
+            pinpath_sk_X509_value(found, index).map { Certificate(owning: $0) }
         }
     }
 }

@@ -187,7 +187,10 @@ struct CheckConfigCommand: AsyncParsableCommand {
     /// then each policy that applies with the pattern that matched (or "named" for the `policy:` key).
     static func effectivePolicy(_ endpoint: EndpointConfiguration) -> String {
         guard endpoint.url.scheme?.lowercased() == "https" else { return "plain http, no TLS" }
-        guard let security = endpoint.security else { return "none (no policy applies): chain and host name against the system store" }
+        guard let security = endpoint.security else {
+            return "none (no policy applies): chain and host name against the system store, profile "
+                + ProfileSelection.auto.explanation(anchorsFrom: .system)
+        }
         let policy = security.policy
         var facts = [policy.mode.rawValue]
         if policy.mode != .none {
@@ -199,10 +202,17 @@ struct CheckConfigCommand: AsyncParsableCommand {
         if policy.allowInvalidCertificates { facts.append("invalid certificates allowed") }
         if !policy.validatesDomainName { facts.append("host name not checked") }
         facts.append("store \(security.caFile ?? "system")")
+        facts.append("profile \(policy.profile.explanation(anchorsFrom: anchorOrigin(security)))")
         let sources = security.sources.map { source in
             source.pattern.map { "\(source.name) (hosts \($0))" } ?? "\(source.name) (named)"
         }
         return facts.joined(separator: ", ") + "; from " + sources.joined(separator: ", ")
+    }
+
+    /// Where the anchors of an endpoint's chains come from: its pinned certificates in certificate mode, else
+    /// its policies' CA file, else the system store.
+    private static func anchorOrigin(_ security: AppliedPolicy) -> TrustStore.Origin {
+        security.policy.mode == .certificate ? .pinnedCertificates : security.caFile == nil ? .system : .caFile
     }
 
     /// ``effectivePolicy(_:)`` for machines; `null` for http endpoints and endpoints no policy applies to.
@@ -216,6 +226,8 @@ struct CheckConfigCommand: AsyncParsableCommand {
             ("allow_invalid_certificates", .bool(policy.allowInvalidCertificates)),
             ("validates_domain_name", .bool(policy.validatesDomainName)),
             ("ca_file", .string(security.caFile)),
+            ("profile", .string(policy.profile.description)),
+            ("profile_meaning", .string(policy.profile.explanation(anchorsFrom: anchorOrigin(security)))),
             (
                 "from",
                 .array(

@@ -18,14 +18,16 @@ struct RequestCommand: AsyncParsableCommand {
             Redirects are followed (up to 10) unless --no-redirects; a redirect from https to http is refused \
             unless --allow-insecure-redirect, and a redirect to another origin keeps only Accept, \
             Accept-Encoding, Accept-Language, User-Agent, Content-Type and Content-Length of the -H headers, \
-            and one that would send the body there again (307, 308) is refused, unless --location-trusted. The pins, --profile and --max-depth apply to the URL's host only (other \
-            hosts get the webpki profile); every host is verified against --ca-file or the system store.
+            and one that would send the body there again (307, 308) is refused, unless --location-trusted. The \
+            pins, --profile and --max-depth apply to the URL's host only (other hosts get the auto profile); \
+            every host is verified against --ca-file or the system store. -v prints on standard error which \
+            profile the URL's chain was held to and why.
             Through a proxy (--proxy, or the environment's), the reachability gate checks the proxy's address; \
             an https URL goes through a CONNECT tunnel and its TLS is still checked against the pins, and an \
             https proxy's own certificate is verified as any host's is.
             Exit codes: 0 accepted response (2xx), 1 rejected by the pins, 2 TLS chain or host name invalid \
-            or a refused redirect (https to http, or a body to another origin), 3 connection error or timeout, 4 not reachable (nothing was \
-            sent), 5 status not acceptable, 64 usage.
+            or a refused redirect (https to http, or a body to another origin), 3 connection error or \
+            timeout, 4 not reachable (nothing was sent), 5 status not acceptable, 64 usage.
             """)
 
     @Argument(help: "An absolute http or https URL.")
@@ -95,6 +97,9 @@ struct RequestCommand: AsyncParsableCommand {
     @Flag(help: "Print a JSON summary instead of the body.")
     var json = false
 
+    @Flag(name: .shortAndLong, help: "Print on standard error how the URL's TLS chain was verified: the profile applied and why.")
+    var verbose = false
+
     func validate() throws {
         try ArgumentRefusal.checking { () throws(CommandFailure) in
             guard [data != nil, jsonBody != nil, !form.isEmpty].filter({ $0 }).count <= 1 else {
@@ -141,7 +146,9 @@ struct RequestCommand: AsyncParsableCommand {
         let response: HTTPResponse
         do throws(HTTPError) {
             response = try await session.send(request, options: options)
+            if verbose { Self.printVerification(response.tls?.evaluation) }
         } catch {
+            if verbose { Self.printVerification(error.evaluation) }
             // The category first, as the agent's events name it: scripts match it, people read the rest.
             throw CommandFailure.request(Self.exitCode(for: error.code), category: error.code.description, error.message)
         }
@@ -263,6 +270,14 @@ struct RequestCommand: AsyncParsableCommand {
         return (configuration, options)
     }
 
+    /// `-v`: the profile the chain was held to and why, on standard error (escaped: a server's names may be in it).
+    private static func printVerification(_ evaluation: TrustEvaluation?) {
+        guard let evaluation else { return }
+        let profile = evaluation.appliedProfile?.description ?? "none (no chain verified)"
+        let line = "pinpath: tls: \(evaluation.host):\(evaluation.port): profile \(profile)"
+        try? LineOutput(descriptor: STDERR_FILENO).write(UntrustedText.escapedLines([line]))
+    }
+
     static func summary(_ response: HTTPResponse) -> JSONValue {
         let timings = response.timings
         return .object([
@@ -282,6 +297,8 @@ struct RequestCommand: AsyncParsableCommand {
                         ("version", .string(tls.version)), ("cipher", .string(tls.cipher)),
                         ("verified_chain_pins", .array(tls.verifiedChainPins.map { .string($0) })),
                         ("ocsp_staple", .string(tls.evaluation?.ocspStaple?.status.description)),
+                        ("profile", .string(tls.evaluation?.appliedProfile?.profile.name)),
+                        ("profile_reason", .string(tls.evaluation?.appliedProfile?.reason)),
                     ])
                 } ?? .null
             ),

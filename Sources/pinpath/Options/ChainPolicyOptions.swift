@@ -8,11 +8,12 @@ struct ProfileOptions: ParsableArguments {
     @Option(
         help:
             """
-            The rules a chain must meet beyond OpenSSL's: webpki (RFC 5280 and the Baseline Requirements, the default) or rfc5280 \
-            (RFC 5280 alone, for private PKIs).
+            The rules a chain must meet beyond OpenSSL's: auto (the default: webpki for a chain to the system store, rfc5280 \
+            for one to an anchor you give with --ca-file or --pin-file), webpki (RFC 5280 and the Baseline Requirements) or \
+            rfc5280 (RFC 5280 alone) for every chain.
             """
     )
-    var profile: VerificationProfile = .webpki
+    var profile: ProfileSelection = .auto
 
     @Option(name: .customLong("max-depth"), help: "The most certificates a verified chain may have, the root included (1-100).")
     var maxDepth: Int?
@@ -26,7 +27,7 @@ struct ProfileOptions: ParsableArguments {
     }
 
     /// Whether a policy beyond the default one is needed for these options.
-    var isSet: Bool { profile != .webpki || maxDepth != nil }
+    var isSet: Bool { profile != .auto || maxDepth != nil }
 }
 
 /// What a chain is judged by in `audit` and `verify`: the anchors, the pins, the profile and the time.

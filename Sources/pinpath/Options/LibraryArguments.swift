@@ -50,7 +50,7 @@ extension PinningMode: ExpressibleByArgument {
 }
 
 // Parsed by name, listed in the help from `allCases` (RawRepresentable and CaseIterable in PinpathSecurity).
-extension VerificationProfile: ExpressibleByArgument {}
+extension ProfileSelection: ExpressibleByArgument {}
 
 extension RevocationMode: ExpressibleByArgument {}
 

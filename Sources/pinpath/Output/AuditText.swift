@@ -45,8 +45,13 @@ enum AuditText {
         let pinnedAnchors = audit.evaluation?.policy.mode == .certificate
         lines.append(field("chain", verdictText(audit.chainVerdict, passed: pinnedAnchors ? "valid (to a pinned certificate)" : "valid")))
         lines.append(field("host", verdictText(audit.hostVerdict, passed: "valid for \(audit.serverName)")))
-        // A rule may reject a path whose chain and host verdicts, each judged alone, passed (a name rule).
-        if let violation = audit.evaluation?.failure?.violation { lines.append(field("profile", violation.description)) }
+        // Which rules the path was held to and why; a rule may reject a path whose chain and host verdicts,
+        // each judged alone, passed (a name rule).
+        if let evaluation = audit.evaluation {
+            let applied = evaluation.appliedProfile?.description ?? "none (no chain verified)"
+            let violation = evaluation.failure?.violation.map { ": \($0)" } ?? ""
+            lines.append(field("profile", applied + violation))
+        }
         if let evaluation = audit.evaluation { lines.append(field("ocsp", stapleText(evaluation))) }
         lines += pinLines(audit)
         if let error = audit.evaluationError { lines.append(field("error", error.message)) }
@@ -80,7 +85,9 @@ enum AuditText {
             ("port", audit.chainFile == nil ? .int(audit.endpoint.port) : .null),
             ("server_name", audit.serverName.isEmpty && audit.chainFile != nil ? .null : .string(audit.serverName)),
             ("file", .string(audit.chainFile)),
-            ("profile", .string(evaluation?.policy.profile.name)),
+            ("profile", .string(evaluation?.appliedProfile?.profile.name)),
+            ("profile_reason", .string(evaluation?.appliedProfile?.reason)),
+            ("profile_selection", .string(evaluation?.policy.profile.description)),
             ("address", .string(audit.address)),
             ("result", .string(audit.outcome.description)),
             ("exit_code", .int(audit.outcome.severity)),

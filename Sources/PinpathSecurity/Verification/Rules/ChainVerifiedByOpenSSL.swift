@@ -13,7 +13,7 @@ struct ChainVerifiedByOpenSSL: VerifierRule {
     func evaluate(_ context: inout EvaluationContext) throws -> RuleResult<TrustFailure> {
         let policy = context.policy
         if policy.mode == .certificate && context.pinsApply {
-            let verification = try context.verify(against: TrustStore(certificates: policy.pinnedCertificates), .strict)
+            let verification = try context.verify(against: TrustStore.pinned(policy.pinnedCertificates), .strict)
             if verification.verified || ChainVerification.isMissingAnchorError(verification.error) { return .meetsRule }
             return context.chainFailure(verification).map { .failsToMeetRule(reason: $0) } ?? .meetsRule
         }
