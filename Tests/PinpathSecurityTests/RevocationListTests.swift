@@ -107,14 +107,14 @@ struct RevocationListTests {
     func issuerWithoutKeyUsage() throws {
         let store = try TrustStore(caFile: pki.file("nokuroot.pem"))
         for profile in VerificationProfile.all {
-            let policy = try SecurityPolicy(mode: .none, profile: profile, crls: try pki.crls("nokuroot"))
+            let policy = try SecurityPolicy(mode: .none, profile: ProfileSelection(profile), crls: try pki.crls("nokuroot"))
             let good = try policy.evaluate(servedChain: [try pki.certificate("undernokuroot")], host: "valid.test", trustStore: store)
             #expect(good.verdict == .trusted, "\(profile): \(good.failure?.message ?? "")")
             let revoked = try policy.evaluate(
                 servedChain: [try pki.certificate("revokedundernokuroot")], host: "valid.test", trustStore: store)
             #expect(revoked.failure?.reason == .revoked, "\(profile): \(revoked.failure?.message ?? "trusted")")
             // Its CRL is the one that decides: without it the leaf's status is unknown.
-            let withoutItsCRL = try SecurityPolicy(mode: .none, profile: profile, crls: try pki.crls("root")).evaluate(
+            let withoutItsCRL = try SecurityPolicy(mode: .none, profile: ProfileSelection(profile), crls: try pki.crls("root")).evaluate(
                 servedChain: [try pki.certificate("undernokuroot")], host: "valid.test", trustStore: store)
             #expect(withoutItsCRL.failure?.reason == .crlMissing, "\(profile): \(withoutItsCRL.failure?.message ?? "trusted")")
         }
