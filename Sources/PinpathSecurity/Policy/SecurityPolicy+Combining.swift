@@ -9,7 +9,8 @@ extension SecurityPolicy {
     /// - validates domain name: if any entry validates it; allow invalid certificates: only if all allow;
     /// - expires: the latest expiry of the pinning entries, never if one of them never expires;
     /// - profile: `webpki` if any entry asks for it; maximum chain depth: the smallest given;
-    /// - CRLs: those of all entries united; revocation: the strictest mode present;
+    /// - CRLs: those of all entries united; revocation: the strictest mode present; OCSP soft fail only if every
+    ///   entry asking responders allows it;
     /// - noted host name and include-subdomains (for reports): the first pinning entry's pattern, else the
     ///   first entry's.
     ///
@@ -34,6 +35,8 @@ extension SecurityPolicy {
         maximumChainDepth = policies.compactMap(\.maximumChainDepth).min()
         crls = policies.flatMap(\.crls).reduce(into: []) { united, crl in if !united.contains(crl) { united.append(crl) } }
         revocation = policies.map(\.revocation).max { $0.strictness < $1.strictness } ?? .none
+        let askingResponders = policies.filter { $0.revocation == .ocsp }
+        ocspSoftFail = revocation == .ocsp && askingResponders.allSatisfy(\.ocspSoftFail)
         let noted = matches.first { $0.entry.policy.mode != .none } ?? matches[0]
         notedHostname = noted.pattern.description
         includeSubdomains = noted.entry.includeSubdomains || noted.pattern.depth == .anyLabels
