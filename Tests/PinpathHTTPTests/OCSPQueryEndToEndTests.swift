@@ -209,4 +209,58 @@ struct OCSPQueryEndToEndTests {
         #expect(result.status == 64, "\(arguments): exit \(result.status): \(result.stderr)")
         #expect(result.stderr.contains("--ocsp"), "\(result.stderr)")
     }
+
+    // MARK: pinpath verify and audit
+
+    /// `leaf` followed by `inter`, as a server would send them, in a file.
+    func chainFile(_ leaf: String) throws -> String {
+        let path = pki.file("chain-\(leaf)-\(UUID().uuidString).pem")
+        let text =
+            try String(contentsOfFile: pki.file("\(leaf).pem"), encoding: .utf8)
+            + String(contentsOfFile: pki.file("inter.pem"), encoding: .utf8)
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test(
+        "pinpath verify --ocsp: good 0, revoked 2 (result revoked), unknown and unreachable 2, unreachable with --ocsp-soft-fail 0 with a warning",
+        arguments: [
+            ("good", [], 0, "good (OCSP, from the responder http://127.0.0.1:"),
+            ("revoked", [], 2, "says it was revoked at"),
+            ("unknown", [], 2, "is unknown"),
+            ("unreachable", [], 2, "could not be asked"),
+            ("unreachable", ["--ocsp-soft-fail"], 0, "WARNING: soft fail let it pass"),
+        ] as [(String, [String], Int32, String)])
+    func verifyCommand(_ leaf: String, _ extra: [String], _ status: Int32, _ part: String) throws {
+        let result = try Shell.run(
+            [Shell.pinpath, "verify", try chainFile(leaf), "--host", "valid.test", "--ca-file", pki.file("root.pem"), "--ocsp"]
+                + extra)
+        #expect(result.status == status, "\(leaf) \(extra): exit \(result.status): \(result.stdout) \(result.stderr)")
+        #expect(result.stdout.contains(part), "\(result.stdout)")
+        if leaf == "revoked" { #expect(result.stdout.contains("result     revoked (exit 2)"), "\(result.stdout)") }
+    }
+
+    @Test("pinpath audit --ocsp --json: a revoked leaf is result revoked with the OCSP status, a good one trusted")
+    func auditCommand() throws {
+        let (revoked, _) = try server("revoked", www: true)
+        defer { revoked.stop() }
+        let (good, _) = try server("good", www: true)
+        defer { good.stop() }
+        let result = try Shell.run(
+            [
+                Shell.pinpath, "audit", "127.0.0.1:\(revoked.port)", "127.0.0.1:\(good.port)", "--ca-file", pki.file("root.pem"),
+                "--ocsp", "--json",
+            ])
+        #expect(result.status == 2, "exit \(result.status): \(result.stdout) \(result.stderr)")
+        let objects = result.stdout.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let byPort = Dictionary(uniqueKeysWithValues: objects.compactMap { object in (object["port"] as? Int).map { ($0, object) } })
+        let revokedAudit = try #require(byPort[Int(revoked.port)], "\(result.stdout)")
+        #expect(revokedAudit["result"] as? String == "revoked")
+        #expect((revokedAudit["ocsp"] as? [String: Any])?["status"] as? String == "revoked", "\(revokedAudit)")
+        let goodAudit = try #require(byPort[Int(good.port)], "\(result.stdout)")
+        #expect(goodAudit["result"] as? String == "trusted")
+        #expect((goodAudit["ocsp"] as? [String: Any])?["status"] as? String == "good", "\(goodAudit)")
+    }
 }
