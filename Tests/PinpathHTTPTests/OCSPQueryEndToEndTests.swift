@@ -17,11 +17,11 @@ struct OCSPQueryEndToEndTests {
     init() throws { pki = try #require(OCSPResponderPKI.shared) }
 
     /// A server for `leaf` (chain: `inter`), echoing what clients send into a transcript unless `www`.
-    func server(_ leaf: String, www: Bool = false) throws -> (TLSServer, transcript: String) {
+    func server(_ leaf: String, www: Bool = false, tls12: Bool = false) throws -> (TLSServer, transcript: String) {
         let transcript = pki.file("transcript-\(UUID().uuidString)")
         let server = try TLSServer(
             certificate: pki.file("\(leaf).pem"), key: pki.file("\(leaf).key"), chain: [pki.file("inter.pem")],
-            in: pki.directory, www: www, transcript: www ? nil : transcript)
+            in: pki.directory, www: www, transcript: www ? nil : transcript, extraArguments: tls12 ? ["-tls1_2"] : [])
         return (server, transcript)
     }
 
@@ -103,6 +103,18 @@ struct OCSPQueryEndToEndTests {
             #expect(error.evaluation?.ocspCheck?.status == refusal.status, "\(error.message)")
             #expect(error.message.contains(refusal.messagePart), "\(error.message)")
         }
+        #expect(Self.received(transcript).isEmpty, "the server received: \(Self.received(transcript))")
+    }
+
+    @Test("TLS 1.2: a revoked leaf is refused in the status callback too, before any request byte")
+    func revokedOverTLS12() async throws {
+        let (server, transcript) = try server("revoked", tls12: true)
+        defer { server.stop() }
+        guard case .failure(let error) = try await send(port: server.port) else {
+            Issue.record("a revoked leaf was accepted over TLS 1.2")
+            return
+        }
+        #expect(error.code == .revoked, "\(error.code): \(error.message)")
         #expect(Self.received(transcript).isEmpty, "the server received: \(Self.received(transcript))")
     }
 
