@@ -25,7 +25,8 @@ struct ConfigurationEqualityTests {
         "profile": "webpki",
         "max_chain_depth": "4",
         "crl_files": "[\(RevocationPKI.shared.file("inter.crl"))]",
-        "revocation": "none",
+        "revocation": "ocsp",
+        "soft_fail": "false",
         "report_uri": "https://reports.example.net/pin",
     ]
 
@@ -67,6 +68,7 @@ struct ConfigurationEqualityTests {
         "max_chain_depth": "5",
         "crl_files": "[\(RevocationPKI.shared.file("all.crl"))]",
         "revocation": "stapled",
+        "soft_fail": "true",
         // Where its pin failures are reported: the endpoint starts afresh, as for any change to its policies.
         "report_uri": "[https://reports.example.net/pin, https://backup.example.net/pin]",
     ]

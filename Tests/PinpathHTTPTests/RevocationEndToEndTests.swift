@@ -111,7 +111,9 @@ struct RevocationEndToEndTests {
 
     // MARK: Session
 
-    @Test("Session: the handshake refuses, as tls_invalid with the revocation reason, and no request is sent", arguments: refusals)
+    @Test(
+        "Session: the handshake refuses, as revoked (a revocation) or tls_invalid (the rest) with the reason, and no request is sent",
+        arguments: refusals)
     func sessionRefuses(_ refusal: Refusal) async throws {
         let (server, transcript) = try server(refusal.leaf, staple: refusal.staple, tls12: refusal.tls12)
         defer { server.stop() }
@@ -120,7 +122,7 @@ struct RevocationEndToEndTests {
         case .success(let response):
             Issue.record("accepted: status \(response.statusCode)")
         case .failure(let error):
-            #expect(error.code == .tlsInvalid, "\(error.code): \(error.message)")
+            #expect(error.code == (refusal.reason == "revoked" ? .revoked : .tlsInvalid), "\(error.code): \(error.message)")
             #expect(error.evaluation?.failure?.reason.description == refusal.reason, "\(error.message)")
             #expect(error.message.contains(refusal.messagePart), "\(error.message)")
         }
@@ -178,7 +180,8 @@ struct RevocationEndToEndTests {
             [Shell.pinpath, "request", "https://127.0.0.1:\(server.port)/", "--ca-file", pki.file("root.pem"), "--timeout", "5"]
                 + requestArguments(refusal))
         #expect(result.status == 2, "exit \(result.status): \(result.stderr)")
-        #expect(result.stderr.contains("tls_invalid") && result.stderr.contains(refusal.messagePart), "\(result.stderr)")
+        let category = refusal.reason == "revoked" ? "revoked" : "tls_invalid"
+        #expect(result.stderr.contains(category) && result.stderr.contains(refusal.messagePart), "\(result.stderr)")
         #expect(Self.requests(in: transcript).isEmpty, "the server received: \(Self.requests(in: transcript))")
     }
 
@@ -269,13 +272,13 @@ struct RevocationEndToEndTests {
             probes[name] = event
         }
         #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
-        for (name, part) in [
-            ("revoked-by-crl", "certificate revoked at depth 0"), ("revoked-staple", "says it was revoked"),
-            ("missing-staple", "stapled no OCSP response"), ("revoked-staple-sha256", "says it was revoked"),
+        for (name, part, category) in [
+            ("revoked-by-crl", "certificate revoked at depth 0", "revoked"), ("revoked-staple", "says it was revoked", "revoked"),
+            ("missing-staple", "stapled no OCSP response", "tls_invalid"), ("revoked-staple-sha256", "says it was revoked", "revoked"),
         ] {
             let probe = try #require(probes[name], "no probe.completed for \(name): \(run.stdout)")
             #expect(probe["outcome"] as? String == "failure", "\(name): \(probe)")
-            #expect(probe["error_category"] as? String == "tls_invalid", "\(name): \(probe)")
+            #expect(probe["error_category"] as? String == category, "\(name): \(probe)")
             #expect((probe["message"] as? String)?.contains(part) == true, "\(name): \(probe)")
         }
         #expect(probes["good-staple"]?["outcome"] as? String == "success", "\(probes["good-staple"] ?? [:])")
@@ -294,7 +297,7 @@ struct RevocationEndToEndTests {
     func configurationErrors() throws {
         for (line, part) in [
             ("crl_files: [\(pki.file("good.pem"))]", "no certificate revocation list found"),
-            ("revocation: stapeld", "\"stapeld\" is not one of none, stapled, require_stapled; did you mean \"stapled\"?"),
+            ("revocation: stapeld", "\"stapeld\" is not one of none, stapled, require_stapled, ocsp; did you mean \"stapled\"?"),
         ] {
             let file = pki.file("config-\(UUID().uuidString).yaml")
             try "policies:\n  p:\n    mode: none\n    \(line)\n".write(toFile: file, atomically: true, encoding: .utf8)

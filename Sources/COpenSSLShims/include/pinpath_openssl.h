@@ -73,4 +73,10 @@ static inline long pinpath_SSL_CTX_set_tlsext_status_cb(SSL_CTX *context, int (*
 // SSL_get_tlsext_status_ocsp_resp is a function-like macro over SSL_ctrl (the stapled response, or -1 without).
 static inline long pinpath_SSL_get_tlsext_status_ocsp_resp(SSL *ssl, const unsigned char **response) { return SSL_get_tlsext_status_ocsp_resp(ssl, response); }
 
+// sk_OPENSSL_STRING_num and sk_OPENSSL_STRING_value are function-like macros (the OCSP URLs X509_get1_ocsp returns).
+static inline int pinpath_sk_OPENSSL_STRING_num(const STACK_OF(OPENSSL_STRING) *stack) { return sk_OPENSSL_STRING_num(stack); }
+static inline const char *pinpath_sk_OPENSSL_STRING_value(const STACK_OF(OPENSSL_STRING) *stack, int index) {
+    return sk_OPENSSL_STRING_value(stack, index);
+}
+
 #endif

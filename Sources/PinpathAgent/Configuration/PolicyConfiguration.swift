@@ -35,7 +35,7 @@ public struct PolicyConfiguration: Sendable, Equatable {
     static let keys = [
         "mode", "pins", "certificates", "ca_file", "hosts", "include_subdomains", "enforce", "expires",
         "allow_invalid_certificates", "validates_domain_name", "require_backup_pin", "profile", "max_chain_depth",
-        "crl_files", "revocation", "report_uri",
+        "crl_files", "revocation", "soft_fail", "report_uri",
     ]
 
     /// Reads one policy; `nil` after reporting its problems.
@@ -77,6 +77,13 @@ public struct PolicyConfiguration: Sendable, Equatable {
         }.flatMap { $0 }
         let revocation =
             fields["revocation"].flatMap { decoder.choice($0, fields.path("revocation"), RevocationMode.self) } ?? RevocationMode.none
+        let softFail = fields["soft_fail"].flatMap { decoder.bool($0, fields.path("soft_fail")) } ?? false
+        if softFail, revocation != .ocsp, let node = fields["soft_fail"] {
+            decoder.report(
+                .invalidValue, at: node, fields.path("soft_fail"),
+                "soft_fail applies to revocation: ocsp only (this policy has revocation: \(revocation.rawValue)); remove it or set revocation: ocsp"
+            )
+        }
         let reportURIs = fields["report_uri"].map { decoder.reportURIs($0, fields.path("report_uri")) } ?? []
 
         if mode == PinningMode.none, let node = fields["pins"] ?? fields["certificates"] {
@@ -91,7 +98,8 @@ public struct PolicyConfiguration: Sendable, Equatable {
             policy = try SecurityPolicy(
                 mode: mode, pins: pins, pinnedCertificates: certificates, allowInvalidCertificates: allowInvalid,
                 validatesDomainName: validatesName, enforce: enforce, expires: expires, requiresBackupPin: backupPin,
-                now: decoder.now, profile: profile, maximumChainDepth: maximumDepth, crls: crls, revocation: revocation)
+                now: decoder.now, profile: profile, maximumChainDepth: maximumDepth, crls: crls, revocation: revocation,
+                ocspSoftFail: softFail)
         } catch {
             var message = "\(error)"
             if message.hasSuffix("waive it explicitly") { message += " with require_backup_pin: false" }

@@ -99,6 +99,10 @@ struct EndpointRegistry {
                 break
             }
         }
+        if let evaluation = result.evaluation, let check = evaluation.ocspCheck, check.status != tracker.reportedOCSPStatus {
+            events.append(AgentEvents.revocationChecked(endpoint, evaluation, check, previous: tracker.reportedOCSPStatus))
+            tracker.reportedOCSPStatus = check.status
+        }
         if let evaluation = result.evaluation, !evaluation.verifiedChain.isEmpty {
             for warning in tracker.expiry.check(evaluation, now: Date()) {
                 events.append(AgentEvents.certificateExpiring(endpoint, evaluation, warning))

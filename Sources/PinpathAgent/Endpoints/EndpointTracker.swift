@@ -1,6 +1,7 @@
 import FoundationEssentials
 import PinpathHTTP
 import PinpathReachability
+import PinpathSecurity
 
 /// What the agent keeps per endpoint: its configuration, its state machine, its expiry warnings and what
 /// the metrics need of the last probe.
@@ -15,6 +16,9 @@ struct EndpointTracker: Sendable {
         var earliestServedExpiry: Date?
         var verifiedChainExpiry: Date?
         var ocspResponseStatus: Int?
+        /// What `revocation: ocsp` found in the last probe, and its answer's nextUpdate.
+        var ocspStatus: OCSPCheck.Status?
+        var ocspNextUpdate: Date?
 
         init(_ result: ProbeResult) {
             succeeded = result.outcome == .success
@@ -24,6 +28,8 @@ struct EndpointTracker: Sendable {
             earliestServedExpiry = result.evaluation?.servedChain.map(\.notAfter).min()
             verifiedChainExpiry = result.evaluation?.verifiedChain.map(\.notAfter).min()
             ocspResponseStatus = result.evaluation?.ocspStaple?.status.metricValue
+            ocspStatus = result.evaluation?.ocspCheck?.status
+            ocspNextUpdate = result.evaluation?.ocspCheck?.nextUpdate
         }
     }
 
@@ -34,6 +40,8 @@ struct EndpointTracker: Sendable {
     /// Pin failures since start that refused the connection, and those under report-only policies.
     var enforcedPinFailures = 0
     var reportOnlyPinFailures = 0
+    /// The last OCSP status reported in `revocation.checked`: the event is written when it changes.
+    var reportedOCSPStatus: OCSPCheck.Status?
     /// Bumped by a reload that changed the endpoint: results of probes started before are dropped.
     var generation: Int
 
@@ -164,6 +172,7 @@ struct EndpointTracker: Sendable {
             earliestCertificateExpiry: lastProbe?.earliestServedExpiry?.timeIntervalSince1970,
             lastChainExpiry: lastProbe?.verifiedChainExpiry?.timeIntervalSince1970,
             enforcedPinFailures: enforcedPinFailures, reportOnlyPinFailures: reportOnlyPinFailures,
-            ocspResponseStatus: lastProbe?.ocspResponseStatus)
+            ocspResponseStatus: lastProbe?.ocspResponseStatus, ocspStatus: lastProbe?.ocspStatus?.description,
+            ocspNextUpdate: lastProbe?.ocspNextUpdate?.timeIntervalSince1970)
     }
 }

@@ -152,6 +152,26 @@ enum AgentEvents {
             ])
     }
 
+    /// The OCSP status of the endpoint's leaf changed from `previous` (`nil`: the first since start).
+    static func revocationChecked(
+        _ endpoint: EndpointConfiguration, _ evaluation: TrustEvaluation, _ check: OCSPCheck, previous: OCSPCheck.Status?
+    ) -> AgentEvent {
+        AgentEvent(
+            EventCatalog.revocationChecked,
+            [
+                ("endpoint", .string(endpoint.name)),
+                ("host", .string(evaluation.host)),
+                ("status", .string(check.status.description)),
+                ("previous_status", .string(previous?.description)),
+                ("source", .string(check.stapled ? "staple" : check.responderURL == nil ? nil : "responder")),
+                ("responder_url", outsideText(check.responderURL?.absoluteString)),
+                ("next_update", rfc3339(check.nextUpdate)),
+                ("soft_failed", .bool(check.softFailed)),
+                ("detail", outsideText(check.detail)),
+            ],
+            level: check.status == .good ? .info : check.status == .revoked ? .error : .warning)
+    }
+
     /// A pin failure report arrived at its collector (a 2xx answer).
     static func reportDelivered(_ job: PinReportJob, attempts: Int, statusCode: Int, dropped: Int) -> AgentEvent {
         AgentEvent(

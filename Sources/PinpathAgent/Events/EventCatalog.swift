@@ -84,6 +84,14 @@ public enum EventCatalog {
             "verified_chain_expiry",
         ],
         levels: [.warning])
+    /// The OCSP status of an endpoint's leaf (`revocation: ocsp`) changed, the first one after start included
+    /// (`previous_status` null): `good` is info, `unknown` and `unavailable` (a soft failure too) warning,
+    /// `revoked` error.
+    public static let revocationChecked = EventKind(
+        name: "revocation.checked",
+        fields: [
+            "endpoint", "host", "status", "previous_status", "source", "responder_url", "next_update", "soft_failed", "detail",
+        ], levels: [.info, .warning, .error])
     /// The first line written after lines were lost.
     public static let eventsDropped = EventKind(name: "events.dropped", fields: ["count", "reason", "error"], levels: [.warning])
     /// The metrics textfile could not be written: once per failure streak (the writes go on every 5 s, and
@@ -95,7 +103,7 @@ public enum EventCatalog {
     public static let all: [EventKind] = [
         agentStarted, agentStopping, configReloaded, configRejected, reachabilityChanged, reachabilityTargetChanged,
         connectivityChanged, endpointStateChanged, probeCompleted, pinFailure, reportDelivered, reportDeliveryFailed, certificateExpiring,
-        eventsDropped,
+        revocationChecked, eventsDropped,
         metricsWriteFailed,
     ]
 }

@@ -1,5 +1,6 @@
 import PinpathHTTP
 import PinpathReachability
+import PinpathSecurity
 
 /// Renders a ``MetricsSnapshot`` in the Prometheus text format (0.0.4) or in OpenMetrics 1.0: one renderer for
 /// the node_exporter textfile and for `/metrics`, so both show the same families.
@@ -321,6 +322,11 @@ struct RenderedEndpoint: Sendable {
         ),
         ("probe_tls_version_info", .gauge, "The TLS version the last probe negotiated.", false),
         ("probe_ssl_ocsp_response_status", .gauge, "The stapled OCSP response's status: 0 good, 1 revoked, 2 unknown.", true),
+        ("probe_ssl_ocsp_status", .gauge, "Under revocation: ocsp, the leaf's OCSP status: 1 for the current one.", true),
+        (
+            "probe_ssl_ocsp_next_update_timestamp_seconds", .gauge, "The nextUpdate of the OCSP answer about the leaf, in Unix time.",
+            true
+        ),
         ("pinpath_endpoint_state", .gauge, "The endpoint's state: 1 for the current one.", false),
         ("pinpath_pin_failures", .counter, "Pin validation failures since the agent started.", false),
     ]
@@ -367,6 +373,14 @@ struct RenderedEndpoint: Sendable {
         }
         endSection()
         if let status = endpoint.ocspResponseStatus { out.sample("probe_ssl_ocsp_response_status", label, Double(status)) }
+        endSection()
+        if let current = endpoint.ocspStatus {
+            for status in OCSPCheck.Status.all {
+                out.sample("probe_ssl_ocsp_status", label, "status", status.description, status.description == current ? 1 : 0)
+            }
+        }
+        endSection()
+        if let nextUpdate = endpoint.ocspNextUpdate { out.sample("probe_ssl_ocsp_next_update_timestamp_seconds", label, nextUpdate) }
         endSection()
         for state in MetricsExposition.states {
             out.sample("pinpath_endpoint_state", label, "state", state.rawValue, endpoint.state == state ? 1 : 0)

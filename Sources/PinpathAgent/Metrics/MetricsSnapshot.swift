@@ -32,6 +32,11 @@ public struct MetricsSnapshot: Sendable {
         /// The status in the OCSP response the server stapled in the last probe (0 good, 1 revoked, 2 unknown,
         /// as blackbox_exporter's `probe_ssl_ocsp_response_status`); nil without a staple (no sample).
         public var ocspResponseStatus: Int?
+        /// Under `revocation: ocsp`, the leaf's status in the last probe (`good`, `revoked`, `unknown`,
+        /// `unavailable`); nil otherwise (no samples).
+        public var ocspStatus: String?
+        /// The nextUpdate of the OCSP answer behind ``ocspStatus``, in seconds since the epoch.
+        public var ocspNextUpdate: Double?
 
         /// Whether the endpoint has its first result: probed once, or found unreachable by the path.
         public var hasFirstResult: Bool { probeSucceeded != nil || state != .unknown }
@@ -41,7 +46,8 @@ public struct MetricsSnapshot: Sendable {
             name: String, probeSucceeded: Bool?, probeDuration: Double? = nil,
             phaseDurations: [(phase: String, seconds: Double)] = [], statusCode: Int? = nil, tlsVersion: String? = nil,
             state: EndpointState.Status, earliestCertificateExpiry: Double? = nil, lastChainExpiry: Double? = nil,
-            enforcedPinFailures: Int = 0, reportOnlyPinFailures: Int = 0, ocspResponseStatus: Int? = nil
+            enforcedPinFailures: Int = 0, reportOnlyPinFailures: Int = 0, ocspResponseStatus: Int? = nil,
+            ocspStatus: String? = nil, ocspNextUpdate: Double? = nil
         ) {
             self.name = name
             self.probeSucceeded = probeSucceeded
@@ -55,6 +61,8 @@ public struct MetricsSnapshot: Sendable {
             self.enforcedPinFailures = enforcedPinFailures
             self.reportOnlyPinFailures = reportOnlyPinFailures
             self.ocspResponseStatus = ocspResponseStatus
+            self.ocspStatus = ocspStatus
+            self.ocspNextUpdate = ocspNextUpdate
         }
     }
 

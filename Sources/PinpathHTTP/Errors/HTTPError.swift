@@ -27,6 +27,9 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         public static let policyRejected = Code(name: "policy_rejected")
         /// The chain or the host name did not validate: see ``HTTPError/evaluation`` when a policy ran.
         public static let tlsInvalid = Code(name: "tls_invalid")
+        /// A certificate of the chain is revoked (a CRL given, the stapled OCSP response, or the leaf's OCSP
+        /// responder said so): refused in the handshake; see ``HTTPError/evaluation``.
+        public static let revoked = Code(name: "revoked")
         /// The TLS handshake failed for another reason (protocol, alert, no shared cipher).
         public static let tlsFailed = Code(name: "tls_failed")
         /// The host name did not resolve.

@@ -81,6 +81,9 @@ public struct RequestOptions: Sendable {
     public var serverName: String?
     /// For `tcp://` URLs: one exchange after connecting (``TCPExchange``); `nil` connects only.
     public var tcpExchange: TCPExchange?
+    /// Set on the request that asks an OCSP responder: its own TLS connection is not checked against a
+    /// responder in turn (a loop), only against a staple.
+    var isOCSPQuery = false
 
     public init() {}
 }

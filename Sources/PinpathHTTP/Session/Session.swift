@@ -59,6 +59,8 @@ public final class Session: Sendable {
     private let gate: ReachabilityGate?
     private let systemTrustStore = Mutex<TrustStore?>(nil)
     private let chainValidation: SecurityPolicy
+    /// The answers of OCSP responders fetched for the session's handshakes under ``RevocationMode/ocsp``.
+    public let ocspResponses = OCSPResponseCache()
 
     /// Creates a session and starts its libcurl thread.
     /// - Parameter monitor: the reachability monitor to gate requests with.
@@ -192,24 +194,34 @@ public final class Session: Sendable {
         if let gate, options.reachability != .ignore {
             try await gate.admit(host: proxy?.host ?? dialledHost, proxy: proxy, options: options, request: label)
         }
-        let verifier = kind.usesTLS ? try verifier(host: bareHost, port: port, options: options) : nil
-        let proxyVerifier = try proxy.flatMap { proxy throws(HTTPError) in
-            proxy.scheme == .https ? try self.proxyVerifier(proxy, policies: policies, label: label) : nil
-        }
         let connectTo = connectHost.map { "\(host):\(port):\($0.contains(":") && !$0.hasPrefix("[") ? "[\($0)]" : $0):\(port)" }
-        let transfer = try Transfer(
-            request: request, kind: kind, options: options, verifier: verifier,
-            clientCertificate: options.clientCertificate ?? configuration.clientCertificate, connectTo: connectTo,
-            addressCheck: options.reachability == .ignore ? nil : gate?.addressCheck,
-            proxy: proxy.map { (proxy: $0, verifier: proxyVerifier) }, handles: engine.handles, headerLists: engine.headerLists)
-        let engine = self.engine
-        let result: Result<HTTPResponse, HTTPError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                transfer.completion = { continuation.resume(returning: $0) }
-                engine.submit(transfer)
+        let deadline = ContinuousClock.now + options.timeout
+        var attemptOptions = options
+        var askedResponder = false
+        var transfer: Transfer
+        var result: Result<HTTPResponse, HTTPError>
+        while true {
+            let verifier = kind.usesTLS ? try verifier(host: bareHost, port: port, options: options) : nil
+            let proxyVerifier = try proxy.flatMap { proxy throws(HTTPError) in
+                proxy.scheme == .https ? try self.proxyVerifier(proxy, policies: policies, options: options, label: label) : nil
             }
-        } onCancel: {
-            engine.cancel(transfer)
+            transfer = try Transfer(
+                request: request, kind: kind, options: attemptOptions, verifier: verifier,
+                clientCertificate: options.clientCertificate ?? configuration.clientCertificate, connectTo: connectTo,
+                addressCheck: options.reachability == .ignore ? nil : gate?.addressCheck,
+                proxy: proxy.map { (proxy: $0, verifier: proxyVerifier) }, handles: engine.handles, headerLists: engine.headerLists)
+            result = await run(transfer)
+            // Under `revocation: ocsp` a handshake without a staple or a cached answer stops before any request
+            // byte: ask the leaf's responder, then connect again, where the answer decides inside the handshake.
+            guard case .failure = result, !askedResponder,
+                let query = verifier?.pendingOCSPQuery ?? proxyVerifier?.pendingOCSPQuery
+            else { break }
+            askedResponder = true
+            await askResponder(query, options: options)
+            attemptOptions.timeout = deadline - ContinuousClock.now
+            guard attemptOptions.timeout > .zero else {
+                throw HTTPError(.timedOut, "\(label): timed out after \(options.timeout) (while asking the OCSP responder)")
+            }
         }
         var response = try result.get()
         if let socket = transfer.exchangeSocket {
@@ -222,6 +234,19 @@ public final class Session: Sendable {
         return response
     }
 
+    /// Runs one transfer on the session's libcurl thread; cancelling the task cancels it.
+    private func run(_ transfer: Transfer) async -> Result<HTTPResponse, HTTPError> {
+        let engine = self.engine
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                transfer.completion = { continuation.resume(returning: $0) }
+                engine.submit(transfer)
+            }
+        } onCancel: {
+            engine.cancel(transfer)
+        }
+    }
+
     /// The schemes ``send(_:options:)`` accepts, for messages.
     static let supportedSchemes = ServiceKind.probed.map(\.rawValue).joined(separator: ", ")
 
@@ -231,13 +256,16 @@ public final class Session: Sendable {
         let policy = options.securityPolicy ?? chainValidation
         let store: TrustStore
         if let chosen = options.trustStore ?? configuration.trustStore { store = chosen } else { store = try systemStore() }
-        return HandshakeVerifier(policy: policy, host: host, port: port, trustStore: store)
+        return HandshakeVerifier(
+            policy: policy, host: host, port: port, trustStore: store, ocspResponses: options.isOCSPQuery ? nil : ocspResponses)
     }
 
     /// The verifier of an https proxy's own certificate: the per-host policies matching the proxy's host,
     /// with their trust store, else chain and host-name validation with the session's store. The request's
     /// own ``RequestOptions/securityPolicy`` is for the origin and never applies to the proxy.
-    private func proxyVerifier(_ proxy: Proxy, policies: HostPolicySet, label: String) throws(HTTPError) -> HandshakeVerifier {
+    private func proxyVerifier(
+        _ proxy: Proxy, policies: HostPolicySet, options: RequestOptions, label: String
+    ) throws(HTTPError) -> HandshakeVerifier {
         let resolved: HostPolicySet.Resolution?
         do {
             resolved = try HostPolicyChoice.resolution(forURLHost: proxy.host, in: policies)
@@ -246,7 +274,9 @@ public final class Session: Sendable {
         }
         let store: TrustStore
         if let chosen = resolved?.trustStore ?? configuration.trustStore { store = chosen } else { store = try systemStore() }
-        return HandshakeVerifier(policy: resolved?.policy ?? chainValidation, host: proxy.host, port: proxy.port, trustStore: store)
+        return HandshakeVerifier(
+            policy: resolved?.policy ?? chainValidation, host: proxy.host, port: proxy.port, trustStore: store,
+            ocspResponses: options.isOCSPQuery ? nil : ocspResponses)
     }
 
     /// The system store, loaded once: parsing the CA bundle costs milliseconds, too much for every request.

@@ -167,8 +167,10 @@ enum CurlErrorMapping {
             case .success(let evaluation) where !evaluation.allowsConnection:
                 let rejection = evaluation.failure
                 let pins = rejection?.reason == .pinMismatch || rejection?.reason == .pinsExpired
+                // Revocation has a category of its own: a monitor alerts on it differently from a broken chain.
+                let code: HTTPError.Code = pins ? .policyRejected : rejection?.reason == .revoked ? .revoked : .tlsInvalid
                 return HTTPError(
-                    pins ? .policyRejected : .tlsInvalid,
+                    code,
                     "\(request): \(rejection?.message ?? "rejected by the security policy")\(account)",
                     evaluation: evaluation, curlCode: curlCode)
             case .failure(let error):

@@ -29,6 +29,11 @@ public struct TLSAudit: Sendable {
         /// when the server asks for one; check them first with ``ClientIdentity/check(certificatePath:keyPath:password:)``
         /// (an encrypted key is not supported here).
         public var clientCertificate: (certificate: String, key: String?)?
+        /// Under ``RevocationMode/ocsp``, who asks the leaf's OCSP responder when no staple answers (the request
+        /// core's `Session`); `nil`: nobody, and without a staple the status is unavailable.
+        public var ocspResponder: (any OCSPResponderClient)?
+        /// The responders' answers, kept across audits that share these options.
+        public var ocspResponses = OCSPResponseCache()
 
         /// Creates options.
         public init(
@@ -60,6 +65,8 @@ public struct TLSAudit: Sendable {
         public static let chainInvalid = Outcome(name: "chain_invalid", severity: 2)
         /// The certificate is not for the server name.
         public static let hostMismatch = Outcome(name: "host_mismatch", severity: 2)
+        /// A certificate of the chain is revoked (a CRL, the staple, or the leaf's OCSP responder says so).
+        public static let revoked = Outcome(name: "revoked", severity: 2)
         /// OpenSSL could not evaluate the chain (see ``evaluationError``).
         public static let evaluationFailed = Outcome(name: "evaluation_failed", severity: 2)
         /// No TLS handshake: see ``connectionError``.
@@ -116,6 +123,7 @@ public struct TLSAudit: Sendable {
         case .none: return .trusted
         case .some(.pinMismatch): return .pinMismatch
         case .some(.hostMismatch): return .hostMismatch
+        case .some(.revoked): return .revoked
         default: return .chainInvalid
         }
     }
@@ -138,13 +146,35 @@ public struct TLSAudit: Sendable {
     /// The blocking work (name resolution, `poll`) runs on a thread of its own, not on Swift's cooperative pool,
     /// so many audits can wait on the network at once. It ends within ``Options/timeout`` after resolution;
     /// cancelling the task does not cut it shorter.
+    ///
+    /// Under ``RevocationMode/ocsp`` without a staple or a cached answer, asks the leaf's responder through
+    /// ``Options/ocspResponder`` and audits again (a second handshake), so that the answer is judged as it is in
+    /// a request's handshake.
     public static func run(_ endpoint: TLSEndpoint, options: Options) async -> TLSAudit {
-        await withCheckedContinuation { continuation in
-            // A queue of its own targets the overcommitting pool: a new thread when the others are blocked.
-            DispatchQueue(label: "pinpath.audit").async {
-                continuation.resume(returning: TLSAudit(endpoint, options: options))
+        await answeringOCSP(options) {
+            await withCheckedContinuation { continuation in
+                // A queue of its own targets the overcommitting pool: a new thread when the others are blocked.
+                DispatchQueue(label: "pinpath.audit").async {
+                    continuation.resume(returning: TLSAudit(endpoint, options: options))
+                }
             }
         }
+    }
+
+    /// ``init(chainAtRest:file:options:)``, asking the leaf's OCSP responder under ``RevocationMode/ocsp``
+    /// (through ``Options/ocspResponder``) when the chain needs it.
+    public static func run(chainAtRest chain: [Certificate], file: String, options: Options) async -> TLSAudit {
+        await answeringOCSP(options) { TLSAudit(chainAtRest: chain, file: file, options: options) }
+    }
+
+    /// Runs `audit`; when its evaluation stopped for an OCSP question and a responder client is given, asks it,
+    /// keeps the answer in ``Options/ocspResponses`` and runs `audit` once more.
+    private static func answeringOCSP(_ options: Options, _ audit: () async -> TLSAudit) async -> TLSAudit {
+        let first = await audit()
+        guard let query = first.evaluation?.pendingOCSPQuery, let client = options.ocspResponder else { return first }
+        let reply = await client.ask(query)
+        options.ocspResponses.record(reply, for: query, now: Date())
+        return await audit()
     }
 
     /// The same as ``run(_:options:)``, blocking the calling thread.
@@ -245,7 +275,9 @@ public struct TLSAudit: Sendable {
                 evaluation = try policy.evaluate(
                     servedChain: served, host: serverName ?? label, port: port, trustStore: options.trustStore,
                     verificationTime: options.verificationTime
-                ).applyingStaple(stapledOCSPResponse, now: options.verificationTime ?? Date())
+                ).applyingStaple(
+                    stapledOCSPResponse, now: options.verificationTime ?? Date(),
+                    responses: options.ocspResponder == nil ? nil : options.ocspResponses)
             } catch let error as SecurityError {
                 evaluationError = error
             } catch {

@@ -10,7 +10,8 @@ extension SecurityPolicy {
     /// - expires: the latest expiry of the pinning entries, never if one of them never expires;
     /// - profile: the strictest selection present (a forced `webpki`, then `auto`, then a forced `rfc5280`);
     ///   maximum chain depth: the smallest given;
-    /// - CRLs: those of all entries united; revocation: the strictest mode present;
+    /// - CRLs: those of all entries united; revocation: the strictest mode present; OCSP soft fail only if every
+    ///   entry asking responders allows it;
     /// - noted host name and include-subdomains (for reports): the first pinning entry's pattern, else the
     ///   first entry's.
     ///
@@ -35,6 +36,8 @@ extension SecurityPolicy {
         maximumChainDepth = policies.compactMap(\.maximumChainDepth).min()
         crls = policies.flatMap(\.crls).reduce(into: []) { united, crl in if !united.contains(crl) { united.append(crl) } }
         revocation = policies.map(\.revocation).max { $0.strictness < $1.strictness } ?? .none
+        let askingResponders = policies.filter { $0.revocation == .ocsp }
+        ocspSoftFail = revocation == .ocsp && askingResponders.allSatisfy(\.ocspSoftFail)
         let noted = matches.first { $0.entry.policy.mode != .none } ?? matches[0]
         notedHostname = noted.pattern.description
         includeSubdomains = noted.entry.includeSubdomains || noted.pattern.depth == .anyLabels

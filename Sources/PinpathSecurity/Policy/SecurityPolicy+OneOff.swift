@@ -8,16 +8,17 @@ extension SecurityPolicy {
     /// - Parameters:
     ///   - pins: SPKI pins; any certificate of the verified chain with a pinned key satisfies them.
     ///   - pinnedCertificates: the anchors of a `certificate` policy; give them without `pins`.
-    ///   - profile, maximumChainDepth, crls, revocation: as for the initializer.
+    ///   - profile, maximumChainDepth, crls, revocation, ocspSoftFail: as for the initializer.
     /// - Throws: ``SecurityError`` with code `invalidPolicy` when the initializer refuses the combination.
     public static func oneOff(
         pins: [SPKIPin] = [], pinnedCertificates: [Certificate] = [], profile: ProfileSelection = .auto,
-        maximumChainDepth: Int? = nil, crls: [CertificateRevocationList] = [], revocation: RevocationMode = .none
+        maximumChainDepth: Int? = nil, crls: [CertificateRevocationList] = [], revocation: RevocationMode = .none,
+        ocspSoftFail: Bool = false
     ) throws -> SecurityPolicy {
         let mode: PinningMode = !pinnedCertificates.isEmpty ? .certificate : pins.isEmpty ? .none : .publicKey
         return try SecurityPolicy(
             mode: mode, pins: mode == .certificate ? [] : pins, pinnedCertificates: pinnedCertificates,
             requiresBackupPin: false, profile: profile, maximumChainDepth: maximumChainDepth, crls: crls,
-            revocation: revocation)
+            revocation: revocation, ocspSoftFail: ocspSoftFail)
     }
 }

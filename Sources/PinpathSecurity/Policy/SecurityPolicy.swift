@@ -38,6 +38,12 @@ public struct SecurityPolicy: Sendable, Hashable {
     public let crls: [CertificateRevocationList]
     /// What a handshake demands of the server's stapled OCSP response: ``RevocationMode/none`` by default.
     public let revocation: RevocationMode
+    /// Under ``RevocationMode/ocsp``, whether a connection goes on when no usable answer comes from the leaf's
+    /// responder (unreachable, names none, forged or stale answer): `false` by default (hard fail), since an
+    /// operator who asked for OCSP asked to know, and blocking the responder is how a revoked certificate
+    /// hides. A soft failure is still reported (``OCSPCheck/softFailed``). A `revoked` or `unknown` answer
+    /// refuses the connection either way.
+    public internal(set) var ocspSoftFail: Bool = false
     /// The pattern these pins were configured for, when the policy came from a ``HostPolicySet``
     /// (RFC 7469 `noted-hostname`).
     public internal(set) var notedHostname: String?
@@ -52,6 +58,8 @@ public struct SecurityPolicy: Sendable, Hashable {
     ///   - crls: revocation lists every evaluation checks the chain against (``crls``); none by default.
     ///   - revocation: what a handshake demands of the stapled OCSP response (``revocation``).
     ///   - profile: ``ProfileSelection/auto`` by default; `.webpki` or `.rfc5280` forces one for every path.
+    ///   - ocspSoftFail: under ``RevocationMode/ocsp``, let a connection go on without a usable answer
+    ///     (``ocspSoftFail``).
     /// - Throws: ``SecurityError`` with code `invalidPolicy` when a pinning mode has no pins (or no
     ///   certificates in `certificate` mode); when invalid certificates are allowed with domain-name validation
     ///   and nothing else to check (mode `none`, or no pins), with report-only pins (`enforce` false), or with
@@ -62,8 +70,14 @@ public struct SecurityPolicy: Sendable, Hashable {
         allowInvalidCertificates: Bool = false, validatesDomainName: Bool = true, enforce: Bool = true,
         expires: Date? = nil, requiresBackupPin: Bool = true, now: Date = Date(),
         profile: ProfileSelection = .auto, maximumChainDepth: Int? = nil,
-        crls: [CertificateRevocationList] = [], revocation: RevocationMode = .none
+        crls: [CertificateRevocationList] = [], revocation: RevocationMode = .none, ocspSoftFail: Bool = false
     ) throws {
+        if ocspSoftFail && revocation != .ocsp {
+            throw SecurityError(
+                .invalidPolicy,
+                "soft_fail applies to revocation: ocsp only (this policy has revocation: \(revocation.rawValue)); remove it or set revocation: ocsp"
+            )
+        }
         let allPins = Set(pins).union(pinnedCertificates.map(\.spkiPin))
         switch mode {
         case .none:
@@ -120,6 +134,7 @@ public struct SecurityPolicy: Sendable, Hashable {
         self.maximumChainDepth = maximumChainDepth
         self.crls = crls
         self.revocation = revocation
+        self.ocspSoftFail = ocspSoftFail
     }
 
     /// Whether any certificate from anyone passes: invalid certificates allowed, no host check and nothing

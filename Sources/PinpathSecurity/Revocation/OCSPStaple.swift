@@ -3,8 +3,9 @@ import COpenSSLShims
 import FoundationEssentials
 import Glibc
 
-/// An OCSP response a server stapled to its handshake (RFC 6960, RFC 6066 §8), read for one leaf and checked
-/// against the leaf's issuer.
+/// An OCSP response (RFC 6960) a server stapled to its handshake (RFC 6066 §8), or that the leaf's responder
+/// sent in answer to an ``OCSPQuery``, read for one leaf and checked against the leaf's issuer: one
+/// verification for both.
 public struct OCSPStaple: Sendable, Equatable {
     /// The certificate status the response gives (blackbox_exporter's `probe_ssl_ocsp_response_status`).
     public struct Status: Hashable, Sendable, CustomStringConvertible {
@@ -23,6 +24,8 @@ public struct OCSPStaple: Sendable, Equatable {
 
     /// The status of the leaf.
     public let status: Status
+    /// Where the response came from: `nil` for a staple, else the responder's URL it was fetched from.
+    public let responderURL: URL?
     /// The responder ID: its name in RFC 2253 form, or `key:` and the SHA-1 hash of its key in hex.
     public let responder: String
     /// When the response was signed.
@@ -45,24 +48,27 @@ public struct OCSPStaple: Sendable, Equatable {
     static let allowedSkew: Int = 300
 
     /// Reads the response `der` about `leaf`, verifying its signature against `issuer` (the issuer itself, or a
-    /// responder it delegated with the OCSP-signing purpose) and its validity at `now`. Wraps
-    /// `d2i_OCSP_RESPONSE`, `OCSP_basic_verify` and `OCSP_single_get0_status`.
+    /// responder it delegated with the OCSP-signing purpose) and its validity at `now`; for an answer to
+    /// `query`, also its nonce. Wraps `d2i_OCSP_RESPONSE`, `OCSP_basic_verify`, `OCSP_check_nonce` and
+    /// `OCSP_single_get0_status`.
     /// - Throws: ``SecurityError`` with code `invalidInput` when the bytes are no successful OCSP response, or
-    ///   the response says nothing about `leaf` (a staple for another certificate).
-    init(der: [UInt8], leaf: Certificate, issuer: Certificate?, now: Date) throws {
+    ///   the response says nothing about `leaf` (a staple or an answer for another certificate).
+    init(der: [UInt8], leaf: Certificate, issuer: Certificate?, now: Date, query: OCSPQuery? = nil) throws {
         defer { _ = drainOpenSSLErrors() }
+        responderURL = query?.responderURL
+        let what = query.map { "the OCSP response from \($0.responderURL.absoluteString)" } ?? "the stapled OCSP response"
         guard let response = derDecoding(der, { d2i_OCSP_RESPONSE(nil, $0, $1) }, free: { OCSP_RESPONSE_free($0) })
         else {
-            throw SecurityError(.invalidInput, "the stapled OCSP response (\(der.count) bytes) is not DER OCSP")
+            throw SecurityError(.invalidInput, "\(what) (\(der.count) bytes) is not DER OCSP")
         }
         defer { OCSP_RESPONSE_free(response) }
         let responseStatus = OCSP_response_status(response)
         guard responseStatus == OCSP_RESPONSE_STATUS_SUCCESSFUL else {
             let text = String(cString: OCSP_response_status_str(Int(responseStatus)))
-            throw SecurityError(.invalidInput, "the stapled OCSP response is not successful (\(text))")
+            throw SecurityError(.invalidInput, "\(what) is not successful (\(text))")
         }
         guard let basic = OCSP_response_get1_basic(response) else {
-            throw SecurityError(.invalidInput, "the stapled OCSP response carries no basic response")
+            throw SecurityError(.invalidInput, "\(what) carries no basic response")
         }
         defer { OCSP_BASICRESP_free(basic) }
         responder = Self.responderID(basic)
@@ -70,7 +76,7 @@ public struct OCSPStaple: Sendable, Equatable {
 
         guard let issuer else {
             throw SecurityError(
-                .invalidInput, "the stapled OCSP response cannot be checked: the leaf's issuer is not in the verified chain")
+                .invalidInput, "\(what) cannot be checked: the leaf's issuer is not in the verified chain")
         }
         let (found, refusedDigests) = try Self.singleResponse(in: basic, about: leaf, issuer: issuer)
         guard let single = found else {
@@ -79,7 +85,7 @@ public struct OCSPStaple: Sendable, Equatable {
                 ? "" : " (certificate IDs hashed with \(refusedDigests.joined(separator: ", ")) are not accepted: SHA-1 or SHA-2 only)"
             throw SecurityError(
                 .invalidInput,
-                "the stapled OCSP response (from \(responder)) is not about \(leaf.subject) issued by \(issuer.subject)\(refused)")
+                "\(what) (signed by \(responder)) is not about \(leaf.subject) issued by \(issuer.subject)\(refused)")
         }
         var reason: Int32 = -1
         var revoked: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
@@ -97,6 +103,7 @@ public struct OCSPStaple: Sendable, Equatable {
         problem =
             Self.signatureProblem(basic, issuer: issuer)
             ?? Self.validityProblem(this: this, next: next, now: now)
+            ?? query.flatMap { Self.nonceProblem(basic, query: $0) }
     }
 
     /// The digest of a CertID hashed with `nid`, or `nil` for one that is not accepted: RFC 6960 lets the requester
@@ -192,6 +199,22 @@ public struct OCSPStaple: Sendable, Equatable {
                 """
         }
         return nil
+    }
+
+    /// Why the answer's nonce does not prove it answers `query`, or `nil`: a nonce other than the one sent is
+    /// a replay, and so is a nonce the request did not carry. An answer without a nonce is accepted (RFC 6960
+    /// §4.4.1 lets responders serve pre-signed answers, as the large public ones do): thisUpdate and
+    /// nextUpdate then bound its age. Wraps `OCSP_check_nonce`.
+    private static func nonceProblem(_ basic: OpaquePointer, query: OCSPQuery) -> String? {
+        guard let request = derDecoding(query.requestDER, { d2i_OCSP_REQUEST(nil, $0, $1) }, free: { OCSP_REQUEST_free($0) })
+        else { return "pinpath cannot read back its own request to check the nonce" }
+        defer { OCSP_REQUEST_free(request) }
+        // 1: equal; 2: neither has one; -1: the request's only (pre-signed); 3: the answer's only; 0: unequal.
+        switch OCSP_check_nonce(request, basic) {
+        case 1, 2, -1: return nil
+        case 3: return "it carries a nonce the request did not send (a replayed answer)"
+        default: return "its nonce is not the one sent (a replayed answer)"
+        }
     }
 
     private static func responderID(_ basic: OpaquePointer) -> String {

@@ -9,13 +9,19 @@ public enum RevocationMode: String, Sendable, CaseIterable {
     case stapled
     /// A staple is required, and must verify and say the leaf is good.
     case requireStapled = "require_stapled"
+    /// A staple the server sends is judged as under ``stapled``; without one, the responder named in the leaf's
+    /// AIA extension is asked (``OCSPQuery``) and its answer, verified as a staple is, must say the leaf is
+    /// good. What an unreachable or unusable responder means is ``SecurityPolicy/ocspSoftFail``'s choice.
+    case ocsp
 
-    /// Orders the modes by what they demand: `none` < `stapled` < `require_stapled`.
+    /// Orders the modes by what they demand: `none` < `stapled` < `ocsp` < `require_stapled` (which refuses
+    /// what `ocsp` would ask a responder about).
     var strictness: Int {
         switch self {
         case .none: 0
         case .stapled: 1
-        case .requireStapled: 2
+        case .ocsp: 2
+        case .requireStapled: 3
         }
     }
 }

@@ -16,8 +16,16 @@ extension TrustFailure.Reason {
     /// The stapled OCSP response cannot be relied on (not the issuer's signature, another certificate's,
     /// expired, unreadable).
     public static let ocspStapleInvalid = Self(name: "ocsp_staple_invalid")
-    /// The stapled OCSP response says the responder does not know the leaf.
+    /// The OCSP response (stapled or from the responder) says the responder does not know the leaf.
     public static let ocspStatusUnknown = Self(name: "ocsp_status_unknown")
+    /// Under ``RevocationMode/ocsp`` with hard fail, no usable answer came from the leaf's responder: it names
+    /// none, could not be reached, or its answer was refused (forged, for another certificate, stale, a
+    /// replayed nonce, too large, too slow).
+    public static let ocspUnavailable = Self(name: "ocsp_unavailable")
+    /// Under ``RevocationMode/ocsp``, no staple and no cached answer: the handshake stops so that the
+    /// responder can be asked before any request byte is sent. A session asks and connects again; this is
+    /// what a caller without a responder client sees.
+    public static let ocspQueryNeeded = Self(name: "ocsp_query_needed")
 
     /// The reason for an OpenSSL CRL error, or `nil` for any other error.
     static func revocation(verifyError error: Int32) -> Self? {

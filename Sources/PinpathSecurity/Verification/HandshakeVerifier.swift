@@ -29,21 +29,36 @@ public final class HandshakeVerifier: Sendable {
     public let port: Int
     private let trustStore: TrustStore
     private let verificationTime: Date?
+    private let ocspResponses: OCSPResponseCache?
     // Written on whatever thread runs the handshake, read by the caller afterwards.
     private let last = Mutex<Result<TrustEvaluation, SecurityError>?>(nil)
     private let evaluations = Atomic<Int>(0)
 
     /// Creates a verifier; see ``SecurityPolicy/evaluate(servedChain:host:port:trustStore:verificationTime:now:)``.
-    public init(policy: SecurityPolicy, host: String, port: Int = 443, trustStore: TrustStore, verificationTime: Date? = nil) {
+    /// - Parameter ocspResponses: under ``RevocationMode/ocsp``, the answers of OCSP responders fetched so far:
+    ///   a handshake whose leaf has none stops (``TrustFailure/Reason/ocspQueryNeeded``, the question in
+    ///   ``pendingOCSPQuery``) for its owner to ask and connect again. `nil`: no responder can be asked, and
+    ///   without a staple the leaf's status is unavailable.
+    public init(
+        policy: SecurityPolicy, host: String, port: Int = 443, trustStore: TrustStore, verificationTime: Date? = nil,
+        ocspResponses: OCSPResponseCache? = nil
+    ) {
         self.policy = policy
         self.host = host
         self.port = port
         self.trustStore = trustStore
         self.verificationTime = verificationTime
+        self.ocspResponses = ocspResponses
     }
 
     /// The outcome of the most recent handshake's evaluation, or the error that stopped it from running.
     public var lastResult: Result<TrustEvaluation, SecurityError>? { last.withLock { $0 } }
+
+    /// The question for the leaf's OCSP responder the last handshake stopped for, if it did.
+    package var pendingOCSPQuery: OCSPQuery? {
+        guard case .success(let evaluation)? = lastResult else { return nil }
+        return evaluation.pendingOCSPQuery
+    }
 
     /// How many handshakes this verifier has evaluated.
     package var handshakesEvaluated: Int { evaluations.load(ordering: .relaxed) }
@@ -195,7 +210,7 @@ public final class HandshakeVerifier: Sendable {
         var bytes: UnsafePointer<UInt8>?
         let length = pinpath_SSL_get_tlsext_status_ocsp_resp(ssl, &bytes)
         let response = length > 0 ? bytes.map { Array(UnsafeBufferPointer(start: $0, count: length)) } : nil
-        let updated = evaluation.applyingStaple(response, now: verificationTime ?? Date())
+        let updated = evaluation.applyingStaple(response, now: verificationTime ?? Date(), responses: ocspResponses)
         last.withLock { $0 = .success(updated) }
         if !updated.allowsConnection, let slot = Self.connectionSlot { mark(ssl, slot: slot, accepted: false) }
         return updated.allowsConnection

@@ -34,6 +34,12 @@ public struct TrustEvaluation: Sendable {
     public let appliedProfile: AppliedProfile?
     /// The OCSP response the server stapled, as read in the handshake; `nil` without one (or outside a handshake).
     public internal(set) var ocspStaple: OCSPStaple? = nil
+    /// Under ``RevocationMode/ocsp``, what OCSP said about the leaf (from the staple or the responder), or why
+    /// it said nothing; `nil` under the other modes and outside a handshake.
+    public internal(set) var ocspCheck: OCSPCheck? = nil
+    /// The question for the leaf's OCSP responder the handshake stopped for
+    /// (``TrustFailure/Reason/ocspQueryNeeded``).
+    package internal(set) var pendingOCSPQuery: OCSPQuery? = nil
 
     /// The failure, when rejected.
     public var failure: TrustFailure? {

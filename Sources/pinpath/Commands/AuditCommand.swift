@@ -24,7 +24,7 @@ struct AuditCommand: AsyncParsableCommand {
             Hosts are audited 8 at a time; the results are printed in the order given. With --json, one JSON \
             object per host per line.
 
-            Exit codes: 0 trusted (and pinned, if pins were given); 1 pin mismatch; 2 chain or host invalid; \
+            Exit codes: 0 trusted (and pinned, if pins were given); 1 pin mismatch; 2 chain or host invalid or revoked; \
             3 cannot connect or no TLS handshake; with several hosts, the worst. 64 usage error (a bad option, \
             an unreadable --file, --pin-file or --ca-file).
             """)
@@ -66,6 +66,9 @@ struct AuditCommand: AsyncParsableCommand {
             serverName: try servername.map { try parseServerName($0, option: "--servername") },
             verificationTime: chainPolicy.at?.date, timeout: timeout)
         options.clientCertificate = try clientCertificate.checked()
+        let responders = try await OCSPResponderSession.start(for: options.policy, trustStore: options.trustStore)
+        defer { responders?.stop() }
+        options.ocspResponder = responders?.session
         let batch = TLSAuditBatch(endpoints) { endpoint in
             var options = options
             options.connectTo = connect?.endpoint(defaultPort: endpoint.port)

@@ -25,9 +25,10 @@ struct RequestCommand: AsyncParsableCommand {
             Through a proxy (--proxy, or the environment's), the reachability gate checks the proxy's address; \
             an https URL goes through a CONNECT tunnel and its TLS is still checked against the pins, and an \
             https proxy's own certificate is verified as any host's is.
-            Exit codes: 0 accepted response (2xx), 1 rejected by the pins, 2 TLS chain or host name invalid \
-            or a refused redirect (https to http, or a body to another origin), 3 connection error or \
-            timeout, 4 not reachable (nothing was sent), 5 status not acceptable, 64 usage.
+            Exit codes: 0 accepted response (2xx), 1 rejected by the pins, 2 TLS chain or host name invalid, \
+            a certificate revoked (category revoked), or a refused redirect (https to http, or a body to another \
+            origin), 3 connection error or timeout, 4 not reachable (nothing was sent), 5 status not acceptable, \
+            64 usage.
             """)
 
     @Argument(help: "An absolute http or https URL.")
@@ -152,6 +153,9 @@ struct RequestCommand: AsyncParsableCommand {
             // The category first, as the agent's events name it: scripts match it, people read the rest.
             throw CommandFailure.request(Self.exitCode(for: error.code), category: error.code.description, error.message)
         }
+        if let warning = Self.ocspWarning(response) {
+            try? LineOutput(descriptor: STDERR_FILENO).write(UntrustedText.escapedLines(["pinpath: warning: \(warning)"]))
+        }
         return (request, response)
     }
 
@@ -257,10 +261,11 @@ struct RequestCommand: AsyncParsableCommand {
         // The URL's host gets a policy of its own when pinned or held to other rules than the default ones.
         if !pins.isEmpty || profileOptions.isSet || revocationOptions.isSet {
             let crls = try revocationOptions.crls()
+            let revocation = try revocationOptions.mode()
             do {
                 let policy = try SecurityPolicy.oneOff(
                     pins: pins, profile: profileOptions.profile, maximumChainDepth: profileOptions.maxDepth, crls: crls,
-                    revocation: revocationOptions.revocation)
+                    revocation: revocation, ocspSoftFail: revocationOptions.ocspSoftFail)
                 let host = url.host(percentEncoded: false).map(URLHost.withoutBrackets) ?? ""
                 configuration.policies = HostPolicySet([HostPolicy(patterns: [try HostPattern(parsing: host)], policy: policy)])
             } catch {
@@ -276,6 +281,14 @@ struct RequestCommand: AsyncParsableCommand {
         let profile = evaluation.appliedProfile?.description ?? "none (no chain verified)"
         let line = "pinpath: tls: \(evaluation.host):\(evaluation.port): profile \(profile)"
         try? LineOutput(descriptor: STDERR_FILENO).write(UntrustedText.escapedLines([line]))
+    }
+
+    /// The warning a soft OCSP failure gets (`--ocsp-soft-fail`): the request went on without a usable answer
+    /// about the leaf's revocation, which must not pass unnoticed.
+    static func ocspWarning(_ response: HTTPResponse) -> String? {
+        guard let check = response.tls?.evaluation?.ocspCheck, check.softFailed else { return nil }
+        return "the revocation status of the server's certificate is unavailable (--ocsp-soft-fail let the request go on): "
+            + (check.detail ?? "no usable OCSP answer")
     }
 
     static func summary(_ response: HTTPResponse) -> JSONValue {
@@ -299,6 +312,7 @@ struct RequestCommand: AsyncParsableCommand {
                         ("ocsp_staple", .string(tls.evaluation?.ocspStaple?.status.description)),
                         ("profile", .string(tls.evaluation?.appliedProfile?.profile.name)),
                         ("profile_reason", .string(tls.evaluation?.appliedProfile?.reason)),
+                        ("ocsp_status", .string(tls.evaluation?.ocspCheck?.status.description)),
                     ])
                 } ?? .null
             ),
@@ -324,7 +338,7 @@ struct RequestCommand: AsyncParsableCommand {
     static func exitCode(for code: HTTPError.Code) -> Int32 {
         switch code {
         case .policyRejected: return 1
-        case .tlsInvalid, .insecureRedirect, .crossOriginBody: return 2
+        case .tlsInvalid, .revoked, .insecureRedirect, .crossOriginBody: return 2
         case .notReachable: return 4
         case .unacceptableStatus, .unacceptableContentType: return 5
         case .invalidURL, .invalidHeader, .invalidBody, .unreadableFile: return 64

@@ -17,7 +17,7 @@ struct VerifyCommand: AsyncParsableCommand {
             `sha256/…` lines as `pinpath pins` prints them): exit 1 means they would reject it. Will the chain \
             still pass on a date? --at 2027-03-01.
 
-            Exit codes: 0 trusted (and pinned, if pins were given); 1 pin mismatch; 2 chain or host invalid; \
+            Exit codes: 0 trusted (and pinned, if pins were given); 1 pin mismatch; 2 chain or host invalid or revoked; \
             64 usage error (a bad option, --pin, --pin-file, --ca-file or --at); 65 CHAIN unreadable or holding \
             no certificate.
             """)
@@ -34,16 +34,19 @@ struct VerifyCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let options = TLSAudit.Options(
+        var options = TLSAudit.Options(
             policy: try chainPolicy.policy(), trustStore: try chainPolicy.trustStore(),
             serverName: try host.map { try parseServerName($0, option: "--host") }, verificationTime: chainPolicy.at?.date)
+        let responders = try await OCSPResponderSession.start(for: options.policy, trustStore: options.trustStore)
+        defer { responders?.stop() }
+        options.ocspResponder = responders?.session
         let chain: [Certificate]
         do {
             chain = try Certificate.chain(contentsOf: chainFile)
         } catch {
             throw CommandFailure.data("\(error)")
         }
-        let audit = TLSAudit(chainAtRest: chain, file: chainFile, options: options)
+        let audit = await TLSAudit.run(chainAtRest: chain, file: chainFile, options: options)
         try writeOutput(json ? AuditText.json(audit, first: true) : AuditText.text(audit, first: true))
         if audit.outcome.severity != 0 { throw ExitCode(Int32(audit.outcome.severity)) }
     }

@@ -104,10 +104,12 @@ struct ChainPolicyOptions: ParsableArguments {
             }
         }
         let crls = try revocationOptions.crls()
+        let revocation = try revocationOptions.mode()
         do {
             return try SecurityPolicy.oneOff(
                 pins: pinned, pinnedCertificates: certificates, profile: profileOptions.profile,
-                maximumChainDepth: profileOptions.maxDepth, crls: crls, revocation: revocationOptions.revocation)
+                maximumChainDepth: profileOptions.maxDepth, crls: crls, revocation: revocation,
+                ocspSoftFail: revocationOptions.ocspSoftFail)
         } catch {
             throw CommandFailure.usage("\(error)")
         }

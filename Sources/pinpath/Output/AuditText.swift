@@ -53,6 +53,7 @@ enum AuditText {
             lines.append(field("profile", applied + violation))
         }
         if let evaluation = audit.evaluation { lines.append(field("ocsp", stapleText(evaluation))) }
+        if let check = audit.evaluation?.ocspCheck { lines.append(field("revocation", ocspCheckText(check))) }
         lines += pinLines(audit)
         if let error = audit.evaluationError { lines.append(field("error", error.message)) }
         lines.append(field("result", "\(audit.outcome) (exit \(audit.outcome.severity))"))
@@ -80,6 +81,9 @@ enum AuditText {
                 ),
             ])
         }
+        // Typed apart: the object literal below is at the limit of what the type checker solves in time.
+        let staple: JSONValue = evaluation?.ocspStaple.map(stapleJSON) ?? .null
+        let ocsp: JSONValue = evaluation?.ocspCheck.map(ocspCheckJSON) ?? .null
         let object: JSONValue = .object([
             ("host", audit.serverName.isEmpty && audit.chainFile != nil ? .null : .string(audit.endpoint.host)),
             ("port", audit.chainFile == nil ? .int(audit.endpoint.port) : .null),
@@ -131,7 +135,8 @@ enum AuditText {
             ("chain", verdictJSON(audit.chainVerdict)),
             ("host_check", verdictJSON(audit.hostVerdict)),
             ("pins", pins),
-            ("ocsp_staple", evaluation?.ocspStaple.map(stapleJSON) ?? .null),
+            ("ocsp_staple", staple),
+            ("ocsp", ocsp),
             (
                 "failure",
                 evaluation?.failure.map { failure in
@@ -213,6 +218,28 @@ enum AuditText {
         }
         if let failure = evaluation.failure, failure.concernsStaple { text += "; REJECTED: \(failure.message)" }
         return text
+    }
+
+    /// What `revocation: ocsp` found: the status, where it came from, until when it stands, and a soft failure.
+    private static func ocspCheckText(_ check: OCSPCheck) -> String {
+        let source = check.stapled ? "the staple" : check.responderURL.map { "the responder \($0.absoluteString)" } ?? "no responder"
+        var text = "\(check.status) (OCSP, from \(source)"
+        if let nextUpdate = check.nextUpdate { text += ", until \(rfc3339(nextUpdate))" }
+        text += ")"
+        if check.softFailed { text += "; WARNING: soft fail let it pass" }
+        if check.status == .unavailable, let detail = check.detail { text += ": \(detail)" }
+        return text
+    }
+
+    private static func ocspCheckJSON(_ check: OCSPCheck) -> JSONValue {
+        .object([
+            ("status", .string(check.status.description)),
+            ("source", .string(check.stapled ? "staple" : "responder")),
+            ("responder_url", .string(check.responderURL?.absoluteString)),
+            ("next_update", .string(check.nextUpdate.map(rfc3339))),
+            ("soft_failed", .bool(check.softFailed)),
+            ("detail", .string(check.detail)),
+        ])
     }
 
     private static func stapleJSON(_ staple: OCSPStaple) -> JSONValue {
