@@ -166,29 +166,7 @@ public final class OCSPResponderPKI: Sendable {
         RESPONDER=http://127.0.0.1:$2/ CANNED=http://127.0.0.1:$3 DEAD=http://127.0.0.1:$4/
         mkdir -p newcerts
         cat > ca.cnf <<'CNF'
-        [ ca ]
-        default_ca = CA_default
-        [ CA_default ]
-        dir = .
-        database = ./$ENV::CA.index
-        new_certs_dir = ./newcerts
-        serial = ./serial
-        default_md = sha256
-        policy = policy_any
-        unique_subject = no
-        copy_extensions = none
-        [ policy_any ]
-        commonName = supplied
-        [ req ]
-        distinguished_name = dn
-        prompt = no
-        [ dn ]
-        CN = placeholder
-        [ v3_ca ]
-        basicConstraints = critical, CA:true
-        keyUsage = critical, keyCertSign, cRLSign
-        subjectKeyIdentifier = hash
-        authorityKeyIdentifier = keyid:always
+        \#(OpenSSLCAFiles.commonConfiguration)
         [ v3_leaf ]
         basicConstraints = CA:false
         keyUsage = critical, digitalSignature
@@ -261,25 +239,12 @@ public final class OCSPResponderPKI: Sendable {
           -ndays 1 -respout replayed.ocsp >/dev/null 2>&1
         # An answer about `stale` from 2020: its dates moved back, re-signed by the responder.
         answer stale stale-now.ocsp responder responder
+        cat > der.py <<'PY'
+        \#(OpenSSLCAFiles.derPython)
+        PY
         python3 - <<'PY'
         import re, subprocess
-        def read(b, i):
-            n = b[i + 1]
-            if n < 0x80: return b[i], 2, n
-            k = n & 0x7f
-            return b[i], 2 + k, int.from_bytes(b[i + 2:i + 2 + k], "big")
-        def elements(b):
-            i, out = 0, []
-            while i < len(b):
-                _, h, n = read(b, i); out.append(b[i:i + h + n]); i += h + n
-            return out
-        def content(e):
-            _, h, n = read(e, 0)
-            return e[h:h + n]
-        def wrap(tag, content):
-            n = len(content)
-            size = bytes([n]) if n < 0x80 else bytes([0x80 | ((n.bit_length() + 7) // 8)]) + n.to_bytes((n.bit_length() + 7) // 8, "big")
-            return bytes([tag]) + size + content
+        from der import content, elements, wrap
         _, response_bytes = elements(content(open("stale-now.ocsp", "rb").read()))
         _, octets = elements(content(content(response_bytes)))
         basic = elements(content(content(octets)))

@@ -61,52 +61,11 @@ public final class RevocationPKI: Sendable {
         set -euo pipefail
         cd "$1"
         mkdir -p newcerts
-        # DER reading and writing for the surgery below (Python's standard library has none).
         cat > der.py <<'PY'
-        def read(b, i):  # (tag, header length, content length) of the DER element at i
-            n = b[i + 1]
-            if n < 0x80: return b[i], 2, n
-            k = n & 0x7f
-            return b[i], 2 + k, int.from_bytes(b[i + 2:i + 2 + k], "big")
-        def elements(b):
-            i, out = 0, []
-            while i < len(b):
-                _, h, n = read(b, i); out.append(b[i:i + h + n]); i += h + n
-            return out
-        def content(e):
-            _, h, n = read(e, 0)
-            return e[h:h + n]
-        def wrap(tag, content):
-            n = len(content)
-            size = bytes([n]) if n < 0x80 else bytes([0x80 | ((n.bit_length() + 7) // 8)]) + n.to_bytes((n.bit_length() + 7) // 8, "big")
-            return bytes([tag]) + size + content
+        \#(OpenSSLCAFiles.derPython)
         PY
         cat > ca.cnf <<'CNF'
-        [ ca ]
-        default_ca = CA_default
-        [ CA_default ]
-        dir = .
-        database = ./$ENV::CA.index
-        crlnumber = ./$ENV::CA.crlnumber
-        new_certs_dir = ./newcerts
-        serial = ./serial
-        default_md = sha256
-        default_crl_days = 30
-        policy = policy_any
-        unique_subject = no
-        copy_extensions = none
-        [ policy_any ]
-        commonName = supplied
-        [ req ]
-        distinguished_name = dn
-        prompt = no
-        [ dn ]
-        CN = placeholder
-        [ v3_ca ]
-        basicConstraints = critical, CA:true
-        keyUsage = critical, keyCertSign, cRLSign
-        subjectKeyIdentifier = hash
-        authorityKeyIdentifier = keyid:always
+        \#(OpenSSLCAFiles.commonConfiguration)
         [ v3_ca_no_key_usage ]
         basicConstraints = critical, CA:true
         subjectKeyIdentifier = hash
