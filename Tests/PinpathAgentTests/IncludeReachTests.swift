@@ -373,7 +373,7 @@ struct IncludeAuthenticatedScopeTests {
         #expect(check.status == 0, "\(check.stderr)")
         let withheld = "the credential default headers.Authorization from \(main) is not applied to this endpoint of an included file:"
         let anchors = { (policy: String) in
-            "the policy \"\(policy)\" it names brings anchors (ca_file or pinned certificates) that its hosts do not scope to this host"
+            "its policy \"\(policy)\" brings anchors (ca_file or pinned certificates) that its hosts do not scope to this host"
         }
         let answer = """
             so a server answering for "localhost" is not authenticated by a trusted chain and its name (give this endpoint \
@@ -467,8 +467,8 @@ extension IncludeAuthenticatedScopeTests {
         let warning = { (line: Int, index: Int, policy: String) in
             """
             pinpath: warning: \(team):\(line):5: endpoints[\(index)]: the credential default headers.Authorization from \(main) is \
-            not applied to this endpoint of an included file: the policy "\(policy)" it names brings anchors (ca_file or \
-            pinned certificates) that its hosts do not scope to this host, so a server answering for "localhost" is not authenticated \
+            not applied to this endpoint of an included file: its policy "\(policy)" brings anchors (ca_file or pinned \
+            certificates) that its hosts do not scope to this host, so a server answering for "localhost" is not authenticated \
             by a trusted chain and its name (give this endpoint a policy meant for this host that verifies both, or move it to \
             \(main))
             """
@@ -493,6 +493,42 @@ extension IncludeAuthenticatedScopeTests {
 }
 
 extension IncludeAuthenticatedScopeTests {
+    /// Round 4 (review): the same through `defaults: {policy: lab}`: an included endpoint that names no policy
+    /// inherits the lab's, and the lab's CA authenticated the scoped host.
+    @Test("A default policy whose CA is trusted for other hosts gives no scoped token to an included endpoint")
+    func defaultPolicyAnchorsForOtherHosts() throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.file("conf.d"), withIntermediateDirectories: true)
+        let localhost = LocalhostPKI.shared
+        let impostor = try RecordingServer(
+            certificate: (localhost.path("valid"), localhost.path("valid", "key"), [TestPKI.shared.path("inter")]),
+            directory: directory.path)
+        defer { impostor.stop() }
+        try """
+        events: { output: events.jsonl, probes: all }
+        policies:
+          lab: { mode: none, hosts: ["*.lab.test"], ca_file: \(TestPKI.shared.path("store")) }
+        defaults: { timeout: 4s, ip_family: ipv4, policy: lab, headers: { Authorization: "Bearer ${PROBE_TOKEN}" } }
+        include: { files: conf.d/*.yaml, credentials_for: [localhost] }
+        endpoints:
+          - { name: main, url: "https://localhost:\(impostor.port)/main" }
+
+        """.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        try "endpoints:\n  - { name: team, url: \"https://localhost:\(impostor.port)/team\" }\n".write(
+            toFile: directory.file("conf.d/team.yaml"), atomically: true, encoding: .utf8)
+        let environment = ["/usr/bin/env", "PROBE_TOKEN=\(IncludeReachTests.token)"]
+        let main = directory.file("pinpath.yaml")
+        let check = try Shell.run(environment + [Shell.pinpath, "check-config", "--config", main])
+        #expect(check.status == 0, "\(check.stderr)")
+        #expect(check.stderr.contains("its policy \"lab\" brings anchors (ca_file or pinned certificates)"), "\(check.stderr)")
+        let run = try Shell.run(environment + [Shell.pinpath, "run", "--once", "--config", main])
+        #expect(run.status == 0, "\(run.stderr)")
+        let received = Dictionary(impostor.requests.map { ($0.path, $0) }) { first, _ in first }
+        #expect(received["/team"] != nil && received["/team"]?.header("Authorization") == nil, "the included endpoint got the token")
+        // The main file's own endpoint: the main file chose the policy and the credential for it.
+        #expect(received["/main"]?.header("Authorization") == "Bearer \(IncludeReachTests.token)")
+    }
+
     /// Round 3 (review): a scoped `body_file` default went to an included endpoint on the scoped host, whose
     /// open redirect (307) sent it on to a host outside the scope; headers were dropped on that hop, the body
     /// was not. The request core now refuses a hop to another origin that would send the body again.

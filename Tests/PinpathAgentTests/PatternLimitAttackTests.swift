@@ -96,9 +96,12 @@ struct PatternLimitAttackTests {
     /// Found by the round-3 review: each search was bounded, but ran on the cooperative pool, so 200 included
     /// endpoints with a backtracking pattern (about 0.45 s each) held both of its threads: the main file's
     /// endpoint was probed once in 166 s and SIGTERM was honoured 128 s late. Searches now run in lanes of their
-    /// own, the included files' apart from the main file's.
+    /// own, the included files' apart from the main file's. Round 4 (review): 256 or more probes parked in the
+    /// included lane held every place among the probes in flight, and the main file's endpoints waited again; a
+    /// lane now holds at most 16 waiting searches, and one that cannot wait or start within its probe's timeout
+    /// fails its probe.
     @Test(
-        "Attack: 60 included endpoints with backtracking patterns delay neither the main file's probes, with or without patterns, nor SIGTERM",
+        "Attack: 300 included endpoints with backtracking patterns delay neither the main file's probes, with or without patterns, nor SIGTERM",
         .timeLimit(.minutes(2)))
     func manyHostileEndpoints() async throws {
         let directory = try TemporaryDirectory()
@@ -117,8 +120,8 @@ struct PatternLimitAttackTests {
           - { name: main-pattern, url: "http://127.0.0.1:\(healthy.port)/p", interval: 1s, timeout: 1s, expect: { body_matches: "^ok$" } }
 
         """.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
-        let team = (0..<60).map { index in
-            "  - { name: team-\(index), url: \"http://127.0.0.1:\(exponential.port)/\(index)\", interval: 1s, timeout: 1s, "
+        let team = (0..<300).map { index in
+            "  - { name: team-\(index), url: \"http://127.0.0.1:\(exponential.port)/\(index)\", interval: 2s, timeout: 2s, "
                 + "expect: { body_matches: \"^(a|aa)+$\" } }\n"
         }
         try ("endpoints:\n" + team.joined()).write(toFile: directory.file("conf.d/team.yaml"), atomically: true, encoding: .utf8)
@@ -132,12 +135,15 @@ struct PatternLimitAttackTests {
                 ($0["endpoint"] as? String)?.hasPrefix("team-") == true && $0["error_category"] as? String == "pattern_limit"
             }
         }
-        // The included lane is busy for about 60 × 0.45 s per round from here on; the main file's endpoints go on.
+        // The included lane is busy from here on (300 endpoints, 0.45 s per search); the main file's endpoints go on.
         let before = Self.events(directory)
         try await Task.sleep(for: .seconds(12))
         let after = Self.events(directory)
         let counts = ["main-api", "main-pattern"].map { name in Self.probes(after, of: name).count - Self.probes(before, of: name).count }
-        print("in 12 s beside 60 backtracking included endpoints: main-api probed \(counts[0]) times, main-pattern \(counts[1])")
+        print("in 12 s beside 300 backtracking included endpoints: main-api probed \(counts[0]) times, main-pattern \(counts[1])")
+        // The included endpoints fail, whether their search ran to its limit or could not wait for the lane.
+        let unsearched = after.filter { ($0["message"] as? String)?.hasPrefix("the patterns were not searched: ") == true }
+        #expect(!unsearched.isEmpty && unsearched.allSatisfy { $0["error_category"] as? String == "pattern_limit" })
         #expect(counts[0] >= 6 && counts[1] >= 6, "main-api \(counts[0]), main-pattern \(counts[1]) probes in 12 s at a 1 s interval")
         #expect(Self.probes(after, of: "main-pattern").last?["outcome"] as? String == "success")
         let stopping = ContinuousClock.now

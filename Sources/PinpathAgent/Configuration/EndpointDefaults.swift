@@ -173,9 +173,8 @@ struct EndpointDefaults {
             // It also chooses the policy: one that skips the name or the chain hands the credential to whoever
             // answers for the host (the proxy it names, anyone on the path) with a certificate from any trusted CA.
             if authentication == nil {
-                let namedHere = own.contains("policy")
-                let policy = namedHere ? mapping["policy"] : pairs.first { $0.key.string == "policy" }?.value
-                authentication = Self.unauthenticated(checkedName, policy: policy, namedByIncludedFile: namedHere, among: policies)
+                let policy = own.contains("policy") ? mapping["policy"] : pairs.first { $0.key.string == "policy" }?.value
+                authentication = Self.unauthenticated(checkedName, policy: policy, among: policies)
             }
             return authentication ?? nil
         }
@@ -235,14 +234,12 @@ struct EndpointDefaults {
     /// Why an included endpoint's server is not authenticated as `name` (the name its handshake checks), or `nil`
     /// when it is: the policy it is held to (the one `policy` names, with those whose `hosts` match, combined as
     /// the probe combines them; none is chain and name validation against the system store) must verify the chain
-    /// (`allow_invalid_certificates` false) and check the name (`validates_domain_name` true). A policy the
-    /// included file names itself (`namedByIncludedFile`) that brings anchors of its own must also be meant for
-    /// `name` (its `hosts` match it): the main file trusts a lab's `ca_file` for the lab's hosts, not for every host a
-    /// credential is scoped to. Through a proxy the origin's handshake runs inside the tunnel under the same policy,
-    /// so the proxy cannot stand in for the host.
-    static func unauthenticated(
-        _ name: String, policy reference: Node?, namedByIncludedFile: Bool = false, among policies: [PolicyConfiguration]
-    ) -> WithholdingReason? {
+    /// (`allow_invalid_certificates` false) and check the name (`validates_domain_name` true). A named policy (by
+    /// the included file, or by `defaults:`) that brings anchors of its own must also be meant for `name` (its
+    /// `hosts` match it): the main file trusts a lab's `ca_file` for the lab's hosts, not for every host a credential
+    /// is scoped to. Through a proxy the origin's handshake runs inside the tunnel under the same policy, so the
+    /// proxy cannot stand in for the host.
+    static func unauthenticated(_ name: String, policy reference: Node?, among policies: [PolicyConfiguration]) -> WithholdingReason? {
         var named: PolicyConfiguration?
         if let reference, !ConfigurationMapping.isNull(reference) {
             guard let text = reference.string, let policy = policies.first(where: { $0.name == text }) else { return .unresolvedPolicy }
@@ -258,7 +255,7 @@ struct EndpointDefaults {
         var laxities: [Laxity] = []
         if !applied.policy.validatesDomainName { laxities.append(.hostNameNotChecked) }
         if applied.policy.allowInvalidCertificates { laxities.append(.untrustedChainAllowed) }
-        if namedByIncludedFile, let named, named.bringsAnchors, named.hostPolicy.pattern(matching: name) == nil {
+        if let named, named.bringsAnchors, named.hostPolicy.pattern(matching: name) == nil {
             laxities.append(.anchorsForOtherHosts(policy: named.name))
         }
         return laxities.isEmpty ? nil : .unauthenticated(host: name, policies: applied.names, laxities: laxities)
@@ -329,8 +326,8 @@ extension ConfigurationDecoder {
                 case .untrustedChainAllowed: "\(policy) accepts a chain no trusted CA issued (allow_invalid_certificates: true)"
                 case .anchorsForOtherHosts(let named):
                     """
-                    the policy \(ConfigurationProblem.quoted(named)) it names brings anchors (ca_file or pinned certificates) that \
-                    its hosts do not scope to this host
+                    its policy \(ConfigurationProblem.quoted(named)) brings anchors (ca_file or pinned certificates) that its \
+                    hosts do not scope to this host
                     """
                 }
             }

@@ -22,6 +22,9 @@ final class ConnectionOwners: Sendable {
 
     /// The NETLINK_SOCK_DIAG socket, or -1; the lock keeps one question and its answer together.
     private let descriptor: Mutex<Int32>
+    /// The interface indexes, read at most once a second: a client that closes at once (a flood reconnecting)
+    /// is not found, and reading them is a netlink dump of every link.
+    private let interfaces = Mutex<(read: ContinuousClock.Instant, indexes: [UInt32])?>(nil)
 
     init() {
         descriptor = Mutex(socket(AF_NETLINK, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), NETLINK_SOCK_DIAG))
@@ -42,7 +45,7 @@ final class ConnectionOwners: Sendable {
         guard var request = Self.request(client: client, server: server) else { return .elsewhere }
         let answer = ask(&request)
         guard answer == .elsewhere, Self.isLocal(client: client, server: server) else { return answer }
-        for index in Self.interfaceIndexes() {
+        for index in interfaceIndexes() {
             request.diag.id.idiag_if = index
             let onDevice = ask(&request)
             if onDevice != .elsewhere { return onDevice }
@@ -56,8 +59,19 @@ final class ConnectionOwners: Sendable {
         return address == server.ipAddress || address.hasPrefix("127.") || address == "::1" || address.hasPrefix("::ffff:127.")
     }
 
+    /// The index of every interface of this network namespace, as read less than a second ago.
+    private func interfaceIndexes() -> [UInt32] {
+        interfaces.withLock { cached in
+            let now = ContinuousClock.now
+            if let cached, now - cached.read < .seconds(1) { return cached.indexes }
+            let indexes = Self.readInterfaceIndexes()
+            cached = (now, indexes)
+            return indexes
+        }
+    }
+
     /// The index of every interface of this network namespace (`if_nameindex`).
-    private static func interfaceIndexes() -> [UInt32] {
+    private static func readInterfaceIndexes() -> [UInt32] {
         guard let list = if_nameindex() else { return [] }
         defer { if_freenameindex(list) }
         var indexes: [UInt32] = []

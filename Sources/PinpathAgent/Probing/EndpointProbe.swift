@@ -13,6 +13,7 @@ struct EndpointProbe: Sendable {
 
     /// Probes once. Never throws: every way a probe can end is a result.
     func probe(_ endpoint: EndpointConfiguration) async -> ProbeResult {
+        let started = ContinuousClock.now
         var result = ProbeResult(endpoint: endpoint.name, kind: endpoint.kind, outcome: .failure, started: Date())
         let request = HTTPRequest(
             method: endpoint.method, url: endpoint.url, headers: endpoint.kind.isHTTP ? endpoint.requestHeaders : HTTPHeaders(),
@@ -28,10 +29,14 @@ struct EndpointProbe: Sendable {
                 // Off the cooperative pool: a search may take its whole CPU budget, and hundreds of them must not
                 // stop the other probes, the events or a SIGTERM.
                 let judged = result
-                result = await PatternSearchLane.for(endpoint).run(ifCancelled: Self.cancelledSearch(judged)) {
+                let lane = PatternSearchLane.for(endpoint)
+                let deadline = started + endpoint.timeout
+                result = await lane.run(until: deadline) {
                     var result = judged
                     judge(response, against: endpoint, into: &result)
                     return result
+                } refused: { refusal in
+                    Self.unsearched(judged, refusal, lane: lane)
                 }
             } else {
                 judge(response, against: endpoint, into: &result)
@@ -98,12 +103,22 @@ struct EndpointProbe: Sendable {
         result.outcome = .success
     }
 
-    /// What a probe whose task was cancelled (the agent stopping, a reload) before its pattern search ran reports.
-    private static func cancelledSearch(_ result: ProbeResult) -> ProbeResult {
+    /// What a probe whose patterns its lane did not search reports: a failure, never a pass (`pattern_limit`, or
+    /// `cancelled` when the agent stopped or reloaded meanwhile).
+    private static func unsearched(_ result: ProbeResult, _ refusal: PatternSearchLane.Refusal, lane: PatternSearchLane) -> ProbeResult {
         var result = result
         result.outcome = .failure
-        result.errorCategory = HTTPError.Code.cancelled.description
-        result.message = "the probe was cancelled before its patterns were searched"
+        switch refusal {
+        case .full(let waiting):
+            result.errorCategory = "pattern_limit"
+            result.message = "the patterns were not searched: \(waiting) searches of \(lane.files) endpoints were already waiting"
+        case .late:
+            result.errorCategory = "pattern_limit"
+            result.message = "the patterns were not searched: the probe's timeout passed while \(lane.files) earlier searches ran"
+        case .cancelled:
+            result.errorCategory = HTTPError.Code.cancelled.description
+            result.message = "the probe was cancelled before its patterns were searched"
+        }
         return result
     }
 
