@@ -15,7 +15,7 @@ struct AuditCommand: AsyncParsableCommand {
             with pins, which pin matched at which depth. Details are shown even when verification fails. \
             Nothing is sent after the handshake.
 
-            Pins: --pin and --pin-file give public-key pins (mode public-key, the default); with --mode \
+            Pins: --pin and --pin-file give public-key pins (mode public_key, the default); with --mode \
             certificate the certificates of --pin-file are the only anchors. --profile chooses the rules a chain \
             must meet beyond OpenSSL's (webpki by default); a rejection by a rule names it and the certificate. \
             An audit is a diagnostic, so one pin is enough: the backup pin that enforcing policies need elsewhere in \
@@ -45,7 +45,7 @@ struct AuditCommand: AsyncParsableCommand {
 
     @OptionGroup var clientCertificate: ClientCertificateOptions
 
-    @Option(help: "Seconds allowed for the TCP connection and the TLS handshake of each host.")
+    @Option(help: "The time allowed for the TCP connection and the TLS handshake of each host: 5s, 1500ms, or seconds (2.5).")
     var timeout: Duration = .seconds(10)
 
     @Flag(help: "Print one JSON object per host.")

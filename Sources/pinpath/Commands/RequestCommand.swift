@@ -71,10 +71,10 @@ struct RequestCommand: AsyncParsableCommand {
 
     @OptionGroup var clientCertificate: ClientCertificateOptions
 
-    @Option(help: "The total time allowed, in seconds.")
+    @Option(help: "The total time allowed: 30s, 1500ms, 2m, or a number of seconds (2.5).")
     var timeout: Duration = .seconds(30)
 
-    @Option(help: "When the target is not reachable, wait up to this many seconds for the network instead of failing at once.")
+    @Option(help: "When the target is not reachable, wait up to this long for the network (10s, or seconds) instead of failing at once.")
     var waitForConnectivity: Duration?
 
     @Option(
