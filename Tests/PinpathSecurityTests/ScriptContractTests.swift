@@ -104,6 +104,26 @@ struct ScriptContractTests {
         }
     }
 
+    @Test("audit HOST…: each host reported, a bad one named after the others, the exit the worst")
+    func auditSeveralHosts() throws {
+        let good = "127.0.0.1:\(Self.closedPort)"
+        let text = try Shell.run([Shell.pinpath, "audit", good, "not a host!", "--timeout", "2s"])
+        #expect(text.status == 64, "\(text.stderr)")
+        #expect(text.stdout.hasPrefix("\(good)\n") && text.stdout.contains("no_handshake (exit 3)"), "\(text.stdout)")
+        #expect(Self.stderrLines(text) == 1 && text.stderr.contains("not a host!"), "\(text.stderr)")
+
+        let json = try Shell.run([Shell.pinpath, "audit", good, "not a host!", "--json"])
+        #expect(json.status == 64)
+        let objects = try json.stdout.split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(objects.count == 2, "\(json.stdout)")
+        #expect(objects.first?["result"] as? String == "no_handshake")
+        #expect(objects.last?["host"] as? String == "not a host!")
+        #expect((objects.last?["error"] as? [String: Any])?["category"] as? String == "usage", "\(json.stdout)")
+        #expect(Self.stderrLines(json) == 1, "\(json.stderr)")
+    }
+
     @Test("A pin mismatch in request is one line on stderr; -v keeps the details; --json holds them in error.message")
     func pinMismatchOneLine() throws {
         let pki = TestPKI.shared

@@ -14,14 +14,6 @@ extension SPKIPin: ExpressibleByArgument {
     }
 }
 
-extension TLSEndpoint: ExpressibleByArgument {
-    /// A `HOST[:PORT]` argument; the port defaults to 443.
-    public init?(argument: String) {
-        guard let endpoint = ArgumentRefusal.parse({ try TLSEndpoint(parsing: argument) }, message: { $0 }) else { return nil }
-        self = endpoint
-    }
-}
-
 extension VerificationTime: ExpressibleByArgument {
     /// `--at 2026-01-31`, `--at 2026-01-31T12:00:00Z` or `--at @UNIX-SECONDS`.
     public init?(argument: String) {
