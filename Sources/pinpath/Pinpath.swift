@@ -24,7 +24,9 @@ struct Pinpath: AsyncParsableCommand {
 
     /// ArgumentParser's `main`, except that every failure is one `pinpath: error: …` line with its exit code:
     /// pinpath's own (a refused value or option, a ``CommandFailure`` from `run()`) and ArgumentParser's (an
-    /// unknown option, a missing argument), which get a pointer to `--help` instead of the usage block.
+    /// unknown option, a missing argument), which get a pointer to `--help` instead of the usage block, or
+    /// "did you mean" for a mistyped subcommand. With `--json`, the failure is also the one JSON object on
+    /// standard output (``ScriptContract``).
     ///
     /// On the main actor, so that parsing runs on the main thread: what ends at parsing (`--version`, `--help`,
     /// a usage error) starts no worker thread; a command's `run()`, not isolated, runs on the runtime's threads as before.
