@@ -56,7 +56,7 @@ struct ConfigurationCommandTests {
                 """)
     }
 
-    @Test("--json: one object either way, exit 0 or 78")
+    @Test("--json: one object either way, exit 0 or 78; a failure has the error member every command's --json failure has")
     func json() throws {
         let file = try Self.write("endpoints: [{ name: api, url: \"https://a.test/\", intervall: 1s }]\n")
         defer { try? FileManager.default.removeItem(atPath: file) }
@@ -64,7 +64,7 @@ struct ConfigurationCommandTests {
         #expect(bad.status == 78)
         #expect(
             bad.stdout
-                == #"{"valid":false,"problems":[{"file":"\#(file)","line":1,"column":50,"key":"endpoints[0].intervall","code":"unknown_key","message":"unknown key \"intervall\"; did you mean \"interval\"?"}]}"#
+                == #"{"valid":false,"problems":[{"file":"\#(file)","line":1,"column":50,"key":"endpoints[0].intervall","code":"unknown_key","message":"unknown key \"intervall\"; did you mean \"interval\"?"}],"error":{"category":"config","message":"\#(file):1:50: endpoints[0].intervall: unknown key \"intervall\"; did you mean \"interval\"?","exit_code":78}}"#
                 + "\n")
         let good = try Shell.run([Shell.pinpath, "check-config", "--json", "--config", exampleConfiguration])
         #expect(good.status == 0)

@@ -35,21 +35,47 @@ struct PinsCommandTests {
                 """)
     }
 
-    @Test("A bad file is named on stderr with what was wrong, exit 65, and nothing on stdout")
+    @Test("Several files: the good ones printed, each bad one named on stderr in one line, exit 65")
     func badFile() throws {
         let pki = TestPKI.shared
         let garbage = pki.file("cli-garbage.txt")
         try "hello".write(toFile: garbage, atomically: true, encoding: .utf8)
-        for (file, problem) in [
-            (garbage, "not a PEM file, nor a DER certificate"), (pki.file("nope.pem"), "cannot open: No such file or directory"),
-        ] {
-            let result = try Shell.run([Self.pinpath, "pins", pki.path("valid"), file])
-            #expect(result.status == 65)
-            #expect(
-                result.stderr == "pinpath: error: \(file): \(problem)\n" || result.stderr.hasPrefix("pinpath: error: \(file): \(problem)"),
-                "\(result.stderr)")
-            #expect(result.stdout.isEmpty)
-        }
+        let missing = pki.file("nope.pem")
+        let result = try Shell.run([Self.pinpath, "pins", pki.path("valid"), garbage, pki.path("p256"), missing])
+        #expect(result.status == 65)
+        #expect(
+            result.stdout == "sha256/\(try pki.opensslPin("valid")) CN=valid.test\nsha256/\(try pki.opensslPin("p256")) CN=p256.test\n",
+            "\(result.stdout)")
+        #expect(
+            result.stderr == """
+                pinpath: error: \(garbage): not a PEM file, nor a DER certificate, public key, private key or CSR
+                pinpath: error: \(missing): cannot open: No such file or directory
+
+                """, "\(result.stderr)")
+    }
+
+    @Test("--json: one object, each file with its pins or its error, and the first error on top")
+    func json() throws {
+        let pki = TestPKI.shared
+        let missing = pki.file("nope.pem")
+        let result = try Shell.run([Self.pinpath, "pins", "--json", pki.path("valid"), missing])
+        #expect(result.status == 65)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let files = try #require(object["files"] as? [[String: Any]], "\(result.stdout)")
+        #expect(files.map { $0["file"] as? String } == [pki.path("valid"), missing])
+        let pins = try #require(files[0]["pins"] as? [[String: String]])
+        let pin = try pki.opensslPin("valid")
+        #expect(pins == [["pin": "sha256/\(pin)", "hpkp": "pin-sha256=\"\(pin)\"", "label": "CN=valid.test"]])
+        let fileError = try #require(files[1]["error"] as? [String: Any])
+        #expect(fileError["category"] as? String == "data")
+        #expect(fileError["message"] as? String == "\(missing): cannot open: No such file or directory")
+        let error = try #require(object["error"] as? [String: Any])
+        #expect(error["category"] as? String == "data" && error["exit_code"] as? Int == 65, "\(error)")
+
+        let good = try Shell.run([Self.pinpath, "pins", "--json", pki.path("valid")])
+        #expect(good.status == 0, "\(good.stderr)")
+        let goodObject = try #require(try JSONSerialization.jsonObject(with: Data(good.stdout.utf8)) as? [String: Any])
+        #expect(goodObject["error"] is NSNull && good.stderr.isEmpty, "\(good.stdout)")
     }
 
     /// Found in review while fuzzing: `/dev/zero` was read until memory ran out (the agent aborted on a

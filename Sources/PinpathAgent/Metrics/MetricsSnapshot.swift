@@ -86,8 +86,11 @@ public struct MetricsSnapshot: Sendable {
     public var lateness = LatenessHistogram()
     /// Failed writes of the metrics textfile since start.
     public var textfileWriteFailures = 0
-    /// The labels of `pinpath_build_info`: the version, and whatever else a build wants to say (a commit).
-    public var buildLabels: [(name: String, value: String)] = [("version", PinpathVersion.current)]
+    /// The labels of `pinpath_build_info`: the version and the commit `pinpath --version` names (`unknown` for a
+    /// build made outside a git checkout, so that the series keeps one set of labels).
+    public var buildLabels: [(name: String, value: String)] = [
+        ("version", PinpathVersion.current), ("commit", PinpathVersion.commit ?? "unknown"),
+    ]
 
     /// - Parameter endpoints: the endpoints' metrics, in order.
     public init(endpoints: [Endpoint] = []) {

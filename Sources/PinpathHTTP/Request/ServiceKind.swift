@@ -72,8 +72,8 @@ public enum ServiceKind: String, Sendable, CaseIterable {
     /// The plaintext protocol is upgraded with its `STARTTLS` command, which libcurl is told to require.
     public var upgradesWithSTARTTLS: Bool { [.smtp, .imap, .pop3, .ftp, .ldap].contains(self) }
 
-    /// For a STARTTLS kind, the command that asks for the upgrade.
-    var upgradeCommand: String? {
+    /// For a STARTTLS kind, the command that asks for the upgrade (`STARTTLS`, `STLS`, `AUTH`); nil for the others.
+    public var upgradeCommand: String? {
         switch self {
         case .smtp, .imap: "STARTTLS"
         case .pop3: "STLS"

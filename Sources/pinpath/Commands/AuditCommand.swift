@@ -15,14 +15,15 @@ struct AuditCommand: AsyncParsableCommand {
             with pins, which pin matched at which depth. Details are shown even when verification fails. \
             Nothing is sent after the handshake.
 
-            Pins: --pin and --pin-file give public-key pins (mode public-key, the default); with --mode \
+            Pins: --pin and --pin-file give public-key pins (mode public_key, the default); with --mode \
             certificate the certificates of --pin-file are the only anchors. --profile chooses the rules a chain \
             must meet beyond OpenSSL's (webpki by default); a rejection by a rule names it and the certificate. \
             An audit is a diagnostic, so one pin is enough: the backup pin that enforcing policies need elsewhere in \
             pinpath is not required.
 
             Hosts are audited 8 at a time; the results are printed in the order given. With --json, one JSON \
-            object per host per line.
+            object per host per line. A HOST that is not HOST[:PORT] is named on stderr after the others were \
+            audited (with --json, an object {"host":…,"error":{…}} too) and makes the exit 64.
 
             Exit codes: 0 trusted (and pinned, if pins were given); 1 pin mismatch; 2 chain or host invalid or revoked; \
             3 cannot connect or no TLS handshake; with several hosts, the worst. 64 usage error (a bad option, \
@@ -30,7 +31,7 @@ struct AuditCommand: AsyncParsableCommand {
             """)
 
     @Argument(help: "HOST[:PORT] to audit; an IPv6 address in brackets when a port follows ([::1]:443).")
-    var hosts: [TLSEndpoint] = []
+    var hosts: [String] = []
 
     @Option(name: .customLong("file"), help: "Also audit the HOST[:PORT] lines of this file (# comments and blank lines ignored).")
     var hostFile: String?
@@ -45,7 +46,7 @@ struct AuditCommand: AsyncParsableCommand {
 
     @OptionGroup var clientCertificate: ClientCertificateOptions
 
-    @Option(help: "Seconds allowed for the TCP connection and the TLS handshake of each host.")
+    @Option(help: "The time allowed for the TCP connection and the TLS handshake of each host: 5s, 1500ms, or seconds (2.5).")
     var timeout: Duration = .seconds(10)
 
     @Flag(help: "Print one JSON object per host.")
@@ -60,7 +61,7 @@ struct AuditCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let endpoints = try allEndpoints()
+        let (endpoints, refused) = try allEndpoints()
         var options = TLSAudit.Options(
             policy: try chainPolicy.policy(), trustStore: try chainPolicy.trustStore(),
             serverName: try servername.map { try parseServerName($0, option: "--servername") },
@@ -85,12 +86,31 @@ struct AuditCommand: AsyncParsableCommand {
             worst = max(worst, audit.outcome.severity)
         }
         progress.clear()
+        // The HOST arguments that are not HOST[:PORT]: named after the others were audited, one line each (and
+        // with --json one object each), and the exit is the worst, 64.
+        for (host, message) in refused {
+            let failure = CommandFailure.usage(message)
+            if json {
+                let error = ScriptContract.errorFields(category: failure.category, message: message, exitCode: failure.exitCode.rawValue)
+                try writeOutput(JSONValue.object([("host", .string(host)), ("exit_code", .int(64)), ("error", error)]).encoded() + "\n")
+            }
+            try? LineOutput(descriptor: STDERR_FILENO).write(ScriptContract.errorLine(message))
+            worst = max(worst, Int(failure.exitCode.rawValue))
+        }
         if worst != 0 { throw ExitCode(Int32(worst)) }
     }
 
-    /// The HOST arguments, then the lines of `--file`.
-    private func allEndpoints() throws(CommandFailure) -> [TLSEndpoint] {
-        var endpoints = hosts
+    /// The HOST arguments, then the lines of `--file`; and the HOST arguments that are not HOST[:PORT], with why.
+    private func allEndpoints() throws(CommandFailure) -> ([TLSEndpoint], refused: [(host: String, message: String)]) {
+        var endpoints: [TLSEndpoint] = []
+        var refused: [(host: String, message: String)] = []
+        for host in hosts {
+            do {
+                endpoints.append(try TLSEndpoint(parsing: host))
+            } catch {
+                refused.append((host, "\(error)"))
+            }
+        }
         if let hostFile {
             do {
                 endpoints += try TLSEndpoint.list(contentsOf: hostFile)
@@ -98,8 +118,11 @@ struct AuditCommand: AsyncParsableCommand {
                 throw CommandFailure.usage("--file \(error)")
             }
         }
-        guard !endpoints.isEmpty else { throw CommandFailure.usage("give at least one HOST[:PORT], or --file with some") }
-        return endpoints
+        if endpoints.isEmpty, let first = refused.first, refused.count == 1 { throw CommandFailure.usage(first.message) }
+        guard !endpoints.isEmpty || !refused.isEmpty else {
+            throw CommandFailure.usage("give at least one HOST[:PORT], or --file with some")
+        }
+        return (endpoints, refused)
     }
 }
 

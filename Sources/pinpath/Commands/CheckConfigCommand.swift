@@ -50,10 +50,21 @@ struct CheckConfigCommand: AsyncParsableCommand {
             try? LineOutput(descriptor: STDERR_FILENO).write(lines)
             throw ExitCode(78)
         case (.failure(let error), true):
-            text = JSONValue.object([("valid", false), ("problems", .array(error.problems.map(\.jsonValue)))]).encoded() + "\n"
+            text = Self.failureJSON(error).encoded() + "\n"
         }
         try writeOutput(text)
         if case .failure = result { throw ExitCode(78) }
+    }
+
+    /// `{"valid":false,"problems":[…],"error":{"category":"config","message":…,"exit_code":78}}`: the problems,
+    /// and the `error` member every `--json` failure has (the first problem, and how many more there are).
+    static func failureJSON(_ error: ConfigurationError) -> JSONValue {
+        let first = error.problems.first.map { "\($0)" } ?? "the configuration is not valid"
+        let more = error.problems.count > 1 ? " (and \(error.problems.count - 1) more problems)" : ""
+        return .object([
+            ("valid", false), ("problems", .array(error.problems.map(\.jsonValue))),
+            ("error", ScriptContract.errorFields(category: "config", message: first + more, exitCode: 78)),
+        ])
     }
 
     /// A few lines a person can check at a glance: what will be probed, how, and under which policy. Each line is
@@ -94,11 +105,20 @@ struct CheckConfigCommand: AsyncParsableCommand {
         }
         let targets = configuration.reachabilityTargets.map(\.description).joined(separator: " ")
         lines.append("targets:   \(configuration.reachabilityTargets.count)\(targets.isEmpty ? "" : " (\(targets))")")
-        lines.append("metrics:   \(configuration.metricsTextfile ?? "none")")
+        lines.append("metrics:   \(metricsSummary(configuration))")
         lines.append("proxy:     \(proxySummary(configuration.proxy))")
         if let listen = configuration.metricsListen { lines.append("listen:    \(listen) (/metrics, /healthz, /readyz)") }
         if let connectivity = configuration.connectivity { lines.append("connectivity: \(connectivitySummary(connectivity))") }
         return UntrustedText.escapedLines(lines)
+    }
+
+    /// Where the metrics go: `textfile PATH`, `listen ADDRESS`, both, or `none` when neither is set.
+    static func metricsSummary(_ configuration: AgentConfiguration) -> String {
+        let outputs = [
+            configuration.metricsTextfile.map { "textfile \($0)" }, configuration.metricsListen.map { "listen \($0)" },
+        ]
+        .compactMap { $0 }
+        return outputs.isEmpty ? "none" : outputs.joined(separator: ", ")
     }
 
     /// The default proxies without credentials: `http://proxy:3128 (configuration)`, or for the environment
@@ -159,6 +179,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
                             ("interval", .string(DurationSyntax.format(endpoint.interval))),
                             ("timeout", .string(DurationSyntax.format(endpoint.timeout))),
                             ("policies", .array((endpoint.security?.names ?? []).map(JSONValue.string))),
+                            ("kind", .string(endpoint.kind.rawValue)), ("tls", .bool(endpoint.kind.usesTLS)),
                             ("effective_policy", effectivePolicyJSON(endpoint)),
                             ("proxy", .string(endpoint.proxy.settings.proxy(for: endpoint.url)?.description)),
                             ("proxy_source", .string(endpoint.proxy.source.rawValue)),
@@ -185,10 +206,13 @@ struct CheckConfigCommand: AsyncParsableCommand {
 
     /// What an endpoint's handshakes are held to and why: the combined mode, pins, enforcement and store,
     /// then each policy that applies with the pattern that matched (or "named" for the `policy:` key).
+    /// Other TLS kinds than https say first how TLS starts (`TLS after STARTTLS (required)`, `implicit TLS`).
     static func effectivePolicy(_ endpoint: EndpointConfiguration) -> String {
-        guard endpoint.url.scheme?.lowercased() == "https" else { return "plain http, no TLS" }
+        let kind = endpoint.kind
+        guard kind.usesTLS else { return kind == .tcp ? "plain TCP, no TLS" : "plain http, no TLS" }
+        let transport = transportSummary(kind).map { "\($0): " } ?? ""
         guard let security = endpoint.security else {
-            return "none (no policy applies): chain and host name against the system store, profile "
+            return transport + "none (no policy applies): chain and host name against the system store, profile "
                 + ProfileSelection.auto.explanation(anchorsFrom: .system)
         }
         let policy = security.policy
@@ -206,7 +230,16 @@ struct CheckConfigCommand: AsyncParsableCommand {
         let sources = security.sources.map { source in
             source.pattern.map { "\(source.name) (hosts \($0))" } ?? "\(source.name) (named)"
         }
-        return facts.joined(separator: ", ") + "; from " + sources.joined(separator: ", ")
+        return transport + facts.joined(separator: ", ") + "; from " + sources.joined(separator: ", ")
+    }
+
+    /// How a kind other than https reaches TLS: `TLS handshake only` (tls), `TLS after STARTTLS (required)`
+    /// for the upgrading kinds, `implicit TLS` for the others; nil for https and the kinds without TLS.
+    static func transportSummary(_ kind: ServiceKind) -> String? {
+        guard kind.usesTLS, kind != .https else { return nil }
+        if kind == .tls { return "TLS handshake only" }
+        if let command = kind.upgradeCommand { return "TLS after \(command) (required)" }
+        return "implicit TLS"
     }
 
     /// Where the anchors of an endpoint's chains come from: its pinned certificates in certificate mode, else

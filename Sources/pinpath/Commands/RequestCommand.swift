@@ -71,10 +71,10 @@ struct RequestCommand: AsyncParsableCommand {
 
     @OptionGroup var clientCertificate: ClientCertificateOptions
 
-    @Option(help: "The total time allowed, in seconds.")
+    @Option(help: "The total time allowed: 30s, 1500ms, 2m, or a number of seconds (2.5).")
     var timeout: Duration = .seconds(30)
 
-    @Option(help: "When the target is not reachable, wait up to this many seconds for the network instead of failing at once.")
+    @Option(help: "When the target is not reachable, wait up to this long for the network (10s, or seconds) instead of failing at once.")
     var waitForConnectivity: Duration?
 
     @Option(
@@ -106,9 +106,9 @@ struct RequestCommand: AsyncParsableCommand {
             guard [data != nil, jsonBody != nil, !form.isEmpty].filter({ $0 }).count <= 1 else {
                 throw CommandFailure.usage("give one body: -d, --json-body or --form")
             }
-            guard timeout > .zero else { throw CommandFailure.usage("--timeout must be a positive number of seconds") }
+            guard timeout > .zero else { throw CommandFailure.usage("--timeout must be more than 0 (5s, 1500ms, or a number of seconds)") }
             if let waitForConnectivity, waitForConnectivity < .zero {
-                throw CommandFailure.usage("--wait-for-connectivity must be a number of seconds, 0 or more")
+                throw CommandFailure.usage("--wait-for-connectivity must be 0 or more (10s, 1500ms, or a number of seconds)")
             }
         }
     }

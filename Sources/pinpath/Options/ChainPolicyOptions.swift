@@ -51,7 +51,7 @@ struct ChainPolicyOptions: ParsableArguments {
     @Option(
         help:
             """
-            What a pin matches: public-key (any certificate of the verified chain with a pinned key; the default with pins), \
+            What a pin matches: public_key (any certificate of the verified chain with a pinned key; the default with pins), \
             certificate (the --pin-file certificates are the anchors) or none (no pins).
             """
     )
@@ -74,7 +74,7 @@ struct ChainPolicyOptions: ParsableArguments {
                 throw CommandFailure.usage("--mode needs pins: give --pin or --pin-file")
             }
             if mode == PinningMode.none, pinned {
-                throw CommandFailure.usage("--mode none checks no pins; drop --pin and --pin-file, or use --mode public-key")
+                throw CommandFailure.usage("--mode none checks no pins; drop --pin and --pin-file, or use --mode public_key")
             }
             if mode == .certificate && !pins.isEmpty {
                 throw CommandFailure.usage("--pin gives public-key pins; --mode certificate takes certificates from --pin-file")

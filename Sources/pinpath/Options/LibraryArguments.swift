@@ -1,4 +1,5 @@
 import ArgumentParser
+import PinpathAgent
 import PinpathReachability
 import PinpathSecurity
 
@@ -10,14 +11,6 @@ extension SPKIPin: ExpressibleByArgument {
     public init?(argument: String) {
         guard let pin = ArgumentRefusal.parse({ try SPKIPin(parsing: argument) }, message: { "--pin: \($0)" }) else { return nil }
         self = pin
-    }
-}
-
-extension TLSEndpoint: ExpressibleByArgument {
-    /// A `HOST[:PORT]` argument; the port defaults to 443.
-    public init?(argument: String) {
-        guard let endpoint = ArgumentRefusal.parse({ try TLSEndpoint(parsing: argument) }, message: { $0 }) else { return nil }
-        self = endpoint
     }
 }
 
@@ -42,26 +35,33 @@ extension ReachabilityTarget: ExpressibleByArgument {
 }
 
 extension PinningMode: ExpressibleByArgument {
-    /// The command line spells `public_key` with a hyphen, as its other values; the configuration's spelling
-    /// is accepted too.
-    public init?(argument: String) { self.init(rawValue: argument == "public-key" ? "public_key" : argument) }
-
-    public static var allValueStrings: [String] { ["none", "public-key", "certificate"] }
+    /// `public_key`, as the configuration spells it; the hyphenated `public-key` of earlier releases is accepted too.
+    public init?(argument: String) { self.init(rawValue: argument.replacing("-", with: "_")) }
 }
 
 // Parsed by name, listed in the help from `allCases` (RawRepresentable and CaseIterable in PinpathSecurity).
 extension ProfileSelection: ExpressibleByArgument {}
 
-extension RevocationMode: ExpressibleByArgument {}
+extension RevocationMode: ExpressibleByArgument {
+    /// `require_stapled`, as the configuration spells it; `require-stapled` is accepted too, as every
+    /// underscore value is with a hyphen.
+    public init?(argument: String) { self.init(rawValue: argument.replacing("-", with: "_")) }
+}
 
 // swift-format-ignore: AvoidRetroactiveConformances
 // The executable owns both sides of its command line; no library sees this conformance.
 extension Duration: @retroactive ExpressibleByArgument {
-    /// A number of seconds, as the command line has always taken them (`--timeout 2.5`); refused when not a
-    /// finite number or beyond any sensible wait (10^12 s), which `Duration` could not hold exactly.
+    /// A duration as the configuration writes it (`5s`, `1500ms`, `1m30s`), or a bare number of seconds as the
+    /// command line has always taken them (`--timeout 2.5`); a bare number is refused when not finite or beyond
+    /// any sensible wait (10^12 s), which `Duration` could not hold exactly.
     public init?(argument: String) {
-        guard let seconds = Double(argument), seconds.isFinite, abs(seconds) <= 1e12 else { return nil }
-        self = .seconds(seconds)
+        if let seconds = Double(argument) {
+            guard seconds.isFinite, abs(seconds) <= 1e12 else { return nil }
+            self = .seconds(seconds)
+            return
+        }
+        guard let duration = try? DurationSyntax.parse(argument) else { return nil }
+        self = duration
     }
 
     /// The seconds, as the help shows a default (`10.0`).

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import PinpathAgent
+import PinpathHTTP
 import PinpathSecurity
 import PinpathSupport
 
@@ -60,6 +61,33 @@ enum AuditText {
         return UntrustedText.escapedLines(lines)
     }
 
+    /// `{"category":…,"message":…,"code":…}` for any outcome but trusted (`null` then): the category in the
+    /// request core's words, as `request --json` and the agent's events name it, beside audit's own `result`.
+    static func errorJSON(_ audit: TLSAudit) -> JSONValue {
+        guard audit.outcome != .trusted else { return .null }
+        let code = audit.connectionError?.code.description ?? audit.evaluationError?.code.description
+        let message =
+            audit.connectionError?.message ?? audit.evaluationError?.message ?? audit.evaluation?.failure?.message
+            ?? audit.outcome.description
+        return .object([("category", .string(category(of: audit))), ("code", .string(code)), ("message", .string(message))])
+    }
+
+    /// The request core's category (``HTTPError/Code``) for an audit's outcome.
+    static func category(of audit: TLSAudit) -> String {
+        switch audit.outcome {
+        case .pinMismatch: return HTTPError.Code.policyRejected.description
+        case .revoked: return HTTPError.Code.revoked.description
+        case .noHandshake:
+            switch audit.connectionError?.code {
+            case .dnsFailure?: return HTTPError.Code.resolveFailed.description
+            case .timedOut?: return HTTPError.Code.timedOut.description
+            case .handshakeFailed?, .openSSLFailure?: return HTTPError.Code.tlsFailed.description
+            default: return HTTPError.Code.connectFailed.description
+            }
+        default: return HTTPError.Code.tlsInvalid.description
+        }
+    }
+
     /// One JSON object on one line.
     static func json(_ audit: TLSAudit, first: Bool) -> String {
         let evaluation = audit.evaluation
@@ -95,12 +123,7 @@ enum AuditText {
             ("address", .string(audit.address)),
             ("result", .string(audit.outcome.description)),
             ("exit_code", .int(audit.outcome.severity)),
-            (
-                "error",
-                audit.connectionError.map { .object([("code", .string($0.code.description)), ("message", .string($0.message))]) }
-                    ?? audit.evaluationError.map { .object([("code", .string($0.code.description)), ("message", .string($0.message))]) }
-                    ?? .null
-            ),
+            ("error", errorJSON(audit)),
             ("verified_at", .string(rfc3339(audit.verifiedAt))),
             ("protocol", .string(audit.protocolVersion)),
             ("cipher", .string(audit.cipher)),

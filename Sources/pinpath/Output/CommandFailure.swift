@@ -52,11 +52,11 @@ enum CommandFailure: Error {
         }
     }
 
-    /// Writes the one line on standard error and returns the exit code to leave with.
+    /// Writes the one line on standard error (and, with `--json`, the error object on standard output when the
+    /// command printed none) and returns the exit code to leave with.
     func report() -> ExitCode {
-        // Messages may quote the server (its certificates' names, its TLS alerts).
-        let message = UntrustedText.escaped(message, keepingNewlines: true)
-        try? LineOutput(descriptor: STDERR_FILENO).write("pinpath: error: \(message)\n")
+        ScriptContract.writeErrorObject(category: category, message: detail, exitCode: exitCode.rawValue)
+        try? LineOutput(descriptor: STDERR_FILENO).write(ScriptContract.errorLine(message))
         return exitCode
     }
 }
@@ -70,6 +70,7 @@ func writeOutput(_ text: String) throws(CommandFailure) {
 func writeOutput(_ bytes: [UInt8]) throws(CommandFailure) {
     do throws(OutputError) {
         try LineOutput().write(bytes)
+        ScriptContract.noteOutputWritten()
     } catch {
         throw CommandFailure.output(error.description)
     }
