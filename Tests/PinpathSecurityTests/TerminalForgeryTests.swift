@@ -29,7 +29,7 @@ struct TerminalForgeryTests {
         #expect(sans.contains { $0.hasSuffix(Self.forgedSAN) }, "JSON keeps the exact name: \(sans)")
     }
 
-    @Test("a pin failure naming the hostile certificate is escaped on stderr, its own line breaks kept")
+    @Test("a pin failure naming the hostile certificate is escaped on stderr: one line, its line breaks kept with -v")
     func pinFailureEscapesServerText() throws {
         // Its DNS SANs would fail rfc5280.san_dns_syntax before any pin is checked: the subject alone is hostile.
         let evil = try EvilServer(sans: "IP:127.0.0.1")
@@ -45,7 +45,15 @@ struct TerminalForgeryTests {
         #expect(result.stderr.hasPrefix("pinpath: error: "), "\(result.stderr)")
         // RFC 2253 form (OpenSSL's) writes the subject's ESC as \1B.
         #expect(result.stderr.contains(#"CN=evil\1B[2Jsubject"#), "the subject's ESC is shown, escaped: \(result.stderr)")
-        #expect(result.stderr.split(separator: "\n").count > 2, "the pin failure keeps its lines: \(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1, "one line per error: \(result.stderr)")
+        let verbose = try Shell.run([
+            Shell.pinpath, "request", "-v", "https://127.0.0.1:\(evil.server.port)/", "--ca-file", evil.certificate,
+            "--pin", "sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+        ])
+        #expect(verbose.status == 1, "\(verbose.stderr)")
+        #expect(!verbose.stderr.unicodeScalars.contains("\u{1B}"), "\(verbose.stderr)")
+        #expect(verbose.stderr.contains(#"CN=evil\1B[2Jsubject"#), "\(verbose.stderr)")
+        #expect(verbose.stderr.split(separator: "\n").count > 2, "-v keeps the pin failure's lines: \(verbose.stderr)")
     }
 
     /// `openssl s_server` with a self-signed certificate for 127.0.0.1 whose subject and SANs hold raw escape
