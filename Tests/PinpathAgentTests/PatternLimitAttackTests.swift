@@ -152,6 +152,49 @@ struct PatternLimitAttackTests {
         #expect(Self.events(directory).last?["event"] as? String == "agent.stopping")
     }
 
+    /// Round 5 (review): a search that had to wait past its probe's timeout was refused, so a server behind two
+    /// main-file endpoints with slow patterns could fail a third, healthy endpoint at will (12 failures in 20 s).
+    /// A search that waits is now run however long it waited: another endpoint's cost delays a verdict, never
+    /// turns it into a failure.
+    @Test(
+        "Attack: slow searches of other endpoints never fail a healthy endpoint with a short timeout",
+        .timeLimit(.minutes(2)))
+    func slowNeighbours() async throws {
+        let directory = try TemporaryDirectory()
+        let quadratic = try HostileServer(.craftedBody(String(repeating: "<title>", count: 590_000)))
+        let healthy = try HostileServer(.craftedBody("ok"))
+        defer {
+            quadratic.stop()
+            healthy.stop()
+        }
+        let slow = { (name: String) in
+            "  - { name: \(name), url: \"http://127.0.0.1:\(quadratic.port)/\(name)\", interval: 1s, timeout: 1s, "
+                + "expect: { body_matches: \"(?s)<title>.*</title>\" } }\n"
+        }
+        try """
+        events: { output: \(directory.file("events.jsonl")), probes: all }
+        endpoints:
+          - { name: victim, url: "http://127.0.0.1:\(healthy.port)/", interval: 1s, timeout: 500ms, expect: { body_matches: ok } }
+        \(slow("hostile"))\(slow("hostile2"))
+        """.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let agent = try Shell.spawn([Shell.pinpath, "run", "--config", directory.file("pinpath.yaml")], stdout: devNull)
+        defer { Shell.stopIfRunning(agent) }
+        try await MetricsEndpointTests.wait("the slow searches at their limit") {
+            Self.probes(Self.events(directory), of: "hostile").contains { $0["error_category"] as? String == "pattern_limit" }
+        }
+        try await Task.sleep(for: .seconds(10))
+        let victim = Self.probes(Self.events(directory), of: "victim")
+        print(
+            "victim beside two slow searches: \(victim.count) probes, \(victim.filter { $0["outcome"] as? String != "success" }.count) not successes"
+        )
+        #expect(victim.count >= 3)
+        #expect(victim.allSatisfy { $0["outcome"] as? String == "success" }, "\(victim.filter { $0["outcome"] as? String != "success" })")
+        #expect(Self.state(Self.events(directory), of: "victim") == "up")
+        #expect(try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(10)) == 0)
+    }
+
     @Test(
         "check-config refuses a pattern PCRE2 refuses, naming the key, line, column and PCRE2's reason, in the main file or an included one",
         arguments: [

@@ -117,8 +117,8 @@ actor AgentCore {
     /// Starts a probe, or leaves it queued in the admission until there is room. Lateness counts from `due`
     /// to the actual start.
     private func launch(_ name: String, due: ContinuousClock.Instant) {
-        guard !admission.isRunning(name), endpoints.probeTarget(name) != nil else { return }  // still running: skip this slot
-        if admission.admit(name, due: due) { start(name, due: due) }
+        guard !admission.isRunning(name), let (endpoint, _) = endpoints.probeTarget(name) else { return }  // still running: skip this slot
+        if admission.admit(name, due: due, included: endpoint.isFromIncludedFile) { start(name, due: due) }
     }
 
     private func start(_ name: String, due: ContinuousClock.Instant) {
@@ -128,13 +128,13 @@ actor AgentCore {
             let result = await probe.probe(endpoint)
             self.handle(result, generation: generation)
         }
-        admission.started(name, task: task, due: isOnce ? nil : due)
+        admission.started(name, task: task, due: isOnce ? nil : due, included: endpoint.isFromIncludedFile)
         if !isOnce { metrics.observeLateness(due.duration(to: .now)) }
     }
 
     /// Starts queued probes while there is room.
     private func startWaiting() {
-        while let (name, due) = admission.nextWaiting() { start(name, due: due) }
+        while let (name, due, _) = admission.nextWaiting() { start(name, due: due) }
     }
 
     /// Ends the loop's sleep: something changed that the loop must look at.

@@ -6,18 +6,16 @@ import Synchronization
 /// included file held every other probe, the events and a SIGTERM for minutes. Here they wait for each other
 /// only, in two lanes: the main file's endpoints, and every included file's.
 ///
-/// A lane is bounded, so that waiting in it holds nothing for long: a probe waiting for its search keeps its
-/// place among the probes in flight and its response body, and 256 endpoints parked in the included files' lane
-/// held every place, stopping the main file's probes as surely as the pool did. At most ``maximumWaiting``
-/// searches wait; a search that cannot wait, or that would start after its probe's timeout, is not run, and the
-/// probe fails (``Refusal``): never a pass that was not checked.
+/// A lane is bounded: a probe waiting for its search keeps its place among the probes in flight and its response
+/// body, and 256 endpoints parked in the included files' lane held every place, stopping the main file's probes
+/// as surely as the pool did. At most ``maximumWaiting`` searches wait; a search that cannot wait is not run, and
+/// its probe fails (``Refusal``): never a pass that was not checked. A search that waits is run however long it
+/// waited: another endpoint's slow search may delay this one's verdict, never turn it into a failure.
 final class PatternSearchLane: Sendable {
     /// Why a search was not run.
     enum Refusal: Sendable {
         /// ``maximumWaiting`` searches were already waiting in the lane.
         case full(waiting: Int)
-        /// The probe's timeout passed before the lane got to it.
-        case late
         /// The probe's task was cancelled (the agent stopping, a reload).
         case cancelled
     }
@@ -46,13 +44,9 @@ final class PatternSearchLane: Sendable {
         self.files = files
     }
 
-    /// `work`'s result once the lane gets to it, or `refused`'s when it cannot: the lane is full, `deadline` passed
-    /// before the search could start, or the calling task is cancelled while it waits (it returns at once; a search
-    /// already running ends within its limits).
-    func run<Result: Sendable>(
-        until deadline: ContinuousClock.Instant, _ work: @escaping @Sendable () -> Result,
-        refused: @escaping @Sendable (Refusal) -> Result
-    ) async -> Result {
+    /// `work`'s result once the lane gets to it, or `refused`'s when it cannot: the lane is full, or the calling
+    /// task is cancelled while it waits (it returns at once; a search already running ends within its limits).
+    func run<Result: Sendable>(_ work: @escaping @Sendable () -> Result, refused: @escaping @Sendable (Refusal) -> Result) async -> Result {
         let queued = waiting.withLock { count -> Int? in
             guard count < Self.maximumWaiting else { return nil }
             count += 1
@@ -66,7 +60,7 @@ final class PatternSearchLane: Sendable {
                 queue.async {
                     self.waiting.withLock { $0 -= 1 }
                     guard pending.isWaiting else { return }
-                    pending.finish(ContinuousClock.now < deadline ? work() : refused(.late))
+                    pending.finish(work())
                 }
             }
         } onCancel: {

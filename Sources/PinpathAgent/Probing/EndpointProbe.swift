@@ -13,7 +13,6 @@ struct EndpointProbe: Sendable {
 
     /// Probes once. Never throws: every way a probe can end is a result.
     func probe(_ endpoint: EndpointConfiguration) async -> ProbeResult {
-        let started = ContinuousClock.now
         var result = ProbeResult(endpoint: endpoint.name, kind: endpoint.kind, outcome: .failure, started: Date())
         let request = HTTPRequest(
             method: endpoint.method, url: endpoint.url, headers: endpoint.kind.isHTTP ? endpoint.requestHeaders : HTTPHeaders(),
@@ -30,8 +29,7 @@ struct EndpointProbe: Sendable {
                 // stop the other probes, the events or a SIGTERM.
                 let judged = result
                 let lane = PatternSearchLane.for(endpoint)
-                let deadline = started + endpoint.timeout
-                result = await lane.run(until: deadline) {
+                result = await lane.run {
                     var result = judged
                     judge(response, against: endpoint, into: &result)
                     return result
@@ -112,9 +110,6 @@ struct EndpointProbe: Sendable {
         case .full(let waiting):
             result.errorCategory = "pattern_limit"
             result.message = "the patterns were not searched: \(waiting) searches of \(lane.files) endpoints were already waiting"
-        case .late:
-            result.errorCategory = "pattern_limit"
-            result.message = "the patterns were not searched: the probe's timeout passed while \(lane.files) earlier searches ran"
         case .cancelled:
             result.errorCategory = HTTPError.Code.cancelled.description
             result.message = "the probe was cancelled before its patterns were searched"

@@ -6,7 +6,8 @@
 /// certificate of the system store issued (directly or through certificates the server sent), is public and
 /// gets `webpki` whatever named it (a CA file that copies the system bundle, a pinned public root or leaf). A
 /// path that reaches no anchor (invalid certificates allowed) gets `webpki`: nothing the policy names vouches
-/// for it. Whatever the server sends can only make an anchor public, never private.
+/// for it. What the server sends can only make an anchor public; leaving certificates out keeps what is found
+/// without them (a named intermediate of a public CA whose issuers are not sent stays `rfc5280`).
 public struct AppliedProfile: Sendable, Hashable, CustomStringConvertible {
     /// Why a profile applied, as an extensible set of values.
     public struct Basis: Hashable, Sendable, CustomStringConvertible {
