@@ -70,13 +70,13 @@ struct ProbeKindsTests {
         _ = try await session(pins: ["inter"]).send(check("tls://127.0.0.1:\(server.port)"), options: options())
     }
 
-    @Test("tls:// to an expired certificate is refused (tls_invalid)")
+    @Test("tls:// to an expired certificate is refused as tls_expired")
     func tlsExpired() async throws {
         let server = try server("expired")
         defer { server.stop() }
         await #expect {
             _ = try await session().send(check("tls://127.0.0.1:\(server.port)"), options: options(serverName: "valid.test"))
-        } throws: { Self.code($0) == .tlsInvalid }
+        } throws: { Self.code($0) == .tlsExpired }
     }
 
     @Test("servername is the name checked: it passes with the right name and never excuses a wrong one")
