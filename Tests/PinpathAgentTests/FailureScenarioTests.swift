@@ -1,6 +1,9 @@
 import Foundation
+import PinpathSecurity
 import PinpathTestSupport
 import Testing
+
+@testable import PinpathAgent
 
 /// Issue 31's three internal services, as an operator who runs blackbox_exporter would meet them: a private CA's
 /// leaf without extended key usage under a forced `webpki` profile, a leaf without an Authority Key Identifier
@@ -92,6 +95,41 @@ struct FailureScenarioTests {
         let name: String
         let category: String
         let server: TLSServer
+    }
+
+    @Test(
+        "SecurityPolicy.evaluate: the expired leaf without AKI is refused for its expiry first, then the missing AKI, in every profile",
+        arguments: [VerificationProfile.webpki, .rfc5280])
+    func expiredFirst(profile: VerificationProfile) throws {
+        let store = try TrustStore(certificates: try Certificate.certificates(contentsOf: Self.file("root.pem")))
+        let policy = try SecurityPolicy(mode: .none, profile: ProfileSelection(profile))
+        let evaluation = try policy.evaluate(
+            servedChain: try Certificate.certificates(contentsOf: Self.file("expired.pem")), host: "127.0.0.1", trustStore: store)
+        let failure = try #require(evaluation.failure)
+        #expect(failure.isOutsideValidity)
+        #expect(failure.verifyError == 10 && failure.depth == 0, "\(failure)")
+        #expect(failure.message.hasPrefix("127.0.0.1: certificate has expired at depth 0 (CN=expired.internal): notAfter "), "\(failure)")
+        #expect(
+            failure.message.hasSuffix("; also: certificate verify failed at depth 0: Missing Authority Key Identifier (X509_V_ERR 85)"),
+            "\(failure)")
+        #expect(!evaluation.chainValidated)
+    }
+
+    @Test("ATTACK: a served chain of 40 certificates puts at most 10 subjects into probe.completed's served_chain")
+    func servedChainBounded() throws {
+        let store = try TrustStore(certificates: try Certificate.certificates(contentsOf: Self.file("root.pem")))
+        let leaf = try Certificate.certificates(contentsOf: Self.file("rotated.pem"))
+        let padding = try Certificate.certificates(contentsOf: Self.file("noeku.pem"))
+        let evaluation = try SecurityPolicy(mode: .none).evaluate(
+            servedChain: leaf + Array(repeating: padding[0], count: 39), host: "127.0.0.1", trustStore: store)
+        var result = ProbeResult(endpoint: "api", outcome: .failure, started: Date())
+        result.evaluation = evaluation
+        let event = AgentEvents.probeCompleted(result, connectivity: nil)
+        guard case .array(let chain)? = event.fields.first(where: { $0.0 == "served_chain" })?.1 else {
+            Issue.record("no served_chain array: \(event.fields)")
+            return
+        }
+        #expect(chain.count == AgentEvents.servedChainLimit)
     }
 
     @Test(

@@ -64,6 +64,10 @@ struct ProbeKindsTests {
             _ = try await session(pins: ["otherroot"]).send(check("tls://127.0.0.1:\(server.port)"), options: options())
         } throws: { error in
             guard let error = error as? HTTPError, error.code == .policyRejected else { return false }
+            // Where it connected, although refused: the address that served the wrong key, the version, the phases.
+            #expect(error.remoteAddress == "127.0.0.1:\(server.port)")
+            #expect(error.tlsVersion?.hasPrefix("TLSv1.") == true, "\(String(describing: error.tlsVersion))")
+            #expect(error.timings?.phasesReached == ["resolve", "connect", "tls"])
             return error.evaluation?.failure?.reason == .pinMismatch
         }
         // The right pin passes on the same server.

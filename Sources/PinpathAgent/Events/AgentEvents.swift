@@ -106,14 +106,23 @@ enum AgentEvents {
     }
 
     /// `served_chain`: what the server sent, leaf first, as subjects and notAfter dates (the PEMs are
-    /// `pin.failure`'s); null when no handshake reached the certificate.
+    /// `pin.failure`'s); null when no handshake reached the certificate. A server chooses both the chain and the
+    /// names: at most ``servedChainLimit`` certificates, each subject cut to ``servedSubjectLimit`` scalars, so
+    /// that a 100 KB certificate list does not become every probe's event.
     private static func servedChain(_ evaluation: TrustEvaluation?) -> JSONValue {
         guard let evaluation, !evaluation.servedChain.isEmpty else { return .null }
         return .array(
-            evaluation.servedChain.map {
-                .object([("subject", outsideText($0.subject)), ("not_after", rfc3339($0.notAfter))])
+            evaluation.servedChain.prefix(servedChainLimit).map {
+                .object([
+                    ("subject", .string(UntrustedText.truncated($0.subject, limit: servedSubjectLimit))),
+                    ("not_after", rfc3339($0.notAfter)),
+                ])
             })
     }
+
+    /// The certificates `served_chain` shows, and the length of each subject there.
+    static let servedChainLimit = 10
+    static let servedSubjectLimit = 256
 
     static func stateChanged(
         _ endpoint: EndpointConfiguration, _ transition: EndpointState.Transition, probe: ProbeResult?, connectivity: ConnectivityState?
