@@ -97,4 +97,32 @@ struct ExpiryCheckTests {
         #expect(check.check(evaluation, now: leafExpiry.addingTimeInterval(-60 * Self.day)).isEmpty)
         #expect(check.check(evaluation, now: near).map(\.depth) == expiring.map(\.offset))
     }
+
+    @Test("An expired served certificate is reported once while it is served, never as an expiring warning")
+    func expired() {
+        var check = ExpiryCheck(thresholds: Self.fourThresholds)
+        let leaf = certificate("leaf", days: -4.5)
+        let intermediate = certificate("intermediate", days: 400)
+        #expect(check.check(chain: [leaf, intermediate], now: now).isEmpty)
+        let first = check.expired(servedChain: [leaf, intermediate], now: now)
+        #expect(first.map(\.certificate.subject) == ["CN=leaf"])
+        #expect(first.map(\.depth) == [0])
+        #expect(first.map(\.daysExpired) == [4])
+        #expect(check.expired(servedChain: [leaf, intermediate], now: now).isEmpty)
+        // Gone (renewed) and back: a new report, as the thresholds do.
+        #expect(check.expired(servedChain: [intermediate], now: now).isEmpty)
+        #expect(check.expired(servedChain: [leaf, intermediate], now: now).count == 1)
+    }
+
+    @Test("A chain that did not validate warns about nothing: an expired leaf's handshake says tls_expired, not expiring")
+    func invalidChain() throws {
+        let pki = TestPKI.shared
+        let evaluation = try SecurityPolicy(mode: .none).evaluate(
+            servedChain: try pki.chain(["expired", "inter"]), host: "valid.test", trustStore: try pki.trustStore())
+        #expect(!evaluation.chainValidated)
+        #expect(evaluation.failure?.isOutsideValidity == true, "\(String(describing: evaluation.failure))")
+        var check = ExpiryCheck(thresholds: Self.fourThresholds)
+        #expect(check.check(evaluation, now: Date()).isEmpty)
+        #expect(check.expired(evaluation, now: Date()).map(\.depth) == [0])
+    }
 }

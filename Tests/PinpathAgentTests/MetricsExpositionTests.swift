@@ -64,6 +64,8 @@ struct MetricsExpositionTests {
                 pinpath_endpoint_state{\(odd),state="up"} 0
                 pinpath_endpoint_state{\(odd),state="down"} 0
                 pinpath_endpoint_state{\(odd),state="unreachable"} 0
+                # HELP pinpath_probe_failure_info Why the endpoint's last probe failed: 1 with its category; absent after a success.
+                # TYPE pinpath_probe_failure_info gauge
                 # HELP pinpath_pin_failures_total Pin validation failures since the agent started.
                 # TYPE pinpath_pin_failures_total counter
                 pinpath_pin_failures_total{endpoint="api",enforced="true"} 3
@@ -110,6 +112,20 @@ struct MetricsExpositionTests {
                 pinpath_build_info{version="9.9.9"} 1
 
                 """)
+    }
+
+    @Test("pinpath_probe_failure_info: one sample with the category while the last probe failed, none after a success")
+    func failureCategory() {
+        let failed = MetricsSnapshot.Endpoint(
+            name: "billing", probeSucceeded: false, probeDuration: 0.004, tlsVersion: "TLSv1.3", failureCategory: "tls_expired",
+            state: .down)
+        let recovered = MetricsSnapshot.Endpoint(name: "api", probeSucceeded: true, failureCategory: nil, state: .up)
+        let text = MetricsExposition.render(MetricsSnapshot(endpoints: [failed, recovered]))
+        let samples = text.split(separator: "\n").filter { $0.hasPrefix("pinpath_probe_failure_info{") }
+        #expect(samples == [#"pinpath_probe_failure_info{endpoint="billing",category="tls_expired"} 1"#])
+        // A failed probe that reached TLS keeps its duration and version.
+        #expect(text.contains(#"probe_duration_seconds{endpoint="billing"} 0.004"#))
+        #expect(text.contains(#"probe_tls_version_info{endpoint="billing",version="TLS 1.3"} 1"#))
     }
 
     @Test("OpenMetrics: counter families named without _total, samples with it, # EOF last")

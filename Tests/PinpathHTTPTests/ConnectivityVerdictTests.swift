@@ -61,7 +61,8 @@ struct ConnectivityVerdictTests {
         """,
         arguments: [
             (HTTPError.Code.connectFailed, ConnectivityState.limited), (.resolveFailed, .limited), (.timedOut, .limited),
-            (.protocolError, .limited), (.tlsInvalid, .intercepted), (.tlsFailed, .limited), (.policyRejected, .intercepted),
+            (.protocolError, .limited), (.tlsInvalid, .intercepted), (.tlsExpired, .intercepted), (.tlsFailed, .limited),
+            (.policyRejected, .intercepted),
             (.notReachable, .none),
         ])
     func errors(code: HTTPError.Code, state: ConnectivityState) {

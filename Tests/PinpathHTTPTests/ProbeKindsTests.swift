@@ -64,19 +64,23 @@ struct ProbeKindsTests {
             _ = try await session(pins: ["otherroot"]).send(check("tls://127.0.0.1:\(server.port)"), options: options())
         } throws: { error in
             guard let error = error as? HTTPError, error.code == .policyRejected else { return false }
+            // Where it connected, although refused: the address that served the wrong key, the version, the phases.
+            #expect(error.remoteAddress == "127.0.0.1:\(server.port)")
+            #expect(error.tlsVersion?.hasPrefix("TLSv1.") == true, "\(String(describing: error.tlsVersion))")
+            #expect(error.timings?.phasesReached == ["resolve", "connect", "tls"])
             return error.evaluation?.failure?.reason == .pinMismatch
         }
         // The right pin passes on the same server.
         _ = try await session(pins: ["inter"]).send(check("tls://127.0.0.1:\(server.port)"), options: options())
     }
 
-    @Test("tls:// to an expired certificate is refused (tls_invalid)")
+    @Test("tls:// to an expired certificate is refused as tls_expired")
     func tlsExpired() async throws {
         let server = try server("expired")
         defer { server.stop() }
         await #expect {
             _ = try await session().send(check("tls://127.0.0.1:\(server.port)"), options: options(serverName: "valid.test"))
-        } throws: { Self.code($0) == .tlsInvalid }
+        } throws: { Self.code($0) == .tlsExpired }
     }
 
     @Test("servername is the name checked: it passes with the right name and never excuses a wrong one")

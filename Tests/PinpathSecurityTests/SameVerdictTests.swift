@@ -146,7 +146,7 @@ struct SameVerdictTests {
         switch (probe["outcome"] as? String, probe["error_category"] as? String) {
         case ("success", _): kind = "trusted"
         case (_, "policy_rejected"): kind = "pin_mismatch"
-        case (_, "tls_invalid"): kind = "invalid"
+        case (_, "tls_invalid"), (_, "tls_expired"): kind = "invalid"
         case (let outcome, let category): kind = "\(outcome ?? "?") \(category ?? "?")"
         }
         return Verdict(kind: kind, message: probe["message"] as? String)

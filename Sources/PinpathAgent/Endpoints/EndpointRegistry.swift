@@ -103,9 +103,15 @@ struct EndpointRegistry {
             events.append(AgentEvents.revocationChecked(endpoint, evaluation, check, previous: tracker.reportedOCSPStatus))
             tracker.reportedOCSPStatus = check.status
         }
-        if let evaluation = result.evaluation, !evaluation.verifiedChain.isEmpty {
-            for warning in tracker.expiry.check(evaluation, now: Date()) {
-                events.append(AgentEvents.certificateExpiring(endpoint, evaluation, warning))
+        if let evaluation = result.evaluation, !evaluation.servedChain.isEmpty {
+            let now = Date()
+            for expired in tracker.expiry.expired(evaluation, now: now) {
+                events.append(AgentEvents.certificateExpired(endpoint, evaluation, expired))
+            }
+            if !evaluation.verifiedChain.isEmpty {
+                for warning in tracker.expiry.check(evaluation, now: now) {
+                    events.append(AgentEvents.certificateExpiring(endpoint, evaluation, warning))
+                }
             }
         }
         let input: EndpointState.Input

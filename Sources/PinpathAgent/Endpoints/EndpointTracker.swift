@@ -13,6 +13,8 @@ struct EndpointTracker: Sendable {
         var timings: PhaseTimings?
         var statusCode: Int?
         var tlsVersion: String?
+        /// Why it failed (``ProbeResult/errorCategory``); nil after a success.
+        var failureCategory: String?
         var earliestServedExpiry: Date?
         var verifiedChainExpiry: Date?
         var ocspResponseStatus: Int?
@@ -25,8 +27,10 @@ struct EndpointTracker: Sendable {
             timings = result.timings
             statusCode = result.statusCode
             tlsVersion = result.tlsVersion
+            failureCategory = result.outcome == .success ? nil : result.errorCategory
             earliestServedExpiry = result.evaluation?.servedChain.map(\.notAfter).min()
-            verifiedChainExpiry = result.evaluation?.verifiedChain.map(\.notAfter).min()
+            // As the README says: from a chain that validated only.
+            verifiedChainExpiry = result.evaluation.flatMap { $0.chainValidated ? $0.verifiedChain.map(\.notAfter).min() : nil }
             ocspResponseStatus = result.evaluation?.ocspStaple?.status.metricValue
             ocspStatus = result.evaluation?.ocspCheck?.status
             ocspNextUpdate = result.evaluation?.ocspCheck?.nextUpdate
@@ -167,7 +171,7 @@ struct EndpointTracker: Sendable {
             probeDuration: timings?.total,
             phaseDurations: timings.map { TimingsJSON.phases($0, kind: endpoint.kind).map { ($0.name, $0.seconds) } } ?? [],
             statusCode: lastProbe?.statusCode,
-            tlsVersion: lastProbe?.tlsVersion,
+            tlsVersion: lastProbe?.tlsVersion, failureCategory: lastProbe?.failureCategory,
             state: state.status,
             earliestCertificateExpiry: lastProbe?.earliestServedExpiry?.timeIntervalSince1970,
             lastChainExpiry: lastProbe?.verifiedChainExpiry?.timeIntervalSince1970,

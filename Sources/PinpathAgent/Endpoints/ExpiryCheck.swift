@@ -2,7 +2,10 @@ import FoundationEssentials
 import PinpathSecurity
 
 /// Decides when to emit `tls.certificate_expiring` for one endpoint: once for each threshold of
-/// `cert_expiry_warning` (for example 30d, 14d, 7d, 1d) that a certificate of its verified chain crosses.
+/// `cert_expiry_warning` (for example 30d, 14d, 7d, 1d) that a certificate of its verified chain crosses, the
+/// chain having validated (``TrustEvaluation/chainValidated``); and `tls.certificate_expired` once for each
+/// certificate of the served chain found past its notAfter, whether the chain validated or not (an expired
+/// certificate fails validation: its expiry is the outage, not a warning about one).
 ///
 /// A warning on every probe (every 30 s) would drown the log; a few warnings, each closer to the end, are
 /// what certificate monitors (and a person reading the log) expect. A certificate first seen already within
@@ -45,10 +48,22 @@ public struct ExpiryCheck: Sendable {
         public let threshold: Duration
     }
 
+    /// A served certificate past its notAfter.
+    public struct Expired: Sendable, Equatable {
+        /// The certificate.
+        public let certificate: Certificate
+        /// Its position in the served chain: 0 is the leaf.
+        public let depth: Int
+        /// Whole days since its notAfter (0 on the first day after it).
+        public let daysExpired: Int
+    }
+
     /// The thresholds, longest first; empty when warnings are off.
     public let thresholds: [Duration]
     /// The smallest threshold warned about, per certificate of the current chain.
     private var warned: [Certificate: Duration] = [:]
+    /// The expired certificates already reported, of the last served chain.
+    private var reportedExpired: Set<Certificate> = []
 
     /// - Parameter thresholds: the configured thresholds (for example 30, 14, 7 and 1 days), in any order;
     ///   zero ones are ignored.
@@ -63,6 +78,8 @@ public struct ExpiryCheck: Sendable {
         var warnings: [Warning] = []
         for (depth, certificate) in chain.enumerated() {
             let secondsLeft = certificate.notAfter.timeIntervalSince(now)
+            // An expired certificate is `tls.certificate_expired`'s (``expired(servedChain:now:)``), not a warning.
+            guard secondsLeft >= 0 else { continue }
             // Longest first: the thresholds it is within are a prefix, the last of them the smallest.
             guard let threshold = thresholds.last(where: { secondsLeft <= $0.inSeconds }) else { continue }
             if let last = warned[certificate], last <= threshold {
@@ -77,8 +94,36 @@ public struct ExpiryCheck: Sendable {
         return warnings
     }
 
-    /// The warnings due for the verified chain of a handshake's evaluation (see ``check(chain:now:)``).
+    /// The expired certificates of `servedChain` (leaf first) not reported yet: each once while it stays in
+    /// the served chain, as the thresholds are. Call after each probe that saw a served chain.
+    public mutating func expired(servedChain: [Certificate], now: Date) -> [Expired] {
+        var current: Set<Certificate> = []
+        var fresh: [Expired] = []
+        for (depth, certificate) in servedChain.enumerated() where certificate.notAfter < now {
+            current.insert(certificate)
+            if !reportedExpired.contains(certificate) {
+                let days = Int((now.timeIntervalSince(certificate.notAfter) / 86_400).rounded(.down))
+                fresh.append(Expired(certificate: certificate, depth: depth, daysExpired: days))
+            }
+        }
+        reportedExpired = current
+        return fresh
+    }
+
+    /// The expired certificates of a handshake's served chain not reported yet (see ``expired(servedChain:now:)``).
+    mutating func expired(_ evaluation: TrustEvaluation, now: Date) -> [Expired] {
+        // The usual case, nothing expired, without the fingerprints.
+        guard !reportedExpired.isEmpty || evaluation.servedChain.contains(where: { $0.notAfter < now }) else { return [] }
+        return expired(
+            servedChain: evaluation.servedChain.map {
+                Certificate(identity: $0.sha256Fingerprint, subject: $0.subject, notAfter: $0.notAfter)
+            }, now: now)
+    }
+
+    /// The warnings due for the verified chain of a handshake's evaluation (see ``check(chain:now:)``); none
+    /// for a chain that did not validate, which changes nothing remembered.
     mutating func check(_ evaluation: TrustEvaluation, now: Date) -> [Warning] {
+        guard evaluation.chainValidated else { return [] }
         // A chain with no certificate within the longest threshold warns about nothing and remembers nothing,
         // as ``check(chain:now:)`` would find: the usual case, answered without the fingerprints (a SHA-256
         // of each certificate and its hex, about 3% of a probe's instructions) and subjects it never reads.

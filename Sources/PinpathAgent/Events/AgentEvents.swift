@@ -98,11 +98,31 @@ enum AgentEvents {
             ("total_ms", timings.map { TimingsJSON.milliseconds($0.total) } ?? .null),
             ("remote_address", .string(result.remoteAddress)),
             ("tls_version", .string(result.tlsVersion)),
+            ("served_chain", servedChain(result.evaluation)),
             ("error_category", .string(result.errorCategory)),
             ("message", outsideText(result.message)),
             ("profile", .string(result.evaluation?.appliedProfile?.description)),
         ]
     }
+
+    /// `served_chain`: what the server sent, leaf first, as subjects and notAfter dates (the PEMs are
+    /// `pin.failure`'s); null when no handshake reached the certificate. A server chooses both the chain and the
+    /// names: at most ``servedChainLimit`` certificates, each subject cut to ``servedSubjectLimit`` scalars, so
+    /// that a 100 KB certificate list does not become every probe's event.
+    private static func servedChain(_ evaluation: TrustEvaluation?) -> JSONValue {
+        guard let evaluation, !evaluation.servedChain.isEmpty else { return .null }
+        return .array(
+            evaluation.servedChain.prefix(servedChainLimit).map {
+                .object([
+                    ("subject", .string(UntrustedText.truncated($0.subject, limit: servedSubjectLimit))),
+                    ("not_after", rfc3339($0.notAfter)),
+                ])
+            })
+    }
+
+    /// The certificates `served_chain` shows, and the length of each subject there.
+    static let servedChainLimit = 10
+    static let servedSubjectLimit = 256
 
     static func stateChanged(
         _ endpoint: EndpointConfiguration, _ transition: EndpointState.Transition, probe: ProbeResult?, connectivity: ConnectivityState?
@@ -149,6 +169,24 @@ enum AgentEvents {
                 ("threshold", .string(DurationSyntax.format(warning.threshold))),
                 ("earliest_served_expiry", rfc3339(evaluation.servedChain.map(\.notAfter).min())),
                 ("verified_chain_expiry", rfc3339(evaluation.verifiedChain.map(\.notAfter).min())),
+            ])
+    }
+
+    /// A served certificate is past its notAfter: an error whether the chain validated or not, once per
+    /// certificate while it is served.
+    static func certificateExpired(
+        _ endpoint: EndpointConfiguration, _ evaluation: TrustEvaluation, _ expired: ExpiryCheck.Expired
+    ) -> AgentEvent {
+        AgentEvent(
+            EventCatalog.certificateExpired,
+            [
+                ("endpoint", .string(endpoint.name)),
+                ("host", .string(evaluation.host)),
+                ("subject", outsideText(expired.certificate.subject)),
+                ("depth", .int(expired.depth)),
+                ("not_after", rfc3339(expired.certificate.notAfter)),
+                ("days_expired", .int(expired.daysExpired)),
+                ("chain_validated", .bool(evaluation.chainValidated)),
             ])
     }
 

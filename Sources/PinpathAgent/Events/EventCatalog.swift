@@ -56,8 +56,8 @@ public enum EventCatalog {
     public static let probeCompleted = EventKind(
         name: "probe.completed",
         fields: [
-            "endpoint", "outcome", "status_code", "phases_ms", "total_ms", "remote_address", "tls_version", "error_category",
-            "message", "profile", "connectivity",
+            "endpoint", "outcome", "status_code", "phases_ms", "total_ms", "remote_address", "tls_version", "served_chain",
+            "error_category", "message", "profile", "connectivity",
         ], levels: [.info, .warning])
     /// A pin mismatch (enforced or report-only), not suppressed. The fields after `suppressed` are the pin failure
     /// report's (RFC 7469's and TrustKit's names).
@@ -84,6 +84,11 @@ public enum EventCatalog {
             "verified_chain_expiry",
         ],
         levels: [.warning])
+    /// A served certificate is past its notAfter (`depth` in the served chain), once per certificate while it
+    /// is served; an error, the chain validated or not.
+    public static let certificateExpired = EventKind(
+        name: "tls.certificate_expired",
+        fields: ["endpoint", "host", "subject", "depth", "not_after", "days_expired", "chain_validated"], levels: [.error])
     /// The OCSP status of an endpoint's leaf (`revocation: ocsp`) changed, the first one after start included
     /// (`previous_status` null): `good` is info, `unknown` and `unavailable` (a soft failure too) warning,
     /// `revoked` error.
@@ -103,7 +108,7 @@ public enum EventCatalog {
     public static let all: [EventKind] = [
         agentStarted, agentStopping, configReloaded, configRejected, reachabilityChanged, reachabilityTargetChanged,
         connectivityChanged, endpointStateChanged, probeCompleted, pinFailure, reportDelivered, reportDeliveryFailed, certificateExpiring,
-        revocationChecked, eventsDropped,
+        certificateExpired, revocationChecked, eventsDropped,
         metricsWriteFailed,
     ]
 }

@@ -4,13 +4,14 @@ import PinpathHTTP
 /// `pinpath request --json` write them, and the phases the metrics textfile names.
 public enum TimingsJSON {
     /// The phases a request of `kind` has (``ServiceKind/phases``), at blackbox_exporter's boundaries, with
-    /// their durations in seconds: all five for HTTP, `resolve`, `connect` (and `tls`) for connection checks.
+    /// their durations in seconds: all five for HTTP, `resolve`, `connect` (and `tls`) for connection checks;
+    /// for a failed request only those it reached (``PhaseTimings/phasesReached``).
     public static func phases(_ timings: PhaseTimings, kind: ServiceKind = .https) -> [(name: String, seconds: Double)] {
         let all = [
             ("resolve", timings.resolve), ("connect", timings.connect), ("tls", timings.tls),
             ("processing", timings.processing), ("transfer", timings.transfer),
         ]
-        let names = kind.phases
+        let names = timings.phasesReached.map { reached in kind.phases.filter(reached.contains) } ?? kind.phases
         return all.filter { names.contains($0.0) }
     }
 

@@ -328,6 +328,7 @@ struct RenderedEndpoint: Sendable {
             true
         ),
         ("pinpath_endpoint_state", .gauge, "The endpoint's state: 1 for the current one.", false),
+        ("pinpath_probe_failure_info", .gauge, "Why the endpoint's last probe failed: 1 with its category; absent after a success.", false),
         ("pinpath_pin_failures", .counter, "Pin validation failures since the agent started.", false),
     ]
 
@@ -384,6 +385,10 @@ struct RenderedEndpoint: Sendable {
         endSection()
         for state in MetricsExposition.states {
             out.sample("pinpath_endpoint_state", label, "state", state.rawValue, endpoint.state == state ? 1 : 0)
+        }
+        endSection()
+        if let category = endpoint.failureCategory {
+            out.sample("pinpath_probe_failure_info", label, "category", MetricsExposition.escape(category), 1)
         }
         endSection()
         out.sample("pinpath_pin_failures_total", label, "enforced", "true", Double(endpoint.enforcedPinFailures))

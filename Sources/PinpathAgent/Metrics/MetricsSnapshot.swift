@@ -19,6 +19,9 @@ public struct MetricsSnapshot: Sendable {
         public var statusCode: Int?
         /// The TLS version the last probe negotiated (`TLSv1.3`, as OpenSSL names it).
         public var tlsVersion: String?
+        /// Why the last probe failed (its `error_category`, `pinpath_probe_failure_info`'s `category`); nil
+        /// after a success and before the first probe.
+        public var failureCategory: String?
         /// The state.
         public var state: EndpointState.Status
         /// The earliest `notAfter` of every certificate served, in seconds since the epoch.
@@ -45,7 +48,8 @@ public struct MetricsSnapshot: Sendable {
         public init(
             name: String, probeSucceeded: Bool?, probeDuration: Double? = nil,
             phaseDurations: [(phase: String, seconds: Double)] = [], statusCode: Int? = nil, tlsVersion: String? = nil,
-            state: EndpointState.Status, earliestCertificateExpiry: Double? = nil, lastChainExpiry: Double? = nil,
+            failureCategory: String? = nil, state: EndpointState.Status, earliestCertificateExpiry: Double? = nil,
+            lastChainExpiry: Double? = nil,
             enforcedPinFailures: Int = 0, reportOnlyPinFailures: Int = 0, ocspResponseStatus: Int? = nil,
             ocspStatus: String? = nil, ocspNextUpdate: Double? = nil
         ) {
@@ -55,6 +59,7 @@ public struct MetricsSnapshot: Sendable {
             self.phaseDurations = phaseDurations
             self.statusCode = statusCode
             self.tlsVersion = tlsVersion
+            self.failureCategory = failureCategory
             self.state = state
             self.earliestCertificateExpiry = earliestCertificateExpiry
             self.lastChainExpiry = lastChainExpiry

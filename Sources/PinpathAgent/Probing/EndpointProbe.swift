@@ -47,7 +47,9 @@ struct EndpointProbe: Sendable {
             // to the endpoint's collectors, not its certificate's expiry. The message names the proxy.
             result.evaluation = error.refusingProxy == nil ? error.evaluation : nil
             result.statusCode = error.response?.statusCode
-            result.timings = error.response?.timings
+            result.timings = error.response?.timings ?? error.timings
+            result.remoteAddress = error.response?.remoteAddress ?? error.remoteAddress
+            result.tlsVersion = error.response?.tls?.version ?? error.tlsVersion
             if error.code == .notReachable {
                 result.reachability = error.reachability
                 // A failure when the refusal rests on a DNS answer, which may only raise.

@@ -106,7 +106,7 @@ public struct ConnectivityCheck: Sendable, Equatable {
         switch error.code {
         case .notReachable:
             return ConnectivityVerdict(state: .none, reason: error.reachability?.reason?.rawValue ?? "no_route")
-        case .tlsInvalid, .policyRejected, .revoked:
+        case .tlsInvalid, .tlsExpired, .policyRejected, .revoked:
             // A certificate was presented and the check's policy refused it: someone intercepts TLS, a portal or
             // an attacker. Not `portal`: that is the answer of a network one may log in to, this is not.
             return ConnectivityVerdict(state: .intercepted, reason: reason, timings: error.response?.timings)

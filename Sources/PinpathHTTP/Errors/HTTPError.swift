@@ -27,6 +27,9 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         public static let policyRejected = Code(name: "policy_rejected")
         /// The chain or the host name did not validate: see ``HTTPError/evaluation`` when a policy ran.
         public static let tlsInvalid = Code(name: "tls_invalid")
+        /// A certificate of the chain is expired or not yet valid (``TrustFailure/isOutsideValidity``), whatever
+        /// else was wrong with it: the message names the certificate and its date first.
+        public static let tlsExpired = Code(name: "tls_expired")
         /// A certificate of the chain is revoked (a CRL given, the stapled OCSP response, or the leaf's OCSP
         /// responder said so): refused in the handshake; see ``HTTPError/evaluation``.
         public static let revoked = Code(name: "revoked")
@@ -77,6 +80,14 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     public var reachability: TargetReachability?
     /// libcurl's result code, when the failure came from libcurl.
     public var curlCode: Int?
+    /// The address and port a connection was made to before the failure (`127.0.0.1:8443`), as
+    /// ``HTTPResponse/remoteAddress``; the proxy's through one.
+    public var remoteAddress: String?
+    /// The TLS version the handshake negotiated, when it got as far as the server's certificate (a handshake
+    /// refused for its chain or pins included).
+    public var tlsVersion: String?
+    /// How long the request took and the phases it reached (``PhaseTimings/phasesReached``), when libcurl ran it.
+    public var timings: PhaseTimings?
 
     /// Creates an error.
     public init(

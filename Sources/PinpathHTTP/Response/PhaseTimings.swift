@@ -8,6 +8,9 @@ public struct PhaseTimings: Sendable, Equatable {
     public var transfer: Double = 0
     /// The whole request, redirects included.
     public var total: Double = 0
+    /// The phases a failed request reached (`resolve`, `connect`, `tls`), in order; `nil` when a response
+    /// arrived and every phase of its kind counts.
+    public var phasesReached: [String]?
 
     public init() {}
 }

@@ -168,7 +168,13 @@ enum CurlErrorMapping {
                 let rejection = evaluation.failure
                 let pins = rejection?.reason == .pinMismatch || rejection?.reason == .pinsExpired
                 // Revocation has a category of its own: a monitor alerts on it differently from a broken chain.
-                let code: HTTPError.Code = pins ? .policyRejected : rejection?.reason == .revoked ? .revoked : .tlsInvalid
+                // So has an expiry: a date to fix, not a broken PKI or an interception.
+                let code: HTTPError.Code =
+                    if pins { .policyRejected } else if rejection?.reason == .revoked {
+                        .revoked
+                    } else if rejection?.isOutsideValidity == true {
+                        .tlsExpired
+                    } else { .tlsInvalid }
                 return HTTPError(
                     code,
                     "\(request): \(rejection?.message ?? "rejected by the security policy")\(account)",

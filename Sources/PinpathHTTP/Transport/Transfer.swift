@@ -195,6 +195,11 @@ final class Transfer: @unchecked Sendable {
             maximumBodySize: options.maximumBodySize, kind: kind, upgradeStarted: tlsContextsMade > 0)
         var error = CurlErrorMapping.error(for: failure)
         if proxyRefused { error.refusingProxy = proxy }
+        // Where it got: "which address served the wrong key?" is the first question after a refused handshake.
+        let handshakeReached = !proxyRefused && verifier?.lastResult != nil
+        error.remoteAddress = info.remoteAddress
+        error.tlsVersion = handshakeReached ? verifier?.lastProtocolVersion : nil
+        error.timings = info.timingsReached(connected: info.remoteAddress != nil, handshakeReached: handshakeReached)
         return error
     }
 }

@@ -48,6 +48,24 @@ struct TransferInfo {
         return timings
     }
 
+    /// The timings of a transfer that failed, with the phases it completed: `resolve` once a name was looked up
+    /// (or a connection made), `connect` once connected, `tls` once the handshake reached pinpath's verifier,
+    /// timed to the end (libcurl records no handshake time for a handshake that failed).
+    func timingsReached(connected: Bool, handshakeReached: Bool) -> PhaseTimings {
+        var timings = timings
+        var reached: [String] = []
+        if connected || seconds(CURLINFO_NAMELOOKUP_TIME_T) > 0 { reached.append("resolve") }
+        if connected { reached.append("connect") }
+        if connected && handshakeReached {
+            reached.append("tls")
+            if timings.tls == 0 { timings.tls = max(0, timings.total - timings.resolve - timings.connect) }
+        }
+        timings.processing = 0
+        timings.transfer = 0
+        timings.phasesReached = reached
+        return timings
+    }
+
     /// The connected socket of a `CURLOPT_CONNECT_ONLY` transfer that has completed; `nil` otherwise.
     var activeSocket: Int32? {
         var socket: curl_socket_t = CURL_SOCKET_BAD

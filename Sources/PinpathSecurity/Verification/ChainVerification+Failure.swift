@@ -3,7 +3,24 @@
 extension ChainVerification {
     /// The failure to report for `host`, or `nil` when the verification passed (with chain errors ignored if
     /// that was asked for): a host mismatch or an invalid chain, with the pins of the chain built.
+    /// A certificate outside its validity period is named first (``validityLapse``), with what else was wrong
+    /// after it; a revocation stays first, as the graver news.
     func failure(host: String, expectedPins: [SPKIPin]) -> TrustFailure? {
+        guard let underlying = underlyingFailure(host: host, expectedPins: expectedPins) else { return nil }
+        guard let lapse = validityLapse, underlying.reason != .revoked else { return underlying }
+        let prefix = "\(host): "
+        let rest = underlying.message.hasPrefix(prefix) ? String(underlying.message.dropFirst(prefix.count)) : underlying.message
+        let sameError = underlying.verifyError == lapse.verifyError && underlying.depth == lapse.depth
+        var failure = TrustFailure(
+            reason: .chainInvalid, verifyError: lapse.verifyError, depth: lapse.depth,
+            message: "\(host): \(lapse.description) (X509_V_ERR \(lapse.verifyError))\(sameError ? "" : "; also: \(rest)")",
+            expectedPins: expectedPins, seenPins: underlying.seenPins)
+        failure.violation = underlying.violation
+        return failure
+    }
+
+    /// The failure as OpenSSL and the profile found it, before the validity lapse is put first.
+    private func underlyingFailure(host: String, expectedPins: [SPKIPin]) -> TrustFailure? {
         guard !verified else { return nil }
         if let violation {
             // Which profile applied and why: under auto, what a rule refused depends on the anchor.

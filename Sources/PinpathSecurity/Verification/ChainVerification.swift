@@ -24,6 +24,9 @@ struct ChainVerification {
     /// How many certificates of ``chain``, from the leaf, came from what the server sent (the rest from the
     /// store). Wraps `X509_STORE_CTX_get_num_untrusted`.
     let servedCount: Int
+    /// The first certificate of ``chain`` outside its validity period, when a strict run did not verify: what the
+    /// failure names first, whatever error OpenSSL stopped at (its strict structure checks run before the dates).
+    let validityLapse: ValidityLapse?
     /// The profile applied and why, set by ``ProfileSelection/verify(_:against:_:)``; `nil` for a run no
     /// selection made (the host-only run of an audit).
     var appliedProfile: AppliedProfile?
@@ -163,6 +166,9 @@ struct ChainVerification {
         self.chain = chain
         self.violation = violation
         self.servedCount = servedCount
+        // Only where dates decide: allowing invalid certificates excuses them, and the audit's host-only run judges
+        // nothing but the name.
+        validityLapse = verified || leniency != .strict ? nil : ValidityLapse.first(in: chain, at: time ?? Date())
     }
 
     /// OpenSSL's text for the error (`certificate has expired`).

@@ -32,6 +32,7 @@ public final class HandshakeVerifier: Sendable {
     private let ocspResponses: OCSPResponseCache?
     // Written on whatever thread runs the handshake, read by the caller afterwards.
     private let last = Mutex<Result<TrustEvaluation, SecurityError>?>(nil)
+    private let lastVersion = Mutex<String?>(nil)
     private let evaluations = Atomic<Int>(0)
 
     /// Creates a verifier; see ``SecurityPolicy/evaluate(servedChain:host:port:trustStore:verificationTime:now:)``.
@@ -53,6 +54,11 @@ public final class HandshakeVerifier: Sendable {
 
     /// The outcome of the most recent handshake's evaluation, or the error that stopped it from running.
     public var lastResult: Result<TrustEvaluation, SecurityError>? { last.withLock { $0 } }
+
+    /// The TLS version the most recent evaluated handshake negotiated (`TLSv1.3`), read when its certificate
+    /// reached the verifier: known for a handshake the verifier refused too, when libcurl has already dropped the
+    /// connection.
+    package var lastProtocolVersion: String? { lastVersion.withLock { $0 } }
 
     /// The question for the leaf's OCSP responder the last handshake stopped for, if it did.
     package var pendingOCSPQuery: OCSPQuery? {
@@ -191,6 +197,10 @@ public final class HandshakeVerifier: Sendable {
             result = .failure(SecurityError(.openSSLFailure, "\(host): \(error)"))
         }
         last.withLock { $0 = result }
+        let version = X509_STORE_CTX_get_ex_data(storeContext, SSL_get_ex_data_X509_STORE_CTX_idx()).map {
+            String(cString: SSL_get_version(OpaquePointer($0)))
+        }
+        lastVersion.withLock { $0 = version }
         evaluations.add(1, ordering: .relaxed)
         guard case .success(let evaluation) = result, evaluation.allowsConnection else {
             mark(storeContext, accepted: false)

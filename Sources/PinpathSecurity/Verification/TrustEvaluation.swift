@@ -47,6 +47,16 @@ public struct TrustEvaluation: Sendable {
         return nil
     }
 
+    /// Whether ``verifiedChain`` is a chain that validated (its signatures, dates, constraints and the host): the
+    /// evaluation trusted it, or refused it only for its pins or its OCSP status. Expiry warnings and
+    /// `probe_ssl_last_chain_expiry_timestamp_seconds` come from such chains only; a chain that did not
+    /// validate is partial or wrong, and its dates say nothing about the service's.
+    public var chainValidated: Bool {
+        guard let reason = failure?.reason else { return true }
+        return [.pinMismatch, .pinsExpired, .ocspStapleMissing, .ocspStapleInvalid, .ocspStatusUnknown, .ocspUnavailable]
+            .contains(reason)
+    }
+
     /// The RFC 7469 / TrustKit report of this evaluation.
     public var report: PinFailureReport { PinFailureReport(self) }
 }

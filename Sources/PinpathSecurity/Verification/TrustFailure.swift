@@ -1,3 +1,5 @@
+import COpenSSL
+
 /// Why a chain was not trusted, with what a report or an OkHttp-style message needs.
 public struct TrustFailure: Sendable, Equatable, CustomStringConvertible {
     /// The kind of failure, as an extensible set of values.
@@ -31,6 +33,12 @@ public struct TrustFailure: Sendable, Equatable, CustomStringConvertible {
     public let seenPins: [SPKIPin]
     /// The profile rule the chain broke (``VerificationProfile``), when that is why it was rejected.
     public var violation: ProfileViolation?
+
+    /// Whether a certificate of the chain is outside its validity period (expired or not yet valid): named
+    /// first in ``message`` when so, whatever else was wrong (the HTTP core's `tls_expired` category).
+    public var isOutsideValidity: Bool {
+        reason == .chainInvalid && (verifyError == X509_V_ERR_CERT_HAS_EXPIRED || verifyError == X509_V_ERR_CERT_NOT_YET_VALID)
+    }
 
     /// The message.
     public var description: String { message }

@@ -338,7 +338,7 @@ struct RequestCommand: AsyncParsableCommand {
     static func exitCode(for code: HTTPError.Code) -> Int32 {
         switch code {
         case .policyRejected: return 1
-        case .tlsInvalid, .revoked, .insecureRedirect, .crossOriginBody: return 2
+        case .tlsInvalid, .tlsExpired, .revoked, .insecureRedirect, .crossOriginBody: return 2
         case .notReachable: return 4
         case .unacceptableStatus, .unacceptableContentType: return 5
         case .invalidURL, .invalidHeader, .invalidBody, .unreadableFile: return 64
