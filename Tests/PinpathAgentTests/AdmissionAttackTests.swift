@@ -51,6 +51,40 @@ struct AdmissionAttackTests {
         #expect(try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(10)) == 0)
     }
 
+    /// Round 6 (review): a reload left the old probes of changed and removed endpoints running; an endpoint whose
+    /// server never answered kept its name busy for its whole old timeout (10 minutes here), so the corrected
+    /// endpoint was not probed. A reload now cancels them.
+    @Test("A reload that changes a stalled endpoint probes the new one at once, not after the old probe's timeout", .timeLimit(.minutes(2)))
+    func reloadCancelsStalledProbe() async throws {
+        let directory = try TemporaryDirectory()
+        let tarpit = try HostileServer(.silent)
+        defer { tarpit.stop() }
+        let interceptor = try RecordingServer(
+            certificate: (TestPKI.shared.path("valid"), TestPKI.shared.path("valid", "key"), [TestPKI.shared.path("inter")]),
+            directory: directory.path)
+        defer { interceptor.stop() }
+        let configuration = directory.file("pinpath.yaml")
+        let write = { (url: String, timing: String) in
+            try
+                "events: { output: \(directory.file("events.jsonl")), probes: all }\nendpoints:\n  - { name: api, url: \"\(url)\", \(timing) }\n"
+                .write(toFile: configuration, atomically: true, encoding: .utf8)
+        }
+        try write("http://127.0.0.1:\(tarpit.port)/", "interval: 10m, timeout: 10m")
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let agent = try Shell.spawn([Shell.pinpath, "run", "--config", configuration], stdout: devNull)
+        defer { Shell.stopIfRunning(agent) }
+        try await MetricsEndpointTests.wait("the first probe stalled in the tarpit") { tarpit.connections >= 1 }
+        try write("\(interceptor.origin)/", "interval: 2s, timeout: 2s")
+        kill(agent, SIGHUP)
+        try await MetricsEndpointTests.wait("the changed endpoint probed after the reload", timeout: .seconds(15)) {
+            PatternLimitAttackTests.probes(PatternLimitAttackTests.events(directory), of: "api").contains {
+                $0["error_category"] as? String == "tls_invalid"
+            }
+        }
+        #expect(try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(10)) == 0)
+    }
+
     @Test("Included probes take at most 192 places; the main file's queued probes start first")
     func includedShare() {
         var admission = ProbeAdmission()

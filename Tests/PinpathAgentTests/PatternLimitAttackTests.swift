@@ -195,6 +195,47 @@ struct PatternLimitAttackTests {
         #expect(try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(10)) == 0)
     }
 
+    /// Round 6 (review): 24 main-file endpoints whose server answers with bodies that exhaust their pattern filled
+    /// the main lane's 16 places: a healthy endpoint's search waited 10 s behind them, or was refused. Endpoints
+    /// whose last search reached a limit now wait apart, after the others.
+    @Test("Attack: 20 endpoints exhausting their patterns neither delay nor fail a healthy endpoint's search", .timeLimit(.minutes(2)))
+    func costlyNeighboursWaitApart() async throws {
+        let directory = try TemporaryDirectory()
+        let quadratic = try HostileServer(.craftedBody(String(repeating: "<title>", count: 590_000)))
+        let healthy = try HostileServer(.craftedBody("ok"))
+        defer {
+            quadratic.stop()
+            healthy.stop()
+        }
+        let hostile = (0..<20).map { index in
+            "  - { name: h\(index), url: \"http://127.0.0.1:\(quadratic.port)/\(index)\", interval: 5s, timeout: 5s, "
+                + "expect: { body_matches: \"(?s)<title>.*</title>\" } }\n"
+        }
+        try """
+        events: { output: \(directory.file("events.jsonl")), probes: all }
+        endpoints:
+          - { name: victim, url: "http://127.0.0.1:\(healthy.port)/", interval: 2s, timeout: 2s, expect: { body_matches: ok } }
+        \(hostile.joined())
+        """.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let agent = try Shell.spawn([Shell.pinpath, "run", "--config", directory.file("pinpath.yaml")], stdout: devNull)
+        defer { Shell.stopIfRunning(agent) }
+        try await MetricsEndpointTests.wait("the hostile searches at their limit") {
+            Self.events(directory).filter {
+                ($0["endpoint"] as? String)?.hasPrefix("h") == true && $0["error_category"] as? String == "pattern_limit"
+            }
+            .count >= 20
+        }
+        let before = Self.probes(Self.events(directory), of: "victim").count
+        try await Task.sleep(for: .seconds(16))
+        let victim = Array(Self.probes(Self.events(directory), of: "victim").dropFirst(before))
+        print("victim beside 20 exhausted patterns: \(victim.count) probes in 16 s at a 2 s interval")
+        #expect(victim.count >= 6, "the victim's searches waited behind the costly ones: \(victim.count) probes in 16 s")
+        #expect(victim.allSatisfy { $0["outcome"] as? String == "success" }, "\(victim.filter { $0["outcome"] as? String != "success" })")
+        #expect(try await Shell.stop(agent, signal: SIGTERM, timeout: .seconds(10)) == 0)
+    }
+
     @Test(
         "check-config refuses a pattern PCRE2 refuses, naming the key, line, column and PCRE2's reason, in the main file or an included one",
         arguments: [

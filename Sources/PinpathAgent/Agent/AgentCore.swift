@@ -192,6 +192,9 @@ actor AgentCore {
     func replace(with new: AgentConfiguration, change: ConfigurationChange) {
         let now = ContinuousClock.now
         for name in change.removed { scheduler.remove(name) }
+        // Their results would be dropped as stale anyway; left running, an old probe held its name (and its place
+        // among the probes in flight) for its whole old timeout, which an included file chooses.
+        for name in change.removed + change.changed { admission.cancel(name) }
         for endpoint in endpoints.apply(change, endpoints: new.endpoints) {
             scheduler.add(endpoint.name, interval: endpoint.interval, now: now)
         }

@@ -7,15 +7,19 @@ import Synchronization
 /// only, in two lanes: the main file's endpoints, and every included file's.
 ///
 /// A lane is bounded: a probe waiting for its search keeps its place among the probes in flight and its response
-/// body, and 256 endpoints parked in the included files' lane held every place, stopping the main file's probes
-/// as surely as the pool did. At most ``maximumWaiting`` searches wait; a search that cannot wait is not run, and
-/// its probe fails (``Refusal``): never a pass that was not checked. A search that waits is run however long it
-/// waited: another endpoint's slow search may delay this one's verdict, never turn it into a failure.
+/// body. At most ``maximumWaiting`` searches wait; a search that cannot wait is not run, and its probe fails
+/// (``Refusal``): never a pass that was not checked. A search that waits is run however long it waited: another
+/// endpoint's slow search may delay this one's verdict, never turn it into a failure.
+///
+/// Within a lane, endpoints whose last search reached a limit wait apart and go after the others: a server that
+/// answers many endpoints with bodies that exhaust their patterns fills its own queue, not the one a healthy
+/// endpoint's search waits in (with 24 such endpoints in one file, a healthy search waited 10 s, or was refused).
 final class PatternSearchLane: Sendable {
     /// Why a search was not run.
     enum Refusal: Sendable {
-        /// ``maximumWaiting`` searches were already waiting in the lane.
-        case full(waiting: Int)
+        /// ``maximumWaiting`` searches were already waiting in the lane, of endpoints whose last search reached a
+        /// limit when `costly`.
+        case full(waiting: Int, costly: Bool)
         /// The probe's task was cancelled (the agent stopping, a reload).
         case cancelled
     }
@@ -25,8 +29,8 @@ final class PatternSearchLane: Sendable {
     /// Every included file's endpoints.
     static let includedFiles = PatternSearchLane(label: "pinpath.patterns.included", files: "included files'")
 
-    /// The searches that may wait in one lane: well above what healthy patterns (microseconds each) ever queue,
-    /// and 16 response bodies of at most 4 MiB.
+    /// The searches that may wait in one of a lane's two queues: well above what healthy patterns (microseconds
+    /// each) ever queue, and 16 response bodies of at most 4 MiB.
     static let maximumWaiting = 16
 
     /// The lane of `endpoint`'s file.
@@ -37,7 +41,14 @@ final class PatternSearchLane: Sendable {
     /// Whose endpoints it serves, for messages: "included files'".
     let files: String
     private let queue: DispatchQueue
-    private let waiting = Mutex(0)
+    private let state = Mutex(Queues())
+
+    /// The searches waiting, the cheap ones apart from those of endpoints whose last search reached a limit.
+    private struct Queues {
+        var cheap = JobQueue()
+        var costly = JobQueue()
+        var costlyEndpoints: Set<String> = []
+    }
 
     private init(label: String, files: String) {
         queue = DispatchQueue(label: label)
@@ -46,44 +57,83 @@ final class PatternSearchLane: Sendable {
 
     /// `work`'s result once the lane gets to it, or `refused`'s when it cannot: the lane is full, or the calling
     /// task is cancelled while it waits (it returns at once; a search already running ends within its limits).
-    func run<Result: Sendable>(_ work: @escaping @Sendable () -> Result, refused: @escaping @Sendable (Refusal) -> Result) async -> Result {
-        let queued = waiting.withLock { count -> Int? in
-            guard count < Self.maximumWaiting else { return nil }
-            count += 1
-            return count
-        }
-        guard queued != nil else { return refused(.full(waiting: Self.maximumWaiting)) }
+    /// `work` says whether its search reached a limit, which decides where `endpoint`'s next search waits.
+    func run<Result: Sendable>(
+        for endpoint: String, _ work: @escaping @Sendable () -> (result: Result, reachedLimit: Bool),
+        refused: @escaping @Sendable (Refusal) -> Result
+    ) async -> Result {
         let pending = PendingSearch<Result>()
+        let job: @Sendable () -> Void = { [queue = self] in
+            guard pending.isWaiting else { return }
+            let (result, reachedLimit) = work()
+            queue.state.withLock { queues in
+                if reachedLimit { queues.costlyEndpoints.insert(endpoint) } else { queues.costlyEndpoints.remove(endpoint) }
+            }
+            pending.answer(result)
+        }
+        let refusal = state.withLock { queues -> Refusal? in
+            let costly = queues.costlyEndpoints.contains(endpoint)
+            guard (costly ? queues.costly.count : queues.cheap.count) < Self.maximumWaiting else {
+                return .full(waiting: Self.maximumWaiting, costly: costly)
+            }
+            if costly { queues.costly.append(job) } else { queues.cheap.append(job) }
+            return nil
+        }
+        if let refusal { return refused(refusal) }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                pending.wait(continuation, orIfCancelled: refused(.cancelled))
-                queue.async {
-                    self.waiting.withLock { $0 -= 1 }
-                    guard pending.isWaiting else { return }
-                    pending.finish(work())
-                }
+                pending.wait(continuation)
+                // One turn of the queue per search: it runs the first cheap search waiting, else the first costly.
+                queue.async { self.nextJob()?() }
             }
         } onCancel: {
-            pending.cancel(with: refused(.cancelled))
+            pending.answer(refused(.cancelled))
         }
+    }
+
+    private func nextJob() -> (@Sendable () -> Void)? {
+        state.withLock { queues in queues.cheap.popFirst() ?? queues.costly.popFirst() }
     }
 }
 
-/// One search's continuation, resumed exactly once: by the lane, or at once by a cancellation.
+/// Jobs in arrival order.
+private struct JobQueue {
+    private var jobs: [@Sendable () -> Void] = []
+    private var head = 0
+
+    var count: Int { jobs.count - head }
+
+    mutating func append(_ job: @escaping @Sendable () -> Void) { jobs.append(job) }
+
+    mutating func popFirst() -> (@Sendable () -> Void)? {
+        guard head < jobs.count else { return nil }
+        let job = jobs[head]
+        head += 1
+        if head == jobs.count {
+            jobs.removeAll(keepingCapacity: true)
+            head = 0
+        }
+        return job
+    }
+}
+
+/// One search's continuation, resumed exactly once: by the lane, or at once by a cancellation. Either may come
+/// before the continuation is there (another search's turn of the queue may run this one first): the result is
+/// kept for it.
 private final class PendingSearch<Result: Sendable>: Sendable {
     private enum State {
         case idle
         case waiting(CheckedContinuation<Result, Never>)
-        case cancelled(Result)
+        case early(Result)
         case done
     }
 
     private let state = Mutex(State.idle)
 
-    /// Waits on `continuation`, or resumes it with `cancelled` when the task was cancelled before it got here.
-    func wait(_ continuation: CheckedContinuation<Result, Never>, orIfCancelled cancelled: Result) {
+    /// Waits on `continuation`, or resumes it at once with a result that came first.
+    func wait(_ continuation: CheckedContinuation<Result, Never>) {
         let early = state.withLock { state -> Result? in
-            if case .cancelled(let result) = state {
+            if case .early(let result) = state {
                 state = .done
                 return result
             }
@@ -93,27 +143,30 @@ private final class PendingSearch<Result: Sendable>: Sendable {
         if let early { continuation.resume(returning: early) }
     }
 
+    /// Whether the search is still wanted: neither cancelled nor answered. A job that finds it is not skips it.
     var isWaiting: Bool {
         state.withLock { state in
-            if case .waiting = state { true } else { false }
+            switch state {
+            case .idle, .waiting: true
+            case .early, .done: false
+            }
         }
     }
 
-    func finish(_ result: Result) { resume(with: result) }
-
-    func cancel(with result: Result) {
-        let resumed = resume(with: result)
-        if !resumed { state.withLock { state in if case .idle = state { state = .cancelled(result) } } }
-    }
-
-    @discardableResult
-    private func resume(with result: Result) -> Bool {
+    /// Answers with `result`, unless answered already (the first answer wins: the search's, or the cancellation's).
+    func answer(_ result: Result) {
         let continuation = state.withLock { state -> CheckedContinuation<Result, Never>? in
-            guard case .waiting(let continuation) = state else { return nil }
-            state = .done
-            return continuation
+            switch state {
+            case .idle:
+                state = .early(result)
+                return nil
+            case .waiting(let continuation):
+                state = .done
+                return continuation
+            case .early, .done:
+                return nil
+            }
         }
         continuation?.resume(returning: result)
-        return continuation != nil
     }
 }

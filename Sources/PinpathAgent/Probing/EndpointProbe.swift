@@ -29,10 +29,10 @@ struct EndpointProbe: Sendable {
                 // stop the other probes, the events or a SIGTERM.
                 let judged = result
                 let lane = PatternSearchLane.for(endpoint)
-                result = await lane.run {
+                result = await lane.run(for: endpoint.name) {
                     var result = judged
                     judge(response, against: endpoint, into: &result)
-                    return result
+                    return (result, result.errorCategory == "pattern_limit")
                 } refused: { refusal in
                     Self.unsearched(judged, refusal, lane: lane)
                 }
@@ -109,9 +109,12 @@ struct EndpointProbe: Sendable {
         var result = result
         result.outcome = .failure
         switch refusal {
-        case .full(let waiting):
+        case .full(let waiting, let costly):
             result.errorCategory = "pattern_limit"
-            result.message = "the patterns were not searched: \(waiting) searches of \(lane.files) endpoints were already waiting"
+            result.message =
+                costly
+                ? "the patterns were not searched: \(waiting) searches of \(lane.files) endpoints whose last search reached a limit were already waiting"
+                : "the patterns were not searched: \(waiting) searches of \(lane.files) endpoints were already waiting"
         case .cancelled:
             result.errorCategory = HTTPError.Code.cancelled.description
             result.message = "the probe was cancelled before its patterns were searched"

@@ -67,6 +67,9 @@ struct ProbeAdmission {
         includedWaiting = WaitQueue()
     }
 
+    /// Cancels `name`'s running probe, if any (its transfer stops; it reports, and its room frees, as it ends).
+    func cancel(_ name: String) { running[name]?.task.cancel() }
+
     /// Cancels the running probes (their transfers stop).
     func cancelRunning() {
         for probe in running.values { probe.task.cancel() }
