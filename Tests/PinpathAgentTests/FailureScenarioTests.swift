@@ -21,26 +21,9 @@ struct FailureScenarioTests {
         script: #"""
             set -euo pipefail
             cd "$1"
-            mkdir -p newcerts; : > index.txt; echo 1000 > serial
+            mkdir -p newcerts; export CA=root; : > root.index; echo 1000 > serial
             cat > ca.cnf <<'CNF'
-            [ ca ]
-            default_ca = CA_default
-            [ CA_default ]
-            dir = .
-            database = ./index.txt
-            new_certs_dir = ./newcerts
-            serial = ./serial
-            default_md = sha256
-            policy = policy_any
-            unique_subject = no
-            copy_extensions = none
-            [ policy_any ]
-            commonName = supplied
-            [ req ]
-            distinguished_name = dn
-            prompt = no
-            [ dn ]
-            CN = placeholder
+            \#(OpenSSLCAFiles.commonConfiguration)
             [ no_eku ]
             basicConstraints = CA:false
             keyUsage = critical, digitalSignature, keyEncipherment

@@ -1,11 +1,11 @@
 /// What the test PKIs that run `openssl ca` with one database per CA share (``RevocationPKI``,
-/// ``OCSPResponderPKI``): the first part of their `ca.cnf`, and a DER reader and writer for the surgery some
+/// ``OCSPResponderPKI``, the three-service scenario's): the first part of their `ca.cnf`, and a DER reader and writer for the surgery some
 /// fixtures need (a re-dated OCSP answer, a CRL with an odd extension), which Python's standard library lacks.
-enum OpenSSLCAFiles {
+public enum OpenSSLCAFiles {
     /// `[ca]`, `[CA_default]` (the database `$CA.index` and CRL number `$CA.crlnumber` of the CA named in `$CA`, one
     /// serial file, SHA-256, 30-day CRLs, any subject), `[req]` and `[v3_ca]`; each PKI appends its own extension
     /// sections.
-    static let commonConfiguration = #"""
+    public static let commonConfiguration = #"""
         [ ca ]
         default_ca = CA_default
         [ CA_default ]
@@ -34,7 +34,7 @@ enum OpenSSLCAFiles {
         """#
 
     /// `der.py`: `read` (tag, header and content lengths at an offset), `elements`, `content` and `wrap`.
-    static let derPython = #"""
+    public static let derPython = #"""
         def read(b, i):  # (tag, header length, content length) of the DER element at i
             n = b[i + 1]
             if n < 0x80: return b[i], 2, n
