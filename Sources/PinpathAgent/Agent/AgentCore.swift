@@ -19,6 +19,9 @@ actor AgentCore {
     private var scheduler = ProbeScheduler(origin: ProbeScheduler.wallClockAlignedOrigin())
     private var admission = ProbeAdmission()
     private var stopping = false
+    /// Set when the stop's grace period is over and the probes still running are cancelled: their results (a
+    /// cancellation) say nothing about their endpoints, and would come after `agent.stopping`.
+    private var discardingResults = false
     private let heartbeat: Heartbeat?
     private let loopSleep = WakeableSleep()
     /// The connectivity check's last state; `nil` before the first verdict and when the check is off.
@@ -144,6 +147,7 @@ actor AgentCore {
 
     private func handle(_ result: ProbeResult, generation: Int) {
         admission.finished(result.endpoint)
+        guard !discardingResults else { return }
         startWaiting()
         let monitor = self.monitor
         let (events, jobs) = endpoints.record(
@@ -216,6 +220,7 @@ actor AgentCore {
         // Probes leave the admission as they report; a short poll keeps this simple and is only used at the end.
         while !admission.isIdle {
             if let deadline, ContinuousClock.now >= deadline {
+                discardingResults = true
                 admission.cancelRunning()
                 return
             }
