@@ -56,7 +56,7 @@ final class ConnectionOwners: Sendable {
     /// Whether `client` is this host's own: a loopback address, or the address the server was reached at.
     private static func isLocal(client: SocketAddress, server: SocketAddress) -> Bool {
         guard let address = client.ipAddress else { return false }
-        return address == server.ipAddress || address.hasPrefix("127.") || address == "::1" || address.hasPrefix("::ffff:127.")
+        return address == server.ipAddress || MetricsSlotTable.Peer(address: client) == .local
     }
 
     /// The index of every interface of this network namespace, as read less than a second ago.
