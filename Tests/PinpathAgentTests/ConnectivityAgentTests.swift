@@ -97,11 +97,11 @@ struct ConnectivityAgentTests {
             addresses: [InterfaceAddress(address: IPAddress("10.0.0.1")!, prefixLength: 24)])
         let targets = ["198.51.100.7", "198.51.100.9", "10.0.0.20", "127.0.0.1"].map {
             TargetReachability(
-                target: $0, status: reachable ? .reachable : .notReachable, interfaceName: reachable ? "eth0" : nil,
+                target: $0, status: reachable ? .reachable : .unreachable, interfaceName: reachable ? "eth0" : nil,
                 address: IPAddress($0), reason: reachable ? nil : .noRoute)
         }
         return NetworkPath(
-            status: reachable ? .reachable : .notReachable, primaryInterface: reachable ? eth0 : nil, ipv4: nil, ipv6: nil,
+            status: reachable ? .reachable : .unreachable, primaryInterface: reachable ? eth0 : nil, ipv4: nil, ipv6: nil,
             interfaces: [eth0], targets: targets)
     }
 
@@ -210,7 +210,7 @@ struct ConnectivityAgentTests {
         var registry = try Self.mixedRegistry()
         _ = registry.pathChanged(Self.path(), connectivity: .portal)
         var result = ProbeResult(endpoint: "pinned", outcome: .failure, started: Date())
-        result.errorCategory = "policy_rejected"
+        result.errorCategory = .policyRejected
         var events: [AgentEvent] = []
         for _ in 0..<2 {
             let recorded = registry.record(

@@ -49,11 +49,11 @@ struct DNSVerdictTests {
         ]
         .map { target, address in
             TargetReachability(
-                target: target, status: hostsReachable ? .reachable : .notReachable, interfaceName: hostsReachable ? "tun0" : nil,
+                target: target, status: hostsReachable ? .reachable : .unreachable, interfaceName: hostsReachable ? "tun0" : nil,
                 address: IPAddress(address), reason: hostsReachable ? nil : .noRoute)
         }
         return NetworkPath(
-            status: pathReachable ? .reachable : .notReachable, primaryInterface: pathReachable ? eth0 : nil,
+            status: pathReachable ? .reachable : .unreachable, primaryInterface: pathReachable ? eth0 : nil,
             ipv4: pathReachable ? egress : nil, ipv6: nil, interfaces: [eth0], targets: targets)
     }
 
@@ -126,12 +126,12 @@ struct DNSVerdictTests {
         }
     }
 
-    @Test("Those failures count toward down as any other (probe_failed, not_reachable), never dropped nor unreachable")
+    @Test("Those failures count toward down as any other (probe_failed, unreachable), never dropped nor unreachable")
     func failuresCount() throws {
         var registry = try Self.registry()
         _ = registry.pathChanged(Self.path())
         var result = ProbeResult(endpoint: "pinned", outcome: .failure, started: Date())
-        result.errorCategory = "not_reachable"
+        result.errorCategory = .unreachable
         result.message = "GET https://pinned.test/: no resolved address is reachable (2001:db8::1: no_route)"
         var events: [AgentEvent] = []
         for _ in 0..<2 {

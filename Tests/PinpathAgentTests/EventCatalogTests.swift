@@ -4,17 +4,21 @@ import Testing
 
 @testable import PinpathAgent
 
-/// The README's event reference (the table under the agent's `### Events`) against ``EventCatalog``, the
-/// table of every event the agent writes.
+/// The README's event reference (the table under `### Events`; docs/agent.md links to it) against ``EventCatalog``,
+/// the table of every event the agent writes, and its failure categories against ``FailureCategory``.
 @Suite("Event catalog")
 struct EventCatalogTests {
-    /// Each documented event and the fields its row lists, outside parentheses (which hold values and notes).
-    static func documentedEvents() throws -> [(names: [String], fields: [String], levels: [String])] {
-        let readme = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appending(path: "README.md")
-        let text = try String(contentsOf: readme, encoding: .utf8)
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        let start = try #require(lines.firstIndex(of: "### Events"), "the README has no ### Events section")
+    /// The lines of `document` (a path from the package's root).
+    static func lines(of document: String) throws -> [Substring] {
+        let root = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return try String(contentsOf: root.appending(path: document), encoding: .utf8)
+            .split(separator: "\n", omittingEmptySubsequences: false)
+    }
+
+    /// Each event `document` lists and the fields its row lists, outside parentheses (which hold values and notes).
+    static func documentedEvents(in document: String) throws -> [(names: [String], fields: [String], levels: [String])] {
+        let lines = try lines(of: document)
+        let start = try #require(lines.firstIndex(of: "### Events"), "\(document) has no ### Events section")
         let section = lines[(start + 1)...].prefix { !$0.hasPrefix("## ") && !$0.hasPrefix("### ") }
         return section.filter { $0.hasPrefix("| `") }.map { row in
             let cells = row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
@@ -53,17 +57,27 @@ struct EventCatalogTests {
 
     @Test("The README documents every event of the catalog, and no other")
     func everyEventDocumented() throws {
-        let documented = try Self.documentedEvents().flatMap(\.names)
+        let documented = try Self.documentedEvents(in: "README.md").flatMap(\.names)
         #expect(Set(documented).count == documented.count, "an event is documented twice")
         #expect(Set(documented) == Set(EventCatalog.all.map(\.name)))
     }
 
     @Test("The README lists each event's fields as the catalog does, in order", arguments: EventCatalog.all)
     func fieldsDocumented(kind: EventKind) throws {
-        let rows = try Self.documentedEvents().filter { $0.names.contains(kind.name) }
+        let rows = try Self.documentedEvents(in: "README.md").filter { $0.names.contains(kind.name) }
         let row = try #require(rows.first, "\(kind.name) is not documented")
         #expect(row.fields == kind.fields, "\(kind.name)")
         #expect(row.levels == kind.levels.map(\.name), "\(kind.name): the levels column")
+    }
+
+    @Test("The README's failure categories are FailureCategory's, in its order: one vocabulary, documented from the code")
+    func failureCategoriesDocumented() throws {
+        let lines = try Self.lines(of: "README.md")
+        let start = try #require(lines.firstIndex(of: "### Failure categories"), "the README has no ### Failure categories section")
+        let rows = lines[(start + 1)...].prefix { !$0.hasPrefix("## ") && !$0.hasPrefix("### ") }.filter { $0.hasPrefix("| `") }
+        let documented = rows.map { Self.codeSpans(in: String($0.split(separator: "|")[0]), outsideParentheses: true) }
+        #expect(documented.allSatisfy { $0.count == 1 }, "one category per row")
+        #expect(documented.flatMap { $0 } == FailureCategory.allCases.map(\.rawValue))
     }
 
     @Test("The event builders write the catalog's fields")

@@ -205,4 +205,46 @@ struct FailureScenarioTests {
         #expect(expired.first?["days_expired"] as? Int == 4)
         #expect(!events.contains { $0["event"] as? String == "tls.certificate_expiring" && $0["endpoint"] as? String == "expired" })
     }
+
+    @Test(
+        """
+        pinpath request --json and audit --json name each service's failure with the category the agent gives it \
+        (tls_invalid, tls_expired, policy_rejected): one vocabulary; the expired one's message names the expiry first
+        """)
+    func commandsNameTheSameCategory() throws {
+        let scene = try TemporaryDirectory()
+        let pins = ["--pin", "sha256/\(try Self.pin("old"))", "--pin", "sha256/\(try Self.pin("backup"))"]
+        let cases: [(name: String, category: String, exit: (request: Int32, audit: Int32), flags: [String])] = [
+            ("noeku", "tls_invalid", (2, 2), ["--profile", "webpki"]),
+            ("expired", "tls_expired", (2, 2), []),
+            ("rotated", "policy_rejected", (1, 1), pins),
+        ]
+        for service in cases {
+            let server = try TLSServer(
+                certificate: Self.file("\(service.name).pem"), key: Self.file("\(service.name).key"), chain: [], in: scene.path)
+            defer { server.stop() }
+            let flags = ["--ca-file", Self.file("root.pem")] + service.flags + ["--json"]
+
+            let request = try Shell.run([Shell.pinpath, "request", "https://127.0.0.1:\(server.port)/"] + flags)
+            #expect(request.status == service.exit.request, "\(service.name): \(request.stdout)\(request.stderr)")
+            let requestObject = try #require(
+                try JSONSerialization.jsonObject(with: Data(request.stdout.utf8)) as? [String: Any], "\(request.stdout)")
+            let requestError = try #require(requestObject["error"] as? [String: Any], "\(requestObject)")
+            #expect(requestError["category"] as? String == service.category, "\(service.name): \(requestError)")
+
+            let audit = try Shell.run([Shell.pinpath, "audit", "127.0.0.1:\(server.port)"] + flags)
+            #expect(audit.status == service.exit.audit, "\(service.name): \(audit.stdout)\(audit.stderr)")
+            let auditObject = try #require(
+                try JSONSerialization.jsonObject(with: Data(audit.stdout.utf8)) as? [String: Any], "\(audit.stdout)")
+            let auditError = try #require(auditObject["error"] as? [String: Any], "\(auditObject)")
+            #expect(auditError["category"] as? String == service.category, "\(service.name): \(auditError)")
+            #expect(auditError["exit_code"] as? Int == Int(service.exit.audit), "\(auditError)")
+            #expect(auditObject["tls_version"] as? String != nil, "\(auditObject)")
+            if service.name == "expired" {
+                for message in [requestError["message"], auditError["message"]] {
+                    #expect((message as? String)?.contains("certificate has expired at depth 0") == true, "\(String(describing: message))")
+                }
+            }
+        }
+    }
 }

@@ -12,7 +12,7 @@ struct MetricCatalogTests {
         var snapshot = MetricsSnapshot(endpoints: [
             MetricsSnapshot.Endpoint(
                 name: "api", probeSucceeded: false, probeDuration: 0.02, phaseDurations: [("tls", 0.01)], statusCode: 0,
-                tlsVersion: "TLSv1.3", failureCategory: "tls_expired", state: .down, earliestCertificateExpiry: 1,
+                tlsVersion: "TLSv1.3", failureCategory: .tlsExpired, state: .down, earliestCertificateExpiry: 1,
                 lastChainExpiry: 1, ocspResponseStatus: 0, ocspStatus: "good", ocspNextUpdate: 1)
         ])
         snapshot.pathStatus = .reachable

@@ -75,7 +75,7 @@ struct MetricsExpositionTests {
                 # HELP pinpath_reachability_status The network path's status: 1 for the current one.
                 # TYPE pinpath_reachability_status gauge
                 pinpath_reachability_status{status="reachable"} 1
-                pinpath_reachability_status{status="not_reachable"} 0
+                pinpath_reachability_status{status="unreachable"} 0
                 # HELP pinpath_target_reachable Whether a watched host can be reached from here.
                 # TYPE pinpath_target_reachable gauge
                 pinpath_target_reachable{target="api.example"} 1
@@ -117,7 +117,7 @@ struct MetricsExpositionTests {
     @Test("pinpath_probe_failure_info: one sample with the category while the last probe failed, none after a success")
     func failureCategory() {
         let failed = MetricsSnapshot.Endpoint(
-            name: "billing", probeSucceeded: false, probeDuration: 0.004, tlsVersion: "TLSv1.3", failureCategory: "tls_expired",
+            name: "billing", probeSucceeded: false, probeDuration: 0.004, tlsVersion: "TLSv1.3", failureCategory: .tlsExpired,
             state: .down)
         let recovered = MetricsSnapshot.Endpoint(name: "api", probeSucceeded: true, failureCategory: nil, state: .up)
         let text = MetricsExposition.render(MetricsSnapshot(endpoints: [failed, recovered]))
@@ -157,7 +157,7 @@ struct MetricsExpositionTests {
     func readiness() {
         var snapshot = MetricsSnapshot(endpoints: [MetricsSnapshot.Endpoint(name: "a", probeSucceeded: nil, state: .unknown)])
         #expect(!snapshot.isReady)
-        snapshot.pathStatus = .notReachable
+        snapshot.pathStatus = .unreachable
         #expect(!snapshot.isReady)
         snapshot.endpoints[0].state = .unreachable
         #expect(snapshot.isReady)

@@ -21,7 +21,7 @@ struct ReportRetryTests {
 
     @Test("Unreachable, slow or failing collectors are tried again; refused ones and final answers are not")
     func transient() {
-        for code: HTTPError.Code in [.notReachable, .resolveFailed, .connectFailed, .timedOut, .protocolError, .tlsFailed] {
+        for code: HTTPError.Code in [.unreachable, .resolveFailed, .connectFailed, .timedOut, .protocolError, .tlsFailed] {
             #expect(ReportRetry.isTransient(code), "\(code)")
         }
         for code: HTTPError.Code in [.policyRejected, .tlsInvalid, .invalidURL, .cancelled, .insecureRedirect] {

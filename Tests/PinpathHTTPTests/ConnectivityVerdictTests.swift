@@ -63,7 +63,7 @@ struct ConnectivityVerdictTests {
             (HTTPError.Code.connectFailed, ConnectivityState.limited), (.resolveFailed, .limited), (.timedOut, .limited),
             (.protocolError, .limited), (.tlsInvalid, .intercepted), (.tlsExpired, .intercepted), (.tlsFailed, .limited),
             (.policyRejected, .intercepted),
-            (.notReachable, .none),
+            (.unreachable, .none),
         ])
     func errors(code: HTTPError.Code, state: ConnectivityState) {
         let https = ConnectivityCheck(url: URL(string: "https://192.0.2.10/generate_204")!)
@@ -88,8 +88,8 @@ struct ConnectivityVerdictTests {
     @Test("The gate's refusal keeps the kernel's reason")
     func notReachableReason() {
         let verdict = TargetReachability(
-            target: "192.0.2.10", status: .notReachable, interfaceName: nil, address: nil, reason: .blackholeRoute)
-        let error = HTTPError(.notReachable, "not reachable", reachability: verdict)
+            target: "192.0.2.10", status: .unreachable, interfaceName: nil, address: nil, reason: .blackholeRoute)
+        let error = HTTPError(.unreachable, "not reachable", reachability: verdict)
         #expect(Self.check.verdict(on: error) == ConnectivityVerdict(state: .none, reason: "blackhole_route"))
         #expect(ConnectivityCheck.withoutPath == ConnectivityVerdict(state: .none, reason: "no_route"))
     }

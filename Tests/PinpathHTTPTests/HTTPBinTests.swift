@@ -117,7 +117,7 @@ final class HTTPBinTests {
             _ = try await session.get("status/503")
         } throws: { error in
             let error = error as? HTTPError
-            return error?.code == .unacceptableStatus && error?.response?.statusCode == 503
+            return error?.code == .unexpectedStatus && error?.response?.statusCode == 503
         }
     }
 

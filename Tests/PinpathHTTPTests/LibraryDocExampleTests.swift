@@ -16,9 +16,13 @@ struct LibraryDocExampleTests {
 
     @Test("The catch names every HTTPError code the request core declares")
     func everyErrorCode() throws {
-        let source = try String(contentsOf: Self.root.appending(path: "Sources/PinpathHTTP/Errors/HTTPError.swift"), encoding: .utf8)
-        let codes = source.matches(of: /public static let (\w+) = Code\(/).map { String($0.output.1) }
-        #expect(codes.count > 10, "the codes were found in HTTPError.swift")
+        let source = try String(
+            contentsOf: Self.root.appending(path: "Sources/PinpathHTTP/Errors/FailureCategory.swift"), encoding: .utf8)
+        // FailureCategory's first group is the request core's: the codes an HTTPError can have.
+        let start = try #require(source.range(of: "// The request core's"))
+        let end = try #require(source.range(of: "// The agent's probes"))
+        let codes = source[start.upperBound..<end.lowerBound].matches(of: /\n    case (\w+)/).map { String($0.output.1) }
+        #expect(codes.count > 10, "the codes were found in FailureCategory.swift")
         let example = try Self.example()
         let missing = codes.filter { !example.contains(".\($0),") && !example.contains(".\($0):") }
         #expect(missing.isEmpty, "not handled in docs/library.md: \(missing)")

@@ -45,7 +45,7 @@ final class RequestCommandTests {
         let sent = try request([url("post"), "--json-body", #"{"k":[1,2]}"#])
         #expect(try json(sent.stdout)["json"] as? [String: [Int]] == ["k": [1, 2]])
         let summary = try json(try request([url("get"), "--json"]).stdout)
-        #expect(summary["status"] as? Int == 200)
+        #expect(summary["status_code"] as? Int == 200)
         #expect(summary["remote_address"] as? String == "127.0.0.1:\(server.port)")
         #expect((summary["phases_ms"] as? [String: Double])?.keys.sorted() == ["connect", "processing", "resolve", "tls", "transfer"])
     }
@@ -69,7 +69,7 @@ final class RequestCommandTests {
 
         let status = try request([url("status/404"), "--json"])
         #expect(status.status == 5)
-        #expect(try json(status.stdout)["status"] as? Int == 404, "one object, the summary: \(status.stdout)")
+        #expect(try json(status.stdout)["status_code"] as? Int == 404, "one object, the summary: \(status.stdout)")
     }
 
     @Test("An unacceptable status still prints the body and exits 5")

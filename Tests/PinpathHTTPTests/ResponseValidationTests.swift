@@ -26,16 +26,16 @@ struct ResponseValidationTests {
             Row(status: 200, contentType: "Application/JSON; charset=utf-8", body: "{}", expected: nil),
             Row(status: 201, contentType: "text/json", body: "[]", expected: nil),
             Row(status: 299, contentType: "text/javascript", body: "1", expected: nil),
-            Row(status: 200, contentType: "text/html", body: "<html>", expected: .unacceptableContentType),
-            Row(status: 200, contentType: nil, body: "{}", expected: .unacceptableContentType),
+            Row(status: 200, contentType: "text/html", body: "<html>", expected: .unexpectedContentType),
+            Row(status: 200, contentType: nil, body: "{}", expected: .unexpectedContentType),
             Row(status: 205, contentType: "text/html", body: "", expected: nil),
             Row(status: 204, contentType: nil, body: "", expected: nil),
             Row(status: 200, contentType: "text/plain", body: "", expected: nil),
-            Row(status: 199, contentType: "application/json", body: "{}", expected: .unacceptableStatus),
-            Row(status: 300, contentType: "application/json", body: "{}", expected: .unacceptableStatus),
-            Row(status: 404, contentType: "application/json", body: "{}", expected: .unacceptableStatus),
-            Row(status: 500, contentType: "text/html", body: "<html>", expected: .unacceptableStatus),
-            Row(status: 500, contentType: nil, body: "", expected: .unacceptableStatus),
+            Row(status: 199, contentType: "application/json", body: "{}", expected: .unexpectedStatus),
+            Row(status: 300, contentType: "application/json", body: "{}", expected: .unexpectedStatus),
+            Row(status: 404, contentType: "application/json", body: "{}", expected: .unexpectedStatus),
+            Row(status: 500, contentType: "text/html", body: "<html>", expected: .unexpectedStatus),
+            Row(status: 500, contentType: nil, body: "", expected: .unexpectedStatus),
         ])
     func jsonValidation(_ row: Row) {
         let response = Self.response(row.status, row.contentType, row.body)

@@ -3,13 +3,13 @@ import Testing
 
 @testable import PinpathHTTP
 
-/// The `not_reachable` message of a request whose every resolved address the reachability gate skipped: it names
+/// The `unreachable` message of a request whose every resolved address the reachability gate skipped: it names
 /// them, so that a name resolved where nothing leads (a spoofed DNS answer, say) shows in the probe's message.
 /// End to end: `Request gating on the kernel` › `cli` and `A DNS answer in a namespace`.
 @Suite("Skipped addresses in messages")
 struct SkippedAddressesTests {
     static func skipped(_ address: String, _ reason: UnreachableReason) -> TargetReachability {
-        TargetReachability(target: address, status: .notReachable, interfaceName: nil, address: IPAddress(address), reason: reason)
+        TargetReachability(target: address, status: .unreachable, interfaceName: nil, address: IPAddress(address), reason: reason)
     }
 
     @Test("Each address once, in libcurl's order, with the kernel's reason; beyond four, how many more")

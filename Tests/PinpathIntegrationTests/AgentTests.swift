@@ -132,7 +132,7 @@ struct AgentTests {
         // The host's link goes down: reachability.changed, and the endpoint is unreachable, not down.
         var mark = events.all.count
         try network.ip(network.host, "link set pa0 down")
-        try await events.wait(for: "reachability.changed", after: mark) { $0["status"] as? String == "not_reachable" }
+        try await events.wait(for: "reachability.changed", after: mark) { $0["status"] as? String == "unreachable" }
         let unreachable = try await events.wait(for: "endpoint.state_changed", after: mark, events.state("unreachable"))
         #expect(unreachable["previous_state"] as? String == "up")
         #expect(

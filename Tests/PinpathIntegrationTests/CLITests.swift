@@ -67,7 +67,7 @@ struct CLITests {
         #expect(targets.count == 2)
         #expect(targets[0]["target"] as? String == "192.0.2.1" && targets[0]["status"] as? String == "reachable")
         #expect(targets[0]["interface"] as? String == "pa0")
-        #expect(targets[1]["status"] as? String == "not_reachable" && targets[1]["reason"] as? String == "dns_failed")
+        #expect(targets[1]["status"] as? String == "unreachable" && targets[1]["reason"] as? String == "dns_failed")
 
         let text = try Shell.run([Self.pinpath, "status", "--netns", network.host])
         #expect(text.stdout.hasPrefix("status:     reachable via pa0 (other)\n"))
@@ -84,7 +84,7 @@ struct CLITests {
         #expect(reachable.stdout.hasPrefix("status:     reachable via pa0 (other)\n"))
         let unresolvable = try Shell.run(base + ["--target", "nonexistent.invalid", "--json"])
         #expect(unresolvable.status == 1, "\(unresolvable.stdout)\(unresolvable.stderr)")
-        #expect(unresolvable.stdout.contains(#""status":"not_reachable""#), "\(unresolvable.stdout)")
+        #expect(unresolvable.stdout.contains(#""status":"unreachable""#), "\(unresolvable.stdout)")
         #expect(unresolvable.stderr.isEmpty)
         // Without --check, the same answer exits 0, as before.
         #expect(try Shell.run([Self.pinpath, "status", "--netns", network.host, "--target", "nonexistent.invalid"]).status == 0)
@@ -134,8 +134,8 @@ struct CLITests {
             })
         let paths = events.filter { $0["event"] as? String == "reachability.changed" }
         #expect(paths.map { $0["reason"] as? String } == ["initial", "carrier_lost", "carrier_gained"])
-        #expect(paths.map { $0["status"] as? String } == ["reachable", "not_reachable", "reachable"])
-        #expect(paths.map { $0["previous_status"] as? String } == [nil, "reachable", "not_reachable"])
+        #expect(paths.map { $0["status"] as? String } == ["reachable", "unreachable", "reachable"])
+        #expect(paths.map { $0["previous_status"] as? String } == [nil, "reachable", "unreachable"])
         #expect(paths.map { $0["interface"] as? String } == ["pa0", nil, "pa0"])
         #expect(paths.map { $0["ipv4"] as? Bool } == [true, false, true])
         #expect(paths.allSatisfy { $0["ipv6"] as? Bool == false && $0.keys.contains("kind") })

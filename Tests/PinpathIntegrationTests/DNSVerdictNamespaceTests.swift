@@ -105,7 +105,7 @@ struct DNSVerdictNamespaceTests {
 
     @Test(
         """
-        Issue 25 (round 2): the answer for a pinned endpoint's name turns unroutable after up: every probe fails (not_reachable, \
+        Issue 25 (round 2): the answer for a pinned endpoint's name turns unroutable after up: every probe fails (unreachable, \
         naming the address), the endpoint goes down within its threshold, never unreachable; once the answer leads to the \
         attacker's chain, pin.failure
         """)
@@ -131,7 +131,7 @@ struct DNSVerdictNamespaceTests {
         #expect(down["consecutive"] as? Int == 2)
         let probe = try #require(down["probe"] as? [String: Any])
         #expect(probe["outcome"] as? String == "failure")
-        #expect(probe["error_category"] as? String == "not_reachable")
+        #expect(probe["error_category"] as? String == "unreachable")
         #expect((probe["message"] as? String)?.contains("no resolved address is reachable (\(Self.spoofed): no_route)") == true, "\(probe)")
         #expect(!Self.probes(scene, "pinned", after: mark).contains { $0["outcome"] as? String == "unreachable" })
         let metrics = await scene.metrics(containing: "pinpath_endpoint_state{endpoint=\"pinned\",state=\"down\"} 1")
@@ -155,7 +155,7 @@ struct DNSVerdictNamespaceTests {
 
     @Test(
         """
-        Issue 25 (round 2): the spoofed answer in place at start: the pinned endpoint is down (probe_failed, not_reachable, naming \
+        Issue 25 (round 2): the spoofed answer in place at start: the pinned endpoint is down (probe_failed, unreachable, naming \
         the address libcurl resolved), not unreachable
         """)
     func spoofedAnswerAtStart() async throws {
@@ -170,7 +170,7 @@ struct DNSVerdictNamespaceTests {
         #expect(down["previous_state"] is NSNull)
         #expect(down["cause"] as? String == "probe_failed")
         let probe = try #require(down["probe"] as? [String: Any])
-        #expect(probe["error_category"] as? String == "not_reachable")
+        #expect(probe["error_category"] as? String == "unreachable")
         // The monitor's own answer (the spoofed address, no route) did not refuse the probe: libcurl resolved the
         // name again and the kernel refused each address it got.
         #expect((probe["message"] as? String)?.contains("no resolved address is reachable (\(Self.spoofed): no_route)") == true, "\(probe)")
@@ -216,7 +216,7 @@ struct DNSVerdictNamespaceTests {
     @Test(
         """
         Issue 25 (round 3): on a network without a default route (a route to the server's network only), the genuine answer \
-        keeps the pinned endpoint up and an unroutable answer makes it down (not_reachable), never unreachable
+        keeps the pinned endpoint up and an unroutable answer makes it down (unreachable), never unreachable
         """)
     func spoofedAnswerWithoutDefaultRoute() async throws {
         let scene = try Scene(hosts: "\(Self.genuine) valid.test\n\(Self.spoofed) spoofed.test\n")
@@ -236,7 +236,7 @@ struct DNSVerdictNamespaceTests {
         let down = try await scene.endpoint("spoofed", "down")
         #expect(down["cause"] as? String == "probe_failed")
         let probe = try #require(down["probe"] as? [String: Any])
-        #expect(probe["error_category"] as? String == "not_reachable")
+        #expect(probe["error_category"] as? String == "unreachable")
         #expect((probe["message"] as? String)?.contains("no resolved address is reachable (\(Self.spoofed): no_route)") == true, "\(probe)")
         #expect(!scene.states(of: "spoofed").contains("unreachable"))
         try await scene.stop()

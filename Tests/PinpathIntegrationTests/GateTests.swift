@@ -37,7 +37,7 @@ struct GateTests {
                     _ = try await session.send(HTTPRequest(method: .get, url: URL(string: url)!))
                 } throws: { error in
                     guard let error = error as? HTTPError else { return false }
-                    return error.code == .notReachable && error.reachability?.reason == .noRoute
+                    return error.code == .unreachable && error.reachability?.reason == .noRoute
                 }
                 elapsed.append(ContinuousClock.now - started)
             }
@@ -76,7 +76,7 @@ struct GateTests {
         await #expect {
             _ = try await session.send(request)
         } throws: { error in
-            (error as? HTTPError)?.code == .notReachable && (error as? HTTPError)?.reachability?.reason == .blackholeRoute
+            (error as? HTTPError)?.code == .unreachable && (error as? HTTPError)?.reachability?.reason == .blackholeRoute
         }
         try await change("route del blackhole \(Self.server)/32")
         #expect(try await session.send(request).statusCode > 0)
@@ -111,7 +111,7 @@ struct GateTests {
         #expect(refused.stderr.contains("no_route"), "\(refused.stderr)")
         // --json says the same on standard output, as one object.
         #expect(
-            refused.stdout.hasPrefix(#"{"url":"http://\#(Self.server):\#(Self.port)/","error":{"category":"not_reachable","#),
+            refused.stdout.hasPrefix(#"{"url":"http://\#(Self.server):\#(Self.port)/","error":{"category":"unreachable","#),
             "\(refused.stdout)")
         #expect(refused.stdout.hasSuffix(#""exit_code":4}}"# + "\n"), "\(refused.stdout)")
 

@@ -61,11 +61,11 @@ struct MonitorTests {
         try network.ip(network.gateway, "link set pb0 down")
         let lost = try await recorder.waitForPath(after: 1)
         #expect(lost.reason == .carrierLost)
-        #expect(lost.path.status == .notReachable && lost.previous?.status == .reachable)
+        #expect(lost.path.status == .unreachable && lost.previous?.status == .reachable)
         #expect(lost.path.ipv4 == nil && lost.path.primaryInterface == nil)
         #expect(lost.path.interfaces.first { $0.name == "pa0" }?.hasCarrier == false)
         let target = try await recorder.waitForTarget(Self.offLink, after: 1)
-        #expect(target.target.status == .notReachable && target.target.reason == .noCarrier && target.reason == .carrierLost)
+        #expect(target.target.status == .unreachable && target.target.reason == .noCarrier && target.reason == .carrierLost)
 
         try network.ip(network.gateway, "link set pb0 up")
         let regained = try await recorder.waitForPath(after: 2)
@@ -85,13 +85,13 @@ struct MonitorTests {
 
         try network.ip(network.host, "link set pa0 down")
         let down = try await recorder.waitForPath(after: 1)
-        #expect(down.reason == .linkDown && down.path.status == .notReachable)
+        #expect(down.reason == .linkDown && down.path.status == .unreachable)
         #expect(down.path.interfaces.first { $0.name == "pa0" }?.isAdminUp == false)
 
         try network.ip(network.host, "link set pa0 up")
         #expect(try await eventually { monitor.currentPath.interfaces.first { $0.name == "pa0" }?.hasCarrier == true })
         #expect(try network.json(network.host, "route show default").isEmpty, "the kernel dropped the default route")
-        #expect(monitor.currentPath.status == .notReachable, "carrier is back but there is no route")
+        #expect(monitor.currentPath.status == .unreachable, "carrier is back but there is no route")
         #expect(recorder.pathChanges.count == 2)
 
         try network.ip(network.host, "route add default via \(TestNetwork.gatewayAddress)")
@@ -107,7 +107,7 @@ struct MonitorTests {
 
         try network.ip(network.host, "addr del \(TestNetwork.hostAddress)/24 dev pa0")
         let removed = try await recorder.waitForPath(after: 1)
-        #expect(removed.reason == .addressRemoved && removed.path.status == .notReachable)
+        #expect(removed.reason == .addressRemoved && removed.path.status == .unreachable)
         #expect(removed.path.interfaces.first { $0.name == "pa0" }?.addresses.isEmpty == true)
 
         try network.ip(network.host, "addr add \(TestNetwork.hostAddress)/24 dev pa0")
@@ -125,7 +125,7 @@ struct MonitorTests {
 
         try network.ip(network.host, "route del default")
         let removed = try await recorder.waitForPath(after: 1)
-        #expect(removed.reason == .routeRemoved && removed.path.status == .notReachable && removed.path.gateways.isEmpty)
+        #expect(removed.reason == .routeRemoved && removed.path.status == .unreachable && removed.path.gateways.isEmpty)
         let target = try await recorder.waitForTarget(Self.offLink, after: 1)
         #expect(target.target.reason == .noRoute && target.reason == .routeRemoved)
         #expect(monitor.currentPath.target(TestNetwork.gatewayAddress)?.status == .reachable, "on-link still reachable")
@@ -178,7 +178,7 @@ struct MonitorTests {
 
         try network.ip(network.host, "route add blackhole 192.0.2.0/24")
         let blackholed = try await recorder.waitForTarget(Self.offLink, after: 1)
-        #expect(blackholed.target.status == .notReachable && blackholed.target.reason == .blackholeRoute)
+        #expect(blackholed.target.status == .unreachable && blackholed.target.reason == .blackholeRoute)
         #expect(blackholed.reason == .routeAdded)
         #expect(monitor.currentPath.status == .reachable && recorder.pathChanges.count == 1, "the default path is untouched")
 
@@ -209,7 +209,7 @@ struct MonitorTests {
         // read before the deletion arrives.
         let removed = try await recorder.waitForPath(after: 1)
         #expect([.linkRemoved, .linkDown].contains(removed.reason), "got \(removed.reason)")
-        #expect(removed.path.status == .notReachable)
+        #expect(removed.path.status == .unreachable)
         #expect(try await eventually { !monitor.currentPath.interfaces.contains { $0.name == "pa0" } })
         #expect(recorder.pathChanges.count == 2, "one change for one deletion")
 
@@ -319,7 +319,7 @@ struct MonitorTests {
         // Routes: no default route in the kernel, none in the snapshot.
         #expect(try network.json(network.host, "route show default").isEmpty)
         #expect(try network.json(network.host, "-6 route show default").isEmpty)
-        #expect(monitor.currentPath.status == .notReachable && monitor.currentPath.gateways.isEmpty)
+        #expect(monitor.currentPath.status == .unreachable && monitor.currentPath.gateways.isEmpty)
     }
 
     @Test("Targets can be added, evaluated once (cancellably) and removed; a stopped monitor refuses politely")

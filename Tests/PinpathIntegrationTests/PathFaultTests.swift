@@ -16,8 +16,8 @@ struct PathFaultTests {
     /// 1998 ms", depending on which of its timers fires first: both start "Connection time".
     static let cases: [(name: String, address: String, category: String?, message: String?)] = [
         ("control", "198.51.100.7", nil, nil),  // a plain HTTP server: the set-up works
-        ("syn-ack-dropped", "198.51.100.20", "timeout", "Connection time"),  // listening, but its replies are blackholed
-        ("syn-dropped", "198.51.100.23", "timeout", "Connection time"),  // a blackhole route in the gateway: no answer
+        ("syn-ack-dropped", "198.51.100.20", "timed_out", "Connection time"),  // listening, but its replies are blackholed
+        ("syn-dropped", "198.51.100.23", "timed_out", "Connection time"),  // a blackhole route in the gateway: no answer
         ("icmp-unreachable", "198.51.100.21", "connect_failed", "No route to host"),  // ICMP host unreachable
         ("reset", "198.51.100.22", "connect_failed", "Connection refused"),  // the gateway's address, no listener: RST
     ]

@@ -63,7 +63,7 @@ struct ProxyNamespaceTests {
 
         try await events.wait(for: "endpoint.state_changed", endpoint("through-proxy", "up"))
         let direct = try await events.wait(for: "endpoint.state_changed", endpoint("direct", "unreachable"))
-        #expect((direct["probe"] as? [String: Any])?["error_category"] as? String == "not_reachable")
+        #expect((direct["probe"] as? [String: Any])?["error_category"] as? String == "unreachable")
         #expect(proxy.requests.first?.target == "http://\(Self.origin):\(Self.port)/")
         #expect(proxy.requests.first?.authorized == true)
 
@@ -74,7 +74,7 @@ struct ProxyNamespaceTests {
         let target = try await events.wait(for: "reachability.target_changed", after: mark) {
             $0["target"] as? String == TestNetwork.gatewayAddress
         }
-        #expect(target["status"] as? String == "not_reachable")
+        #expect(target["status"] as? String == "unreachable")
         try await events.wait(for: "endpoint.state_changed", after: mark, endpoint("through-proxy", "unreachable"))
         #expect(!events.all.contains { $0["event"] as? String == "reachability.target_changed" && $0["target"] as? String == Self.origin })
 

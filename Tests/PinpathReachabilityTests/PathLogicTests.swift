@@ -58,7 +58,7 @@ struct PathLogicTests {
     func refusals(errno: Int32, reason: UnreachableReason) {
         let evaluator = PathEvaluator(state: Self.healthy(), lookUpRoute: { _ in .failed(errno: errno) })
         #expect(evaluator.evaluate(IPAddress("192.0.2.1")!) == .unreachable(reason))
-        #expect(evaluator.path(targets: []).status == .notReachable)
+        #expect(evaluator.path(targets: []).status == .unreachable)
     }
 
     @Test("Routes of type blackhole, unreachable and prohibit are not paths")

@@ -109,7 +109,7 @@ struct AuditCommandTests {
         let fingerprint = try Shell.check(["openssl", "x509", "-in", pki.path("valid"), "-noout", "-fingerprint", "-sha256"])
             .replacingOccurrences(of: "sha256 Fingerprint=", with: "").trimmingCharacters(in: .whitespacesAndNewlines)
         for expected in [
-            "valid.test:\(server.port) via 127.0.0.1:\(server.port)\n", "  protocol   TLSv1.", "    depth 0\n",
+            "valid.test:\(server.port) via 127.0.0.1:\(server.port)\n", "  tls        TLSv1.", "    depth 0\n",
             "      subject    CN=valid.test\n", "      issuer     CN=Pinpath Test Intermediate\n",
             "      SANs       DNS:valid.test, DNS:www.valid.test\n",
             "      validity   2020-01-01T00:00:00Z to 2045-01-01T00:00:00Z (", " days left)\n",
@@ -214,7 +214,7 @@ struct AuditCommandTests {
         #expect(objects.compactMap { $0["result"] as? String } == ["trusted", "chain_invalid", "trusted"])
         #expect(lines[0].hasPrefix("{\"host\":\"127.0.0.1\",\"port\":\(valid.port),\"server_name\":\"valid.test\","))
         for key in [
-            "host", "port", "server_name", "address", "result", "exit_code", "error", "verified_at", "protocol", "cipher",
+            "host", "port", "server_name", "address", "result", "exit_code", "error", "verified_at", "tls_version", "cipher",
             "served_chain", "verified_chain", "chain", "host_check", "pins", "failure",
         ] {
             #expect(objects[0][key] != nil, "missing \(key)")

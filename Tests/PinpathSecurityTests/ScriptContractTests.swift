@@ -9,15 +9,16 @@ import Testing
 struct ScriptContractTests {
     static let missing = "/nonexistent/pinpath-script-contract"
 
-    /// Each subcommand on an input that fails (after parsing), with the exit code it documents.
-    static let failingInputs: [(arguments: [String], status: Int32)] = [
-        (["check-config", "--config", "\(missing).yaml"], 78),
-        (["status", "--netns", "pinpath-no-such-namespace"], 69),
-        (["watch", "--netns", "pinpath-no-such-namespace"], 69),
-        (["request", "http://127.0.0.1:\(closedPort)/"], 3),
-        (["audit", "127.0.0.1:\(closedPort)", "--timeout", "2s"], 3),
-        (["verify", "\(missing).pem"], 65),
-        (["pins", "\(missing).pem"], 65),
+    /// Each subcommand on an input that fails (after parsing), with the exit code it documents and the failure
+    /// category (the README's table) it names.
+    static let failingInputs: [(arguments: [String], status: Int32, category: String)] = [
+        (["check-config", "--config", "\(missing).yaml"], 78, "config"),
+        (["status", "--netns", "pinpath-no-such-namespace"], 69, "unavailable"),
+        (["watch", "--netns", "pinpath-no-such-namespace"], 69, "unavailable"),
+        (["request", "http://127.0.0.1:\(closedPort)/"], 3, "connect_failed"),
+        (["audit", "127.0.0.1:\(closedPort)", "--timeout", "2s"], 3, "connect_failed"),
+        (["verify", "\(missing).pem"], 65, "data"),
+        (["pins", "\(missing).pem"], 65, "data"),
     ]
 
     /// Each subcommand with a value its flag refuses, or an option it does not have (`run` has no `--json`:
@@ -51,11 +52,11 @@ struct ScriptContractTests {
 
     @Test("A failing input: one JSON object on stdout with error.category and error.message, stderr at most one line")
     func failingInputs() throws {
-        for (arguments, status) in Self.failingInputs {
+        for (arguments, status, category) in Self.failingInputs {
             let result = try Shell.run([Shell.pinpath] + arguments + ["--json"])
             #expect(result.status == status, "\(arguments): \(result.stderr)")
             let error = try Self.errorObject(result, arguments)
-            #expect((error["category"] as? String)?.isEmpty == false, "\(arguments): \(error)")
+            #expect(error["category"] as? String == category, "\(arguments): \(error)")
             #expect((error["message"] as? String)?.isEmpty == false, "\(arguments): \(error)")
             #expect(Self.stderrLines(result) <= 1, "\(arguments): \(result.stderr)")
         }

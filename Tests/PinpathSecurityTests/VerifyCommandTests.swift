@@ -16,7 +16,7 @@ struct VerifyCommandTests {
         try AuditCommandTests.expectVerdicts(object, row)
         #expect(object["file"] as? String == file)
         #expect(object["server_name"] as? String == row.serverName)
-        #expect(object["port"] is NSNull && object["protocol"] is NSNull && object["address"] is NSNull)
+        #expect(object["port"] is NSNull && object["tls_version"] is NSNull && object["address"] is NSNull)
         #expect(object["profile"] as? String == row.expectedProfile.name)
         #expect(object["profile_reason"] as? String == row.expectedProfile.reason)
     }
@@ -35,7 +35,7 @@ struct VerifyCommandTests {
         ] {
             #expect(result.stdout.contains(expected), "missing \(expected.debugDescription) in\n\(result.stdout)")
         }
-        #expect(!result.stdout.contains("protocol"))
+        #expect(!result.stdout.contains("\n  tls "))
 
         // Without --host the name is not checked: a leaf for another host passes, and says so.
         let unnamed = try Self.verify([try Self.chainFile(["wronghost", "inter"]), "--ca-file", pki.path("store")])

@@ -42,8 +42,8 @@ public final class HostileAgentScene {
             """
         // name, server, scheme, policy, expected error_category
         let table: [(String, HostileServer.Behaviour, String, String?, String)] = [
-            ("silent", .silent, "http", nil, "timeout"),
-            ("slowloris", .slowloris, "http", nil, "timeout"),
+            ("silent", .silent, "http", nil, "timed_out"),
+            ("slowloris", .slowloris, "http", nil, "timed_out"),
             ("header-flood", .headerFlood, "http", nil, "protocol_error"),
             ("huge-body", .hugeBody(announced: true), "http", nil, "protocol_error"),
             ("huge-chunked-body", .hugeBody(announced: false), "http", nil, "protocol_error"),

@@ -14,7 +14,7 @@ struct EndpointTracker: Sendable {
         var statusCode: Int?
         var tlsVersion: String?
         /// Why it failed (``ProbeResult/errorCategory``); nil after a success.
-        var failureCategory: String?
+        var failureCategory: FailureCategory?
         var earliestServedExpiry: Date?
         var verifiedChainExpiry: Date?
         var ocspResponseStatus: Int?
@@ -76,7 +76,7 @@ struct EndpointTracker: Sendable {
         guard let host = host(of: endpoint) else { return path.status == .reachable }
         switch WatchedHostVerdict(host, on: path) {
         case .reachable, .leftToResolver: return true
-        case .notReachable: return hostVerdictMayOnlyRaise(endpoint) && isOnNetwork(for: endpoint, on: path)
+        case .unreachable: return hostVerdictMayOnlyRaise(endpoint) && isOnNetwork(for: endpoint, on: path)
         case .notWatched: return path.status == .reachable
         }
     }
@@ -99,7 +99,7 @@ struct EndpointTracker: Sendable {
         return IPAddress(host) == nil
     }
 
-    /// What a probe the reachability gate refused (`not_reachable`) is: a `failure` for an endpoint whose host
+    /// What a probe the reachability gate refused (`unreachable`) is: a `failure` for an endpoint whose host
     /// verdict may only raise (``hostVerdictMayOnlyRaise(_:)``) while the machine is on a network, since every
     /// address its name resolved to was then refused (the message names them); else `unreachable`, not tried.
     static func outcomeOfRefusedProbe(_ endpoint: EndpointConfiguration, on path: NetworkPath) -> ProbeResult.Outcome {

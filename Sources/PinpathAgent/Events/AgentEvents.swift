@@ -99,7 +99,7 @@ enum AgentEvents {
             ("remote_address", .string(result.remoteAddress)),
             ("tls_version", .string(result.tlsVersion)),
             ("served_chain", servedChain(result.evaluation)),
-            ("error_category", .string(result.errorCategory)),
+            ("error_category", .string(result.errorCategory?.rawValue)),
             ("message", outsideText(result.message)),
             ("profile", .string(result.evaluation?.appliedProfile?.description)),
         ]

@@ -113,7 +113,7 @@ public enum MetricsExposition {
     private static func renderAgentFamilies(_ snapshot: MetricsSnapshot, into out: inout Output) {
         if let status = snapshot.pathStatus {
             out.family("pinpath_reachability_status", .gauge, "The network path's status: 1 for the current one.")
-            for candidate in [ReachabilityStatus.reachable, .notReachable] {
+            for candidate in [ReachabilityStatus.reachable, .unreachable] {
                 out.sample("pinpath_reachability_status", "status=\"\(candidate.rawValue)\"", status == candidate ? 1 : 0)
             }
         }
@@ -388,7 +388,7 @@ struct RenderedEndpoint: Sendable {
         }
         endSection()
         if let category = endpoint.failureCategory {
-            out.sample("pinpath_probe_failure_info", label, "category", MetricsExposition.escape(category), 1)
+            out.sample("pinpath_probe_failure_info", label, "category", category.rawValue, 1)
         }
         endSection()
         out.sample("pinpath_pin_failures_total", label, "enforced", "true", Double(endpoint.enforcedPinFailures))

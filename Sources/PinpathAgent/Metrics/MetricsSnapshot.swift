@@ -21,7 +21,7 @@ public struct MetricsSnapshot: Sendable {
         public var tlsVersion: String?
         /// Why the last probe failed (its `error_category`, `pinpath_probe_failure_info`'s `category`); nil
         /// after a success and before the first probe.
-        public var failureCategory: String?
+        public var failureCategory: FailureCategory?
         /// The state.
         public var state: EndpointState.Status
         /// The earliest `notAfter` of every certificate served, in seconds since the epoch.
@@ -48,7 +48,7 @@ public struct MetricsSnapshot: Sendable {
         public init(
             name: String, probeSucceeded: Bool?, probeDuration: Double? = nil,
             phaseDurations: [(phase: String, seconds: Double)] = [], statusCode: Int? = nil, tlsVersion: String? = nil,
-            failureCategory: String? = nil, state: EndpointState.Status, earliestCertificateExpiry: Double? = nil,
+            failureCategory: FailureCategory? = nil, state: EndpointState.Status, earliestCertificateExpiry: Double? = nil,
             lastChainExpiry: Double? = nil,
             enforcedPinFailures: Int = 0, reportOnlyPinFailures: Int = 0, ocspResponseStatus: Int? = nil,
             ocspStatus: String? = nil, ocspNextUpdate: Double? = nil

@@ -32,7 +32,7 @@ struct EndpointProbe: Sendable {
                 result = await lane.run(for: endpoint.name) {
                     var result = judged
                     judge(response, against: endpoint, into: &result)
-                    return (result, result.errorCategory == "pattern_limit")
+                    return (result, result.errorCategory == .patternLimit)
                 } refused: { refusal in
                     Self.unsearched(judged, refusal, lane: lane)
                 }
@@ -41,7 +41,7 @@ struct EndpointProbe: Sendable {
             }
             checkDuration(endpoint, &result)
         } catch {
-            result.errorCategory = error.code.description
+            result.errorCategory = error.code
             result.message = error.message
             // A refused https proxy's evaluation is about the proxy: not the endpoint's pin failure, not a report
             // to the endpoint's collectors, not its certificate's expiry. The message names the proxy.
@@ -50,7 +50,7 @@ struct EndpointProbe: Sendable {
             result.timings = error.response?.timings ?? error.timings
             result.remoteAddress = error.response?.remoteAddress ?? error.remoteAddress
             result.tlsVersion = error.response?.tls?.version ?? error.tlsVersion
-            if error.code == .notReachable {
+            if error.code == .unreachable {
                 result.reachability = error.reachability
                 // A failure when the refusal rests on a DNS answer, which may only raise.
                 result.outcome = session.monitor.map { EndpointTracker.outcomeOfRefusedProbe(endpoint, on: $0.currentPath) } ?? .unreachable
@@ -63,7 +63,7 @@ struct EndpointProbe: Sendable {
         let expect = endpoint.expect
         guard endpoint.kind.isHTTP else {
             if let banner = expect.banner, !(response.banner ?? "").contains(banner) {
-                result.errorCategory = "unexpected_banner"
+                result.errorCategory = .unexpectedBanner
                 result.message = "the server's \(endpoint.kind == .tcp ? "answer" : "greeting") does not contain \"\(banner)\""
                 return
             }
@@ -71,13 +71,13 @@ struct EndpointProbe: Sendable {
             return
         }
         guard expect.accepts(status: response.statusCode) else {
-            result.errorCategory = "unexpected_status"
+            result.errorCategory = .unexpectedStatus
             result.message = "status \(response.statusCode), expected \(expect.statusDescription)"
             return
         }
         do throws(PatternMatchError) {
             if expect.checksBody, try !expect.accepts(body: String(decoding: response.body, as: UTF8.self)) {
-                result.errorCategory = "unexpected_body"
+                result.errorCategory = .unexpectedBody
                 result.message =
                     expect.bodyContains.map { "the body does not contain \"\($0)\"" }
                     ?? "the body does not match \(expect.bodyMatches?.description ?? "the pattern")"
@@ -95,7 +95,7 @@ struct EndpointProbe: Sendable {
                 failOnPatternLimit(&result, error, key: "expect.headers.\(header.name)")
                 return
             }
-            result.errorCategory = "unexpected_header"
+            result.errorCategory = .unexpectedHeader
             result.message =
                 value == nil ? "the response has no \(header.name) header" : "the \(header.name) header does not \(header.requirement)"
             return
@@ -110,13 +110,13 @@ struct EndpointProbe: Sendable {
         result.outcome = .failure
         switch refusal {
         case .full(let waiting, let costly):
-            result.errorCategory = "pattern_limit"
+            result.errorCategory = .patternLimit
             result.message =
                 costly
                 ? "the patterns were not searched: \(waiting) searches of \(lane.files) endpoints whose last search reached a limit were already waiting"
                 : "the patterns were not searched: \(waiting) searches of \(lane.files) endpoints were already waiting"
         case .cancelled:
-            result.errorCategory = HTTPError.Code.cancelled.description
+            result.errorCategory = .cancelled
             result.message = "the probe was cancelled before its patterns were searched"
         }
         return result
@@ -125,7 +125,7 @@ struct EndpointProbe: Sendable {
     /// A pattern that could not decide within its limits fails the probe with its own category: neither
     /// the response nor the server is judged, but nothing passes that was not checked.
     private func failOnPatternLimit(_ result: inout ProbeResult, _ error: PatternMatchError, key: String) {
-        result.errorCategory = "pattern_limit"
+        result.errorCategory = .patternLimit
         result.message = error.message(forKey: key)
     }
 
@@ -135,7 +135,7 @@ struct EndpointProbe: Sendable {
             total > Double(limit.wholeMilliseconds) / 1000
         else { return }
         result.outcome = .failure
-        result.errorCategory = "too_slow"
+        result.errorCategory = .tooSlow
         result.message = "the probe took \(Int((total * 1000).rounded())) ms, more than max_duration \(DurationSyntax.format(limit))"
     }
 

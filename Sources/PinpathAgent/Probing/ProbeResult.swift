@@ -29,9 +29,9 @@ public struct ProbeResult: Sendable {
     public var remoteAddress: String?
     /// The negotiated TLS version.
     public var tlsVersion: String?
-    /// Why it failed: an ``HTTPError`` code name, `unexpected_status`, `unexpected_body`, `unexpected_header`,
-    /// `unexpected_banner`, `too_slow`, or `pattern_limit` (a pattern that could not decide within its limits).
-    public var errorCategory: String?
+    /// Why it failed: the request core's ``HTTPError/code``, or what the endpoint's expectations found
+    /// (``FailureCategory/unexpectedStatus`` and the others of that group).
+    public var errorCategory: FailureCategory?
     /// A sentence for a person (never carrying header values or the query string).
     public var message: String?
     /// The security policy's evaluation of the handshake, when one ran: pins, chains, report-only failures.

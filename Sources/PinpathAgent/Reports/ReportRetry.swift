@@ -23,7 +23,7 @@ struct ReportRetry: Sendable {
     /// slow or restarting may; one whose certificate its policy refused (a pin mismatch, an invalid chain) is not
     /// tried again, so nothing more is offered to a server that may be an impostor.
     static func isTransient(_ code: HTTPError.Code) -> Bool {
-        [.notReachable, .resolveFailed, .connectFailed, .timedOut, .protocolError, .tlsFailed, .transferFailed].contains(code)
+        [.unreachable, .resolveFailed, .connectFailed, .timedOut, .protocolError, .tlsFailed, .transferFailed].contains(code)
     }
 
     /// Whether a collector's answer with `status` may change if tried again: 408 (timeout), 429 (rate

@@ -104,7 +104,7 @@ public struct ConnectivityCheck: Sendable, Equatable {
     public func verdict(on error: HTTPError) -> ConnectivityVerdict {
         let reason = "\(error.code): \(error.message)"
         switch error.code {
-        case .notReachable:
+        case .unreachable:
             return ConnectivityVerdict(state: .none, reason: error.reachability?.reason?.rawValue ?? "no_route")
         case .tlsInvalid, .tlsExpired, .policyRejected, .revoked:
             // A certificate was presented and the check's policy refused it: someone intercepts TLS, a portal or

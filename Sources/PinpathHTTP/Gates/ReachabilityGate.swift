@@ -13,7 +13,7 @@ struct ReachabilityGate: Sendable {
         addressVerdicts = AddressVerdicts(monitor: monitor)
     }
 
-    /// Returns when `host` may be tried, or throws ``HTTPError/Code/notReachable`` with the monitor's verdict.
+    /// Returns when `host` may be tried, or throws ``HTTPError/Code/unreachable`` with the monitor's verdict.
     /// `host` is the proxy's when the request goes through `proxy`: that is the only address it connects to.
     /// `request` names the request in errors; it is built only for one (it costs more than the check).
     func admit(host: String, proxy: Proxy? = nil, options: RequestOptions, request: @autoclosure () -> String) async throws(HTTPError) {
@@ -54,7 +54,7 @@ struct ReachabilityGate: Sendable {
         let family = options.addressFamily
         switch WatchedHostVerdict(host, on: path) {
         case .reachable: return nil
-        case .notReachable(let watched):
+        case .unreachable(let watched):
             // A name's verdict rests on a DNS answer: without ``RequestOptions/nameVerdictMayRefuse`` the path
             // decides, as for a name not watched, and the socket check judges the addresses libcurl resolves.
             if options.nameVerdictMayRefuse || IPAddress(host) != nil { return watched }
@@ -77,8 +77,8 @@ struct ReachabilityGate: Sendable {
         // Not reachable: ask the kernel why, for the error (no DNS query, no packet).
         var verdict =
             (try? await monitor.internetReachability(over: needed))
-            ?? TargetReachability(target: host, status: .notReachable, interfaceName: nil, address: nil, reason: .noRoute)
-        guard verdict.status == .notReachable else { return nil }
+            ?? TargetReachability(target: host, status: .unreachable, interfaceName: nil, address: nil, reason: .noRoute)
+        guard verdict.status == .unreachable else { return nil }
         verdict.target = host
         verdict.address = nil  // the well-known address asked about is not the host's
         return verdict
@@ -104,10 +104,10 @@ struct ReachabilityGate: Sendable {
     }
 
     private static func error(_ verdict: TargetReachability, request: String, waited: Duration? = nil) -> HTTPError {
-        let reason = verdict.reason?.rawValue ?? "not_reachable"
+        let reason = verdict.reason?.rawValue ?? "unreachable"
         let via = verdict.address.map { "\($0)" }.flatMap { $0 == verdict.target ? nil : " (\($0))" } ?? ""
         let wait = waited.map { " after waiting \($0)" } ?? ""
-        return HTTPError(.notReachable, "\(request): \(verdict.target)\(via) is not reachable\(wait): \(reason)", reachability: verdict)
+        return HTTPError(.unreachable, "\(request): \(verdict.target)\(via) is not reachable\(wait): \(reason)", reachability: verdict)
     }
 }
 

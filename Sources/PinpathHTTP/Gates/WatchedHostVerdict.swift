@@ -10,7 +10,7 @@ public enum WatchedHostVerdict: Sendable, Equatable {
     /// The monitor watches the host and it is reachable.
     case reachable
     /// The monitor watches the host and it is not reachable: the gate refuses it with this verdict.
-    case notReachable(TargetReachability)
+    case unreachable(TargetReachability)
     /// The monitor watches the host but could not resolve its name: the request goes ahead and reports it.
     case leftToResolver
     /// The monitor does not watch the host: the path as a whole decides.
@@ -25,7 +25,7 @@ public enum WatchedHostVerdict: Sendable, Equatable {
         if watched.reason == .dnsFailed {
             self = .leftToResolver
         } else {
-            self = watched.status == .reachable ? .reachable : .notReachable(watched)
+            self = watched.status == .reachable ? .reachable : .unreachable(watched)
         }
     }
 }

@@ -5,7 +5,7 @@ import PinpathSecurity
 public struct RequestOptions: Sendable {
     /// What to do when the reachability monitor says the target cannot be reached.
     public enum ReachabilityRequirement: Sendable, Equatable {
-        /// Fail at once with ``HTTPError/Code/notReachable``, before any DNS query or connection (the default).
+        /// Fail at once with ``HTTPError/Code/unreachable``, before any DNS query or connection (the default).
         case failFast
         /// Wait until the path is reachable again, at most this long, then fail as not reachable.
         case waitForConnectivity(Duration)
@@ -36,7 +36,7 @@ public struct RequestOptions: Sendable {
     /// machine is on no network (of ``addressFamily``: no default path, no address on a usable interface), the
     /// kernel's word; otherwise libcurl resolves the name
     /// again and each address is checked against the kernel's routes before `connect()`, so the request fails
-    /// ``HTTPError/Code/notReachable`` naming the addresses when none is usable. A "reachable" verdict admits
+    /// ``HTTPError/Code/unreachable`` naming the addresses when none is usable. A "reachable" verdict admits
     /// either way (a host with a route of its own, over a VPN), and a numeric host is judged by its route.
     public var nameVerdictMayRefuse = true
     /// Connect over this family only.

@@ -25,7 +25,7 @@ public struct JSONResponseDecoder: Sendable {
 
     /// Validates `response` and decodes its body.
     /// - Returns: The value, or `nil` for an empty or whitespace-only body (a `HEAD`, a 204, Rails' `" "`).
-    /// - Throws: ``HTTPError`` `unacceptableStatus` or `unacceptableContentType` from the validator, or
+    /// - Throws: ``HTTPError`` `unexpectedStatus` or `unexpectedContentType` from the validator, or
     ///   `invalidResponse` when the body is not JSON (with the line and column); each carries the response.
     public func decode(_ response: HTTPResponse) throws(HTTPError) -> JSONValue? {
         try validator.validate(response)

@@ -18,12 +18,12 @@ public struct ResponseValidator: Sendable {
 
     /// Checks the status code, then the content type; a content type that does not match is an error only
     /// when the body is not empty (a 204, or a 205 with no body, passes whatever its `Content-Type`).
-    /// - Throws: ``HTTPError`` `unacceptableStatus` or `unacceptableContentType`, carrying the response (and
+    /// - Throws: ``HTTPError`` `unexpectedStatus` or `unexpectedContentType`, carrying the response (and
     ///   so its body).
     public func validate(_ response: HTTPResponse) throws(HTTPError) {
         guard acceptableStatusCodes.contains(response.statusCode) else {
             throw HTTPError(
-                .unacceptableStatus,
+                .unexpectedStatus,
                 """
                 \(response.url.absoluteString): status \(response.statusCode) is not acceptable (expected \
                 \(Self.describe(acceptableStatusCodes)))
@@ -35,7 +35,7 @@ public struct ResponseValidator: Sendable {
         {
             let found = response.mimeType.map { "content type \($0)" } ?? "a body without a content type"
             throw HTTPError(
-                .unacceptableContentType,
+                .unexpectedContentType,
                 """
                 \(response.url.absoluteString): \(found) is not acceptable (expected \
                 \(acceptableContentTypes.sorted().joined(separator: ", ")))

@@ -58,7 +58,7 @@ extension Session {
 
     /// Any method, serialized by the session's request serializer.
     /// - Throws: ``HTTPError``: serialization errors, everything ``send(_:options:)`` throws, and
-    ///   `unacceptableStatus` / `unacceptableContentType` (with the response) from the response validator.
+    ///   `unexpectedStatus` / `unexpectedContentType` (with the response) from the response validator.
     public func request(
         _ method: HTTPMethod, _ url: String, parameters: Parameters? = nil, headers: HTTPHeaders = HTTPHeaders(),
         options: RequestOptions? = nil

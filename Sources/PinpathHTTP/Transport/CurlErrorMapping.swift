@@ -145,7 +145,7 @@ enum CurlErrorMapping {
         let named = skipped.compactMap { verdict -> String? in
             let address = verdict.address.map { "\($0)" } ?? "?"
             guard seen.insert(address).inserted else { return nil }
-            return "\(address): \(verdict.reason?.rawValue ?? "not_reachable")"
+            return "\(address): \(verdict.reason?.rawValue ?? "unreachable")"
         }
         let more = named.count - maximumNamedAddresses
         return named.prefix(maximumNamedAddresses).joined(separator: ", ") + (more > 0 ? " and \(more) more" : "")
@@ -187,7 +187,7 @@ enum CurlErrorMapping {
         }
         if code == CURLE_COULDNT_CONNECT, let first = failure.skippedAddresses.first {
             return HTTPError(
-                .notReachable, "\(request): no resolved address is reachable (\(skippedList(failure.skippedAddresses)))",
+                .unreachable, "\(request): no resolved address is reachable (\(skippedList(failure.skippedAddresses)))",
                 reachability: first)
         }
         // The server accepted STARTTLS and the handshake ended before the verifier saw a certificate: whatever

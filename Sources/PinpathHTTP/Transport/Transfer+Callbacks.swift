@@ -144,7 +144,7 @@ extension Transfer {
     func openSocket(_ purpose: curlsocktype, _ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
         let family = address.pointee.family
         if let addressCheck, purpose == CURLSOCKTYPE_IPCXN, let ip = Self.ipAddress(pinpath_curl_sockaddr(address)),
-            let verdict = addressCheck(ip), verdict.status == .notReachable
+            let verdict = addressCheck(ip), verdict.status == .unreachable
         {
             skippedAddresses.append(verdict)
             return CURL_SOCKET_BAD  // libcurl tries the next address

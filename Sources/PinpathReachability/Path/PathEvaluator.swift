@@ -34,7 +34,7 @@ struct PathEvaluator {
         let ipv6 = familyPath(.ipv6)
         let primaryIndex = (ipv4 ?? ipv6)?.interfaceIndex
         return NetworkPath(
-            status: ipv4 != nil || ipv6 != nil ? .reachable : .notReachable,
+            status: ipv4 != nil || ipv6 != nil ? .reachable : .unreachable,
             primaryInterface: interfaces.first { $0.index == primaryIndex },
             ipv4: ipv4, ipv6: ipv6, interfaces: interfaces,
             targets: targets.map(reachability(of:)))

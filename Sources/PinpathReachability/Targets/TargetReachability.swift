@@ -23,6 +23,6 @@ public struct TargetReachability: Sendable, Equatable {
     }
 
     static func unreachable(_ target: String, _ reason: UnreachableReason, address: IPAddress? = nil) -> Self {
-        Self(target: target, status: .notReachable, interfaceName: nil, address: address, reason: reason)
+        Self(target: target, status: .unreachable, interfaceName: nil, address: address, reason: reason)
     }
 }

@@ -63,7 +63,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
         let more = error.problems.count > 1 ? " (and \(error.problems.count - 1) more problems)" : ""
         return .object([
             ("valid", false), ("problems", .array(error.problems.map(\.jsonValue))),
-            ("error", ScriptContract.errorFields(category: "config", message: first + more, exitCode: 78)),
+            ("error", ScriptContract.errorFields(category: .config, message: first + more, exitCode: 78)),
         ])
     }
 

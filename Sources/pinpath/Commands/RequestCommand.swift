@@ -129,7 +129,7 @@ struct RequestCommand: AsyncParsableCommand {
         }
         guard (200..<300).contains(response.statusCode) else {
             let status = "status \(response.statusCode) is not acceptable (200-299)"
-            throw CommandFailure.outcome(5, "\(request.method) \(request.displayURL): \(status)")
+            throw CommandFailure.request(5, category: .unexpectedStatus, "\(request.method) \(request.displayURL): \(status)")
         }
     }
 
@@ -151,7 +151,7 @@ struct RequestCommand: AsyncParsableCommand {
         } catch {
             if verbose { Self.printVerification(error.evaluation) }
             // The category first, as the agent's events name it: scripts match it, people read the rest.
-            throw CommandFailure.request(Self.exitCode(for: error.code), category: error.code.description, error.message)
+            throw CommandFailure.request(Self.exitCode(for: error.code), category: error.code, error.message)
         }
         if let warning = Self.ocspWarning(response) {
             try? LineOutput(descriptor: STDERR_FILENO).write(UntrustedText.escapedLines(["pinpath: warning: \(warning)"]))
@@ -295,9 +295,10 @@ struct RequestCommand: AsyncParsableCommand {
         let timings = response.timings
         return .object([
             ("url", .string(DisplayURL.redacting(response.url.absoluteString))),
-            ("status", .int(response.statusCode)),
+            ("status_code", .int(response.statusCode)),
             ("http_version", .string(response.httpVersion)),
             ("remote_address", .string(response.remoteAddress)),
+            ("tls_version", .string(response.tls?.version)),
             ("redirects", .int(response.redirectCount)),
             ("headers", .object(response.headers.fields.map { ($0.name.lowercased(), .string($0.value)) })),
             ("body_bytes", .int(response.body.count)),
@@ -307,7 +308,7 @@ struct RequestCommand: AsyncParsableCommand {
                 "tls",
                 response.tls.map { tls in
                     .object([
-                        ("version", .string(tls.version)), ("cipher", .string(tls.cipher)),
+                        ("cipher", .string(tls.cipher)),
                         ("verified_chain_pins", .array(tls.verifiedChainPins.map { .string($0) })),
                         ("ocsp_staple", .string(tls.evaluation?.ocspStaple?.status.description)),
                         ("profile", .string(tls.evaluation?.appliedProfile?.profile.name)),
@@ -327,7 +328,7 @@ struct RequestCommand: AsyncParsableCommand {
             (
                 "error",
                 .object([
-                    ("category", .string(failure.category)), ("message", .string(failure.detail)),
+                    ("category", .string(failure.category.rawValue)), ("message", .string(failure.detail)),
                     ("exit_code", .int(Int(failure.exitCode.rawValue))),
                 ])
             ),
@@ -339,8 +340,8 @@ struct RequestCommand: AsyncParsableCommand {
         switch code {
         case .policyRejected: return 1
         case .tlsInvalid, .tlsExpired, .revoked, .insecureRedirect, .crossOriginBody: return 2
-        case .notReachable: return 4
-        case .unacceptableStatus, .unacceptableContentType: return 5
+        case .unreachable: return 4
+        case .unexpectedStatus, .unexpectedContentType: return 5
         case .invalidURL, .invalidHeader, .invalidBody, .unreadableFile: return 64
         default: return 3
         }

@@ -24,7 +24,7 @@ enum AuditText {
             return UntrustedText.escapedLines(lines)
         }
         if audit.chainFile == nil {
-            lines.append(field("protocol", "\(audit.protocolVersion ?? "?"), cipher \(audit.cipher ?? "?")"))
+            lines.append(field("tls", "\(audit.protocolVersion ?? "?"), cipher \(audit.cipher ?? "?")"))
             lines.append(field("client cert", clientCertificateText(audit.clientCertificateRequest)))
         }
         let count = audit.servedChain.count
@@ -61,30 +61,33 @@ enum AuditText {
         return UntrustedText.escapedLines(lines)
     }
 
-    /// `{"category":…,"message":…,"code":…}` for any outcome but trusted (`null` then): the category in the
-    /// request core's words, as `request --json` and the agent's events name it, beside audit's own `result`.
+    /// `{"category":…,"message":…,"exit_code":N}` for any outcome but trusted (`null` then): the `error` member
+    /// every `--json` failure has, its category in pinpath's one vocabulary, beside audit's own `result`.
     static func errorJSON(_ audit: TLSAudit) -> JSONValue {
         guard audit.outcome != .trusted else { return .null }
-        let code = audit.connectionError?.code.description ?? audit.evaluationError?.code.description
         let message =
             audit.connectionError?.message ?? audit.evaluationError?.message ?? audit.evaluation?.failure?.message
             ?? audit.outcome.description
-        return .object([("category", .string(category(of: audit))), ("code", .string(code)), ("message", .string(message))])
+        return .object([
+            ("category", .string(category(of: audit).rawValue)), ("message", .string(message)),
+            ("exit_code", .int(audit.outcome.severity)),
+        ])
     }
 
-    /// The request core's category (``HTTPError/Code``) for an audit's outcome.
-    static func category(of audit: TLSAudit) -> String {
+    /// The category (``FailureCategory``) of an audit's outcome: the one a request to the same server fails with.
+    static func category(of audit: TLSAudit) -> FailureCategory {
         switch audit.outcome {
-        case .pinMismatch: return HTTPError.Code.policyRejected.description
-        case .revoked: return HTTPError.Code.revoked.description
+        case .pinMismatch: return .policyRejected
+        case .revoked: return .revoked
         case .noHandshake:
             switch audit.connectionError?.code {
-            case .dnsFailure?: return HTTPError.Code.resolveFailed.description
-            case .timedOut?: return HTTPError.Code.timedOut.description
-            case .handshakeFailed?, .openSSLFailure?: return HTTPError.Code.tlsFailed.description
-            default: return HTTPError.Code.connectFailed.description
+            case .dnsFailure?: return .resolveFailed
+            case .unreachable?: return .unreachable
+            case .timedOut?: return .timedOut
+            case .handshakeFailed?, .openSSLFailure?: return .tlsFailed
+            default: return .connectFailed
             }
-        default: return HTTPError.Code.tlsInvalid.description
+        default: return audit.evaluation?.failure?.isOutsideValidity == true ? .tlsExpired : .tlsInvalid
         }
     }
 
@@ -125,7 +128,7 @@ enum AuditText {
             ("exit_code", .int(audit.outcome.severity)),
             ("error", errorJSON(audit)),
             ("verified_at", .string(rfc3339(audit.verifiedAt))),
-            ("protocol", .string(audit.protocolVersion)),
+            ("tls_version", .string(audit.protocolVersion)),
             ("cipher", .string(audit.cipher)),
             (
                 "client_certificate",

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import PinpathAgent
+import PinpathHTTP
 import PinpathSupport
 
 /// A failure to report as `pinpath: error: …` on standard error with a sysexits code, never a stack trace.
@@ -12,9 +13,8 @@ enum CommandFailure: Error {
     case output(String)
     /// A command's own documented outcome (`request`: 1 pins, 2 TLS, 3 connection, 4 not reachable, 5 status).
     case outcome(Int32, String)
-    /// A request that failed, with the request core's error category (`tls_invalid`), which the message
-    /// starts with.
-    case request(Int32, category: String, String)
+    /// A request that failed, with its category (`tls_invalid`), which the message starts with.
+    case request(Int32, category: FailureCategory, String)
 
     var exitCode: ExitCode {
         switch self {
@@ -40,14 +40,14 @@ enum CommandFailure: Error {
         return message
     }
 
-    /// What kind of failure, for scripts: the request core's category, or the sysexits meaning.
-    var category: String {
+    /// What kind of failure, for scripts: the request's category, or the command line's own.
+    var category: FailureCategory {
         switch self {
-        case .usage: "usage"
-        case .data: "data"
-        case .unavailable: "unavailable"
-        case .output: "output"
-        case .outcome: "failed"
+        case .usage: .usage
+        case .data: .data
+        case .unavailable: .unavailable
+        case .output: .output
+        case .outcome: .failed
         case .request(_, let category, _): category
         }
     }

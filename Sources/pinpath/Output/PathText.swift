@@ -55,7 +55,7 @@ enum PathText {
     private static func targetLine(_ target: TargetReachability) -> String {
         let address = target.address.map { $0.description == target.target ? "" : " [\($0)]" } ?? ""
         if target.status == .reachable { return "\(target.target)\(address): reachable via \(target.interfaceName ?? "?")" }
-        return "\(target.target)\(address): not_reachable (\(target.reason?.rawValue ?? "unknown"))"
+        return "\(target.target)\(address): unreachable (\(target.reason?.rawValue ?? "unknown"))"
     }
 }
 

@@ -1,4 +1,5 @@
 import Glibc
+import PinpathHTTP
 import PinpathSupport
 import Synchronization
 
@@ -29,15 +30,15 @@ enum ScriptContract {
     }
 
     /// Writes the error object on standard output when `--json` was given and the command wrote nothing yet.
-    static func writeErrorObject(category: String, message: String, exitCode: Int32) {
+    static func writeErrorObject(category: FailureCategory, message: String, exitCode: Int32) {
         guard wantsJSON, !objectWritten.exchange(true, ordering: .relaxed) else { return }
         let object = JSONValue.object([("error", errorFields(category: category, message: message, exitCode: exitCode))])
         try? LineOutput().write(object.encoded() + "\n")
     }
 
     /// `{"category":…,"message":…,"exit_code":N}`: the `error` member of every `--json` failure.
-    static func errorFields(category: String, message: String, exitCode: Int32) -> JSONValue {
-        .object([("category", .string(category)), ("message", .string(message)), ("exit_code", .int(Int(exitCode)))])
+    static func errorFields(category: FailureCategory, message: String, exitCode: Int32) -> JSONValue {
+        .object([("category", .string(category.rawValue)), ("message", .string(message)), ("exit_code", .int(Int(exitCode)))])
     }
 
     /// The one line standard error gets for `message`: its lines joined with "; " unless `--verbose`, escaped

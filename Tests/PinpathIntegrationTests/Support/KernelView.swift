@@ -112,9 +112,9 @@ struct KernelView {
         }.first
     }
 
-    /// The path as the agent's events put it: "reachable via pa0", "not_reachable via -".
+    /// The path as the agent's events put it: "reachable via pa0", "unreachable via -".
     var pathSummary: String {
-        primaryInterface.map { "reachable via \($0)" } ?? "not_reachable via -"
+        primaryInterface.map { "reachable via \($0)" } ?? "unreachable via -"
     }
 
     /// Every way `path` differs from the kernel: links and their addresses, the per-family default paths,
