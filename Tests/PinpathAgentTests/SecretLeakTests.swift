@@ -60,7 +60,7 @@ struct SecretLeakTests {
             else { return nil }
             return "\(object["endpoint"] ?? "?")=\(object["error_category"] ?? "?")"
         }.sorted()
-        #expect(categories == ["failing-status=unexpected_status", "redirected=connect_failed", "timing-out=timeout"], "\(events)")
+        #expect(categories == ["failing-status=unexpected_status", "redirected=connect_failed", "timing-out=timed_out"], "\(events)")
 
         let check = try Shell.run(environment + [Shell.pinpath, "check-config", "--config", directory.file("pinpath.yaml")])
         #expect(check.status == 0, "\(check.stderr)")
@@ -204,7 +204,7 @@ struct KeyLogTests {
             "--ca-file", pki.path("store"), "--json",
         ])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains(#""status":200"#), "\(result.stdout)")
+        #expect(result.stdout.contains(#""status_code":200"#), "\(result.stdout)")
         let written = (try? String(contentsOfFile: keyLog, encoding: .utf8)) ?? ""
         #expect(written.isEmpty, "the key log holds: \(written.prefix(300))")
     }

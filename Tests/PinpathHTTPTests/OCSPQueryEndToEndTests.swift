@@ -264,9 +264,8 @@ struct OCSPQueryEndToEndTests {
                 "--ocsp", "--json",
             ])
         #expect(result.status == 2, "exit \(result.status): \(result.stdout) \(result.stderr)")
-        let objects = result.stdout.split(separator: "\n").compactMap {
-            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        }
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stdout)")
+        let objects = try #require(summary["audits"] as? [[String: Any]], "\(summary)")
         let byPort = Dictionary(uniqueKeysWithValues: objects.compactMap { object in (object["port"] as? Int).map { ($0, object) } })
         let revokedAudit = try #require(byPort[Int(revoked.port)], "\(result.stdout)")
         #expect(revokedAudit["result"] as? String == "revoked")

@@ -194,7 +194,9 @@ struct AuditCommandTests {
         #expect(waited.stdout.contains("no TLS handshake within the timeout"), "\(waited.stdout)")
     }
 
-    @Test("--json: one object per host per line, in the order given, with every field; several hosts exit with the worst")
+    @Test(
+        "--json: one object; for several hosts every audit in the order given, with every field, the worst exit code and its error"
+    )
     func jsonAndWorst() throws {
         let pki = TestPKI.shared
         let valid = try Self.serve(["valid", "inter"])
@@ -207,12 +209,16 @@ struct AuditCommandTests {
 
         let two = try Self.audit(hosts + arguments)
         #expect(two.status == 2, "\(two.stdout)\(two.stderr)")
-        let lines = two.stdout.split(separator: "\n").map(String.init)
-        #expect(lines.count == 3)
-        let objects = try lines.map(Self.object)
+        #expect(two.stdout.split(separator: "\n").count == 1, "one object, one line: \(two.stdout)")
+        let summary = try Self.object(two.stdout)
+        #expect(summary["exit_code"] as? Int == 2)
+        #expect((summary["error"] as? [String: Any])?["category"] as? String == "tls_expired", "\(summary)")
+        let objects = try #require(summary["audits"] as? [[String: Any]], "\(summary)")
         #expect(objects.compactMap { $0["port"] as? Int } == [Int(valid.port), Int(expired.port), Int(valid.port)])
         #expect(objects.compactMap { $0["result"] as? String } == ["trusted", "chain_invalid", "trusted"])
-        #expect(lines[0].hasPrefix("{\"host\":\"127.0.0.1\",\"port\":\(valid.port),\"server_name\":\"valid.test\","))
+        let single = try Self.audit([hosts[0]] + arguments)
+        #expect(single.stdout.hasPrefix("{\"host\":\"127.0.0.1\",\"port\":\(valid.port),\"server_name\":\"valid.test\","), "\(single.stdout)")
+        #expect(try Self.object(single.stdout)["result"] as? String == "trusted")
         for key in [
             "host", "port", "server_name", "address", "result", "exit_code", "error", "verified_at", "tls_version", "cipher",
             "served_chain", "verified_chain", "chain", "host_check", "pins", "failure",
@@ -230,7 +236,9 @@ struct AuditCommandTests {
 
         let three = try Self.audit(hosts + ["127.0.0.1:\(closed)"] + arguments)
         #expect(three.status == 3)
-        #expect(three.stdout.split(separator: "\n").count == 4)
+        let threeSummary = try Self.object(three.stdout)
+        #expect((threeSummary["audits"] as? [Any])?.count == 4 && threeSummary["exit_code"] as? Int == 3, "\(three.stdout)")
+        #expect((threeSummary["error"] as? [String: Any])?["category"] as? String == "connect_failed", "\(threeSummary)")
 
         let pinned = try Self.audit(["127.0.0.1:\(valid.port)", "--pin-file", pki.path("p256")] + arguments)
         #expect(pinned.status == 1)

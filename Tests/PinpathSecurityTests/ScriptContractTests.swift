@@ -115,9 +115,10 @@ struct ScriptContractTests {
 
         let json = try Shell.run([Shell.pinpath, "audit", good, "not a host!", "--json"])
         #expect(json.status == 64)
-        let objects = try json.stdout.split(separator: "\n").map {
-            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
-        }
+        #expect(json.stdout.split(separator: "\n").count == 1, "one object: \(json.stdout)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(summary["exit_code"] as? Int == 64 && (summary["error"] as? [String: Any])?["category"] as? String == "usage")
+        let objects = try #require(summary["audits"] as? [[String: Any]], "\(json.stdout)")
         #expect(objects.count == 2, "\(json.stdout)")
         #expect(objects.first?["result"] as? String == "no_handshake")
         #expect(objects.last?["host"] as? String == "not a host!")

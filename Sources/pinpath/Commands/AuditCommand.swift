@@ -22,8 +22,10 @@ struct AuditCommand: AsyncParsableCommand {
             pinpath is not required.
 
             Hosts are audited 8 at a time; the results are printed in the order given. With --json, one JSON \
-            object per host per line. A HOST that is not HOST[:PORT] is named on stderr after the others were \
-            audited (with --json, an object {"host":…,"error":{…}} too) and makes the exit 64.
+            object: for one host its audit; for several, {"audits":[…],"exit_code":N,"error":…}, each host's audit \
+            in the order given, the worst exit code and the error of the worst (null when every host is \
+            trusted). A HOST that is not HOST[:PORT] is named on stderr after the others were audited (with \
+            --json, an entry {"host":…,"exit_code":64,"error":{…}} too) and makes the exit 64.
 
             Exit codes: 0 trusted (and pinned, if pins were given); 1 pin mismatch; 2 chain or host invalid or revoked; \
             3 cannot connect or no TLS handshake; with several hosts, the worst. 64 usage error (a bad option, \
@@ -76,26 +78,41 @@ struct AuditCommand: AsyncParsableCommand {
             return options
         }
         let progress = AuditProgress(total: endpoints.count)
-        let render = json ? AuditText.json : AuditText.text
+        // With --json, one object: a single host's audit, or, for several, every host's in the order given.
+        let collectsJSON = json && endpoints.count + refused.count > 1
+        var objects: [JSONValue] = []
         var worst = 0
+        var worstError = JSONValue.null
         var first = true
         try await batch.run(progress: progress.show(done:)) { audit throws(CommandFailure) in
             progress.clear()
-            try writeOutput(render(audit, first))
+            if collectsJSON {
+                objects.append(AuditText.json(audit))
+            } else {
+                try writeOutput(json ? AuditText.json(audit).encoded() + "\n" : AuditText.text(audit, first: first))
+            }
             first = false
+            if audit.outcome.severity > worst || (worstError == .null && audit.outcome != .trusted) {
+                worstError = AuditText.errorJSON(audit)
+            }
             worst = max(worst, audit.outcome.severity)
         }
         progress.clear()
         // The HOST arguments that are not HOST[:PORT]: named after the others were audited, one line each (and
-        // with --json one object each), and the exit is the worst, 64.
+        // with --json one entry each), and the exit is the worst, 64.
         for (host, message) in refused {
             let failure = CommandFailure.usage(message)
+            let error = ScriptContract.errorFields(category: failure.category, message: message, exitCode: failure.exitCode.rawValue)
             if json {
-                let error = ScriptContract.errorFields(category: failure.category, message: message, exitCode: failure.exitCode.rawValue)
-                try writeOutput(JSONValue.object([("host", .string(host)), ("exit_code", .int(64)), ("error", error)]).encoded() + "\n")
+                objects.append(.object([("host", .string(host)), ("exit_code", .int(64)), ("error", error)]))
             }
             try? LineOutput(descriptor: STDERR_FILENO).write(ScriptContract.errorLine(message))
             worst = max(worst, Int(failure.exitCode.rawValue))
+            worstError = error
+        }
+        if collectsJSON {
+            let summary = JSONValue.object([("audits", .array(objects)), ("exit_code", .int(worst)), ("error", worstError)])
+            try writeOutput(summary.encoded() + "\n")
         }
         if worst != 0 { throw ExitCode(Int32(worst)) }
     }

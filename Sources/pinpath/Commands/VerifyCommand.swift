@@ -47,7 +47,7 @@ struct VerifyCommand: AsyncParsableCommand {
             throw CommandFailure.data("\(error)")
         }
         let audit = await TLSAudit.run(chainAtRest: chain, file: chainFile, options: options)
-        try writeOutput(json ? AuditText.json(audit, first: true) : AuditText.text(audit, first: true))
+        try writeOutput(json ? AuditText.json(audit).encoded() + "\n" : AuditText.text(audit, first: true))
         if audit.outcome.severity != 0 { throw ExitCode(Int32(audit.outcome.severity)) }
     }
 }

@@ -91,8 +91,8 @@ enum AuditText {
         }
     }
 
-    /// One JSON object on one line.
-    static func json(_ audit: TLSAudit, first: Bool) -> String {
+    /// The audit as one JSON object.
+    static func json(_ audit: TLSAudit) -> JSONValue {
         let evaluation = audit.evaluation
         var pins = JSONValue.null
         if let policy = evaluation?.policy, policy.mode != .none {
@@ -173,7 +173,7 @@ enum AuditText {
                 } ?? .null
             ),
         ])
-        return object.encoded() + "\n"
+        return object
     }
 
     // MARK: - Pieces
