@@ -4,17 +4,20 @@ import Testing
 
 @testable import PinpathAgent
 
-/// The README's event reference (the table under the agent's `### Events`) against ``EventCatalog``, the
-/// table of every event the agent writes.
+/// The event references (the tables under `### Events` in the README and in docs/agent.md) against
+/// ``EventCatalog``, the table of every event the agent writes.
 @Suite("Event catalog")
 struct EventCatalogTests {
-    /// Each documented event and the fields its row lists, outside parentheses (which hold values and notes).
-    static func documentedEvents() throws -> [(names: [String], fields: [String], levels: [String])] {
-        let readme = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appending(path: "README.md")
-        let text = try String(contentsOf: readme, encoding: .utf8)
+    /// The documents with an event table, relative to the package.
+    static let documents = ["README.md", "docs/agent.md"]
+
+    /// Each event `document` lists and the fields its row lists, outside parentheses (which hold values and notes).
+    static func documentedEvents(in document: String = "README.md") throws -> [(names: [String], fields: [String], levels: [String])] {
+        let file = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appending(path: document)
+        let text = try String(contentsOf: file, encoding: .utf8)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        let start = try #require(lines.firstIndex(of: "### Events"), "the README has no ### Events section")
+        let start = try #require(lines.firstIndex(of: "### Events"), "\(document) has no ### Events section")
         let section = lines[(start + 1)...].prefix { !$0.hasPrefix("## ") && !$0.hasPrefix("### ") }
         return section.filter { $0.hasPrefix("| `") }.map { row in
             let cells = row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
@@ -51,19 +54,21 @@ struct EventCatalogTests {
         return spans
     }
 
-    @Test("The README documents every event of the catalog, and no other")
-    func everyEventDocumented() throws {
-        let documented = try Self.documentedEvents().flatMap(\.names)
-        #expect(Set(documented).count == documented.count, "an event is documented twice")
-        #expect(Set(documented) == Set(EventCatalog.all.map(\.name)))
+    @Test("The README and docs/agent.md document every event of the catalog, and no other", arguments: documents)
+    func everyEventDocumented(document: String) throws {
+        let documented = try Self.documentedEvents(in: document).flatMap(\.names)
+        #expect(Set(documented).count == documented.count, "\(document): an event is documented twice")
+        #expect(Set(documented) == Set(EventCatalog.all.map(\.name)), "\(document)")
     }
 
-    @Test("The README lists each event's fields as the catalog does, in order", arguments: EventCatalog.all)
-    func fieldsDocumented(kind: EventKind) throws {
-        let rows = try Self.documentedEvents().filter { $0.names.contains(kind.name) }
-        let row = try #require(rows.first, "\(kind.name) is not documented")
-        #expect(row.fields == kind.fields, "\(kind.name)")
-        #expect(row.levels == kind.levels.map(\.name), "\(kind.name): the levels column")
+    @Test(
+        "The README and docs/agent.md list each event's fields as the catalog does, in order",
+        arguments: EventCatalog.all, documents)
+    func fieldsDocumented(kind: EventKind, document: String) throws {
+        let rows = try Self.documentedEvents(in: document).filter { $0.names.contains(kind.name) }
+        let row = try #require(rows.first, "\(kind.name) is not documented in \(document)")
+        #expect(row.fields == kind.fields, "\(document): \(kind.name)")
+        #expect(row.levels == kind.levels.map(\.name), "\(document): \(kind.name): the levels column")
     }
 
     @Test("The event builders write the catalog's fields")
