@@ -1,6 +1,9 @@
 import Foundation
+import PinpathSecurity
 import PinpathTestSupport
 import Testing
+
+@testable import PinpathAgent
 
 /// Issue 31, item 8: lighter events. `pinpath run --once` probes an `openssl s_server` on 127.0.0.1 serving the
 /// test PKI's two-certificate chain (`CN=Loopback`, then `CN=Pinpath Test Intermediate`) under a policy whose
@@ -167,5 +170,41 @@ struct PinFailureEventTests {
         #expect(text.stderr == "pinpath: error: \(file):2:25: events.include_certificates: expected true or false, found \"maybe\"\n")
         #expect(json.status == 78)
         #expect(json.stdout.contains("events.include_certificates"), "\(json.stdout)")
+    }
+}
+
+/// ``AgentEvents/probeMessage(_:)`` on evaluations made by the security policy with the test PKI's chains.
+@Suite("Probe messages point to pin.failure")
+struct ProbeMessageTests {
+    let pki = TestPKI.shared
+
+    /// The `ip` leaf and the intermediate, evaluated under pins of another CA, enforced or report-only.
+    func evaluation(enforce: Bool) throws -> TrustEvaluation {
+        let pins = try pki.chain(["otherinter", "otherroot"]).map(\.spkiPin)
+        return try SecurityPolicy(mode: .publicKey, pins: pins, enforce: enforce).evaluate(
+            servedChain: try pki.chain(["ip", "inter"]), host: "127.0.0.1", trustStore: try pki.trustStore())
+    }
+
+    @Test("The account is replaced by one line; what the request core said before and after it stays")
+    func accountReplaced() throws {
+        let evaluation = try evaluation(enforce: true)
+        let account = try #require(evaluation.failure?.message)
+        var result = ProbeResult(endpoint: "mail", outcome: .failure, started: Date())
+        result.evaluation = evaluation
+        result.errorCategory = "policy_rejected"
+        result.message = "SMTP smtp://127.0.0.1:2525/: \(account); in plaintext only the greeting and EHLO were exchanged"
+        #expect(
+            AgentEvents.probeMessage(result)
+                == "SMTP smtp://127.0.0.1:2525/: 127.0.0.1: certificate pinning failure: the verified chain matched none of the 2 "
+                + "pins (see pin.failure); in plaintext only the greeting and EHLO were exchanged")
+    }
+
+    @Test("A report-only mismatch lets the probe through: its message, about something else, is left alone")
+    func reportOnlyUntouched() throws {
+        var result = ProbeResult(endpoint: "api", outcome: .failure, started: Date())
+        result.evaluation = try evaluation(enforce: false)
+        result.errorCategory = "unexpected_status"
+        result.message = "status 503, expected 200-299"
+        #expect(AgentEvents.probeMessage(result) == "status 503, expected 200-299")
     }
 }
