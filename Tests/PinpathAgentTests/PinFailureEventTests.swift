@@ -208,3 +208,19 @@ struct ProbeMessageTests {
         #expect(AgentEvents.probeMessage(result) == "status 503, expected 200-299")
     }
 }
+
+/// `events.include_certificates` and `events.probes` are read for each result: a reload applies them at once.
+@Suite("Reloading the events settings")
+struct EventsReloadTests {
+    @Test(
+        "Only the output and its rotation wait for a restart",
+        arguments: [
+            ("include_certificates: true", []), ("probes: all", []), ("output: /tmp/events.jsonl", ["events", "metrics"]),
+            ("keep: 2", ["events", "metrics"]),
+        ])
+    func restartRequired(changed: String, expected: [String]) throws {
+        let old = try loadConfiguration("events: {}\n")
+        let new = try loadConfiguration("events: { \(changed) }\n")
+        #expect(ConfigurationChange(from: old, to: new).restartRequired == expected, "\(changed)")
+    }
+}

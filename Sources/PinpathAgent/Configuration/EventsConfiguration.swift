@@ -60,6 +60,14 @@ public struct EventsConfiguration: Sendable, Equatable {
 
     static let keys = ["output", "max_size", "keep", "probes", "include_certificates"]
 
+    /// The settings with those a reload applies at once (`probes`, `include_certificates`: read per result) at
+    /// their defaults, for telling whether a reload changed what only a restart applies (the output and its
+    /// rotation). A key added later counts as needing a restart until it is put here: a reload may over-report,
+    /// never hide a change it did not apply.
+    var restartSettings: EventsConfiguration {
+        EventsConfiguration(output: output, maxSize: maxSize, keep: keep)
+    }
+
     /// Reads `events:`; `nil` node means all defaults.
     static func decode(_ node: Node?, _ decoder: ConfigurationDecoder) -> EventsConfiguration {
         guard let node, let fields = decoder.mapping(node, "events", known: keys) else { return EventsConfiguration() }
