@@ -224,3 +224,29 @@ struct EventsReloadTests {
         #expect(ConfigurationChange(from: old, to: new).restartRequired == expected, "\(changed)")
     }
 }
+
+/// What a server chooses (its chain's length, its names) against the size of `pin.failure`.
+@Suite("pin.failure's certificate summary is bounded")
+struct PinFailureBoundTests {
+    let pki = TestPKI.shared
+
+    @Test("ATTACK: a served chain of 40 certificates with a pin mismatch puts at most 10 into served_chain, and no PEM")
+    func servedChainBounded() throws {
+        let pins = try pki.chain(["otherinter", "otherroot"]).map(\.spkiPin)
+        let evaluation = try SecurityPolicy(mode: .publicKey, pins: pins).evaluate(
+            servedChain: try pki.chain(["ip"] + Array(repeating: "inter", count: 39)), host: "127.0.0.1",
+            trustStore: try pki.trustStore())
+        #expect(evaluation.failure?.reason == .pinMismatch)
+        let endpoint = try #require(try loadConfiguration("endpoints:\n  - { name: api, url: \"https://127.0.0.1/\" }\n").endpoints.first)
+        let lean = AgentEvents.pinFailure(endpoint, evaluation, suppressed: 0, connectivity: nil, includeCertificates: false)
+        guard case .array(let chain)? = lean.fields.first(where: { $0.0 == "served_chain" })?.1 else {
+            Issue.record("no served_chain array: \(lean.fields)")
+            return
+        }
+        #expect(chain.count == AgentEvents.servedChainLimit)
+        #expect(!lean.fields.contains { AgentEvents.certificateReportFields.contains($0.0) })
+        // Asked for, the PEMs are the report's: every certificate the handshake accepted.
+        let full = AgentEvents.pinFailure(endpoint, evaluation, suppressed: 0, connectivity: nil, includeCertificates: true)
+        #expect(full.fields.first { $0.0 == "served-certificate-chain" }.map { "\($0.1)" }?.contains("BEGIN CERTIFICATE") == true)
+    }
+}
