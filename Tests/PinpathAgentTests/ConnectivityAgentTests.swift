@@ -161,7 +161,8 @@ struct ConnectivityAgentTests {
         let failure = ProbeResult(endpoint: "external", outcome: .failure, started: Date())
         for _ in 0..<3 {
             let (events, _) = registry.record(
-                failure, generation: 0, reportEveryProbe: false, connectivity: .portal, currentPath: { Self.path() })
+                failure, generation: 0, reportEveryProbe: false, includeCertificates: false, connectivity: .portal,
+                currentPath: { Self.path() })
             #expect(events.isEmpty)
         }
     }
@@ -214,7 +215,8 @@ struct ConnectivityAgentTests {
         var events: [AgentEvent] = []
         for _ in 0..<2 {
             let recorded = registry.record(
-                result, generation: 0, reportEveryProbe: true, connectivity: .portal, currentPath: { Self.path() })
+                result, generation: 0, reportEveryProbe: true, includeCertificates: false, connectivity: .portal,
+                currentPath: { Self.path() })
             events += recorded.events
         }
         let completed = events.filter { $0.name == "probe.completed" }

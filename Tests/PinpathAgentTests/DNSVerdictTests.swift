@@ -135,7 +135,11 @@ struct DNSVerdictTests {
         result.message = "GET https://pinned.test/: no resolved address is reachable (2001:db8::1: no_route)"
         var events: [AgentEvent] = []
         for _ in 0..<2 {
-            events += registry.record(result, generation: 0, reportEveryProbe: true, connectivity: nil, currentPath: { Self.path() }).events
+            events +=
+                registry.record(
+                    result, generation: 0, reportEveryProbe: true, includeCertificates: false, connectivity: nil,
+                    currentPath: { Self.path() }
+                ).events
         }
         #expect(events.filter { $0.name == "probe.completed" }.count == 2)
         let changed = try #require(events.first { $0.name == "endpoint.state_changed" })
@@ -148,7 +152,8 @@ struct DNSVerdictTests {
     func staleUnreachableDropped() throws {
         var registry = try Self.registry()
         let result = ProbeResult(endpoint: "pinned", outcome: .unreachable, started: Date())
-        let recorded = registry.record(result, generation: 0, reportEveryProbe: false, connectivity: nil, currentPath: { Self.path() })
+        let recorded = registry.record(
+            result, generation: 0, reportEveryProbe: false, includeCertificates: false, connectivity: nil, currentPath: { Self.path() })
         #expect(recorded.events.isEmpty)
     }
 }

@@ -119,7 +119,9 @@ struct AgentTests {
         #expect(failure["hostname"] as? String == "valid.test")
         #expect(failure["validation-result"] as? Int == 1)
         #expect((failure["known-pins"] as? [String])?.count == 2)
-        #expect((failure["served-certificate-chain"] as? [String])?.first?.hasPrefix("-----BEGIN CERTIFICATE-----") == true)
+        // Subjects and pins by default; the PEMs only with events.include_certificates.
+        #expect((failure["served_chain"] as? [[String: Any]])?.first?["subject"] as? String == "CN=valid.test")
+        #expect(failure["served-certificate-chain"] == nil)
         let probesBefore = events.of("probe.completed").count
         _ = try await events.wait(for: "probe.completed", after: events.all.count) { _ in
             events.of("probe.completed").count >= probesBefore + 3

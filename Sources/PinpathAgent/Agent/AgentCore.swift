@@ -152,6 +152,7 @@ actor AgentCore {
         let monitor = self.monitor
         let (events, jobs) = endpoints.record(
             result, generation: generation, reportEveryProbe: configuration.events.probes == .all || isOnce,
+            includeCertificates: configuration.events.includeCertificates,
             connectivity: connectivity, currentPath: { monitor.currentPath })
         write(events)
         reports.submit(jobs)  // queued only: the collectors are sent to by the delivery's own tasks

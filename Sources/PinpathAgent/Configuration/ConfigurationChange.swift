@@ -28,7 +28,8 @@ struct ConfigurationChange: Sendable, Equatable {
         removedTargets = oldTargets.filter { !newTargets.contains($0) }
         addedTargets = newTargets.filter { !oldTargets.contains($0) }
         let outputsChanged =
-            new.events != old.events || new.metricsTextfile != old.metricsTextfile || new.metricsListen != old.metricsListen
+            new.events.restartSettings != old.events.restartSettings || new.metricsTextfile != old.metricsTextfile
+            || new.metricsListen != old.metricsListen
         restartRequired = (outputsChanged ? ["events", "metrics"] : []) + (new.connectivity != old.connectivity ? ["connectivity"] : [])
     }
 }

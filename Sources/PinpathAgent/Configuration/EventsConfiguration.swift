@@ -1,6 +1,7 @@
 import PinpathYAML
 
-/// Where the agent writes its events and which probe results become events (`events:`).
+/// Where the agent writes its events, which probe results become events, and how much of a certificate they
+/// carry (`events:`).
 public struct EventsConfiguration: Sendable, Equatable {
     /// Where event lines go.
     public enum Output: Sendable, Equatable, CustomStringConvertible {
@@ -34,6 +35,11 @@ public struct EventsConfiguration: Sendable, Equatable {
     public let keep: Int
     /// Which probe results become events. Default `changes`.
     public let probes: Probes
+    /// Whether `pin.failure` carries both chains as PEM (RFC 7469's `served-certificate-chain` and
+    /// `validated-certificate-chain`) besides each certificate's subject, pin and notAfter. Default `false`: a
+    /// PEM is kilobytes per certificate in every failure's line, and a journal keeps what it is sent; the
+    /// reports POSTed to `report_uri` collectors carry the PEMs whatever this says (RFC 7469 requires them).
+    public let includeCertificates: Bool
 
     /// 10 MiB.
     public static let defaultMaxSize = 10 * 1024 * 1024
@@ -41,14 +47,26 @@ public struct EventsConfiguration: Sendable, Equatable {
     public static let defaultKeep = 5
 
     /// Creates the settings; every parameter has the documented default.
-    public init(output: Output = .stdout, maxSize: Int = defaultMaxSize, keep: Int = defaultKeep, probes: Probes = .changes) {
+    public init(
+        output: Output = .stdout, maxSize: Int = defaultMaxSize, keep: Int = defaultKeep, probes: Probes = .changes,
+        includeCertificates: Bool = false
+    ) {
         self.output = output
         self.maxSize = maxSize
         self.keep = keep
         self.probes = probes
+        self.includeCertificates = includeCertificates
     }
 
-    static let keys = ["output", "max_size", "keep", "probes"]
+    static let keys = ["output", "max_size", "keep", "probes", "include_certificates"]
+
+    /// The settings with those a reload applies at once (`probes`, `include_certificates`: read per result) at
+    /// their defaults, for telling whether a reload changed what only a restart applies (the output and its
+    /// rotation). A key added later counts as needing a restart until it is put here: a reload may over-report,
+    /// never hide a change it did not apply.
+    var restartSettings: EventsConfiguration {
+        EventsConfiguration(output: output, maxSize: maxSize, keep: keep)
+    }
 
     /// Reads `events:`; `nil` node means all defaults.
     static func decode(_ node: Node?, _ decoder: ConfigurationDecoder) -> EventsConfiguration {
@@ -68,7 +86,8 @@ public struct EventsConfiguration: Sendable, Equatable {
         let maxSize = fields["max_size"].flatMap { decoder.byteSize($0, fields.path("max_size")) } ?? defaultMaxSize
         let keep = fields["keep"].flatMap { decoder.integer($0, fields.path("keep"), in: 0...1000) } ?? defaultKeep
         let probes = fields["probes"].flatMap { decoder.choice($0, fields.path("probes"), Probes.self) } ?? .changes
-        return EventsConfiguration(output: output, maxSize: maxSize, keep: keep, probes: probes)
+        let includeCertificates = fields["include_certificates"].flatMap { decoder.bool($0, fields.path("include_certificates")) } ?? false
+        return EventsConfiguration(output: output, maxSize: maxSize, keep: keep, probes: probes, includeCertificates: includeCertificates)
     }
 }
 

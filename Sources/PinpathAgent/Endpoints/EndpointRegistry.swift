@@ -64,14 +64,15 @@ struct EndpointRegistry {
     ///   - generation: the generation the probe started with; a result from before a reload that changed
     ///     the endpoint is dropped.
     ///   - reportEveryProbe: write `probe.completed` for it.
+    ///   - includeCertificates: `pin.failure` carries the chains' PEMs too (`events.include_certificates`).
     ///   - connectivity: the connectivity check's last state (`nil`: none configured, or no verdict yet), which
     ///     the events carry as context; it changes nothing a result decides.
     ///   - currentPath: the monitor's snapshot now, asked only for an `unreachable` result.
     /// - Returns: the events the result causes, in order, and the pin failure reports to send to the
     ///   endpoint's collectors (those of the `pin.failure` written, none for a suppressed one).
     mutating func record(
-        _ result: ProbeResult, generation: Int, reportEveryProbe: Bool, connectivity: ConnectivityState?,
-        currentPath: () -> NetworkPath
+        _ result: ProbeResult, generation: Int, reportEveryProbe: Bool, includeCertificates: Bool,
+        connectivity: ConnectivityState?, currentPath: () -> NetworkPath
     ) -> (events: [AgentEvent], reports: [PinReportJob]) {
         guard var tracker = trackers[result.endpoint], tracker.generation == generation else { return ([], []) }
         defer { trackers[result.endpoint] = tracker }
@@ -93,7 +94,9 @@ struct EndpointRegistry {
             pinFailures += 1
             switch reports.decide(PinReportDeduplicator.Key(evaluation.report), now: .now) {
             case .emit(let suppressed):
-                events.append(AgentEvents.pinFailure(endpoint, evaluation, suppressed: suppressed, connectivity: connectivity))
+                events.append(
+                    AgentEvents.pinFailure(
+                        endpoint, evaluation, suppressed: suppressed, connectivity: connectivity, includeCertificates: includeCertificates))
                 jobs = PinReportJob.jobs(evaluation.report, endpoint: endpoint.name, collectors: endpoint.reportCollectors)
             case .suppress:
                 break

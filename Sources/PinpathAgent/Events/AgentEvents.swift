@@ -98,29 +98,49 @@ enum AgentEvents {
             ("total_ms", timings.map { TimingsJSON.milliseconds($0.total) } ?? .null),
             ("remote_address", .string(result.remoteAddress)),
             ("tls_version", .string(result.tlsVersion)),
-            ("served_chain", servedChain(result.evaluation)),
+            ("served_chain", chainSummary(result.evaluation?.servedChain ?? [])),
             ("error_category", .string(result.errorCategory?.rawValue)),
-            ("message", outsideText(result.message)),
+            ("message", outsideText(probeMessage(result))),
             ("profile", .string(result.evaluation?.appliedProfile?.description)),
         ]
     }
 
-    /// `served_chain`: what the server sent, leaf first, as subjects and notAfter dates (the PEMs are
-    /// `pin.failure`'s); null when no handshake reached the certificate. A server chooses both the chain and the
-    /// names: at most ``servedChainLimit`` certificates, each subject cut to ``servedSubjectLimit`` scalars, so
-    /// that a 100 KB certificate list does not become every probe's event.
-    private static func servedChain(_ evaluation: TrustEvaluation?) -> JSONValue {
-        guard let evaluation, !evaluation.servedChain.isEmpty else { return .null }
+    /// A probe's message, with an enforced pin failure's OkHttp-shaped account (each certificate's pin and
+    /// subject, then the pins expected: a dozen lines) replaced by ``pinMismatchSummary(_:)``. That account is
+    /// written once, in `pin.failure`; a probe's event only points to it, the same words for the same failure.
+    /// The rest of the message (the request before it, a STARTTLS note after it) stays.
+    static func probeMessage(_ result: ProbeResult) -> String? {
+        guard let message = result.message, let evaluation = result.pinFailure, !evaluation.allowsConnection,
+            let failure = evaluation.failure
+        else { return result.message }
+        return message.replacing(failure.message, with: pinMismatchSummary(evaluation), maxReplacements: 1)
+    }
+
+    /// `127.0.0.1: certificate pinning failure: the verified chain matched none of the 2 pins (see pin.failure)`.
+    static func pinMismatchSummary(_ evaluation: TrustEvaluation) -> String {
+        let count = evaluation.failure?.expectedPins.count ?? evaluation.policy.pins.count
+        return "\(evaluation.host): certificate pinning failure: the verified chain matched none of the \(count) "
+            + "pin\(count == 1 ? "" : "s") (see pin.failure)"
+    }
+
+    /// A chain as the events show it, leaf first: each certificate's subject, SPKI pin and notAfter (the PEMs are
+    /// `pin.failure`'s, and only with `events.include_certificates`); null when no handshake reached a
+    /// certificate. A server chooses both the chain and the names: at most ``servedChainLimit`` certificates,
+    /// each subject cut to ``servedSubjectLimit`` scalars, so that a 100 KB certificate list does not become
+    /// every probe's event.
+    private static func chainSummary(_ chain: [Certificate]) -> JSONValue {
+        guard !chain.isEmpty else { return .null }
         return .array(
-            evaluation.servedChain.prefix(servedChainLimit).map {
+            chain.prefix(servedChainLimit).map {
                 .object([
                     ("subject", .string(UntrustedText.truncated($0.subject, limit: servedSubjectLimit))),
+                    ("pin", .string($0.spkiPin.description)),
                     ("not_after", rfc3339($0.notAfter)),
                 ])
             })
     }
 
-    /// The certificates `served_chain` shows, and the length of each subject there.
+    /// The certificates a chain summary shows, and the length of each subject there.
     static let servedChainLimit = 10
     static let servedSubjectLimit = 256
 
@@ -136,11 +156,16 @@ enum AgentEvents {
     }
 
     /// A pin failure is the same event whatever `connectivity` says: the field is context, never a reason to
-    /// lower the level.
+    /// lower the level. Its `message` is the failure's full account in OkHttp's shape (each certificate of the
+    /// validated chain as pin and subject, then the pins expected), the one event that carries it; the served
+    /// chain is a summary (subject, pin, notAfter); RFC 7469's PEM arrays of both chains follow only when
+    /// `includeCertificates` (`events.include_certificates`). A structured validated chain beside the account
+    /// would say the same certificates twice in one line, and cost a two-certificate failure its 1.5 KB budget.
     static func pinFailure(
-        _ endpoint: EndpointConfiguration, _ evaluation: TrustEvaluation, suppressed: Int, connectivity: ConnectivityState?
+        _ endpoint: EndpointConfiguration, _ evaluation: TrustEvaluation, suppressed: Int, connectivity: ConnectivityState?,
+        includeCertificates: Bool
     ) -> AgentEvent {
-        let report = evaluation.report
+        let report = evaluation.report.fields.filter { includeCertificates || !certificateReportFields.contains($0.name) }
         return AgentEvent(
             EventCatalog.pinFailure,
             [
@@ -150,9 +175,14 @@ enum AgentEvents {
                 ("profile", .string(evaluation.appliedProfile?.description)),
                 Self.connectivity(connectivity),
                 ("suppressed", .int(suppressed)),
-            ] + report.fields.map { ($0.name, json($0.value)) },
+                ("served_chain", chainSummary(evaluation.servedChain)),
+            ] + report.map { ($0.name, json($0.value)) },
             level: evaluation.allowsConnection ? .warning : .error)
     }
+
+    /// The report's fields that hold whole certificates (PEM arrays): in `pin.failure` only with
+    /// `events.include_certificates`, always in the body POSTed to a collector.
+    static let certificateReportFields: Set = ["served-certificate-chain", "validated-certificate-chain"]
 
     static func certificateExpiring(
         _ endpoint: EndpointConfiguration, _ evaluation: TrustEvaluation, _ warning: ExpiryCheck.Warning

@@ -59,12 +59,15 @@ public enum EventCatalog {
             "endpoint", "outcome", "status_code", "phases_ms", "total_ms", "remote_address", "tls_version", "served_chain",
             "error_category", "message", "profile", "connectivity",
         ], levels: [.info, .warning])
-    /// A pin mismatch (enforced or report-only), not suppressed. The fields after `suppressed` are the pin failure
-    /// report's (RFC 7469's and TrustKit's names).
+    /// A pin mismatch (enforced or report-only), not suppressed. `message` is the failure's full account (the
+    /// validated chain's pins and subjects, then the pins expected), written here only; `served_chain` summarizes
+    /// each certificate the server sent. The fields after it are the pin failure report's (RFC 7469's and
+    /// TrustKit's names), its PEM arrays only with `events.include_certificates`.
     public static let pinFailure = EventKind(
         name: "pin.failure",
         fields: [
-            "endpoint", "enforced", "message", "profile", "connectivity", "suppressed", "date-time", "hostname", "port", "noted-hostname",
+            "endpoint", "enforced", "message", "profile", "connectivity", "suppressed", "served_chain", "date-time",
+            "hostname", "port", "noted-hostname",
             "include-subdomains", "effective-expiration-date", "served-certificate-chain", "validated-certificate-chain",
             "known-pins", "enforce-pinning", "validation-result",
         ], levels: [.error, .warning])

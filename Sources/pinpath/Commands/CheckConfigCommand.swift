@@ -71,7 +71,10 @@ struct CheckConfigCommand: AsyncParsableCommand {
     /// escaped: names, banners, paths and hosts come from the file (an included one too) and the environment.
     static func summary(_ configuration: AgentConfiguration) -> String {
         var lines = ["\(configuration.file): valid"]
-        lines.append("events:    \(configuration.events.output), probe results: \(configuration.events.probes.rawValue)")
+        let events = configuration.events
+        lines.append(
+            "events:    \(events.output), probe results: \(events.probes.rawValue), "
+                + "certificates: \(events.includeCertificates ? "subject, pin and PEM" : "subject and pin")")
         lines.append("policies:  \(configuration.policies.count)")
         for entry in configuration.policies {
             let hosts = entry.hosts.isEmpty ? "" : ", hosts \(entry.hosts.map(\.description).joined(separator: " "))"
@@ -156,6 +159,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
                 "events",
                 .object([
                     ("output", .string(configuration.events.output.description)), ("probes", .string(configuration.events.probes.rawValue)),
+                    ("include_certificates", .bool(configuration.events.includeCertificates)),
                 ])
             ),
             (
