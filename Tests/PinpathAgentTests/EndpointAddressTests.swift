@@ -14,10 +14,12 @@ final class EndpointAddressTests {
     static let files: (root: String, leaf: String, key: String, otherLeaf: String) = {
         try! pki.root("address-root")
         try! pki.leaf(
-            "address-leaf", issuer: "address-root", subject: "/CN=service.test", extensions: ["subjectAltName=DNS:service.test,DNS:localhost"])
+            "address-leaf", issuer: "address-root", subject: "/CN=service.test",
+            extensions: ["subjectAltName=DNS:service.test,DNS:localhost"])
         try! pki.root("address-other-root")
         try! pki.leaf(
-            "address-other-leaf", issuer: "address-other-root", subject: "/CN=service.test", extensions: ["subjectAltName=DNS:service.test"])
+            "address-other-leaf", issuer: "address-other-root", subject: "/CN=service.test", extensions: ["subjectAltName=DNS:service.test"]
+        )
         return (pki.path("address-root"), pki.path("address-leaf"), pki.path("address-leaf", "key"), pki.path("address-other-leaf"))
     }()
 
@@ -92,7 +94,10 @@ final class EndpointAddressTests {
         // check-config shows where the probes connect.
         let summary = try Shell.run([Shell.pinpath, "check-config", "--config", file])
         #expect(summary.status == 0, "\(summary.stderr)")
-        #expect(summary.stdout.contains("pinned: GET https://service.test:\(pinned.port)/health every 1m, timeout 5s, expect 200-299, connects to 127.0.0.2"), "\(summary.stdout)")
+        #expect(
+            summary.stdout.contains(
+                "pinned: GET https://service.test:\(pinned.port)/health every 1m, timeout 5s, expect 200-299, connects to 127.0.0.2"),
+            "\(summary.stdout)")
         let effective = try Shell.run([Shell.pinpath, "check-config", "--effective", "--json", "--config", file])
         #expect(effective.stdout.contains(#""address":"127.0.0.2""#), "\(effective.stdout)")
     }
@@ -124,7 +129,10 @@ final class EndpointAddressTests {
                 endpoint + "    address: 192.0.2.1\n    proxy: http://proxy.example:3128",
                 "test.yaml:4:14: endpoints[0].address: the probe goes through the proxy http://proxy.example:3128, which connects to the URL's host itself, so the address cannot be honoured; set proxy: none on this endpoint, or remove address"
             ),
-            ("defaults:\n  address: 192.0.2.1\n" + endpoint, "test.yaml:2:3: defaults.address: address identifies one endpoint; it cannot have a default"),
+            (
+                "defaults:\n  address: 192.0.2.1\n" + endpoint,
+                "test.yaml:2:3: defaults.address: address identifies one endpoint; it cannot have a default"
+            ),
         ]
         for (yaml, expected) in cases {
             let problems = configurationProblems(yaml + "\n  - { name: second, url: \"https://b.example/\", interval: 0s }\n")

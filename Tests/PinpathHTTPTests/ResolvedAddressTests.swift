@@ -15,10 +15,12 @@ final class ResolvedAddressTests {
     static let certificates: (root: String, leaf: String, key: String, otherRoot: String, otherLeaf: String) = {
         try! pki.root("resolve-root")
         try! pki.leaf(
-            "resolve-leaf", issuer: "resolve-root", subject: "/CN=service.test", extensions: ["subjectAltName=DNS:service.test,DNS:localhost"])
+            "resolve-leaf", issuer: "resolve-root", subject: "/CN=service.test",
+            extensions: ["subjectAltName=DNS:service.test,DNS:localhost"])
         try! pki.root("resolve-other-root")
         try! pki.leaf(
-            "resolve-other-leaf", issuer: "resolve-other-root", subject: "/CN=service.test", extensions: ["subjectAltName=DNS:service.test"])
+            "resolve-other-leaf", issuer: "resolve-other-root", subject: "/CN=service.test", extensions: ["subjectAltName=DNS:service.test"]
+        )
         return (
             pki.path("resolve-root"), pki.path("resolve-leaf"), pki.path("resolve-leaf", "key"), pki.path("resolve-other-root"),
             pki.path("resolve-other-leaf")
@@ -146,12 +148,16 @@ final class ResolvedAddressTests {
         // The certificate does not name 127.0.0.2: without --servername the chain check refuses.
         let unnamed = try request([url, "--ca-file", Self.certificates.root])
         #expect(unnamed.status == 2, "\(unnamed.stderr)")
-        let wrong = try request([url, "--servername", "service.test", "--ca-file", Self.certificates.root, "--pin", try pin(Self.certificates.otherLeaf)])
+        let wrong = try request([
+            url, "--servername", "service.test", "--ca-file", Self.certificates.root, "--pin", try pin(Self.certificates.otherLeaf),
+        ])
         #expect(wrong.status == 1, "\(wrong.stderr)")
         #expect(pinned.requests.count == 1)
         let http = try request(["http://127.0.0.2:\(port)/", "--servername", "service.test", "--json"])
         #expect(http.status == 64)
-        #expect((try json(http.stdout)["error"] as? [String: Any])?["message"] as? String == "--servername is the TLS server name, and a http URL has no TLS; use https")
+        #expect(
+            (try json(http.stdout)["error"] as? [String: Any])?["message"] as? String
+                == "--servername is the TLS server name, and a http URL has no TLS; use https")
     }
 
     @Test("--pin-file and --mode: the leaf's key passes, another key refuses; --mode certificate takes the anchors from the file")
@@ -188,7 +194,8 @@ final class ResolvedAddressTests {
     @Test(
         "A malformed --resolve is a usage error naming it, with --json one object",
         arguments: [
-            ("", "give the host, its port"), ("service.test", "give the host, its port"), ("service.test:443", "give the port and the address"),
+            ("", "give the host, its port"), ("service.test", "give the host, its port"),
+            ("service.test:443", "give the port and the address"),
             ("service.test:443:", "the address is empty"), (":443:127.0.0.2", "the host is empty"),
             ("service.test:0:127.0.0.2", "not a number from 1 to 65535"), ("service.test:http:127.0.0.2", "not a number from 1 to 65535"),
             ("service.test:443:db.internal", "is not an IPv4 or IPv6 address"), ("*:443:127.0.0.2", "a wildcard host"),

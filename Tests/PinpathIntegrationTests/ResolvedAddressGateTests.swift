@@ -9,7 +9,9 @@ import Testing
 struct ResolvedAddressGateTests {
     static let routed = "198.51.100.7"
 
-    @Test("A --resolve address without a route is refused as not reachable before any connection; one with a route is admitted without a default path")
+    @Test(
+        "A --resolve address without a route is refused as not reachable before any connection; one with a route is admitted without a default path"
+    )
     func gateJudgesTheDialledAddress() throws {
         let network = try TestNetwork()
         defer { network.remove() }

@@ -243,8 +243,8 @@ extension EndpointConfiguration {
             }
         }
         return EndpointConfiguration(
-            name: name, url: url, serverName: serverName, address: address, send: send, clientCertificate: clientCertificate, method: method,
-            headers: headers, body: body, expect: expect, interval: interval, timeout: timeout,
+            name: name, url: url, serverName: serverName, address: address, send: send, clientCertificate: clientCertificate,
+            method: method, headers: headers, body: body, expect: expect, interval: interval, timeout: timeout,
             policyName: policyName, security: security,
             redirectPolicies: followRedirects || Self.throughHTTPSProxy(proxy, url) ? context.policies : [], ipFamily: ipFamily,
             failureThreshold: failureThreshold,
