@@ -160,6 +160,47 @@ final class ResolvedAddressTests {
                 == "--servername is the TLS server name, and a http URL has no TLS; use https")
     }
 
+    @Test("--servername: a redirect back to the server name goes to the URL's host; with --resolve for that host, to its address")
+    func serverNameWithRedirectAndResolve() throws {
+        let relative = try request([
+            "https://127.0.0.2:\(port)/redirect?status=302&to=%2Flanded", "--servername", "service.test", "--ca-file",
+            Self.certificates.root, "--json",
+        ])
+        #expect(relative.status == 0, "\(relative.stderr)")
+        #expect(try json(relative.stdout)["remote_address"] as? String == "127.0.0.2:\(port)")
+        #expect(pinned.requests.map(\.path) == ["/redirect?status=302&to=%2Flanded", "/landed"])
+        #expect(pinned.requests.allSatisfy { $0.serverName == "service.test" && $0.header("Host") == "service.test:\(port)" })
+        // curl's --connect-to then --resolve: the URL's host (which resolves nowhere) is connected to at its address.
+        let both = try request([
+            "https://balancer.test:\(port)/both", "--servername", "service.test", "--resolve", "balancer.test:\(port):127.0.0.2",
+            "--ca-file", Self.certificates.root,
+        ])
+        #expect(both.status == 0, "\(both.stderr)")
+        #expect(pinned.requests.last.map { ($0.path, $0.serverName) } ?? ("", nil) == ("/both", "service.test"))
+    }
+
+    @Test("An IPv6 address, in brackets or not, is dialled as IPv6")
+    func ipv6Address() throws {
+        let certificate = (leaf: Self.certificates.leaf, key: Self.certificates.key, chain: [String]())
+        let server: RecordingServer
+        do {
+            server = try RecordingServer(address: "::1", certificate: certificate, directory: Self.pki.directory)
+        } catch {
+            print("skipped: no IPv6 loopback here (\(error))")
+            return
+        }
+        defer { server.stop() }
+        for address in ["[::1]", "::1"] {
+            let result = try request([
+                "https://service.test:\(server.port)/", "--resolve", "service.test:\(server.port):\(address)", "--ca-file",
+                Self.certificates.root, "--json",
+            ])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(try json(result.stdout)["remote_address"] as? String == "[::1]:\(server.port)", "\(result.stdout)")
+        }
+        #expect(server.requests.map(\.serverName) == ["service.test", "service.test"])
+    }
+
     @Test("--pin-file and --mode: the leaf's key passes, another key refuses; --mode certificate takes the anchors from the file")
     func pinFileAndMode() throws {
         let base = [serviceURL, "--ca-file", Self.certificates.root] + resolve
