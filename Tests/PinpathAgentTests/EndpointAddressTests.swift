@@ -116,6 +116,20 @@ final class EndpointAddressTests {
         #expect(pinned.requests.isEmpty)
     }
 
+    @Test("The monitor watches the address, not the name, and its verdict on the address is the kernel's route")
+    func monitorWatchesTheAddress() throws {
+        let configuration = try loadConfiguration(
+            """
+            endpoints:
+              - { name: pinned, url: "https://service.test/", address: "2001:db8::7" }
+              - { name: named, url: "https://named.test/" }
+            """)
+        #expect(configuration.watchedTargets.map(\.description) == ["2001:db8::7", "named.test"])
+        let pinned = try #require(configuration.endpoints.first)
+        #expect(EndpointTracker.host(of: pinned) == "2001:db8::7")
+        #expect(!EndpointTracker.hostVerdictMayOnlyRaise(pinned), "a numeric host keeps the gate's rule")
+    }
+
     @Test("A bad address is refused at its line and column, and the file's other problems are still reported")
     func badAddress() throws {
         let endpoint = "endpoints:\n  - name: api\n    url: https://service.test/\n"
