@@ -100,9 +100,12 @@ public final class Session: Sendable {
     /// the host it names, otherwise the strictest combination of the session's and the options' per-host
     /// policies that match, with their trust store. A redirect from https to http is refused and one to
     /// another origin keeps only the safe headers, unless the options allow either (``Redirect``).
+    /// A hop may connect elsewhere than its URL's host (``RequestOptions/serverName``,
+    /// ``RequestOptions/resolvedAddresses``): the reachability gate then judges the host or address dialled,
+    /// while the handshake and the policy keep the name.
     /// - Throws: ``HTTPError``: not reachable, policy rejection (with the evaluation; also when the matching
     ///   policies name different trust stores), TLS, insecure redirect, connection, timeout, protocol, too
-    ///   many redirects, cancelled.
+    ///   many redirects, cancelled; `invalidURL` for a hop that must connect elsewhere through a proxy.
     public func send(_ request: HTTPRequest, options: RequestOptions? = nil) async throws(HTTPError) -> HTTPResponse {
         let options = options ?? configuration.defaultOptions
         let deadline = ContinuousClock.now + options.timeout
