@@ -101,6 +101,11 @@ struct ConfigurationEqualityTests {
             #"{ name: db, url: "tls://db.example:5432", servername: a.example }"#,
             #"{ name: db, url: "tls://db.example:5432", servername: b.example }"#
         ),
+        // Not with the base endpoint's proxy, which could not honour it.
+        "address": (
+            #"{ name: api, url: "https://api.example.com/", address: 192.0.2.1 }"#,
+            #"{ name: api, url: "https://api.example.com/", address: 192.0.2.2 }"#
+        ),
         "send": (#"{ name: c, url: "tcp://c.example:6379", send: PING }"#, #"{ name: c, url: "tcp://c.example:6379", send: INFO }"#),
         "body_file": (
             #"{ name: api, url: "https://api.example.com/", body_file: \#(pki.path("root")) }"#,

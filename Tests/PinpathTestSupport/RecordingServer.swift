@@ -16,6 +16,8 @@ public final class RecordingServer {
         /// The fields in order, names as sent.
         public let headers: [(name: String, value: String)]
         public let body: String
+        /// The TLS server name the client sent (SNI); `nil` over plain http or when it sent none.
+        public let serverName: String?
 
         /// The first value of `name` (any case), or `nil`.
         public func header(_ name: String) -> String? { headers.first { $0.name.lowercased() == name.lowercased() }?.value }
@@ -86,7 +88,7 @@ public final class RecordingServer {
             let headers = (object["headers"] as? [[String]] ?? []).map { (name: $0[0], value: $0[1]) }
             return Request(
                 method: object["method"] as? String ?? "", path: object["path"] as? String ?? "", headers: headers,
-                body: object["body"] as? String ?? "")
+                body: object["body"] as? String ?? "", serverName: object["sni"] as? String)
         }
     }
 
@@ -101,6 +103,10 @@ public final class RecordingServer {
         if len(sys.argv) > 5:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(sys.argv[4], sys.argv[5])
+            # The server name each client sent, kept on its connection for the record.
+            def remember_server_name(connection, server_name, _context):
+                connection.pinpath_sni = server_name
+            context.sni_callback = remember_server_name
         lock = threading.Lock()
         # "<status> <count>": the first <count> requests get <status> (see `failing`).
         failing = open(log_file + ".fail").read().split() if os.path.exists(log_file + ".fail") else ["200", "0"]
@@ -113,7 +119,8 @@ public final class RecordingServer {
                 global fail_left
                 with lock, open(log_file, "a") as log:
                     log.write(json.dumps({"method": self.command, "path": self.path,
-                                          "headers": [[k, v] for k, v in self.headers.items()], "body": body}) + "\n")
+                                          "headers": [[k, v] for k, v in self.headers.items()], "body": body,
+                                          "sni": getattr(self.connection, "pinpath_sni", None)}) + "\n")
                     fails = fail_left > 0
                     if fails:
                         fail_left -= 1

@@ -29,6 +29,7 @@ extension EndpointConfiguration {
         if let limit = expect.maxDuration { expectation.append(("max_duration", .string(DurationSyntax.format(limit)))) }
         values.append(("expect", .object(expectation)))
         if let serverName { values.append(("servername", .string(serverName))) }
+        if let address { values.append(("address", .string(address.description))) }
         if let send { values.append(("send", .string(send))) }
         if let clientCertificate {
             values.append(("client_certificate", .string(clientCertificate.certificate)))

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import PinpathHTTP
+import PinpathReachability
 import PinpathSupport
 import PinpathYAML
 
@@ -48,6 +49,10 @@ public struct EndpointConfiguration: Sendable, Equatable {
     /// For the TLS connection checks: the name sent as SNI and checked against the certificate (`servername`);
     /// `nil` is the URL's host.
     public let serverName: String?
+    /// Where probes connect instead of resolving the URL's host (`address`, an IP address): SNI, `Host` and
+    /// the policy still use the URL's name (or ``serverName``), and the reachability gate judges this address.
+    /// A redirect to another host or port is not affected. `nil` resolves the host.
+    public let address: IPAddress?
     /// For `tcp://`: the text sent after connecting (`send`).
     public let send: String?
     /// The client certificate presented when the server asks for one.
@@ -113,7 +118,7 @@ public struct EndpointConfiguration: Sendable, Equatable {
     static let keys = [
         "name", "url", "method", "headers", "expect", "interval", "timeout", "policy", "ip_family",
         "failure_threshold", "success_threshold", "cert_expiry_warning", "follow_redirects", "proxy", "starttls", "servername",
-        "send", "client_certificate", "client_key", "client_key_password", "body", "body_file",
+        "address", "send", "client_certificate", "client_key", "client_key_password", "body", "body_file",
     ]
 
     /// The largest `body_file` read: a probe's body, not an upload.
@@ -229,6 +234,7 @@ extension EndpointConfiguration {
                 // Two host-matched policies: reported once, at the policies themselves.
             }
         }
+        let address = decoder.connectAddress(fields, url: url, proxy: proxy)
         guard decoder.problems.count == before, let name, let url else { return nil }
         var collectors: [ReportCollector] = []
         for source in security?.sources ?? [] {
@@ -237,8 +243,8 @@ extension EndpointConfiguration {
             }
         }
         return EndpointConfiguration(
-            name: name, url: url, serverName: serverName, send: send, clientCertificate: clientCertificate, method: method,
-            headers: headers, body: body, expect: expect, interval: interval, timeout: timeout,
+            name: name, url: url, serverName: serverName, address: address, send: send, clientCertificate: clientCertificate,
+            method: method, headers: headers, body: body, expect: expect, interval: interval, timeout: timeout,
             policyName: policyName, security: security,
             redirectPolicies: followRedirects || Self.throughHTTPSProxy(proxy, url) ? context.policies : [], ipFamily: ipFamily,
             failureThreshold: failureThreshold,

@@ -16,8 +16,8 @@ import PinpathYAML
 /// Every endpoint reads what the defaults give it again, so the nodes and text they copy into the endpoints are
 /// bounded (``copyLimit``) and counted before any endpoint is read (``applications(to:written:policies:at:_:)``).
 struct EndpointDefaults {
-    /// Every endpoint key but the two that identify an endpoint.
-    static let keys = EndpointConfiguration.keys.filter { $0 != "name" && $0 != "url" }
+    /// Every endpoint key but those that identify one endpoint or its server.
+    static let keys = EndpointConfiguration.keys.filter { !["name", "url", "address"].contains($0) }
 
     /// The default pairs, in file order.
     let pairs: [(key: Node, value: Node)]
@@ -39,7 +39,8 @@ struct EndpointDefaults {
 
     static let none = EndpointDefaults(pairs: [])
 
-    /// Reads `defaults:`, reporting unknown keys and the per-endpoint ones (`name`, `url`).
+    /// Reads `defaults:`, reporting unknown keys and the per-endpoint ones (`name`, `url`, `address`: one
+    /// server's address would send every endpoint there).
     static func decode(_ node: Node?, _ decoder: ConfigurationDecoder) -> EndpointDefaults {
         guard let node else { return .none }
         guard let fields = decoder.mapping(node, "defaults", known: EndpointConfiguration.keys) else { return .none }

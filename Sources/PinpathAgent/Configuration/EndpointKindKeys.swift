@@ -1,4 +1,6 @@
+import FoundationEssentials
 import PinpathHTTP
+import PinpathReachability
 import PinpathSecurity
 import PinpathSupport
 import PinpathYAML
@@ -28,6 +30,32 @@ extension ConfigurationDecoder {
             return nil
         }
         return name.lowercased()
+    }
+
+    /// `address`: the IP address probes connect to instead of resolving the URL's host (curl's `--resolve`).
+    /// A host name is refused: it would be resolved, and nothing pinned. So is an endpoint whose URL goes
+    /// through a proxy, which would connect to the name itself.
+    func connectAddress(_ fields: ConfigurationMapping, url: URL?, proxy: ProxyConfiguration) -> IPAddress? {
+        guard let node = fields["address"], let text = string(node, fields.path("address"), "an IP address") else { return nil }
+        guard let address = IPAddress(text) else {
+            report(
+                .invalidValue, at: node, fields.path("address"),
+                """
+                \(ConfigurationProblem.quoted(text)) is not an IP address (such as 192.0.2.10 or 2001:db8::10); a host name \
+                would be resolved, not pinned: put the name in the URL and the address here
+                """)
+            return nil
+        }
+        if let url, let through = proxy.settings.proxy(for: url) {
+            report(
+                .invalidValue, at: node, fields.path("address"),
+                """
+                the probe goes through the proxy \(through), which connects to the URL's host itself, so the address cannot \
+                be honoured; set proxy: none on this endpoint, or remove address
+                """)
+            return nil
+        }
+        return address
     }
 
     /// `send`: the text a `tcp://` probe sends after connecting.

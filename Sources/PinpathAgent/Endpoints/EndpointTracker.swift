@@ -60,10 +60,12 @@ struct EndpointTracker: Sendable {
     }
 
     /// The host the endpoint connects to, as the monitor watches it (brackets removed from IPv6 literals): its
-    /// proxy's when it goes through one.
+    /// proxy's when it goes through one, its `address` when it has one.
     static func host(of endpoint: EndpointConfiguration) -> String? {
         // Through a proxy, the proxy is the only host the probe connects to: the one its reachability is.
         if let proxy = endpoint.proxy.settings.proxy(for: endpoint.url) { return proxy.host }
+        // The name is not resolved at all: the address is what the gate judges and what the monitor watches.
+        if let address = endpoint.address { return address.description }
         guard let host = endpoint.url.host(percentEncoded: false), !host.isEmpty else { return nil }
         return URLHost.withoutBrackets(host)
     }

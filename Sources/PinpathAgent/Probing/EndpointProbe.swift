@@ -160,6 +160,12 @@ struct EndpointProbe: Sendable {
         options.policies = HostPolicySet(endpoint.redirectPolicies.map(\.hostPolicy))
         options.proxies = endpoint.proxy.settings
         options.serverName = endpoint.serverName
+        // The URL's host is the one connected to (a server name stands for it): its address is pinned.
+        if let address = endpoint.address, let host = endpoint.url.host(percentEncoded: false),
+            let port = endpoint.url.port ?? endpoint.kind.defaultPort
+        {
+            options.resolvedAddresses = [ResolvedAddress(host: host, port: port, address: address)]
+        }
         if let files = endpoint.clientCertificate {
             options.clientCertificate = ClientCertificate(
                 certificatePath: files.certificate, keyPath: files.key, password: files.password?.unredacted)

@@ -75,10 +75,18 @@ public struct RequestOptions: Sendable {
     public var maximumBodySize = 64 << 20
     /// A client certificate for mutual TLS for this request, instead of the session's.
     public var clientCertificate: ClientCertificate?
-    /// For the TLS kinds other than https (``ServiceKind``): the name sent as SNI and checked against the
-    /// certificate (and the one whose per-host policies apply), while the connection goes to the URL's host.
-    /// It never weakens the check: the name checked is this one. `nil`: the URL's host.
+    /// For the TLS kinds, https included (``ServiceKind``): the name sent as SNI and checked against the
+    /// certificate (and the one whose per-host policies apply; over https also the `Host` field), while the
+    /// connection goes to the URL's host (curl's `--connect-to NAME:PORT:HOST:PORT`): a redirect back to this
+    /// name and port goes there too. It never weakens the check: the name checked is this one. `nil`: the URL's
+    /// host. Plain kinds (http, tcp) ignore it.
     public var serverName: String?
+    /// Addresses to connect to for given host names and ports instead of resolving them (curl's `--resolve`):
+    /// the name stays the one SNI, `Host` and the per-host policies use, and the reachability gate judges the
+    /// address. A hop to another host or port (a redirect) is not affected. With ``serverName``, the entry for
+    /// the URL's host (the one connected to) applies. Refused through a proxy (``HTTPError/Code/invalidURL``,
+    /// nothing sent): the proxy would connect to the name.
+    public var resolvedAddresses: [ResolvedAddress] = []
     /// For `tcp://` URLs: one exchange after connecting (``TCPExchange``); `nil` connects only.
     public var tcpExchange: TCPExchange?
     /// Set on the request that asks an OCSP responder: its own TLS connection is not checked against a

@@ -100,18 +100,23 @@ public final class Session: Sendable {
     /// the host it names, otherwise the strictest combination of the session's and the options' per-host
     /// policies that match, with their trust store. A redirect from https to http is refused and one to
     /// another origin keeps only the safe headers, unless the options allow either (``Redirect``).
+    /// A hop may connect elsewhere than its URL's host (``RequestOptions/serverName``,
+    /// ``RequestOptions/resolvedAddresses``): the reachability gate then judges the host or address dialled,
+    /// while the handshake and the policy keep the name.
     /// - Throws: ``HTTPError``: not reachable, policy rejection (with the evaluation; also when the matching
     ///   policies name different trust stores), TLS, insecure redirect, connection, timeout, protocol, too
-    ///   many redirects, cancelled.
+    ///   many redirects, cancelled; `invalidURL` for a hop that must connect elsewhere through a proxy.
     public func send(_ request: HTTPRequest, options: RequestOptions? = nil) async throws(HTTPError) -> HTTPResponse {
         let options = options ?? configuration.defaultOptions
         let deadline = ContinuousClock.now + options.timeout
         var request = withDefaultHeaders(request)
-        // A server name for a non-HTTP TLS kind: the request names it (so its policy and its check apply) and
-        // connects to the URL's host.
-        var connectHost: String?
-        if let serverName = options.serverName, let kind = request.kind, kind.usesTLS, !kind.isHTTP {
-            connectHost = request.url.host(percentEncoded: false)
+        // A server name for a TLS kind: the request names it (so its policy, its check and over https its Host
+        // field apply) and connects to the URL's host, as curl's --connect-to.
+        var serverNameRoute: ServerNameRoute?
+        if let serverName = options.serverName, let kind = request.kind, kind.usesTLS,
+            let host = request.url.host(percentEncoded: false), let port = request.url.port ?? kind.defaultPort
+        {
+            serverNameRoute = ServerNameRoute(name: HostPattern.canonicalHost(serverName), port: port, connectHost: host)
             request.url = try Self.url(request.url, withHost: serverName, label: "\(request.method) \(request.displayURL)")
         }
         // Its host is read and canonicalised only after a redirect: that costs more than the rest of a request's setup.
@@ -133,6 +138,7 @@ public final class Session: Sendable {
             guard hop.timeout > .zero else {
                 throw HTTPError(.timedOut, "\(request.method) \(request.displayURL): timed out after \(options.timeout)")
             }
+            let connectHost = Self.connectHost(for: request, serverNameRoute: serverNameRoute, resolved: options.resolvedAddresses)
             var response = try await sendOnce(request, options: hop, policies: policies, connectHost: connectHost)
             response.redirectCount = redirects
             guard options.followRedirects, let next = try Redirect.next(after: request, response: response, options: options) else {
@@ -158,6 +164,32 @@ public final class Session: Sendable {
         } catch {
             throw HTTPError(.policyRejected, "\(request.method) \(request.displayURL): \(error.message)")
         }
+    }
+
+    /// A server name's host and port, and the host the connection goes to instead (the URL's).
+    private struct ServerNameRoute {
+        let name: String
+        let port: Int
+        let connectHost: String
+    }
+
+    /// Where a hop connects instead of its URL's host, or `nil` to resolve that host: the host a server name
+    /// stands for when the hop names it and its port, then the address pinned for the host connected to and the
+    /// port (curl's --connect-to, then --resolve). A hop elsewhere (a redirect to another host) gets neither.
+    private static func connectHost(
+        for request: HTTPRequest, serverNameRoute: ServerNameRoute?, resolved: [ResolvedAddress]
+    ) -> String? {
+        guard serverNameRoute != nil || !resolved.isEmpty, let kind = request.kind, let host = request.url.host(percentEncoded: false),
+            let port = request.url.port ?? kind.defaultPort
+        else { return nil }
+        var connectHost: String?
+        if let route = serverNameRoute, route.port == port, HostPattern.canonicalHost(host) == route.name {
+            connectHost = route.connectHost
+        }
+        if let entry = resolved.first(where: { $0.applies(toHost: connectHost ?? host, port: port) }) {
+            return "\(entry.address)"
+        }
+        return connectHost
     }
 
     /// `url` with its host replaced (a server name).
@@ -191,6 +223,16 @@ public final class Session: Sendable {
         let bareHost = URLHost.withoutBrackets(host)
         let dialledHost = connectHost.map(URLHost.withoutBrackets) ?? bareHost
         let proxy = options.proxies.proxy(for: request.url)
+        // A proxy connects to the name it is given, not to the address (or host) this hop must reach: refused
+        // rather than sent somewhere the caller did not ask for.
+        if let connectHost, let proxy {
+            throw HTTPError(
+                .invalidURL,
+                """
+                \(label): cannot connect to \(connectHost) (a resolved address or server name) through the proxy \(proxy), \
+                which would connect to \(host) itself; connect directly (no proxy) to pin the address (nothing was sent)
+                """)
+        }
         if let gate, options.reachability != .ignore {
             try await gate.admit(host: proxy?.host ?? dialledHost, proxy: proxy, options: options, request: label)
         }

@@ -93,12 +93,13 @@ struct CheckConfigCommand: AsyncParsableCommand {
             var expectation = endpoint.kind.isHTTP ? ", expect \(endpoint.expect.statusDescription)" : ""
             if let banner = endpoint.expect.banner { expectation += ", banner \"\(banner)\"" }
             let serverName = endpoint.serverName.map { ", servername \($0)" } ?? ""
+            let address = endpoint.address.map { ", connects to \($0)" } ?? ""
             let client = endpoint.clientCertificate.map { ", client certificate \($0.certificate)" } ?? ""
             lines.append(
                 """
                   \(endpoint.name): \(what)\(DisplayURL.redacting(endpoint.url.absoluteString)) every \
                 \(DurationSyntax.format(endpoint.interval)), timeout \(DurationSyntax.format(endpoint.timeout))\
-                \(expectation)\(serverName)\(client)\(policy)
+                \(expectation)\(serverName)\(address)\(client)\(policy)
                 """
             )
             lines.append("    effective: \(effectivePolicy(endpoint))")

@@ -19,12 +19,17 @@ struct RequestCommand: AsyncParsableCommand {
             unless --allow-insecure-redirect, and a redirect to another origin keeps only Accept, \
             Accept-Encoding, Accept-Language, User-Agent, Content-Type and Content-Length of the -H headers, \
             and one that would send the body there again (307, 308) is refused, unless --location-trusted. The \
-            pins, --profile and --max-depth apply to the URL's host only (other hosts get the auto profile); \
+            pins, --pin-file, --mode, --profile and --max-depth apply to the URL's host (or --servername) only (other \
+            hosts get the auto profile); \
             every host is verified against --ca-file or the system store. -v prints on standard error which \
             profile the URL's chain was held to and why.
             Through a proxy (--proxy, or the environment's), the reachability gate checks the proxy's address; \
             an https URL goes through a CONNECT tunnel and its TLS is still checked against the pins, and an \
             https proxy's own certificate is verified as any host's is.
+            --resolve HOST:PORT:ADDRESS and --servername move only the connection (to ADDRESS, or to the URL's \
+            host); the name checked stays HOST (or the server name), and the reachability check judges where the \
+            connection goes. A redirect to another host or port is not affected. Neither can be honoured through a \
+            proxy, which connects to the name itself: such a request is refused (exit 64; add --proxy none).
             Exit codes: 0 accepted response (2xx), 1 rejected by the pins, 2 TLS chain or host name invalid, \
             a certificate revoked (category revoked), or a refused redirect (https to http, or a body to another \
             origin), 3 connection error or timeout, 4 not reachable (nothing was sent), 5 status not acceptable, \
@@ -54,13 +59,7 @@ struct RequestCommand: AsyncParsableCommand {
     @Option(help: "A parameter k=v (repeatable): in the query string for GET, HEAD and DELETE, form-encoded in the body otherwise.")
     var param: [String] = []
 
-    @Option(
-        name: .customLong("pin"),
-        help: """
-            A pin sha256/<base64> (or sha256//…, pin-sha256="…") for the URL's host (repeatable); any certificate of \
-            the verified chain may match.
-            """)
-    var pins: [SPKIPin] = []
+    @OptionGroup var pinOptions: PinOptions
 
     @OptionGroup var revocationOptions: RevocationOptions
 
@@ -70,6 +69,22 @@ struct RequestCommand: AsyncParsableCommand {
     @OptionGroup var profileOptions: ProfileOptions
 
     @OptionGroup var clientCertificate: ClientCertificateOptions
+
+    @Option(
+        help: """
+            The name to send as SNI and in Host, and to check the certificate and the pins against, while the connection \
+            goes to the URL's host (default: the URL's host).
+            """)
+    var servername: String?
+
+    @Option(
+        name: .customLong("resolve"),
+        help: ArgumentHelp(
+            """
+            Connect to ADDRESS (an IPv4 or IPv6 address) for requests to HOST:PORT, as curl's --resolve (repeatable); \
+            SNI, Host and the pins still use HOST, and the reachability check judges ADDRESS.
+            """, valueName: "host:port:address"))
+    var resolve: [ResolvedAddress] = []
 
     @Option(help: "The total time allowed: 30s, 1500ms, 2m, or a number of seconds (2.5).")
     var timeout: Duration = .seconds(30)
@@ -258,18 +273,23 @@ struct RequestCommand: AsyncParsableCommand {
         options.keepsHeadersAcrossOrigins = locationTrusted
         if let waitForConnectivity { options.reachability = .waitForConnectivity(waitForConnectivity) }
         options.proxies = try proxies()
-        // The URL's host gets a policy of its own when pinned or held to other rules than the default ones.
-        if !pins.isEmpty || profileOptions.isSet || revocationOptions.isSet {
-            let crls = try revocationOptions.crls()
-            let revocation = try revocationOptions.mode()
+        options.resolvedAddresses = resolve
+        if let servername {
+            guard url.scheme?.lowercased() == "https" else {
+                throw CommandFailure.usage("--servername is the TLS server name, and a \(url.scheme ?? "") URL has no TLS; use https")
+            }
+            options.serverName = try parseServerName(servername, option: "--servername")
+        }
+        // The checked name gets a policy of its own when pinned or held to other rules than the default ones:
+        // the server name's when one is given, else the URL's host (also with --resolve, which moves only the
+        // connection).
+        if pinOptions.isSet || profileOptions.isSet || revocationOptions.isSet {
+            let policy = try pinOptions.policy(profile: profileOptions, revocation: revocationOptions)
+            let host = options.serverName ?? url.host(percentEncoded: false).map(URLHost.withoutBrackets) ?? ""
             do {
-                let policy = try SecurityPolicy.oneOff(
-                    pins: pins, profile: profileOptions.profile, maximumChainDepth: profileOptions.maxDepth, crls: crls,
-                    revocation: revocation, ocspSoftFail: revocationOptions.ocspSoftFail)
-                let host = url.host(percentEncoded: false).map(URLHost.withoutBrackets) ?? ""
                 configuration.policies = HostPolicySet([HostPolicy(patterns: [try HostPattern(parsing: host)], policy: policy)])
             } catch {
-                throw CommandFailure.usage("\(pins.isEmpty ? "--profile" : "--pin"): \(error)")
+                throw CommandFailure.usage("\(host): \(error)")
             }
         }
         return (configuration, options)

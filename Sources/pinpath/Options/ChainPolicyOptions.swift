@@ -30,8 +30,8 @@ struct ProfileOptions: ParsableArguments {
     var isSet: Bool { profile != .auto || maxDepth != nil }
 }
 
-/// What a chain is judged by in `audit` and `verify`: the anchors, the pins, the profile and the time.
-struct ChainPolicyOptions: ParsableArguments {
+/// `--pin`, `--pin-file` and `--mode`: the pins a chain must carry (`audit`, `request`, `verify`).
+struct PinOptions: ParsableArguments {
     @Option(
         name: .customLong("pin"),
         help: """
@@ -57,16 +57,6 @@ struct ChainPolicyOptions: ParsableArguments {
     )
     var mode: PinningMode?
 
-    @Option(name: .customLong("ca-file"), help: "Trust the certificates in this PEM file instead of the system store.")
-    var caFile: String?
-
-    @OptionGroup var profileOptions: ProfileOptions
-
-    @OptionGroup var revocationOptions: RevocationOptions
-
-    @Option(help: "Verify as of this time (2026-01-31, 2026-01-31T12:00:00Z or @UNIX-SECONDS) instead of now.")
-    var at: VerificationTime?
-
     func validate() throws {
         try ArgumentRefusal.checking { () throws(CommandFailure) in
             let pinned = !pins.isEmpty || !pinFiles.isEmpty
@@ -82,8 +72,14 @@ struct ChainPolicyOptions: ParsableArguments {
         }
     }
 
-    /// The policy, from the pins and the certificates of `--pin-file` (the anchors with `--mode certificate`).
-    func policy() throws(CommandFailure) -> SecurityPolicy {
+    /// Whether any pin option was given.
+    var isSet: Bool { !pins.isEmpty || !pinFiles.isEmpty || mode != nil }
+
+    /// The policy, from the pins and the certificates of `--pin-file` (the anchors with `--mode certificate`),
+    /// held to the profile and revocation options.
+    func policy(profile profileOptions: ProfileOptions, revocation revocationOptions: RevocationOptions) throws(CommandFailure)
+        -> SecurityPolicy
+    {
         var pinned = pins
         var certificates: [Certificate] = []
         for path in pinFiles {
@@ -113,6 +109,26 @@ struct ChainPolicyOptions: ParsableArguments {
         } catch {
             throw CommandFailure.usage("\(error)")
         }
+    }
+}
+
+/// What a chain is judged by in `audit` and `verify`: the anchors, the pins, the profile and the time.
+struct ChainPolicyOptions: ParsableArguments {
+    @OptionGroup var pinOptions: PinOptions
+
+    @Option(name: .customLong("ca-file"), help: "Trust the certificates in this PEM file instead of the system store.")
+    var caFile: String?
+
+    @OptionGroup var profileOptions: ProfileOptions
+
+    @OptionGroup var revocationOptions: RevocationOptions
+
+    @Option(help: "Verify as of this time (2026-01-31, 2026-01-31T12:00:00Z or @UNIX-SECONDS) instead of now.")
+    var at: VerificationTime?
+
+    /// The policy, from the pins and the certificates of `--pin-file` (the anchors with `--mode certificate`).
+    func policy() throws(CommandFailure) -> SecurityPolicy {
+        try pinOptions.policy(profile: profileOptions, revocation: revocationOptions)
     }
 
     func trustStore() throws(CommandFailure) -> TrustStore {

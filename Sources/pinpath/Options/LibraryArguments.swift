@@ -1,5 +1,6 @@
 import ArgumentParser
 import PinpathAgent
+import PinpathHTTP
 import PinpathReachability
 import PinpathSecurity
 
@@ -66,4 +67,14 @@ extension Duration: @retroactive ExpressibleByArgument {
 
     /// The seconds, as the help shows a default (`10.0`).
     public var defaultValueDescription: String { "\(inSeconds)" }
+}
+
+extension ResolvedAddress: ExpressibleByArgument {
+    /// `--resolve HOST:PORT:ADDRESS`, curl's syntax: connect to ADDRESS for HOST:PORT.
+    public init?(argument: String) {
+        guard let entry = ArgumentRefusal.parse({ try ResolvedAddress(parsing: argument) }, message: { "--resolve \($0)" }) else {
+            return nil
+        }
+        self = entry
+    }
 }
