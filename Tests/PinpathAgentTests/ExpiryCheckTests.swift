@@ -98,20 +98,20 @@ struct ExpiryCheckTests {
         #expect(check.check(evaluation, now: near).map(\.depth) == expiring.map(\.offset))
     }
 
-    @Test("An expired served certificate is reported once while it is served, never as an expiring warning")
+    @Test("An expired certificate of an anchored chain is reported once while it is in the chain, never as an expiring warning")
     func expired() {
         var check = ExpiryCheck(thresholds: Self.fourThresholds)
         let leaf = certificate("leaf", days: -4.5)
         let intermediate = certificate("intermediate", days: 400)
         #expect(check.check(chain: [leaf, intermediate], now: now).isEmpty)
-        let first = check.expired(servedChain: [leaf, intermediate], now: now)
+        let first = check.expired(anchoredChain: [leaf, intermediate], now: now)
         #expect(first.map(\.certificate.subject) == ["CN=leaf"])
         #expect(first.map(\.depth) == [0])
         #expect(first.map(\.daysExpired) == [4])
-        #expect(check.expired(servedChain: [leaf, intermediate], now: now).isEmpty)
+        #expect(check.expired(anchoredChain: [leaf, intermediate], now: now).isEmpty)
         // Gone (renewed) and back: a new report, as the thresholds do.
-        #expect(check.expired(servedChain: [intermediate], now: now).isEmpty)
-        #expect(check.expired(servedChain: [leaf, intermediate], now: now).count == 1)
+        #expect(check.expired(anchoredChain: [intermediate], now: now).isEmpty)
+        #expect(check.expired(anchoredChain: [leaf, intermediate], now: now).count == 1)
     }
 
     @Test("A chain that did not validate warns about nothing: an expired leaf's handshake says tls_expired, not expiring")
@@ -124,5 +124,22 @@ struct ExpiryCheckTests {
         var check = ExpiryCheck(thresholds: Self.fourThresholds)
         #expect(check.check(evaluation, now: Date()).isEmpty)
         #expect(check.expired(evaluation, now: Date()).map(\.depth) == [0])
+    }
+
+    @Test("ATTACK: an expired chain that reaches no anchor, or is for another host, reports no expired certificate")
+    func unanchoredExpiredChain() throws {
+        let pki = TestPKI.shared
+        // The right chain, for another host; and the same chain against a store without its root.
+        let wrongHost = try SecurityPolicy(mode: .none).evaluate(
+            servedChain: try pki.chain(["expired", "inter"]), host: "other.test", trustStore: try pki.trustStore())
+        let noAnchor = try SecurityPolicy(mode: .none).evaluate(
+            servedChain: try pki.chain(["expired", "inter"]), host: "valid.test",
+            trustStore: try TrustStore(certificates: try pki.chain(["valid"])))
+        for evaluation in [wrongHost, noAnchor] {
+            #expect(!evaluation.chainIsAnchoredForHost)
+            #expect(evaluation.failure?.isOutsideValidity == false, "\(String(describing: evaluation.failure))")
+            var check = ExpiryCheck(thresholds: Self.fourThresholds)
+            #expect(check.expired(evaluation, now: Date()).isEmpty)
+        }
     }
 }
