@@ -98,7 +98,7 @@ struct ExpiryCheckTests {
         #expect(check.check(evaluation, now: near).map(\.depth) == expiring.map(\.offset))
     }
 
-    @Test("An expired certificate of an anchored chain is reported once while it is in the chain, never as an expiring warning")
+    @Test("An expired certificate of an anchored chain is reported once, even when the chain comes and goes, never as an expiring warning")
     func expired() {
         var check = ExpiryCheck(thresholds: Self.fourThresholds)
         let leaf = certificate("leaf", days: -4.5)
@@ -109,9 +109,27 @@ struct ExpiryCheckTests {
         #expect(first.map(\.depth) == [0])
         #expect(first.map(\.daysExpired) == [4])
         #expect(check.expired(anchoredChain: [leaf, intermediate], now: now).isEmpty)
-        // Gone (renewed) and back: a new report, as the thresholds do.
-        #expect(check.expired(anchoredChain: [intermediate], now: now).isEmpty)
-        #expect(check.expired(anchoredChain: [leaf, intermediate], now: now).count == 1)
+        // Gone and back (a server alternating two chains): still remembered, no new report.
+        let other = certificate("other", days: -2)
+        #expect(check.expired(anchoredChain: [other, intermediate], now: now).map(\.certificate.subject) == ["CN=other"])
+        #expect(check.expired(anchoredChain: [leaf, intermediate], now: now).isEmpty)
+        #expect(check.expired(anchoredChain: [other, intermediate], now: now).isEmpty)
+    }
+
+    @Test("ATTACK: the memory of reported expired certificates is bounded; the least recently seen is forgotten first")
+    func expiredMemoryBounded() {
+        var check = ExpiryCheck(thresholds: Self.fourThresholds)
+        let kept = certificate("kept", days: -1)
+        let flood = (0..<(3 * ExpiryCheck.expiredMemory)).map { certificate("flood-\($0)", days: -1) }
+        #expect(check.expired(anchoredChain: [kept], now: now).count == 1)
+        for (index, certificate) in flood.enumerated() {
+            #expect(check.expired(anchoredChain: [certificate], now: now).count == 1)
+            // Seen again now and then, `kept` stays among the most recent and is never reported again.
+            if index % 8 == 0 { #expect(check.expired(anchoredChain: [kept], now: now).isEmpty) }
+        }
+        // The flood's first certificates were forgotten: reported again, once.
+        #expect(check.expired(anchoredChain: [flood[0]], now: now).count == 1)
+        #expect(check.expired(anchoredChain: [flood[0]], now: now).isEmpty)
     }
 
     @Test("A chain that did not validate warns about nothing: an expired leaf's handshake says tls_expired, not expiring")

@@ -249,4 +249,83 @@ struct InterceptionExpiryTests {
         #expect(expired.first?["level"] as? String == "error")
         #expect(expired.first?["subject"] as? String == "CN=legit.internal")
     }
+
+    /// A Python server that serves, on each connection in turn, the next of its chains (`CHAIN KEY` pairs), writes
+    /// its port to `$2` and a line per connection to `$3`.
+    static let alternatingServer = #"""
+        import itertools, os, socket, ssl, sys
+        port_file, log = sys.argv[1], sys.argv[2]
+        pairs = sys.argv[3:]
+        contexts = []
+        for chain, key in zip(pairs[0::2], pairs[1::2]):
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(chain, key)
+            contexts.append(context)
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        with open(port_file + ".tmp", "w") as f:
+            f.write(str(listener.getsockname()[1]))
+        os.rename(port_file + ".tmp", port_file)
+        for n in itertools.count():
+            connection, _ = listener.accept()
+            with open(log, "a") as f:
+                f.write("connection %d\n" % n)
+            try:
+                contexts[n % len(contexts)].wrap_socket(connection, server_side=True).close()
+            except Exception:
+                connection.close()
+        """#
+
+    @Test(
+        """
+        ATTACK: pinpath run: servers alternating two chains on every probe — two lapsed leaves of the operator's CA, and \
+        two forged chains of 21 and 22 expired certificates — write one tls.certificate_expired per lapsed leaf, and none \
+        for the forgeries
+        """)
+    func alternatingChains() async throws {
+        let scene = try TemporaryDirectory()
+        try Self.alternatingServer.write(toFile: scene.file("alternate.py"), atomically: true, encoding: .utf8)
+        var servers: [(name: String, pid: pid_t, port: UInt16)] = []
+        defer { for server in servers { Shell.kill(server.pid) } }
+        for (name, pairs) in [
+            ("operator", [("legit-chain.pem", "legit.key"), ("legit2-chain.pem", "legit2.key")]),
+            ("forged", [("flood-a.pem", "selfexpired.key"), ("flood-b.pem", "underfake.key")]),
+        ] {
+            let started = try Shell.spawnServer(
+                ["/usr/bin/python3", scene.file("alternate.py"), scene.file("\(name).port"), scene.file("\(name).log")]
+                    + pairs.flatMap { [Self.file($0.0), Self.file($0.1)] },
+                portFile: scene.file("\(name).port"), what: "the alternating server \(name)")
+            servers.append((name, started.pid, started.port))
+        }
+        let endpoints = servers.map {
+            "  - { name: \($0.name), url: \"https://127.0.0.1:\($0.port)/\", policy: internal, interval: 1s, timeout: 1s, failure_threshold: 1 }"
+        }
+        try """
+        events: { output: \(scene.file("events.jsonl")), probes: all }
+        policies:
+          internal: { mode: none, ca_file: \(Self.file("root.pem")) }
+        endpoints:
+        \(endpoints.joined(separator: "\n"))
+
+        """.write(toFile: scene.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let agent = try Shell.spawn([Shell.pinpath, "run", "--config", scene.file("pinpath.yaml")], stdout: devNull)
+        defer { Shell.kill(agent) }
+
+        // Six connections each: every chain served three times.
+        try await MetricsEndpointTests.wait("six probes of each alternating server", timeout: .seconds(30)) {
+            servers.allSatisfy { scene.lines("\($0.name).log").count >= 6 }
+        }
+        try await Task.sleep(for: .milliseconds(500))  // the last probe's events
+        let events = scene.lines("events.jsonl").compactMap { try? Self.json(String($0)) }
+        let probes = events.filter { $0["event"] as? String == "probe.completed" }
+        #expect(probes.filter { $0["endpoint"] as? String == "operator" }.count >= 5, "\(probes)")
+        #expect(probes.filter { $0["endpoint"] as? String == "forged" }.count >= 5, "\(probes)")
+        let expired = events.filter { $0["event"] as? String == "tls.certificate_expired" }
+        #expect(
+            expired.map { "\($0["endpoint"] ?? "?") \($0["subject"] ?? "?")" }.sorted()
+                == ["operator CN=legit.internal", "operator CN=legit2.internal"], "\(expired.count) events: \(expired.prefix(5))")
+    }
 }

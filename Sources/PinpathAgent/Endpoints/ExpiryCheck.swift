@@ -15,6 +15,8 @@ import PinpathSecurity
 /// several thresholds warns once, for the smallest of them. The memory is the current chain only: a
 /// certificate that leaves the chain (renewed) is forgotten, and its successor starts afresh. There is no
 /// state file: a restart (not a reload) warns again, once, for the smallest threshold each certificate is within.
+/// Expired certificates are remembered longer, across probes: the last ``expiredMemory`` reported (by fingerprint),
+/// so a server alternating between chains reports each expired certificate once, not on every probe.
 ///
 /// A value with no locking: the agent keeps one per endpoint, on one task.
 public struct ExpiryCheck: Sendable {
@@ -65,8 +67,12 @@ public struct ExpiryCheck: Sendable {
     public let thresholds: [Duration]
     /// The smallest threshold warned about, per certificate of the current chain.
     private var warned: [Certificate: Duration] = [:]
-    /// The expired certificates already reported, of the last anchored chain.
-    private var reportedExpired: Set<Certificate> = []
+    /// The expired certificates already reported, the most recently seen last; at most ``expiredMemory``.
+    private var reportedExpired: [Certificate] = []
+    /// How many reported expired certificates are remembered: a chain has at most the verification depth's
+    /// certificates (10 by default), so this holds several chains a server may alternate between, while what a
+    /// hostile server can make the agent keep stays small.
+    public static let expiredMemory = 64
 
     /// - Parameter thresholds: the configured thresholds (for example 30, 14, 7 and 1 days), in any order;
     ///   zero ones are ignored.
@@ -97,19 +103,20 @@ public struct ExpiryCheck: Sendable {
         return warnings
     }
 
-    /// The expired certificates of `anchoredChain` (leaf first) not reported yet: each once while it stays in
-    /// the chain, as the thresholds are. Call after each probe whose chain reached an anchor for the host.
+    /// The expired certificates of `anchoredChain` (leaf first) not reported yet: each once while it is among the
+    /// last ``expiredMemory`` reported. Call after each probe whose chain reached an anchor for the host.
     public mutating func expired(anchoredChain: [Certificate], now: Date) -> [Expired] {
-        var current: Set<Certificate> = []
         var fresh: [Expired] = []
         for (depth, certificate) in anchoredChain.enumerated() where certificate.notAfter < now {
-            current.insert(certificate)
-            if !reportedExpired.contains(certificate) {
+            if let index = reportedExpired.firstIndex(of: certificate) {
+                reportedExpired.remove(at: index)  // seen again: the last to forget
+            } else {
                 let days = Int((now.timeIntervalSince(certificate.notAfter) / 86_400).rounded(.down))
                 fresh.append(Expired(certificate: certificate, depth: depth, daysExpired: days))
             }
+            reportedExpired.append(certificate)
         }
-        reportedExpired = current
+        reportedExpired.removeFirst(max(reportedExpired.count - Self.expiredMemory, 0))
         return fresh
     }
 
@@ -117,8 +124,9 @@ public struct ExpiryCheck: Sendable {
     /// none unless the chain reached an anchor of the policy for the host.
     mutating func expired(_ evaluation: TrustEvaluation, now: Date) -> [Expired] {
         // The usual case, nothing expired, without the fingerprints.
-        guard evaluation.chainIsAnchoredForHost, !reportedExpired.isEmpty || evaluation.verifiedChain.contains(where: { $0.notAfter < now })
-        else { return [] }
+        guard evaluation.chainIsAnchoredForHost, evaluation.verifiedChain.contains(where: { $0.notAfter < now }) else {
+            return []
+        }
         return expired(
             anchoredChain: evaluation.verifiedChain.map {
                 Certificate(identity: $0.sha256Fingerprint, subject: $0.subject, notAfter: $0.notAfter)
