@@ -98,20 +98,38 @@ struct ExpiryCheckTests {
         #expect(check.check(evaluation, now: near).map(\.depth) == expiring.map(\.offset))
     }
 
-    @Test("An expired served certificate is reported once while it is served, never as an expiring warning")
+    @Test("An expired certificate of an anchored chain is reported once, even when the chain comes and goes, never as an expiring warning")
     func expired() {
         var check = ExpiryCheck(thresholds: Self.fourThresholds)
         let leaf = certificate("leaf", days: -4.5)
         let intermediate = certificate("intermediate", days: 400)
         #expect(check.check(chain: [leaf, intermediate], now: now).isEmpty)
-        let first = check.expired(servedChain: [leaf, intermediate], now: now)
+        let first = check.expired(anchoredChain: [leaf, intermediate], now: now)
         #expect(first.map(\.certificate.subject) == ["CN=leaf"])
         #expect(first.map(\.depth) == [0])
         #expect(first.map(\.daysExpired) == [4])
-        #expect(check.expired(servedChain: [leaf, intermediate], now: now).isEmpty)
-        // Gone (renewed) and back: a new report, as the thresholds do.
-        #expect(check.expired(servedChain: [intermediate], now: now).isEmpty)
-        #expect(check.expired(servedChain: [leaf, intermediate], now: now).count == 1)
+        #expect(check.expired(anchoredChain: [leaf, intermediate], now: now).isEmpty)
+        // Gone and back (a server alternating two chains): still remembered, no new report.
+        let other = certificate("other", days: -2)
+        #expect(check.expired(anchoredChain: [other, intermediate], now: now).map(\.certificate.subject) == ["CN=other"])
+        #expect(check.expired(anchoredChain: [leaf, intermediate], now: now).isEmpty)
+        #expect(check.expired(anchoredChain: [other, intermediate], now: now).isEmpty)
+    }
+
+    @Test("ATTACK: the memory of reported expired certificates is bounded; the least recently seen is forgotten first")
+    func expiredMemoryBounded() {
+        var check = ExpiryCheck(thresholds: Self.fourThresholds)
+        let kept = certificate("kept", days: -1)
+        let flood = (0..<(3 * ExpiryCheck.expiredMemory)).map { certificate("flood-\($0)", days: -1) }
+        #expect(check.expired(anchoredChain: [kept], now: now).count == 1)
+        for (index, certificate) in flood.enumerated() {
+            #expect(check.expired(anchoredChain: [certificate], now: now).count == 1)
+            // Seen again now and then, `kept` stays among the most recent and is never reported again.
+            if index % 8 == 0 { #expect(check.expired(anchoredChain: [kept], now: now).isEmpty) }
+        }
+        // The flood's first certificates were forgotten: reported again, once.
+        #expect(check.expired(anchoredChain: [flood[0]], now: now).count == 1)
+        #expect(check.expired(anchoredChain: [flood[0]], now: now).isEmpty)
     }
 
     @Test("A chain that did not validate warns about nothing: an expired leaf's handshake says tls_expired, not expiring")
@@ -124,5 +142,22 @@ struct ExpiryCheckTests {
         var check = ExpiryCheck(thresholds: Self.fourThresholds)
         #expect(check.check(evaluation, now: Date()).isEmpty)
         #expect(check.expired(evaluation, now: Date()).map(\.depth) == [0])
+    }
+
+    @Test("ATTACK: an expired chain that reaches no anchor, or is for another host, reports no expired certificate")
+    func unanchoredExpiredChain() throws {
+        let pki = TestPKI.shared
+        // The right chain, for another host; and the same chain against a store without its root.
+        let wrongHost = try SecurityPolicy(mode: .none).evaluate(
+            servedChain: try pki.chain(["expired", "inter"]), host: "other.test", trustStore: try pki.trustStore())
+        let noAnchor = try SecurityPolicy(mode: .none).evaluate(
+            servedChain: try pki.chain(["expired", "inter"]), host: "valid.test",
+            trustStore: try TrustStore(certificates: try pki.chain(["valid"])))
+        for evaluation in [wrongHost, noAnchor] {
+            #expect(!evaluation.chainIsAnchoredForHost)
+            #expect(evaluation.failure?.isOutsideValidity == false, "\(String(describing: evaluation.failure))")
+            var check = ExpiryCheck(thresholds: Self.fourThresholds)
+            #expect(check.expired(evaluation, now: Date()).isEmpty)
+        }
     }
 }

@@ -186,10 +186,57 @@ struct SecretLeakTests {
             Self.expectNoSecret([("\(name) stdout", stdout), ("\(name) stderr", result.stderr)])
         }
     }
+
 }
 
 /// libcurl writes every TLS session's secrets to the file SSLKEYLOGFILE names: with them, a packet capture of
 /// pinpath's traffic gives up its requests, credentials included.
+/// `pinpath request -H` with no colon: the field is often a credential typed without it (`Authorization Bearer …`),
+/// so the refusal names the option by position and at most a short name-like part, never the value. No server needed.
+@Suite("A malformed -H is named without its value")
+struct MalformedHeaderTests {
+    @Test(
+        "ATTACK: pinpath request: a -H without a colon is named by its position, never with its value",
+        arguments: [
+            ("Authorization Bearer SECRET-bearer", "Authorization"), ("X-Api-Key=SECRET-api-key", "X-Api-Key"),
+            ("Cookie; session=SECRET-cookie", "Cookie"), ("SECRET-bare-token-without-a-name", nil),
+            ("\u{1B}[31mAuth\u{202E} SECRET-escaped", nil), ("Authorization Basic SECRET-user:SECRET-password", "Authorization"),
+            ("X-Api-Key=SECRET-api:key", "X-Api-Key"),
+        ] as [(String, String?)])
+    func malformedHeader(field: String, shownName: String?) throws {
+        let silent = try SilentServer()  // never reached: the request is refused before it is sent
+        defer { silent.stop() }
+        for json in [true, false] {
+            let result = try Shell.run(
+                [Shell.pinpath, "request"] + (json ? ["--json"] : [])
+                    + ["-H", "Accept: text/plain", "-H", field, "http://127.0.0.1:\(silent.port)/"])
+            #expect(result.status == 64, "\(result.stderr)")
+            SecretLeakTests.expectNoSecret([("stdout", result.stdout), ("stderr", result.stderr)])
+            #expect(result.stderr.contains("-H #2"), "\(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "one line: \(result.stderr)")
+            if let shownName { #expect(result.stderr.contains("-H #2 (\(shownName)…)"), "\(result.stderr)") }
+            #expect(!result.stderr.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\u{202E}" }, "\(result.stderr)")
+            guard json else { continue }
+            let lines = result.stdout.split(separator: "\n")
+            #expect(lines.count == 1, "one JSON object: \(result.stdout)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+            let error = try #require(object["error"] as? [String: Any], "\(object)")
+            #expect((error["message"] as? String)?.contains("-H #2") == true, "\(error)")
+        }
+    }
+
+    @Test("ATTACK: pinpath request: a --param without a name is named by its position, never with its value")
+    func namelessParameter() throws {
+        let silent = try SilentServer()
+        defer { silent.stop() }
+        let result = try Shell.run(
+            [Shell.pinpath, "request", "--json", "--param", "a=1", "--param", "=SECRET-param", "http://127.0.0.1:\(silent.port)/"])
+        #expect(result.status == 64, "\(result.stderr)")
+        SecretLeakTests.expectNoSecret([("stdout", result.stdout), ("stderr", result.stderr)])
+        #expect(result.stderr.contains("--param #2 is not k=v"), "\(result.stderr)")
+    }
+}
+
 @Suite("No TLS key log")
 struct KeyLogTests {
     @Test("SSLKEYLOGFILE set: a TLS request succeeds and no session secret is written to the key log")

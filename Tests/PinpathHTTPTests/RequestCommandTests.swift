@@ -85,7 +85,7 @@ final class RequestCommandTests {
             (["not a url"], "not a url"),
             (["ftp://example.com/"], "ftp://"),
             (["URL", "-H", "X-Bad: a\rb"], "X-Bad"),
-            (["URL", "-H", "no colon"], "no colon"),
+            (["URL", "-H", "no colon"], "-H #1 (no…) is not"),
             (["URL", "--json-body", "{\"a\":"], "JSON"),
             (["URL", "--form", "f=@/nonexistent/file"], "/nonexistent/file"),
             (["URL", "-d", "x", "--json-body", "{}"], "one body"),

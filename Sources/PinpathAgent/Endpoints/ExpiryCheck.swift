@@ -4,14 +4,19 @@ import PinpathSecurity
 /// Decides when to emit `tls.certificate_expiring` for one endpoint: once for each threshold of
 /// `cert_expiry_warning` (for example 30d, 14d, 7d, 1d) that a certificate of its verified chain crosses, the
 /// chain having validated (``TrustEvaluation/chainValidated``); and `tls.certificate_expired` once for each
-/// certificate of the served chain found past its notAfter, whether the chain validated or not (an expired
-/// certificate fails validation: its expiry is the outage, not a warning about one).
+/// certificate found past its notAfter in a built chain that reaches an anchor of the policy for the host
+/// (``TrustEvaluation/chainIsAnchoredForHost``), validated or not (an expired certificate fails validation: its
+/// expiry is the outage, not a warning about one). Certificates a server merely sends, and chains that end at no
+/// anchor or are for another host, report nothing: their dates are whoever served them's choice, and an
+/// interception is `tls_invalid`, not "renew it".
 ///
 /// A warning on every probe (every 30 s) would drown the log; a few warnings, each closer to the end, are
 /// what certificate monitors (and a person reading the log) expect. A certificate first seen already within
 /// several thresholds warns once, for the smallest of them. The memory is the current chain only: a
 /// certificate that leaves the chain (renewed) is forgotten, and its successor starts afresh. There is no
 /// state file: a restart (not a reload) warns again, once, for the smallest threshold each certificate is within.
+/// Expired certificates are remembered longer, across probes: the last ``expiredMemory`` reported (by fingerprint),
+/// so a server alternating between chains reports each expired certificate once, not on every probe.
 ///
 /// A value with no locking: the agent keeps one per endpoint, on one task.
 public struct ExpiryCheck: Sendable {
@@ -48,11 +53,11 @@ public struct ExpiryCheck: Sendable {
         public let threshold: Duration
     }
 
-    /// A served certificate past its notAfter.
+    /// A certificate of the anchored chain past its notAfter.
     public struct Expired: Sendable, Equatable {
         /// The certificate.
         public let certificate: Certificate
-        /// Its position in the served chain: 0 is the leaf.
+        /// Its position in the chain: 0 is the leaf.
         public let depth: Int
         /// Whole days since its notAfter (0 on the first day after it).
         public let daysExpired: Int
@@ -62,8 +67,12 @@ public struct ExpiryCheck: Sendable {
     public let thresholds: [Duration]
     /// The smallest threshold warned about, per certificate of the current chain.
     private var warned: [Certificate: Duration] = [:]
-    /// The expired certificates already reported, of the last served chain.
-    private var reportedExpired: Set<Certificate> = []
+    /// The expired certificates already reported, the most recently seen last; at most ``expiredMemory``.
+    private var reportedExpired: [Certificate] = []
+    /// How many reported expired certificates are remembered: a chain has at most the verification depth's
+    /// certificates (10 by default), so this holds several chains a server may alternate between, while what a
+    /// hostile server can make the agent keep stays small.
+    public static let expiredMemory = 64
 
     /// - Parameter thresholds: the configured thresholds (for example 30, 14, 7 and 1 days), in any order;
     ///   zero ones are ignored.
@@ -78,7 +87,7 @@ public struct ExpiryCheck: Sendable {
         var warnings: [Warning] = []
         for (depth, certificate) in chain.enumerated() {
             let secondsLeft = certificate.notAfter.timeIntervalSince(now)
-            // An expired certificate is `tls.certificate_expired`'s (``expired(servedChain:now:)``), not a warning.
+            // An expired certificate is `tls.certificate_expired`'s (``expired(anchoredChain:now:)``), not a warning.
             guard secondsLeft >= 0 else { continue }
             // Longest first: the thresholds it is within are a prefix, the last of them the smallest.
             guard let threshold = thresholds.last(where: { secondsLeft <= $0.inSeconds }) else { continue }
@@ -94,28 +103,32 @@ public struct ExpiryCheck: Sendable {
         return warnings
     }
 
-    /// The expired certificates of `servedChain` (leaf first) not reported yet: each once while it stays in
-    /// the served chain, as the thresholds are. Call after each probe that saw a served chain.
-    public mutating func expired(servedChain: [Certificate], now: Date) -> [Expired] {
-        var current: Set<Certificate> = []
+    /// The expired certificates of `anchoredChain` (leaf first) not reported yet: each once while it is among the
+    /// last ``expiredMemory`` reported. Call after each probe whose chain reached an anchor for the host.
+    public mutating func expired(anchoredChain: [Certificate], now: Date) -> [Expired] {
         var fresh: [Expired] = []
-        for (depth, certificate) in servedChain.enumerated() where certificate.notAfter < now {
-            current.insert(certificate)
-            if !reportedExpired.contains(certificate) {
+        for (depth, certificate) in anchoredChain.enumerated() where certificate.notAfter < now {
+            if let index = reportedExpired.firstIndex(of: certificate) {
+                reportedExpired.remove(at: index)  // seen again: the last to forget
+            } else {
                 let days = Int((now.timeIntervalSince(certificate.notAfter) / 86_400).rounded(.down))
                 fresh.append(Expired(certificate: certificate, depth: depth, daysExpired: days))
             }
+            reportedExpired.append(certificate)
         }
-        reportedExpired = current
+        reportedExpired.removeFirst(max(reportedExpired.count - Self.expiredMemory, 0))
         return fresh
     }
 
-    /// The expired certificates of a handshake's served chain not reported yet (see ``expired(servedChain:now:)``).
+    /// The expired certificates of a handshake's chain not reported yet (see ``expired(anchoredChain:now:)``):
+    /// none unless the chain reached an anchor of the policy for the host.
     mutating func expired(_ evaluation: TrustEvaluation, now: Date) -> [Expired] {
         // The usual case, nothing expired, without the fingerprints.
-        guard !reportedExpired.isEmpty || evaluation.servedChain.contains(where: { $0.notAfter < now }) else { return [] }
+        guard evaluation.chainIsAnchoredForHost, evaluation.verifiedChain.contains(where: { $0.notAfter < now }) else {
+            return []
+        }
         return expired(
-            servedChain: evaluation.servedChain.map {
+            anchoredChain: evaluation.verifiedChain.map {
                 Certificate(identity: $0.sha256Fingerprint, subject: $0.subject, notAfter: $0.notAfter)
             }, now: now)
     }

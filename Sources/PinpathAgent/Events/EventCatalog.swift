@@ -87,8 +87,8 @@ public enum EventCatalog {
             "verified_chain_expiry",
         ],
         levels: [.warning])
-    /// A served certificate is past its notAfter (`depth` in the served chain), once per certificate while it
-    /// is served; an error, the chain validated or not.
+    /// A certificate of a built chain that reaches a trust anchor for the host is past its notAfter (`depth` in
+    /// that chain), once per certificate (``ExpiryCheck``); an error, the chain validated or not.
     public static let certificateExpired = EventKind(
         name: "tls.certificate_expired",
         fields: ["endpoint", "host", "subject", "depth", "not_after", "days_expired", "chain_validated"], levels: [.error])

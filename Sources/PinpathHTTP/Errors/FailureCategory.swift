@@ -29,8 +29,9 @@ public enum FailureCategory: String, CaseIterable, Sendable, CustomStringConvert
     case tlsFailed = "tls_failed"
     /// The chain or the host name did not validate: see ``HTTPError/evaluation`` when a policy ran.
     case tlsInvalid = "tls_invalid"
-    /// A certificate of the chain is expired or not yet valid (``TrustFailure/isOutsideValidity``), whatever else
-    /// was wrong with it: the message names the certificate and its date first.
+    /// A certificate of a chain that reaches a trust anchor for the host is expired or not yet valid
+    /// (``TrustFailure/isOutsideValidity``): the message names the certificate and its date first, the chain's other
+    /// problems after. A chain that reaches no anchor, or is for another host, is ``tlsInvalid`` whatever its dates.
     case tlsExpired = "tls_expired"
     /// A certificate of the chain is revoked (a CRL given, the stapled OCSP response, or the leaf's OCSP responder
     /// said so): refused in the handshake; see ``HTTPError/evaluation``.

@@ -42,7 +42,8 @@ extension TrustEvaluation {
     private func refusing(_ failure: TrustFailure) -> TrustEvaluation {
         var refused = TrustEvaluation(
             verdict: .rejected(failure), allowsConnection: false, host: host, port: port, date: date,
-            policy: policy, servedChain: servedChain, verifiedChain: verifiedChain, appliedProfile: appliedProfile)
+            policy: policy, servedChain: servedChain, verifiedChain: verifiedChain,
+            chainIsAnchoredForHost: chainIsAnchoredForHost, appliedProfile: appliedProfile)
         refused.ocspStaple = ocspStaple
         refused.ocspCheck = ocspCheck
         refused.pendingOCSPQuery = pendingOCSPQuery

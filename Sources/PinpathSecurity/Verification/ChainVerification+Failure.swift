@@ -3,11 +3,21 @@
 extension ChainVerification {
     /// The failure to report for `host`, or `nil` when the verification passed (with chain errors ignored if
     /// that was asked for): a host mismatch or an invalid chain, with the pins of the chain built.
-    /// A certificate outside its validity period is named first (``validityLapse``), with what else was wrong
-    /// after it; a revocation stays first, as the graver news.
+    /// A certificate outside its validity period (``validityLapse``) is named first, with what else was wrong
+    /// after it, only in a chain that ``reachesAnchorForHost``: the service's own certificate lapsed. In any other
+    /// chain the trust failure comes first (unknown issuer, self-signed, another host: what an interception
+    /// looks like, whatever dates the attacker chose) and the lapse after it. A revocation stays first, as the
+    /// graver news.
     func failure(host: String, expectedPins: [SPKIPin]) -> TrustFailure? {
         guard let underlying = underlyingFailure(host: host, expectedPins: expectedPins) else { return nil }
         guard let lapse = validityLapse, underlying.reason != .revoked else { return underlying }
+        guard reachesAnchorForHost else {
+            let sameError = underlying.verifyError == lapse.verifyError && underlying.depth == lapse.depth
+            return TrustFailure(
+                reason: underlying.reason, verifyError: underlying.verifyError, depth: underlying.depth,
+                message: underlying.message + (sameError ? "" : "; also: \(lapse.description)"),
+                expectedPins: expectedPins, seenPins: underlying.seenPins, violation: underlying.violation)
+        }
         let prefix = "\(host): "
         let rest = underlying.message.hasPrefix(prefix) ? String(underlying.message.dropFirst(prefix.count)) : underlying.message
         let sameError = underlying.verifyError == lapse.verifyError && underlying.depth == lapse.depth

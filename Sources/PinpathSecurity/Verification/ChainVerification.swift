@@ -25,8 +25,16 @@ struct ChainVerification {
     /// store). Wraps `X509_STORE_CTX_get_num_untrusted`.
     let servedCount: Int
     /// The first certificate of ``chain`` outside its validity period, when a strict run did not verify: what the
-    /// failure names first, whatever error OpenSSL stopped at (its strict structure checks run before the dates).
+    /// failure names first when the chain ``reachesAnchorForHost`` (OpenSSL's strict structure checks run before
+    /// the dates, so its own error may be another), and says after the trust failure otherwise.
     let validityLapse: ValidityLapse?
+    /// Whether ``chain`` is one the policy vouches for but for its dates or a structure check: it ends at a
+    /// certificate of the store (a trust-store anchor, or a pinned certificate in `certificate` mode), OpenSSL
+    /// stopped at no path-building or signature error and every link's signature verified, and the leaf is for
+    /// the host (when one was checked). Only such a chain's dates are the service's: an expiry is then named
+    /// first, and is `tls.certificate_expired`'s; anything else (self-signed, an unknown issuer, a forged link,
+    /// another host) is an interception or a wrong server whose dates the attacker chose.
+    let reachesAnchorForHost: Bool
     /// The profile applied and why, set by ``ProfileSelection/verify(_:against:_:)``; `nil` for a run no
     /// selection made (the host-only run of an audit).
     var appliedProfile: AppliedProfile?
@@ -125,10 +133,13 @@ struct ChainVerification {
         // the chain pins are matched against is linked by signatures whatever OpenSSL got to. When it accepted
         // the chain it has checked every link (no leniency excuses a signature error) but a self-signed top's
         // own signature, so only that one is left.
-        if leniency != .hostOnly,
-            let broken = Self.firstBrokenLink(
-                chain, servedCount: servedCount, from: result == 1 ? max(chain.count - 1, 0) : 0)
-        {
+        let brokenLink =
+            leniency == .hostOnly
+            ? nil : Self.firstBrokenLink(chain, servedCount: servedCount, from: result == 1 ? max(chain.count - 1, 0) : 0)
+        // Before the cut and whatever the leniency excused: a certificate from the store at the top, reached by
+        // verified links, and no error of a path that ended elsewhere.
+        let reachesAnchor = brokenLink == nil && chain.count > servedCount && !Self.isPathBuildingError(error)
+        if let broken = brokenLink {
             chain = Array(chain[...broken.depth])
             // A link that does not verify (a forgery) is the error to report, unless the host is wrong: the
             // strict flag's structure checks run before signatures and would otherwise hide it.
@@ -166,9 +177,29 @@ struct ChainVerification {
         self.chain = chain
         self.violation = violation
         self.servedCount = servedCount
+        // OpenSSL checked the host when it verified; a run that stopped before its host check is asked again.
+        let forHost =
+            host.map { host in
+                verified
+                    || (!Self.isHostError(error) && chain.first.map { HostNameCheck.matches($0, host: host, profile: profile) } == true)
+            } ?? true
+        reachesAnchorForHost = reachesAnchor && forHost
         // Only where dates decide: allowing invalid certificates excuses them, and the audit's host-only run judges
         // nothing but the name.
         validityLapse = verified || leniency != .strict ? nil : ValidityLapse.first(in: chain, at: time ?? Date())
+    }
+
+    /// Whether OpenSSL's error says the path it built ends at no anchor (``isMissingAnchorError(_:)``), the
+    /// anchor was refused, the path is too long, or a link's signature does not verify. OpenSSL builds the path
+    /// before any other check, so with none of these (in a strict run, which stops at the first error) it
+    /// reached an anchor.
+    static func isPathBuildingError(_ error: Int32) -> Bool {
+        isMissingAnchorError(error)
+            || [
+                X509_V_ERR_CERT_REJECTED, X509_V_ERR_CERT_CHAIN_TOO_LONG, X509_V_ERR_SUBJECT_ISSUER_MISMATCH,
+                X509_V_ERR_CERT_SIGNATURE_FAILURE, X509_V_ERR_UNABLE_TO_DECRYPT_CERT_SIGNATURE,
+                X509_V_ERR_UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY,
+            ].contains(error)
     }
 
     /// OpenSSL's text for the error (`certificate has expired`).

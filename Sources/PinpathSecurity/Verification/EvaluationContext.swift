@@ -36,6 +36,10 @@ struct EvaluationContext {
     /// The chain of the most recent OpenSSL run (empty before the first): the result's verified chain.
     var verifiedChain: [Certificate] { lastVerification?.chain ?? [] }
 
+    /// Whether the most recent OpenSSL run's chain ends at an anchor, linked, for the host
+    /// (``ChainVerification/reachesAnchorForHost``); false before the first.
+    var chainIsAnchoredForHost: Bool { lastVerification?.reachesAnchorForHost ?? false }
+
     /// The profile the most recent OpenSSL run applied and why, `nil` before the first.
     var appliedProfile: AppliedProfile? { lastVerification?.appliedProfile }
 

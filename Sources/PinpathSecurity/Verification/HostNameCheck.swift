@@ -42,6 +42,16 @@ enum HostNameCheck {
         return violation
     }
 
+    /// Whether `leaf` is for `host` as ``configure(_:on:profile:)`` has OpenSSL check it, on its own: for a run
+    /// that stopped before OpenSSL got to the host. Wraps `X509_check_host` and `X509_check_ip_asc`.
+    static func matches(_ leaf: Certificate, host: String, profile: VerificationProfile) -> Bool {
+        let name = bare(host)
+        if isIPAddress(name) { return X509_check_ip_asc(leaf.x509, name, 0) == 1 }
+        let neverSubject = profile == .webpki ? UInt32(X509_CHECK_FLAG_NEVER_CHECK_SUBJECT) : 0
+        return !name.isEmpty
+            && X509_check_host(leaf.x509, name, 0, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS) | neverSubject, nil) == 1
+    }
+
     private static func evaluate(
         _ rule: SubjectAlternativeNameRequired, onLeafAlone leaf: Certificate, host: String
     ) -> RuleResult<ProfileViolation> {

@@ -49,7 +49,7 @@ extension SecurityPolicy {
         return TrustEvaluation(
             verdict: verdict, allowsConnection: policy.allowsConnection(after: verdict), host: host, port: port,
             date: now, policy: policy, servedChain: servedChain, verifiedChain: context.verifiedChain,
-            appliedProfile: context.appliedProfile)
+            chainIsAnchoredForHost: context.chainIsAnchoredForHost, appliedProfile: context.appliedProfile)
     }
 
     /// Whether a connection may proceed on `verdict`: trusted, or a failure the policy only reports (pins that

@@ -29,6 +29,12 @@ public struct TrustEvaluation: Sendable {
     /// The chain OpenSSL built and verified from the leaf (partial when verification failed, and cut after
     /// the first certificate whose signature does not verify); pins were matched against this only.
     public let verifiedChain: [Certificate]
+    /// Whether ``verifiedChain`` ends at an anchor of the policy (a trust-store certificate, or a pinned one in
+    /// `certificate` mode), every link's signature verified, and its leaf is for ``host``, whatever else was
+    /// wrong with it (its dates, a structure check): the service's own chain, whose expiry is named first and
+    /// is `tls.certificate_expired`'s. False for a chain that ends at no anchor or is for another host (an
+    /// interception, a wrong server: its dates are the attacker's choice), and when no verification ran.
+    public let chainIsAnchoredForHost: Bool
     /// The profile the verified chain was held to and why (`rfc5280 (anchor from ca_file)`); `nil` when no
     /// verification ran (the server sent no certificate).
     public let appliedProfile: AppliedProfile?

@@ -34,8 +34,10 @@ public struct TrustFailure: Sendable, Equatable, CustomStringConvertible {
     /// The profile rule the chain broke (``VerificationProfile``), when that is why it was rejected.
     public var violation: ProfileViolation?
 
-    /// Whether a certificate of the chain is outside its validity period (expired or not yet valid): named
-    /// first in ``message`` when so, whatever else was wrong (the HTTP core's `tls_expired` category).
+    /// Whether the failure is a certificate of the chain outside its validity period (expired or not yet valid),
+    /// named first in ``message`` whatever else was wrong after it (the HTTP core's `tls_expired` category). Only
+    /// for a chain that reaches an anchor of the policy for the host: a lapsed certificate in any other chain (an
+    /// interception's, a wrong server's) is said after the trust failure, which stays the failure.
     public var isOutsideValidity: Bool {
         reason == .chainInvalid && (verifyError == X509_V_ERR_CERT_HAS_EXPIRED || verifyError == X509_V_ERR_CERT_NOT_YET_VALID)
     }

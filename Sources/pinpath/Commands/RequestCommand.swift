@@ -176,11 +176,19 @@ struct RequestCommand: AsyncParsableCommand {
 
     private func buildRequest() throws -> HTTPRequest {
         var headers = HTTPHeaders()
-        for field in header {
+        for (index, field) in header.enumerated() {
             guard let colon = field.firstIndex(of: ":") else {
-                throw CommandFailure.usage("-H \"\(field)\" is not 'Name: value'")
+                let name = Self.headerNameHint(field).map { " (\($0)…)" } ?? ""
+                throw CommandFailure.usage("-H #\(index + 1)\(name) is not 'Name: value': put a colon after the name")
             }
-            headers.add(name: String(field[..<colon]), value: String(field[field.index(after: colon)...].drop { $0 == " " }))
+            let name = field[..<colon]
+            // `Authorization Basic user:pass` has a colon too: its "name" is the credential, refused here by position.
+            guard !name.isEmpty, name.unicodeScalars.allSatisfy(Self.isHeaderNameScalar) else {
+                let shown = Self.headerNameHint(field).map { " (\($0)…)" } ?? ""
+                throw CommandFailure.usage(
+                    "-H #\(index + 1)\(shown) has no header name before its colon (letters, digits and !#$%&'*+-.^_`|~ only)")
+            }
+            headers.add(name: String(name), value: String(field[field.index(after: colon)...].drop { $0 == " " }))
         }
         let hasBody = data != nil || jsonBody != nil || !form.isEmpty
         let method = HTTPMethod(rawValue: self.method ?? (hasBody ? "POST" : "GET"))
@@ -234,11 +242,34 @@ struct RequestCommand: AsyncParsableCommand {
     }
 
     /// `k=v` options as parameters; `k` alone is a bare key (AFNetworking's null value).
+    /// How a malformed `-H` is named besides its position, never with its value, which is often a credential
+    /// (`Authorization Bearer …`, `X-Api-Key=…`): the name-like part before the first character a header name
+    /// cannot hold, shown only when something follows it and it is short (a long run is more likely a token than
+    /// a name), escaped.
+    static func headerNameHint(_ field: String) -> String? {
+        let name = field.unicodeScalars.prefix(while: isHeaderNameScalar)
+        guard !name.isEmpty, name.count < field.unicodeScalars.count, name.count <= Self.headerNameHintLimit else { return nil }
+        return UntrustedText.escaped(String(String.UnicodeScalarView(name)))
+    }
+
+    /// Whether `scalar` may be part of a header name: RFC 9110 §5.6.2's `tchar`, visible ASCII but its delimiters.
+    static func isHeaderNameScalar(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value > 0x20 && scalar.value < 0x7F && !headerNameDelimiters.contains(scalar)
+    }
+
+    /// RFC 9110 §5.6.2's delimiters: none is part of a header name.
+    private static let headerNameDelimiters = Set("\"(),/:;<=>?@[\\]{}".unicodeScalars)
+    /// The longest name-like part ``headerNameHint(_:)`` shows.
+    private static let headerNameHintLimit = 32
+
     private static func pairs(_ options: [String], option: String) throws -> Parameters {
         var parameters = Parameters()
-        for text in options {
+        for (index, text) in options.enumerated() {
             let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = parts.first, !name.isEmpty else { throw CommandFailure.usage("\(option) \"\(text)\" is not k=v") }
+            // Named by position: the text is often a token (`--param =SECRET`, `--param access_token`).
+            guard let name = parts.first, !name.isEmpty else {
+                throw CommandFailure.usage("\(option) #\(index + 1) is not k=v: put a name before the '='")
+            }
             parameters[String(name)] = parts.count == 2 ? .string(String(parts[1])) : .null
         }
         return parameters
