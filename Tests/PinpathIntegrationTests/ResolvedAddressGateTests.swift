@@ -41,7 +41,7 @@ struct ResolvedAddressGateTests {
         let blackholed = try request([beyondURL, "--json"] + toBeyond)
         #expect(blackholed.status == 4, "\(blackholed.stderr)")
         #expect(blackholed.stderr.contains("\(Self.routed)") && blackholed.stderr.contains("blackhole_route"), "\(blackholed.stderr)")
-        #expect(blackholed.stdout.contains(#""category":"not_reachable""#), "\(blackholed.stdout)")
+        #expect(blackholed.stdout.contains(#""category":"unreachable""#), "\(blackholed.stdout)")
 
         // No default route: the address beyond has no route (refused, exit 4), the one on the link is admitted
         // though the path has no default route and the name alone is refused.
