@@ -240,6 +240,9 @@ struct FailureScenarioTests {
             #expect(auditError["category"] as? String == service.category, "\(service.name): \(auditError)")
             #expect(auditError["exit_code"] as? Int == Int(service.exit.audit), "\(auditError)")
             #expect(auditObject["tls_version"] as? String != nil, "\(auditObject)")
+            let auditText = try Shell.run(
+                [Shell.pinpath, "audit", "127.0.0.1:\(server.port)", "--ca-file", Self.file("root.pem")] + service.flags)
+            #expect(auditText.stdout.contains("\n  category   \(service.category)\n  result     "), "\(auditText.stdout)")
             if service.name == "expired" {
                 for message in [requestError["message"], auditError["message"]] {
                     #expect((message as? String)?.contains("certificate has expired at depth 0") == true, "\(String(describing: message))")

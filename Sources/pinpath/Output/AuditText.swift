@@ -20,7 +20,7 @@ enum AuditText {
         if let error = audit.connectionError {
             // No certificate, so nothing that looks like a pin: the trap of the openssl pipeline.
             lines.append(field("error", error.message))
-            lines.append(field("result", "\(audit.outcome) (exit \(audit.outcome.severity))"))
+            lines += resultLines(audit)
             return UntrustedText.escapedLines(lines)
         }
         if audit.chainFile == nil {
@@ -57,8 +57,15 @@ enum AuditText {
         if let check = audit.evaluation?.ocspCheck { lines.append(field("revocation", ocspCheckText(check))) }
         lines += pinLines(audit)
         if let error = audit.evaluationError { lines.append(field("error", error.message)) }
-        lines.append(field("result", "\(audit.outcome) (exit \(audit.outcome.severity))"))
+        lines += resultLines(audit)
         return UntrustedText.escapedLines(lines)
+    }
+
+    /// The `category` line (any outcome but trusted: the name `request` and the agent give the same failure),
+    /// then the `result` line.
+    private static func resultLines(_ audit: TLSAudit) -> [String] {
+        let result = field("result", "\(audit.outcome) (exit \(audit.outcome.severity))")
+        return audit.outcome == .trusted ? [result] : [field("category", category(of: audit).rawValue), result]
     }
 
     /// `{"category":…,"message":…,"exit_code":N}` for any outcome but trusted (`null` then): the `error` member
