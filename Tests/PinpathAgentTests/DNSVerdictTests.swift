@@ -126,7 +126,7 @@ struct DNSVerdictTests {
         }
     }
 
-    @Test("Those failures count toward down as any other (probe_failed, unreachable), never dropped nor unreachable")
+    @Test("Those failures count toward down as any other (cause probe_failed, category unreachable), never dropped nor the state unreachable")
     func failuresCount() throws {
         var registry = try Self.registry()
         _ = registry.pathChanged(Self.path())

@@ -235,6 +235,19 @@ struct MalformedHeaderTests {
         SecretLeakTests.expectNoSecret([("stdout", result.stdout), ("stderr", result.stderr)])
         #expect(result.stderr.contains("--param #2 is not k=v"), "\(result.stderr)")
     }
+
+    @Test("ATTACK: a --form field typed without its name (a token) is named by position, never echoed")
+    func namelessFormField() throws {
+        let silent = try SilentServer()
+        defer { silent.stop() }
+        for field in ["SECRET-form", "=SECRET-form", "Bearer SECRET-form"] {
+            let result = try Shell.run(
+                [Shell.pinpath, "request", "--json", "--form", "a=1", "--form", field, "http://127.0.0.1:\(silent.port)/"])
+            #expect(result.status == 64, "\(field): \(result.stderr)")
+            SecretLeakTests.expectNoSecret([("stdout", result.stdout), ("stderr", result.stderr)])
+            #expect(result.stderr.contains("--form #2 is not k=v"), "\(result.stderr)")
+        }
+    }
 }
 
 @Suite("No TLS key log")

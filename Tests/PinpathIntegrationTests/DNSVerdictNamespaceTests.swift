@@ -105,8 +105,8 @@ struct DNSVerdictNamespaceTests {
 
     @Test(
         """
-        Issue 25 (round 2): the answer for a pinned endpoint's name turns unroutable after up: every probe fails (unreachable, \
-        naming the address), the endpoint goes down within its threshold, never unreachable; once the answer leads to the \
+        Issue 25 (round 2): the answer for a pinned endpoint's name turns unroutable after up: every probe fails (category unreachable, \
+        naming the address), the endpoint goes down within its threshold, never the state unreachable; once the answer leads to the \
         attacker's chain, pin.failure
         """)
     func spoofedAnswerAfterUp() async throws {
@@ -155,7 +155,7 @@ struct DNSVerdictNamespaceTests {
 
     @Test(
         """
-        Issue 25 (round 2): the spoofed answer in place at start: the pinned endpoint is down (probe_failed, unreachable, naming \
+        Issue 25 (round 2): the spoofed answer in place at start: the pinned endpoint is down (probe_failed, category unreachable, naming \
         the address libcurl resolved), not unreachable
         """)
     func spoofedAnswerAtStart() async throws {
@@ -216,7 +216,7 @@ struct DNSVerdictNamespaceTests {
     @Test(
         """
         Issue 25 (round 3): on a network without a default route (a route to the server's network only), the genuine answer \
-        keeps the pinned endpoint up and an unroutable answer makes it down (unreachable), never unreachable
+        keeps the pinned endpoint up and an unroutable answer makes it down (category unreachable), never the state unreachable
         """)
     func spoofedAnswerWithoutDefaultRoute() async throws {
         let scene = try Scene(hosts: "\(Self.genuine) valid.test\n\(Self.spoofed) spoofed.test\n")

@@ -212,9 +212,10 @@ struct RequestCommand: AsyncParsableCommand {
                 var fields = parameters
                 var multipart = MultipartFormData()
                 var hasFile = false
-                for field in form {  // in the order given: multipart parts keep it
+                for (index, field) in form.enumerated() {  // in the order given: multipart parts keep it
+                    // Named by position, as -H and --param: a field typed without its name is often a token.
                     guard let equals = field.firstIndex(of: "="), equals != field.startIndex else {
-                        throw HTTPError(.invalidBody, "--form \"\(field)\" is not k=v or k=@file")
+                        throw HTTPError(.invalidBody, "--form #\(index + 1) is not k=v or k=@file: put a name before the '='")
                     }
                     let name = String(field[..<equals])
                     let text = String(field[field.index(after: equals)...])
@@ -241,7 +242,6 @@ struct RequestCommand: AsyncParsableCommand {
         }
     }
 
-    /// `k=v` options as parameters; `k` alone is a bare key (AFNetworking's null value).
     /// How a malformed `-H` is named besides its position, never with its value, which is often a credential
     /// (`Authorization Bearer …`, `X-Api-Key=…`): the name-like part before the first character a header name
     /// cannot hold, shown only when something follows it and it is short (a long run is more likely a token than
@@ -262,6 +262,7 @@ struct RequestCommand: AsyncParsableCommand {
     /// The longest name-like part ``headerNameHint(_:)`` shows.
     private static let headerNameHintLimit = 32
 
+    /// `k=v` options as parameters; `k` alone is a bare key (AFNetworking's null value).
     private static func pairs(_ options: [String], option: String) throws -> Parameters {
         var parameters = Parameters()
         for (index, text) in options.enumerated() {
