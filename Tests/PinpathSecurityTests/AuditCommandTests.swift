@@ -235,11 +235,19 @@ struct AuditCommandTests {
         #expect(certificate["sans"] as? [String] == ["DNS:valid.test", "DNS:www.valid.test"])
         #expect(certificate["not_after"] as? String == "2045-01-01T00:00:00Z")
 
+        // A failed connection, which anyone on the path can cause, never hides a chain or pin failure.
         let three = try Self.audit(hosts + ["127.0.0.1:\(closed)"] + arguments)
-        #expect(three.status == 3)
+        #expect(three.status == 2)
         let threeSummary = try Self.object(three.stdout)
-        #expect((threeSummary["audits"] as? [Any])?.count == 4 && threeSummary["exit_code"] as? Int == 3, "\(three.stdout)")
-        #expect((threeSummary["error"] as? [String: Any])?["category"] as? String == "connect_failed", "\(threeSummary)")
+        #expect((threeSummary["audits"] as? [Any])?.count == 4 && threeSummary["exit_code"] as? Int == 2, "\(three.stdout)")
+        #expect((threeSummary["error"] as? [String: Any])?["category"] as? String == "tls_expired", "\(threeSummary)")
+        let pinnedAndClosed = try Self.audit(
+            ["127.0.0.1:\(valid.port)", "127.0.0.1:\(closed)", "--pin-file", pki.path("p256")] + arguments)
+        #expect(pinnedAndClosed.status == 1, "ATTACK: a reset elsewhere hid the pin failure: \(pinnedAndClosed.stdout)")
+        let pinnedSummary = try Self.object(pinnedAndClosed.stdout)
+        #expect((pinnedSummary["error"] as? [String: Any])?["category"] as? String == "policy_rejected", "\(pinnedSummary)")
+        let onlyClosed = try Self.audit([hosts[0], "127.0.0.1:\(closed)"] + arguments)
+        #expect(onlyClosed.status == 3, "\(onlyClosed.stdout)")
 
         let pinned = try Self.audit(["127.0.0.1:\(valid.port)", "--pin-file", pki.path("p256")] + arguments)
         #expect(pinned.status == 1)

@@ -23,13 +23,14 @@ struct AuditCommand: AsyncParsableCommand {
 
             Hosts are audited 8 at a time; the results are printed in the order given. With --json, one JSON \
             object: for one host its audit; for several, {"audits":[…],"exit_code":N,"error":…}, each host's audit \
-            in the order given, the worst exit code and the error of the worst (null when every host is \
-            trusted). A HOST that is not HOST[:PORT] is named on stderr after the others were audited (with \
-            --json, an entry {"host":…,"exit_code":64,"error":{…}} too) and makes the exit 64.
+            in the order given, the most serious exit code and its error (null when every host is trusted). A \
+            HOST that is not HOST[:PORT] is named on stderr after the others were audited (with --json, an entry \
+            {"host":…,"exit_code":64,"error":{…}} too) and makes the exit 64 unless a host failed its chain or pins.
 
             Exit codes: 0 trusted (and pinned, if pins were given); 1 pin mismatch; 2 chain or host invalid or revoked; \
-            3 cannot connect or no TLS handshake; with several hosts, the worst. 64 usage error (a bad option, \
-            an unreadable --file, --pin-file or --ca-file).
+            3 cannot connect or no TLS handshake. With several hosts, the most serious, in this order: 2, 1, 64, 3 \
+            (a failed connection, which anyone on the path can cause, never hides a chain or pin failure). 64 \
+            usage error (a bad option, an unreadable --file, --pin-file or --ca-file).
             """)
 
     @Argument(help: "HOST[:PORT] to audit; an IPv6 address in brackets when a port follows ([::1]:443).")
@@ -92,14 +93,14 @@ struct AuditCommand: AsyncParsableCommand {
                 try writeOutput(json ? AuditText.json(audit).encoded() + "\n" : AuditText.text(audit, first: first))
             }
             first = false
-            if audit.outcome.severity > worst || (worstError == .null && audit.outcome != .trusted) {
+            if Self.rank(audit.outcome.severity) > Self.rank(worst) {
+                worst = audit.outcome.severity
                 worstError = AuditText.errorJSON(audit)
             }
-            worst = max(worst, audit.outcome.severity)
         }
         progress.clear()
         // The HOST arguments that are not HOST[:PORT]: named after the others were audited, one line each (and
-        // with --json one entry each), and the exit is the worst, 64.
+        // with --json one entry each), and the exit is 64 unless a host failed its chain or pins.
         for (host, message) in refused {
             let failure = CommandFailure.usage(message)
             let error = ScriptContract.errorFields(category: failure.category, message: message, exitCode: failure.exitCode.rawValue)
@@ -107,14 +108,29 @@ struct AuditCommand: AsyncParsableCommand {
                 objects.append(.object([("host", .string(host)), ("exit_code", .int(64)), ("error", error)]))
             }
             try? LineOutput(descriptor: STDERR_FILENO).write(ScriptContract.errorLine(message))
-            worst = max(worst, Int(failure.exitCode.rawValue))
-            worstError = error
+            if Self.rank(Int(failure.exitCode.rawValue)) > Self.rank(worst) {
+                worst = Int(failure.exitCode.rawValue)
+                worstError = error
+            }
         }
         if collectsJSON {
             let summary = JSONValue.object([("audits", .array(objects)), ("exit_code", .int(worst)), ("error", worstError)])
             try writeOutput(summary.encoded() + "\n")
         }
         if worst != 0 { throw ExitCode(Int32(worst)) }
+    }
+
+    /// How serious an exit code is among several hosts': a chain (2) or pin (1) failure, what an interception
+    /// looks like, before a usage error (64), before a failed connection (3), which anyone on the path can cause and
+    /// so must never hide the others.
+    static func rank(_ exitCode: Int) -> Int {
+        switch exitCode {
+        case 2: 4
+        case 1: 3
+        case 64: 2
+        case 3: 1
+        default: 0
+        }
     }
 
     /// The HOST arguments, then the lines of `--file`; and the HOST arguments that are not HOST[:PORT], with why.

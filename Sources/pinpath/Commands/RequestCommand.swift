@@ -244,11 +244,15 @@ struct RequestCommand: AsyncParsableCommand {
 
     /// How a malformed `-H` is named besides its position, never with its value, which is often a credential
     /// (`Authorization Bearer …`, `X-Api-Key=…`): the name-like part before the first character a header name
-    /// cannot hold, shown only when something follows it and it is short (a long run is more likely a token than
-    /// a name), escaped.
+    /// cannot hold, shown only when it reads like a name, not like the start of a token: a space or colon follows
+    /// it (`wJalr…/K7…` or `key=…` is a token cut at its first `/` or `=`), it is short and has no digit. Escaped.
     static func headerNameHint(_ field: String) -> String? {
-        let name = field.unicodeScalars.prefix(while: isHeaderNameScalar)
-        guard !name.isEmpty, name.count < field.unicodeScalars.count, name.count <= Self.headerNameHintLimit else { return nil }
+        let scalars = field.unicodeScalars
+        let name = scalars.prefix(while: isHeaderNameScalar)
+        guard !name.isEmpty, name.count <= Self.headerNameHintLimit, name.endIndex < scalars.endIndex,
+            scalars[name.endIndex] == " " || scalars[name.endIndex] == ":",
+            !name.contains(where: { ("0"..."9").contains($0) })
+        else { return nil }
         return UntrustedText.escaped(String(String.UnicodeScalarView(name)))
     }
 
