@@ -126,7 +126,9 @@ struct DNSVerdictTests {
         }
     }
 
-    @Test("Those failures count toward down as any other (cause probe_failed, category unreachable), never dropped nor the state unreachable")
+    @Test(
+        "Those failures count toward down as any other (cause probe_failed, category unreachable), never dropped nor the state unreachable"
+    )
     func failuresCount() throws {
         var registry = try Self.registry()
         _ = registry.pathChanged(Self.path())

@@ -85,13 +85,19 @@ struct MutualTLSTests {
         #expect(stranger.status != 0 && stranger.stderr.contains("tls_failed"), "\(stranger.stderr)")
     }
 
-    @Test("--key without --cert, a mismatched or encrypted key: usage errors naming the option (exit 64)")
+    @Test("--key without --cert, a mismatched, encrypted or missing key, a missing certificate: usage errors naming the option (exit 64)")
     func certificateOptionsRefused() throws {
         let base = [Shell.pinpath, "request", "https://127.0.0.1:1/"]
         let cases: [([String], String)] = [
             (["--key", clients.path("client", "key")], "--key is given without --cert"),
             (["--cert", clients.path("client"), "--key", clients.path("stranger", "key")], "--key:"),
-            (["--cert", clients.path("client"), "--key", clients.path("client-encrypted", "key")], "encrypted"),
+            (["--cert", clients.path("client"), "--key", clients.path("client-encrypted", "key")], "--key: "),
+            // The option is named from the error's code, not its text: a certificate path with "key" in it is --cert's.
+            (
+                ["--cert", "/nonexistent/keys/client.pem", "--key", clients.path("client", "key")],
+                "--cert: cannot read the client certificate"
+            ),
+            (["--cert", clients.path("client"), "--key", "/nonexistent/client.key"], "--key: cannot read the client key"),
         ]
         for (arguments, message) in cases {
             let result = try Shell.run(base + arguments)

@@ -173,7 +173,7 @@ extension ConfigurationDecoder {
         do throws(SecurityError) {
             try ClientIdentity.check(certificatePath: certificate, keyPath: key, password: password?.unredacted)
         } catch {
-            let aboutKey = keyNode != nil && (error.message.hasPrefix(key ?? "") || error.message.contains("client key"))
+            let aboutKey = keyNode != nil && error.code == .unusableClientKey
             report(
                 .unusableFile, at: aboutKey ? keyNode : certificateNode, fields.path(aboutKey ? "client_key" : "client_certificate"),
                 error.message)

@@ -10,13 +10,13 @@ public enum ClientIdentity {
     ///   - certificatePath: the certificate (PEM); the key may follow it in the same file.
     ///   - keyPath: the private key (PEM); `nil` reads it from `certificatePath`.
     ///   - password: the key's password, if it is encrypted. Never part of a message.
-    /// - Throws: ``SecurityError`` `unreadableFile` naming the file that cannot be read, `invalidInput` for a
-    ///   file that holds no certificate or key, a key that is encrypted (no or a wrong password), or a key
-    ///   that is not the certificate's.
+    /// - Throws: ``SecurityError`` `unreadableFile` or `invalidInput` for the certificate (unreadable, no PEM
+    ///   certificate); `unusableClientKey` for the key (its file unreadable, no PEM key, encrypted with no or a
+    ///   wrong password, not the certificate's key), also when it is read from `certificatePath`.
     public static func check(certificatePath: String, keyPath: String?, password: String?) throws(SecurityError) {
         let certificateBytes = try read(certificatePath, "client certificate")
         let keyFile = keyPath ?? certificatePath
-        let keyBytes = keyPath == nil ? certificateBytes : try read(keyFile, "client key")
+        let keyBytes = keyPath == nil ? certificateBytes : try read(keyFile, "client key", code: .unusableClientKey)
         guard
             let certificate = certificateBytes.withUnsafeBytes({ buffer -> OpaquePointer? in
                 let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count))
@@ -42,25 +42,28 @@ public enum ClientIdentity {
             _ = drainOpenSSLErrors()  // its reasons may echo nothing secret, but say less than this
             if encrypted {
                 throw SecurityError(
-                    .invalidInput,
+                    .unusableClientKey,
                     password == nil
                         ? "\(keyFile): the private key is encrypted and no password was given"
                         : "\(keyFile): the private key cannot be decrypted with the password given")
             }
-            throw SecurityError(.invalidInput, "\(keyFile) holds no PEM private key")
+            throw SecurityError(.unusableClientKey, "\(keyFile) holds no PEM private key")
         }
         defer { EVP_PKEY_free(key) }
         guard X509_check_private_key(certificate, key) == 1 else {
             _ = drainOpenSSLErrors()
-            throw SecurityError(.invalidInput, "\(keyFile): the private key does not belong to the certificate in \(certificatePath)")
+            throw SecurityError(
+                .unusableClientKey, "\(keyFile): the private key does not belong to the certificate in \(certificatePath)")
         }
     }
 
-    private static func read(_ path: String, _ what: String) throws(SecurityError) -> [UInt8] {
+    private static func read(_ path: String, _ what: String, code: SecurityError.Code = .unreadableFile) throws(SecurityError)
+        -> [UInt8]
+    {
         do {
             return try readWholeFile(path)
         } catch {
-            throw SecurityError(.unreadableFile, "cannot read the \(what) \(path): \(error)")
+            throw SecurityError(code, "cannot read the \(what) \(path): \(error)")
         }
     }
 }

@@ -20,6 +20,10 @@ public struct SecurityErrorCode: ErrorCode {
     public static let invalidHostPattern = Self(name: "invalid_host_pattern")
     /// A policy that AFNetworking or TrustKit would refuse (it would accept anything, or has no pins).
     public static let invalidPolicy = Self(name: "invalid_policy")
+    /// A client certificate's private key cannot be used: its separate file unreadable, no PEM key in it,
+    /// encrypted without the right password, or not the certificate's key (``ClientIdentity/check``). Callers
+    /// that name the key's option or configuration key branch on it.
+    public static let unusableClientKey = Self(name: "unusable_client_key")
     /// OpenSSL itself failed (out of memory, a missing algorithm).
     public static let openSSLFailure = Self(name: "openssl_failure")
 }

@@ -19,7 +19,7 @@ struct ClientCertificateOptions: ParsableArguments {
         do throws(SecurityError) {
             try ClientIdentity.check(certificatePath: cert, keyPath: key, password: nil)
         } catch {
-            throw CommandFailure.usage("\(key != nil && error.message.contains("key") ? "--key" : "--cert"): \(error.message)")
+            throw CommandFailure.usage("\(key != nil && error.code == .unusableClientKey ? "--key" : "--cert"): \(error.message)")
         }
         return (cert, key)
     }
