@@ -223,7 +223,7 @@ struct ConnectivityNamespaceTests {
         let agent = try RunningAgent(scene, interval: "3s", timeout: "1s")
 
         let limited = try await agent.connectivity("limited")
-        #expect((limited["reason"] as? String)?.hasPrefix("timeout: ") == true, "\(limited)")
+        #expect((limited["reason"] as? String)?.hasPrefix("timed_out: ") == true, "\(limited)")
         let held = try await agent.endpoint("external", "unreachable")
         #expect(held["cause"] as? String == "connectivity_limited")
         try await agent.endpoint("lan", "up")
