@@ -10,11 +10,8 @@ public enum ConnectivityJSON {
         [("state", .string(verdict.state.rawValue))] + (previous.map { [("previous", .string($0?.rawValue))] } ?? []) + [
             ("reason", AgentEvents.outsideText(verdict.reason)),
             ("url", .string(DisplayURL.redacting(url.absoluteString))),
-            (
-                "phases_ms",
-                verdict.timings.map { TimingsJSON.phasesMilliseconds($0, kind: ServiceKind(scheme: url.scheme) ?? .http) } ?? .null
-            ),
-            ("total_ms", verdict.timings.map { TimingsJSON.milliseconds($0.total) } ?? .null),
+            ("phases_ms", verdict.timings?.phasesMillisecondsJSON(of: ServiceKind(scheme: url.scheme) ?? .http) ?? .null),
+            ("total_ms", verdict.timings?.totalMillisecondsJSON ?? .null),
         ]
     }
 }

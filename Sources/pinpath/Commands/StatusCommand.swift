@@ -49,7 +49,7 @@ struct StatusCommand: AsyncParsableCommand {
             session.shutdown()
         }
         if options.json {
-            var object = ReachabilityJSON.snapshot(path)
+            var object = path.snapshotJSON
             if let (result, url) = verdict, case .object(let fields) = object {
                 object = .object(fields + [("connectivity", .object(ConnectivityJSON.fields(result, url: url)))])
             }
