@@ -79,7 +79,7 @@ enum AgentEvents {
             case .none, .limited, .portal: .warning
             }
         return AgentEvent(
-            EventCatalog.connectivityChanged, ConnectivityJSON.fields(verdict, url: url, previous: .some(previous)), level: level)
+            EventCatalog.connectivityChanged, verdict.jsonFields(url: url, previous: .some(previous)), level: level)
     }
 
     /// `connectivity`: the check's last state when the result was recorded (`nil`: none configured, or no verdict yet).
