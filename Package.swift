@@ -74,7 +74,7 @@ let package = Package(
         .target(
             name: "PinpathAgent",
             dependencies: [
-                "PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathYAML", "CYAML", "CPCRE2",
+                "PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathYAML", "CPCRE2",
                 "CLinuxShims",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -93,8 +93,8 @@ public enum Node: Sendable {
     }
 
     /// What it is made of, itself included: a scalar is 1 node and its text's bytes, a collection 1 node plus its
-    /// items' (a mapping's keys and values), an alias's counted at each place it appears. Walks the whole tree, so
-    /// callers bound its nesting first, as for every reader.
+    /// items' (a mapping's keys and values), an alias's counted at each place it appears. Walks the whole tree
+    /// recursively: a tree ``Parser`` composed is at most ``Parser/maximumDepth`` deep.
     public var size: TreeSize {
         switch self {
         case .scalar(let scalar): TreeSize(nodes: 1, bytes: scalar.string.utf8.count)

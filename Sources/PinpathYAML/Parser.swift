@@ -11,17 +11,24 @@ import CYAML
 /// (``AliasLimit/standard`` unless told otherwise). An alias to an anchor not yet closed (`&a [*a]`) is an undefined alias. Merge keys (`<<`)
 /// and tags are not applied: readers see them as written.
 ///
-/// Composition keeps its own stack, but a reader walking the tree and Swift freeing it both recurse, so
-/// callers bound the nesting of untrusted text first.
+/// Composition keeps its own stack, but a reader walking the tree and Swift freeing it both recurse: so
+/// composition refuses a document nested deeper than ``maximumDepth`` (an alias counting as deep as the node it
+/// stands for), at the first collection or alias that goes past it, and no reader ever sees a deeper tree.
 public struct Parser: Sendable {
     /// The text to compose.
     public let yaml: String
     /// How far aliases may expand the document.
     public let aliasLimit: AliasLimit
+    /// How many collections deep the document may be (the root collection is level 1).
+    public let maximumDepth: Int
 
-    public init(yaml: String, aliasLimit: AliasLimit = .standard) {
+    /// 64 levels: far more than any configuration needs, and shallow enough for every recursive reader.
+    public static let standardMaximumDepth = 64
+
+    public init(yaml: String, aliasLimit: AliasLimit = .standard, maximumDepth: Int = Parser.standardMaximumDepth) {
         self.yaml = yaml
         self.aliasLimit = aliasLimit
+        self.maximumDepth = maximumDepth
     }
 
     /// The root of the one document in the text; `nil` when the text holds none (empty, or only comments).
@@ -29,7 +36,7 @@ public struct Parser: Sendable {
     /// - Throws: ``YamlError`` with libyaml's problem and position; a second document is
     ///   ``YamlError/composer(context:problem:_:yaml:)`` with the problem "but found another document", and
     ///   aliases expanding it past ``aliasLimit`` the same case, at the alias that went past it, with a problem
-    ///   naming the limit.
+    ///   naming the limit; nesting past ``maximumDepth`` is ``YamlError/tooDeep(limit:_:yaml:)``.
     public func singleRoot() throws(YamlError) -> Node? {
         try singleDocument()?.root
     }
@@ -40,7 +47,7 @@ public struct Parser: Sendable {
         let reader = try EventReader(yaml: yaml)
         _ = try reader.next()  // the stream's start
         guard try reader.next().kind != .streamEnd else { return nil }  // or the document's start
-        var composer = Composer(yaml: yaml, aliasLimit: aliasLimit)
+        var composer = Composer(yaml: yaml, aliasLimit: aliasLimit, maximumDepth: maximumDepth)
         let root = try composer.node(startingWith: reader.next(), from: reader)
         _ = try reader.next()  // the document's end
         let next = try reader.next()
@@ -138,13 +145,21 @@ public struct AliasLimit: Sendable, Equatable {
 private struct Composer {
     let yaml: String
     let aliasLimit: AliasLimit
-    /// The nodes anchored so far, with what each stands for; a later anchor of the same name replaces an
-    /// earlier one.
-    var anchors: [String: (node: Node, size: TreeSize)] = [:]
+    let maximumDepth: Int
+    /// The nodes anchored so far, with what each stands for and how many levels of collections it holds (0
+    /// for a scalar); a later anchor of the same name replaces an earlier one.
+    var anchors: [String: Composed] = [:]
     /// What the text writes (scalars and collections, not aliases), so far.
     var written = TreeSize.zero
     /// What the document stands for so far: what is written and what each alias repeats.
     var expanded = TreeSize.zero
+
+    /// A node composed, with what it stands for and its height (levels of collections, itself included).
+    struct Composed {
+        let node: Node
+        let size: TreeSize
+        let height: Int
+    }
 
     private struct OpenCollection {
         let isMapping: Bool
@@ -154,6 +169,8 @@ private struct Composer {
         var items: [Node] = []
         /// What it stands for, itself and aliases' expansions included.
         var size = TreeSize(nodes: 1, bytes: 0)
+        /// The height of its tallest item so far.
+        var tallestItem = 0
 
         var node: Node {
             guard isMapping else { return .sequence(Node.Sequence(items, mark)) }
@@ -162,21 +179,24 @@ private struct Composer {
         }
     }
 
-    init(yaml: String, aliasLimit: AliasLimit) {
+    init(yaml: String, aliasLimit: AliasLimit, maximumDepth: Int) {
         self.yaml = yaml
         self.aliasLimit = aliasLimit
+        self.maximumDepth = maximumDepth
     }
 
     mutating func node(startingWith first: Event, from reader: EventReader) throws(YamlError) -> Node {
         var open: [OpenCollection] = []
         var event = first
         while true {
-            let completed: (node: Node, size: TreeSize)?
+            let completed: Composed?
             switch event.kind {
             case .alias:
                 guard let anchor = event.anchor, let anchored = anchors[anchor] else {
                     throw .composer(context: nil, problem: "found undefined alias", event.mark, yaml: yaml)
                 }
+                // Composing pastes the anchored subtree in here: it counts as deep as it is.
+                if open.count + anchored.height > maximumDepth { throw .tooDeep(limit: maximumDepth, event.mark, yaml: yaml) }
                 expanded += anchored.size
                 if let excess = aliasLimit.excess(of: expanded, written: written) {
                     throw .composer(
@@ -192,11 +212,13 @@ private struct Composer {
             case .scalar:
                 let node = Node.scalar(event.scalar ?? Node.Scalar("", .plain, event.mark))
                 let size = TreeSize(nodes: 1, bytes: event.scalar?.string.utf8.count ?? 0)
-                if let anchor = event.anchor { anchors[anchor] = (node, size) }
+                let scalar = Composed(node: node, size: size, height: 0)
+                if let anchor = event.anchor { anchors[anchor] = scalar }
                 written += size
                 expanded += size
-                completed = (node, size)
+                completed = scalar
             case .sequenceStart, .mappingStart:
+                if open.count >= maximumDepth { throw .tooDeep(limit: maximumDepth, event.mark, yaml: yaml) }
                 open.append(OpenCollection(isMapping: event.kind == .mappingStart, anchor: event.anchor, mark: event.mark))
                 written += TreeSize(nodes: 1, bytes: 0)
                 expanded += TreeSize(nodes: 1, bytes: 0)
@@ -205,9 +227,9 @@ private struct Composer {
                 guard let collection = open.popLast() else {
                     throw .composer(context: nil, problem: "unexpected end of a collection", event.mark, yaml: yaml)
                 }
-                let node = collection.node
-                if let anchor = collection.anchor { anchors[anchor] = (node, collection.size) }
-                completed = (node, collection.size)
+                let composed = Composed(node: collection.node, size: collection.size, height: collection.tallestItem + 1)
+                if let anchor = collection.anchor { anchors[anchor] = composed }
+                completed = composed
             case .streamStart, .streamEnd, .documentStart, .documentEnd, .none:
                 // libyaml's parser never sends these inside a document.
                 throw .composer(context: nil, problem: "unexpected event", event.mark, yaml: yaml)
@@ -216,6 +238,7 @@ private struct Composer {
                 guard !open.isEmpty else { return completed.node }
                 open[open.count - 1].items.append(completed.node)
                 open[open.count - 1].size += completed.size
+                open[open.count - 1].tallestItem = max(open[open.count - 1].tallestItem, completed.height)
             }
             event = try reader.next()
         }

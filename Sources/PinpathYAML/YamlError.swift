@@ -15,6 +15,9 @@ public enum YamlError: Error, Sendable, CustomStringConvertible {
     case parser(context: Context?, problem: String, Mark, yaml: String)
     /// Composing nodes failed at the mark: an undefined alias, or a second document.
     case composer(context: Context?, problem: String, Mark, yaml: String)
+    /// The collection or alias at the mark would nest the document deeper than `limit` levels
+    /// (``Parser/maximumDepth``).
+    case tooDeep(limit: Int, Mark, yaml: String)
 
     /// What libyaml was reading when it failed (`while parsing a block mapping`) and where that started.
     public struct Context: Sendable, CustomStringConvertible {
@@ -32,6 +35,7 @@ public enum YamlError: Error, Sendable, CustomStringConvertible {
         case .scanner(let context, let problem, let mark, _): "\(mark): scanner: \(Self.prefix(context))\(problem)"
         case .parser(let context, let problem, let mark, _): "\(mark): parser: \(Self.prefix(context))\(problem)"
         case .composer(let context, let problem, let mark, _): "\(mark): composer: \(Self.prefix(context))\(problem)"
+        case .tooDeep(let limit, let mark, _): "\(mark): composer: nested deeper than \(limit) levels"
         }
     }
 

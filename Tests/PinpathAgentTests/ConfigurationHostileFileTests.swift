@@ -73,6 +73,51 @@ struct ConfigurationHostileFileTests {
             ])
     }
 
+    /// Issue 29: the main file and an included file go through one loader (read whole, UTF-8, the parser's limits,
+    /// then the shape of the root), so each content fails the same way in both, but for the words naming the file
+    /// and what it should hold; a file that looks like a key or an environment file is named, never quoted.
+    @Test(
+        "The main file and an included file refuse the same content alike: binary, too deep, an environment file, a key",
+        arguments: [
+            (
+                content: [0x65, 0x6E, 0xFF, 0xFE, 0x0A] as [UInt8], mainPosition: "",
+                main: "the file is not UTF-8 text (a binary file?); nothing from it is shown",
+                included: "the included file is not UTF-8 text (a binary file?); nothing from it is shown"
+            ),
+            (
+                content: Array(("endpoints: " + String(repeating: "[", count: 100)).utf8), mainPosition: ":1:75",
+                main: "nested deeper than 64 levels; the configuration needs 5 (is this the right file?)",
+                included: "nested deeper than 64 levels; an included file needs 4"
+            ),
+            (
+                content: Array("API_TOKEN=s3cr3t: x\nOTHER=y\n".utf8), mainPosition: ":1:1",
+                main: "the file looks like an environment file (NAME=value lines), not YAML; nothing from it is shown "
+                    + "(is this the right file?)",
+                included: "the included file looks like an environment file (NAME=value lines), not YAML; an included file "
+                    + "is YAML with endpoints: (check that the include pattern matches only those); nothing from it is shown"
+            ),
+            (
+                content: Array("-----BEGIN PRIVATE KEY-----\nMIIBs3cr3t\n-----END PRIVATE KEY-----\n".utf8), mainPosition: ":1:1",
+                main: "the file looks like a PEM private key; nothing from it is shown (is this the right file?)",
+                included: "the included file looks like a PEM private key; an included file is YAML with endpoints: (check "
+                    + "that the include pattern matches only those); nothing from it is shown"
+            ),
+        ])
+    func sameRefusalForMainAndIncluded(content: [UInt8], mainPosition: String, main: String, included: String) throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("content.yaml")
+        try Data(content).write(to: URL(fileURLWithPath: file))
+        let asMain = try Self.checkConfig(file)
+        #expect(asMain.status == 78)
+        #expect(asMain.stderr == "pinpath: error: \(file)\(mainPosition): \(main)\n")
+        try "include: content.yaml\n".write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        let asIncluded = try Self.checkConfig(directory.file("pinpath.yaml"))
+        #expect(asIncluded.status == 78)
+        let includedPosition = mainPosition == ":1:1" ? "" : mainPosition
+        #expect(asIncluded.stderr == "pinpath: error: \(file)\(includedPosition): \(included)\n")
+        #expect(!asMain.stderr.contains("s3cr3t") && !asIncluded.stderr.contains("s3cr3t"))
+    }
+
     /// Found by the second attack review: a 75 KB file took `check-config` about 30 s. A thousand endpoints
     /// each alias a list of 1,000 thresholds: a million nodes for the reader, each list checked for repeats.
     @Test("A 75 KB file aliasing one big list a thousand times is refused by the YAML limit, with its position")

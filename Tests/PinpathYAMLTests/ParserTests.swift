@@ -144,11 +144,11 @@ struct ParserTests {
         }
     }
 
-    @Test("Thousands of nested collections compose without recursion")
+    @Test("Thousands of nested collections compose without recursion, when the caller allows them")
     func deepNesting() throws {
         let depth = 5_000
         let yaml = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
-        var node = try #require(try Parser(yaml: yaml).singleRoot())
+        var node = try #require(try Parser(yaml: yaml, maximumDepth: depth).singleRoot())
         var levels = 0
         while case .sequence(let list) = node {
             levels += 1
@@ -156,6 +156,39 @@ struct ParserTests {
             node = inner
         }
         #expect(levels == depth)
+    }
+
+    /// The bound every recursive reader of the tree (and Swift freeing it) relies on: the parser's own, so that no
+    /// caller can forget it.
+    @Test("Nesting past the limit is refused at the collection that passes it; at the limit it composes")
+    func nestingLimit() throws {
+        let limit = Parser.standardMaximumDepth
+        #expect(try Parser(yaml: String(repeating: "[", count: limit) + String(repeating: "]", count: limit)).singleRoot() != nil)
+        #expect {
+            try Parser(yaml: "a: " + String(repeating: "[", count: 100_000)).singleRoot()
+        } throws: { error in
+            guard case .tooDeep(limit, let mark, _) = error as? YamlError else { return false }
+            return mark == Mark(line: 1, column: 3 + limit)
+        }
+        #expect {
+            try Parser(yaml: "- - - x\n", maximumDepth: 2).singleRoot()
+        } throws: { error in
+            guard case .tooDeep(2, let mark, _) = error as? YamlError else { return false }
+            return mark == Mark(line: 1, column: 5) && "\(error)" == "1:5: composer: nested deeper than 2 levels"
+        }
+    }
+
+    /// An alias pastes its anchored subtree in: anchors each nested a little, each holding the previous one's
+    /// alias, would build a tree far deeper than any collection written.
+    @Test("An alias counts as deep as the node it stands for")
+    func nestingThroughAliases() throws {
+        #expect(try Parser(yaml: "a: &a [[x]]\nb: [*a]\n", maximumDepth: 4).singleRoot() != nil)
+        #expect {
+            try Parser(yaml: "a: &a [[x]]\nb: [[*a]]\n", maximumDepth: 4).singleRoot()
+        } throws: { error in
+            guard case .tooDeep(4, let mark, _) = error as? YamlError else { return false }
+            return mark == Mark(line: 2, column: 6)
+        }
     }
 
     @Test("Errors carry libyaml's problem, context and position")

@@ -50,15 +50,7 @@ public struct AgentConfiguration: Sendable {
     public static func load(
         path: String, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ConfigurationError) -> AgentConfiguration {
-        let bytes: [UInt8]
-        do throws(FileReadError) {
-            bytes = try readRegularFile(path)
-        } catch {
-            throw ConfigurationError(problems: [wholeFile(path, .unreadableFile, readFailure(error, "the file"))])
-        }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw ConfigurationError(problems: [wholeFile(path, .unreadableFile, "the file is not UTF-8 text")])
-        }
+        let text = try ConfigurationDocument.text(of: path, as: .main)
         let directory = path.lastIndex(of: "/").map { String(path[...$0]) } ?? "."
         return try parse(yaml: text, file: path, baseDirectory: directory, environment: environment)
     }
@@ -68,34 +60,8 @@ public struct AgentConfiguration: Sendable {
     package static func parse(
         yaml: String, file: String, baseDirectory: String, environment: [String: String]
     ) throws(ConfigurationError) -> AgentConfiguration {
-        if let (line, column) = YAMLNestingLimit.firstTooDeep(in: yaml) {
-            throw ConfigurationError(problems: [
-                ConfigurationProblem(
-                    file: file, line: line, column: column, keyPath: "", code: .syntax,
-                    message:
-                        "nested deeper than \(YAMLNestingLimit.maximumDepth) levels; the configuration needs 5 (is this the right file?)")
-            ])
-        }
-        let document: Document?
-        do {
-            document = try Parser(yaml: yaml).singleDocument()
-        } catch {
-            // A key or an environment file given by mistake is named, not quoted.
-            let problem =
-                ForeignContent.description(of: yaml).map {
-                    ConfigurationProblem(
-                        file: file, line: 1, column: 1, keyPath: "", code: .syntax, message: "the file \($0), not YAML; \(wrongFile)")
-                } ?? syntaxProblem(error, file: file, yaml: yaml)
-            throw ConfigurationError(problems: [problem])
-        }
+        let document = try ConfigurationDocument.compose(yaml, file: file, as: .main)
         let root = document?.root
-        if case .scalar = root, let root {
-            let what = ForeignContent.description(of: yaml) ?? ForeignContent.description(of: root)
-            throw ConfigurationError(problems: [
-                ConfigurationProblem(
-                    file: file, line: 1, column: 1, keyPath: "", code: .wrongType, message: "the file \(what); \(wrongFile)")
-            ])
-        }
         let decoder = ConfigurationDecoder(file: file, baseDirectory: baseDirectory, environment: environment)
         // An empty file is an empty configuration: the machine's own reachability is still reported.
         let fields = root.flatMap { decoder.mapping($0, "", known: keys) }
@@ -151,67 +117,6 @@ public struct AgentConfiguration: Sendable {
             file: file, events: events, policies: policies, endpoints: endpoints, reachabilityTargets: targets,
             metricsTextfile: metrics?.textfile, metricsListen: metrics?.listen, proxy: proxy, connectivity: connectivity,
             warnings: ConfigurationError(problems: decoder.warnings).problems)
-    }
-
-    private static let wrongFile = "nothing from it is shown (is this the right file?)"
-
-    /// Why a configuration file (`what`: "the file", "the included file") could not be read, without its path
-    /// (the problem names it): errno's words, or what the path is when it is not a regular file.
-    static func readFailure(_ error: FileReadError, _ what: String) -> String {
-        switch error.failure {
-        case .open(let code), .read(let code): "cannot read \(what): \(String(cString: strerror(code)))"
-        case .tooLarge: "cannot read \(what): it is larger than \(maximumReadableFileSize >> 20) MiB"
-        case .notRegularFile(let kind): "\(what) is \(kind.rawValue), not a regular file; nothing was read from it"
-        }
-    }
-
-    static func wholeFile(_ path: String, _ code: ConfigurationProblem.Code, _ message: String) -> ConfigurationProblem {
-        ConfigurationProblem(file: path, line: nil, column: nil, keyPath: "", code: code, message: message)
-    }
-
-    /// A Yams parse error as a problem at libyaml's position, in libyaml's words.
-    static func syntaxProblem(_ error: any Error, file: String, yaml: String) -> ConfigurationProblem {
-        switch error as? YamlError {
-        case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
-            .composer(let context, let problem, let mark, _):
-            if case .composer = error as? YamlError, problem == "but found another document" {
-                return ConfigurationProblem(
-                    file: file, line: mark.line, column: mark.column, keyPath: "", code: .syntax,
-                    message: "a second YAML document starts here; the configuration is one document (remove the ---)")
-            }
-            let detail = context.map { " (\($0.text), line \($0.mark.line) column \($0.mark.column))" } ?? ""
-            return ConfigurationProblem(
-                file: file, line: mark.line, column: mark.column, keyPath: "", code: .syntax,
-                message: "invalid YAML: \(problem)\(detail)")
-        case .reader(let problem, _, _, _):
-            // Yams gives the offset in Characters, where CR LF is one and a prepended mark hides the character
-            // refused; the first scalar outside YAML's printable set is the one libyaml stopped at.
-            let position = firstUnprintablePosition(yaml)
-            return ConfigurationProblem(
-                file: file, line: position?.line, column: position?.column, keyPath: "", code: .syntax,
-                message: "invalid YAML: \(problem)")
-        default:
-            return ConfigurationProblem(file: file, line: nil, column: nil, keyPath: "", code: .syntax, message: "invalid YAML: \(error)")
-        }
-    }
-
-    /// The line and column (from 1; columns in Unicode scalars, as libyaml counts them) of the first scalar
-    /// that YAML does not allow in a stream (C0 and C1 controls but tab, LF, CR and NEL; U+FFFE, U+FFFF),
-    /// with libyaml's line breaks: CR LF, CR, LF, NEL, LS and PS.
-    private static func firstUnprintablePosition(_ text: String) -> (line: Int, column: Int)? {
-        var line = 1
-        var column = 1
-        var previous: Unicode.Scalar?
-        for scalar in text.unicodeScalars {
-            defer { previous = scalar }
-            switch scalar.value {
-            case 0x0A where previous == "\r": continue
-            case 0x0A, 0x0D, 0x85, 0x2028, 0x2029: (line, column) = (line + 1, 1)
-            case 0x09, 0x20...0x7E, 0xA0...0xD7FF, 0xE000...0xFFFD, 0x10000...: column += 1
-            default: return (line, column)
-            }
-        }
-        return nil
     }
 }
 

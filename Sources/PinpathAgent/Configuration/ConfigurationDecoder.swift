@@ -202,6 +202,13 @@ final class ConfigurationDecoder {
         }
     }
 
+    /// The value of a key that must be there, reporting it at the mapping when it is not.
+    func required(_ fields: ConfigurationMapping, _ key: String, _ what: String) -> Node? {
+        if let value = fields[key] { return value }
+        report(.missingKey, at: fields.node, fields.keyPath, "\(key) is missing (\(what))")
+        return nil
+    }
+
     /// Text: any scalar (a number is read as its digits).
     func string(_ node: Node, _ keyPath: String, _ what: String) -> String? {
         guard case .scalar(let scalar) = node else {

@@ -262,13 +262,6 @@ extension EndpointConfiguration {
 }
 
 extension ConfigurationDecoder {
-    /// The value of a key that must be there, reporting it at the mapping when it is not.
-    func required(_ fields: ConfigurationMapping, _ key: String, _ what: String) -> Node? {
-        if let value = fields[key] { return value }
-        report(.missingKey, at: fields.node, fields.keyPath, "\(key) is missing (\(what))")
-        return nil
-    }
-
     /// A non-empty name without control, bidi formatting or other invisible characters, not used by an earlier
     /// endpoint.
     func endpointName(_ node: Node, _ keyPath: String, _ context: inout EndpointConfiguration.Context) -> String? {
@@ -343,43 +336,6 @@ extension ConfigurationDecoder {
         }
     }
 
-    /// An absolute URL of a ``ServiceKind`` with a host and no credentials; `tls://` and `tcp://` with a port.
-    func url(_ node: Node, _ keyPath: String) -> URL? {
-        guard let text = string(node, keyPath, "a URL") else { return nil }
-        let problem: String?
-        let url = URL(endpointText: text)
-        // Problems reach the journal: no query, no credentials, and only the start of a long one.
-        let shown = ConfigurationProblem.quoted(DisplayURL.redacting(text))
-        if text.contains("${") {
-            problem = "\(shown) uses ${…}, which only header values may; put a token in a header instead"
-        } else if let url, let kind = ServiceKind(scheme: url.scheme) {
-            if let refusal = kind.refusal {
-                problem = "\(shown): \(refusal)"
-            } else if url.host?.isEmpty ?? true {
-                problem = "\(shown) has no host"
-            } else if url.user != nil || url.password != nil {
-                problem =
-                    "the URL holds a user name or password, which would appear in events; use an Authorization header with ${ENV} instead"
-            } else if kind.defaultPort == nil && url.port == nil {
-                problem = "\(shown) has no port; a \(kind.rawValue):// URL needs one (\(kind.rawValue)://host:port)"
-            } else if !kind.isHTTP && !(url.path.isEmpty || url.path == "/") {
-                problem = "\(shown) has a path; a \(kind.rawValue):// probe only connects (write \(kind.rawValue)://host:port)"
-            } else {
-                problem = nil
-            }
-        } else {
-            problem = """
-                \(shown) is not a URL pinpath probes; use one of \(ServiceKind.probed.map { "\($0.rawValue)://" }.joined(separator: ", ")) \
-                (such as https://api.example.com/health or tls://db.example.com:5432)
-                """
-        }
-        if let problem {
-            report(.invalidValue, at: node, keyPath, problem)
-            return nil
-        }
-        return url
-    }
-
     /// `cert_expiry_warning`: one duration (`0s` for none) or a list of them (`[30d, 14d, 7d, 1d]`, `[]` for none),
     /// each once; longest first.
     func expiryThresholds(_ node: Node, _ keyPath: String) -> [Duration]? {
@@ -408,103 +364,5 @@ extension ConfigurationDecoder {
             return nil
         }
         return HTTPMethod(rawValue: text)
-    }
-
-    /// `name: value` lines; `${NAME}` in values is read from the environment now, and the value is secret
-    /// from then on. Names are checked as HTTP tokens and may not repeat in any case.
-    func headers(_ node: Node, _ keyPath: String) -> [EndpointConfiguration.Header]? {
-        guard let entries = namedEntries(node, keyPath) else { return nil }
-        var seen: Set<String> = []
-        var headers: [EndpointConfiguration.Header] = []
-        for (name, key, value) in entries {
-            let path = Self.keyPath(keyPath, name)
-            do throws(HTTPError) {
-                try HTTPHeaders(dictionaryLiteral: (name, "")).validate()
-            } catch {
-                report(.invalidValue, at: key, path, error.message)
-                continue
-            }
-            guard seen.insert(name.lowercased()).inserted else {
-                report(.duplicate, at: key, path, "the header \(name) is given twice (names are compared without regard to case)")
-                continue
-            }
-            guard let template = string(value, path, "a header value") else { continue }
-            guard let (text, variables) = expand(template, value, path) else { continue }
-            guard !text.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
-                let origin = variables.isEmpty ? "" : " after ${\(variables.joined(separator: "}, ${"))} was read"
-                report(.invalidValue, at: value, path, "the value contains CR, LF or NUL\(origin); a header value is one line")
-                continue
-            }
-            let secret = Self.isSecretHeader(name: name, template: template)
-            headers.append(.init(name: name, value: RedactableValue(text, isSecret: secret, variables: variables)))
-        }
-        return headers
-    }
-
-    /// Whether a header's value is secret (``RedactableValue/isSecret``): read from the environment, or a
-    /// credential by its name (`HTTPHeaders.isCredential`). Such a default is also scoped (``EndpointDefaults``).
-    static func isSecretHeader(name: String, template: String) -> Bool {
-        template.contains("${") || HTTPHeaders.isCredential(name)
-    }
-
-    /// Whether `template` may read the environment: not in an included file's own values, where `${…}` is
-    /// refused (reported here) before any variable is looked up.
-    func refuseEnvironmentInIncludedFile(_ template: String, _ node: Node, _ keyPath: String) -> Bool {
-        guard template.contains("${"), isWrittenInIncludedFile(keyPath) else { return true }
-        report(
-            .notInIncludedFile, at: node, keyPath,
-            """
-            ${…} reads the agent's environment, which only \(mainFile) may: an included file could send it anywhere; \
-            move this endpoint to \(mainFile) (a header can instead be a default there, scoped to this endpoint's host \
-            by include's credentials_for)
-            """)
-        return false
-    }
-
-    /// Replaces each `${NAME}` with the environment's value (as `encodingValue` writes it), reporting unset
-    /// variables by name (never a value) and malformed references. `$` not followed by `{` is kept as it is. An
-    /// included file's own values may not read the environment: that is refused before any variable is looked up.
-    func expand(
-        _ template: String, _ node: Node, _ keyPath: String, encodingValue: (String) -> String = { $0 }
-    ) -> (String, [String])? {
-        guard refuseEnvironmentInIncludedFile(template, node, keyPath) else { return nil }
-        var result = ""
-        var variables: [String] = []
-        var rest = Substring(template)
-        var failed = false
-        while let start = rest.firstRange(of: "${") {
-            result += rest[..<start.lowerBound]
-            rest = rest[start.upperBound...]
-            guard let end = rest.firstIndex(of: "}") else {
-                report(.invalidValue, at: node, keyPath, "\"${\" has no closing \"}\" (write ${NAME})")
-                return nil
-            }
-            let name = String(rest[..<end])
-            rest = rest[rest.index(after: end)...]
-            guard let first = name.unicodeScalars.first, first == "_" || (first.isASCII && first.properties.isAlphabetic),
-                name.unicodeScalars.allSatisfy({ $0 == "_" || ($0.isASCII && $0.properties.isAlphabetic) || ("0"..."9").contains($0) })
-            else {
-                report(
-                    .invalidValue, at: node, keyPath,
-                    "\"${\(name)}\" is not an environment variable reference (letters, digits and _, not starting with a digit)")
-                failed = true
-                continue
-            }
-            variables.append(name)
-            if let value = environment[name] {
-                result += encodingValue(value)
-            } else {
-                report(
-                    .missingEnvironmentVariable, at: node, keyPath,
-                    """
-                    the environment variable \(name) is not set (give it to pinpath, for example with systemd's Environment= or \
-                    EnvironmentFile=)
-                    """
-                )
-                failed = true
-            }
-        }
-        result += rest
-        return failed ? nil : (result, variables)
     }
 }

@@ -162,42 +162,16 @@ extension AgentConfiguration {
         let mainFile = decoder.file
         decoder.file = path
         defer { decoder.file = mainFile }
-        let bytes: [UInt8]
-        do throws(FileReadError) {
-            bytes = try readRegularFile(path)
-        } catch {
-            decoder.record(wholeFile(path, .unreadableFile, readFailure(error, "the included file")))
-            return nil
-        }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            decoder.record(
-                wholeFile(path, .unreadableFile, "the included file is not UTF-8 text (a binary file?); nothing from it is shown"))
-            return nil
-        }
-        if let (line, column) = YAMLNestingLimit.firstTooDeep(in: text) {
-            decoder.record(
-                ConfigurationProblem(
-                    file: path, line: line, column: column, keyPath: "", code: .syntax,
-                    message: "nested deeper than \(YAMLNestingLimit.maximumDepth) levels; an included file needs 4"))
-            return nil
-        }
         let document: Document?
-        do {
-            document = try Parser(yaml: text).singleDocument()
+        do throws(ConfigurationError) {
+            document = try ConfigurationDocument.compose(
+                ConfigurationDocument.text(of: path, as: .included), file: path, as: .included)
         } catch {
-            decoder.record(
-                ForeignContent.description(of: text).map { wholeFile(path, .syntax, "the included file \($0); \(notEndpoints)") }
-                    ?? syntaxProblem(error, file: path, yaml: text))
+            error.problems.forEach(decoder.record)
             return nil
         }
         // An empty file (a service with nothing to probe yet) includes nothing.
-        guard let document else { return ([], .zero) }
-        let root = document.root
-        guard case .mapping(let mapping) = root else {
-            let what = ForeignContent.description(of: text) ?? ForeignContent.description(of: root)
-            decoder.record(wholeFile(path, .wrongType, "the included file \(what); \(notEndpoints)"))
-            return nil
-        }
+        guard let document, case .mapping(let mapping) = document.root else { return ([], .zero) }
         for (key, _) in mapping where key.string == "include" {
             decoder.report(
                 .invalidValue, at: key, "include",
@@ -208,7 +182,4 @@ extension AgentConfiguration {
         let endpoints = fields["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") }
         return (endpoints ?? [], document.written)
     }
-
-    private static let notEndpoints =
-        "an included file is YAML with endpoints: (check that the include pattern matches only those); nothing from it is shown"
 }

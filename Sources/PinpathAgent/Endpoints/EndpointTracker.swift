@@ -171,7 +171,7 @@ struct EndpointTracker: Sendable {
             name: endpoint.name,
             probeSucceeded: lastProbe?.succeeded,
             probeDuration: timings?.total,
-            phaseDurations: timings.map { TimingsJSON.phases($0, kind: endpoint.kind).map { ($0.name, $0.seconds) } } ?? [],
+            phaseDurations: timings.map { $0.phases(of: endpoint.kind).map { ($0.name, $0.seconds) } } ?? [],
             statusCode: lastProbe?.statusCode,
             tlsVersion: lastProbe?.tlsVersion, failureCategory: lastProbe?.failureCategory,
             state: state.status,

@@ -4,8 +4,8 @@ import PinpathReachability
 import PinpathSecurity
 import PinpathSupport
 
-/// Builds every event the agent writes (the reachability ones in ``ReachabilityJSON``, the types and their
-/// fields listed in ``EventCatalog``). The one place event fields are made: the rest of the agent hands
+/// Builds every event the agent writes (the types and their fields listed in ``EventCatalog``; the fields of
+/// reachability data and timings are their types' JSON, from PinpathReachability and PinpathHTTP). The one place event fields are made: the rest of the agent hands
 /// values here and writes what comes back.
 enum AgentEvents {
     static func started(
@@ -18,7 +18,7 @@ enum AgentEvents {
                 ("config", .string(configurationPath)),
                 ("endpoints", .int(configuration.endpoints.count)),
                 ("once", .bool(once)),
-                ("path", ReachabilityJSON.summary(path)),
+                ("path", path.summaryJSON),
                 ("warnings", .array(configuration.warnings.map(\.jsonValue))),
             ], level: configuration.warnings.isEmpty ? .info : .warning)
     }
@@ -64,7 +64,8 @@ enum AgentEvents {
     }
 
     static func reachability(_ event: ReachabilityEvent) -> AgentEvent {
-        ReachabilityJSON.agentEvent(event)
+        let (kind, level) = EventCatalog.reachability(event)
+        return AgentEvent(kind, event.jsonFields, level: level)
     }
 
     /// `previous`: the state before, `nil` for the first verdict. `url` is the check's, without its query.
@@ -78,7 +79,7 @@ enum AgentEvents {
             case .none, .limited, .portal: .warning
             }
         return AgentEvent(
-            EventCatalog.connectivityChanged, ConnectivityJSON.fields(verdict, url: url, previous: .some(previous)), level: level)
+            EventCatalog.connectivityChanged, verdict.jsonFields(url: url, previous: .some(previous)), level: level)
     }
 
     /// `connectivity`: the check's last state when the result was recorded (`nil`: none configured, or no verdict yet).
@@ -94,8 +95,8 @@ enum AgentEvents {
         // `status_code` is HTTP's: absent from the other kinds' results rather than always null.
         let status: [(String, JSONValue)] = result.kind.isHTTP ? [("status_code", result.statusCode.map(JSONValue.int) ?? .null)] : []
         return [("outcome", .string(result.outcome.rawValue))] + status + [
-            ("phases_ms", timings.map { TimingsJSON.phasesMilliseconds($0, kind: result.kind) } ?? .null),
-            ("total_ms", timings.map { TimingsJSON.milliseconds($0.total) } ?? .null),
+            ("phases_ms", timings?.phasesMillisecondsJSON(of: result.kind) ?? .null),
+            ("total_ms", timings?.totalMillisecondsJSON ?? .null),
             ("remote_address", .string(result.remoteAddress)),
             ("tls_version", .string(result.tlsVersion)),
             ("served_chain", chainSummary(result.evaluation?.servedChain ?? [])),

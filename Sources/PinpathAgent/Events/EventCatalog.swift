@@ -1,3 +1,6 @@
+import PinpathReachability
+import PinpathSupport
+
 /// One type of event the agent writes: its name, the names of its fields (everything after the envelope), in
 /// the order they are written, and the levels it may have.
 public struct EventKind: Sendable, Equatable {
@@ -16,8 +19,7 @@ public struct EventKind: Sendable, Equatable {
     }
 }
 
-/// Every event the agent writes, with its fields. The builders in ``AgentEvents`` and ``ReachabilityJSON``
-/// write exactly these (checked when an event is built), and a test checks the README's event reference
+/// Every event the agent writes, with its fields. The builders in ``AgentEvents`` write exactly these (checked when an event is built), and a test checks the README's event reference
 /// against this table, so the output, the table and the documentation cannot drift apart.
 public enum EventCatalog {
     /// Once, after the first path snapshot.
@@ -114,6 +116,20 @@ public enum EventCatalog {
         certificateExpired, revocationChecked, eventsDropped,
         metricsWriteFailed,
     ]
+}
+
+extension EventCatalog {
+    /// The event reporting a reachability change (its fields are the change's ``ReachabilityEvent/jsonFields``),
+    /// and its level: `warning` when the path or the target is no longer reachable, `info` otherwise. The agent
+    /// and `pinpath watch --json` write it the same way.
+    public static func reachability(_ change: ReachabilityEvent) -> (kind: EventKind, level: EventLevel) {
+        let kind =
+            switch change {
+            case .path: reachabilityChanged
+            case .target: reachabilityTargetChanged
+            }
+        return (kind, change.isReachable ? .info : .warning)
+    }
 }
 
 /// One event ready to write: its type and its fields.

@@ -1,7 +1,6 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import PinpathAgent
 import PinpathHTTP
 import PinpathReachability
 import PinpathSecurity
@@ -358,8 +357,8 @@ struct RequestCommand: AsyncParsableCommand {
             ("redirects", .int(response.redirectCount)),
             ("headers", .object(response.headers.fields.map { ($0.name.lowercased(), .string($0.value)) })),
             ("body_bytes", .int(response.body.count)),
-            ("phases_ms", TimingsJSON.phasesMilliseconds(timings)),
-            ("total_ms", TimingsJSON.milliseconds(timings.total)),
+            ("phases_ms", timings.phasesMillisecondsJSON()),
+            ("total_ms", timings.totalMillisecondsJSON),
             (
                 "tls",
                 response.tls.map { tls in

@@ -1,6 +1,5 @@
 import ArgumentParser
 import FoundationEssentials
-import PinpathAgent
 import PinpathHTTP
 import PinpathReachability
 import PinpathSupport
@@ -49,9 +48,9 @@ struct StatusCommand: AsyncParsableCommand {
             session.shutdown()
         }
         if options.json {
-            var object = ReachabilityJSON.snapshot(path)
+            var object = path.snapshotJSON
             if let (result, url) = verdict, case .object(let fields) = object {
-                object = .object(fields + [("connectivity", .object(ConnectivityJSON.fields(result, url: url)))])
+                object = .object(fields + [("connectivity", .object(result.jsonFields(url: url)))])
             }
             try writeOutput(object.encoded() + "\n")
         } else {

@@ -44,8 +44,8 @@ struct WatchCommand: AsyncParsableCommand {
             monitor.onChange { event in
                 do throws(EventWriterError) {
                     if json {
-                        let (name, level, fields) = ReachabilityJSON.event(event)
-                        try events.write(event: name, level: level, fields: fields)
+                        let (kind, level) = EventCatalog.reachability(event)
+                        try events.write(event: kind.name, level: level, fields: event.jsonFields)
                     } else {
                         try text.write(PathText.change(event))
                     }
