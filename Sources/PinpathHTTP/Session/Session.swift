@@ -236,7 +236,10 @@ public final class Session: Sendable {
         if let gate, options.reachability != .ignore {
             try await gate.admit(host: proxy?.host ?? dialledHost, proxy: proxy, options: options, request: label)
         }
-        let connectTo = connectHost.map { "\(host):\(port):\($0.contains(":") && !$0.hasPrefix("[") ? "[\($0)]" : $0):\(port)" }
+        // curl's --connect-to syntax: an IPv6 host and address in brackets, or their colons read as separators.
+        let connectTo = connectHost.map {
+            "\(URLHost.bracketed(bareHost)):\(port):\(URLHost.bracketed(URLHost.withoutBrackets($0))):\(port)"
+        }
         let deadline = ContinuousClock.now + options.timeout
         var attemptOptions = options
         var askedResponder = false
