@@ -120,6 +120,24 @@ struct ReplayedExpiryTests {
     }
 
     @Test(
+        "pinpath request --json --proxy: through a CONNECT proxy the key cannot be proven the same way: tls_invalid, saying why, the expiry said"
+    )
+    func throughAProxy() throws {
+        let scratch = try TemporaryDirectory()
+        let server = try TLSServer(certificate: Self.file("legit.pem"), key: Self.file("legit.key"), chain: [], in: scratch.path)
+        defer { server.stop() }
+        let proxy = try ProxyServer(directory: scratch.path)
+        defer { proxy.stop() }
+        let (_, error) = try Self.request("https://127.0.0.1:\(server.port)/", ["--proxy", proxy.url()])
+        #expect(error["category"] as? String == "tls_invalid", "\(error)")
+        let message = error["message"] as? String ?? ""
+        #expect(message.contains("\(Self.unproven) (the connection went through the proxy"), "\(message)")
+        #expect(message.contains(Self.lapse), "\(message)")
+        // One tunnel: no second connection was tried through it or around it.
+        #expect(proxy.requests.map(\.method) == ["CONNECT"])
+    }
+
+    @Test(
         """
         ATTACK: pinpath run: the replay is tls_invalid in probe.completed and pinpath_probe_failure_info and writes no \
         tls.certificate_expired; the genuine expired server beside it stays tls_expired with its event
