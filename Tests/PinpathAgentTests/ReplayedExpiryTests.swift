@@ -45,6 +45,20 @@ struct ReplayedExpiryTests {
         #expect(server.connections == 2)
     }
 
+    @Test("ATTACK: pinpath request --json: the replay in TLS 1.3 (Certificate sent, no CertificateVerify) is tls_invalid too")
+    func replayedInTLS13() throws {
+        let scratch = try TemporaryDirectory()
+        let server = try ReplayTLSServer(chain: [Self.file("legit.pem")], tls13: true, in: scratch.path)
+        defer { server.stop() }
+        let url = "https://127.0.0.1:\(server.port)/"
+        let (_, error) = try Self.request(url)
+        #expect(error["category"] as? String == "tls_invalid", "\(error)")
+        let message = error["message"] as? String ?? ""
+        #expect(message.hasPrefix("GET \(url): 127.0.0.1: the server \(Self.unproven)"), "\(message)")
+        #expect(message.contains(Self.lapse), "\(message)")
+        #expect(server.connections == 2)
+    }
+
     /// The attacker's reproduction: a CA and its leaf for `svc.test` that lapsed on 2024-04-01 (`openssl ca` sets
     /// exact dates), an EC key for the replay server's suite.
     static let service = GeneratedDirectory.make(
