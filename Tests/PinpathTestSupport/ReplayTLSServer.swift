@@ -111,7 +111,10 @@ public final class ReplayTLSServer: Sendable {
         logPath = "\(directory)/\(name).log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         (pid, port) = try Shell.spawnServer(
-            ["/usr/bin/python3", "\(directory)/\(name).py", "\(directory)/\(name).port", logPath, holds ? "hold" : "close", tls13 ? "tls13" : "tls12"] + chain,
+            [
+                "/usr/bin/python3", "\(directory)/\(name).py", "\(directory)/\(name).port", logPath, holds ? "hold" : "close",
+                tls13 ? "tls13" : "tls12",
+            ] + chain,
             portFile: "\(directory)/\(name).port", what: "the replay server")
     }
 
