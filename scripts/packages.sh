@@ -13,7 +13,7 @@ PINPATH_PACKAGES=(pkg-config libnl-3-dev libnl-route-3-dev libssl-dev libcurl4-o
 # bsdextrautils (col) render a man page. slapd, the real LDAP server the ldap:// and ldaps:// tests start from a
 # directory of their own, and ldap-utils, whose ldapsearch -ZZ is the control that StartTLS works against it.
 PINPATH_TEST_PACKAGES=(python3-venv nginx-light curl prometheus prometheus-node-exporter debhelper lintian systemd man-db
-  bsdextrautils slapd ldap-utils)
+  bsdextrautils slapd ldap-utils python3-cryptography)
 
 install_missing_packages() {
     local missing=() package

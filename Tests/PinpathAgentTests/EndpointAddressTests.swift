@@ -144,6 +144,18 @@ final class EndpointAddressTests {
                 "test.yaml:4:14: endpoints[0].address: the probe goes through the proxy http://proxy.example:3128, which connects to the URL's host itself, so the address cannot be honoured; set proxy: none on this endpoint, or remove address"
             ),
             (
+                endpoint + "    address: \"::ffff:192.0.2.66\"",
+                "test.yaml:4:14: endpoints[0].address: ::ffff:192.0.2.66 is an IPv4-mapped IPv6 address, which goes out over IPv4 while the reachability gate would judge IPv6 routes; write it as 192.0.2.66"
+            ),
+            (
+                endpoint + "    address: 0.0.0.0",
+                "test.yaml:4:14: endpoints[0].address: 0.0.0.0 is the unspecified address, which connects to this machine; write 127.0.0.1 or ::1 to reach a local server, or the server's own address"
+            ),
+            (
+                endpoint + "    address: \"::\"",
+                "test.yaml:4:14: endpoints[0].address: :: is the unspecified address, which connects to this machine; write 127.0.0.1 or ::1 to reach a local server, or the server's own address"
+            ),
+            (
                 "defaults:\n  address: 192.0.2.1\n" + endpoint,
                 "test.yaml:2:3: defaults.address: address identifies one endpoint; it cannot have a default"
             ),

@@ -250,12 +250,13 @@ struct InterceptionExpiryTests {
         #expect(expired.first?["subject"] as? String == "CN=legit.internal")
     }
 
-    /// A Python server that serves, on each connection in turn, the next of its chains (`CHAIN KEY` pairs), writes
-    /// its port to `$2` and a line per connection to `$3`.
+    /// A Python server that serves, every `$3` connections in turn, the next of its chains (`CHAIN KEY` pairs), writes
+    /// its port to `$1` and a line per connection to `$2`. A step of 2 serves a probe refused for an expiry and the
+    /// handshake that proves its key (``ReplayedExpiryTests``) the same chain.
     static let alternatingServer = #"""
         import itertools, os, socket, ssl, sys
-        port_file, log = sys.argv[1], sys.argv[2]
-        pairs = sys.argv[3:]
+        port_file, log, step = sys.argv[1], sys.argv[2], int(sys.argv[3])
+        pairs = sys.argv[4:]
         contexts = []
         for chain, key in zip(pairs[0::2], pairs[1::2]):
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -272,7 +273,7 @@ struct InterceptionExpiryTests {
             with open(log, "a") as f:
                 f.write("connection %d\n" % n)
             try:
-                contexts[n % len(contexts)].wrap_socket(connection, server_side=True).close()
+                contexts[(n // step) % len(contexts)].wrap_socket(connection, server_side=True).close()
             except Exception:
                 connection.close()
         """#
@@ -288,12 +289,14 @@ struct InterceptionExpiryTests {
         try Self.alternatingServer.write(toFile: scene.file("alternate.py"), atomically: true, encoding: .utf8)
         var servers: [(name: String, pid: pid_t, port: UInt16)] = []
         defer { for server in servers { Shell.kill(server.pid) } }
-        for (name, pairs) in [
-            ("operator", [("legit-chain.pem", "legit.key"), ("legit2-chain.pem", "legit2.key")]),
-            ("forged", [("flood-a.pem", "selfexpired.key"), ("flood-b.pem", "underfake.key")]),
+        // The operator's chains change every two connections: each refused probe and the second handshake proving
+        // the expired leaf's key see the same one (a leaf changing in between is unproven, not an expiry).
+        for (name, step, pairs) in [
+            ("operator", 2, [("legit-chain.pem", "legit.key"), ("legit2-chain.pem", "legit2.key")]),
+            ("forged", 1, [("flood-a.pem", "selfexpired.key"), ("flood-b.pem", "underfake.key")]),
         ] {
             let started = try Shell.spawnServer(
-                ["/usr/bin/python3", scene.file("alternate.py"), scene.file("\(name).port"), scene.file("\(name).log")]
+                ["/usr/bin/python3", scene.file("alternate.py"), scene.file("\(name).port"), scene.file("\(name).log"), "\(step)"]
                     + pairs.flatMap { [Self.file($0.0), Self.file($0.1)] },
                 portFile: scene.file("\(name).port"), what: "the alternating server \(name)")
             servers.append((name, started.pid, started.port))
@@ -314,9 +317,9 @@ struct InterceptionExpiryTests {
         let agent = try Shell.spawn([Shell.pinpath, "run", "--config", scene.file("pinpath.yaml")], stdout: devNull)
         defer { Shell.kill(agent) }
 
-        // Six connections each: every chain served three times.
+        // Six probes each: every chain served three times (two connections a probe for the operator's).
         try await MetricsEndpointTests.wait("six probes of each alternating server", timeout: .seconds(30)) {
-            servers.allSatisfy { scene.lines("\($0.name).log").count >= 6 }
+            scene.lines("operator.log").count >= 12 && scene.lines("forged.log").count >= 6
         }
         try await Task.sleep(for: .milliseconds(500))  // the last probe's events
         let events = scene.lines("events.jsonl").compactMap { try? Self.json(String($0)) }

@@ -201,6 +201,42 @@ final class ResolvedAddressTests {
         #expect(server.requests.map(\.serverName) == ["service.test", "service.test"])
     }
 
+    /// A leaf of the same root for the IPv6 loopback as a URL host: `https://[::1]:PORT/` pinned to 127.0.0.2.
+    static let ipv6HostLeaf: (leaf: String, key: String) = {
+        try! pki.leaf("resolve-ipv6-host", issuer: "resolve-root", subject: "/CN=IPv6 host", extensions: ["subjectAltName=IP:::1"])
+        return (pki.path("resolve-ipv6-host"), pki.path("resolve-ipv6-host", "key"))
+    }()
+
+    @Test("--resolve for an IPv6 URL host: [::1]:PORT:127.0.0.2 connects to 127.0.0.2, the certificate checked for ::1")
+    func ipv6URLHost() throws {
+        let server = try RecordingServer(
+            address: "127.0.0.2", certificate: (leaf: Self.ipv6HostLeaf.leaf, key: Self.ipv6HostLeaf.key, chain: []),
+            directory: Self.pki.directory)
+        defer { server.stop() }
+        let result = try request([
+            "https://[::1]:\(server.port)/", "--resolve", "[::1]:\(server.port):127.0.0.2", "--ca-file", Self.certificates.root, "--json",
+        ])
+        #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
+        #expect(try json(result.stdout)["remote_address"] as? String == "127.0.0.2:\(server.port)", "\(result.stdout)")
+        #expect(server.requests.first?.header("Host") == "[::1]:\(server.port)")
+    }
+
+    @Test("Session: resolvedAddresses for an IPv6 URL host connect to the address")
+    func sessionIPv6URLHost() async throws {
+        let server = try RecordingServer(
+            address: "127.0.0.2", certificate: (leaf: Self.ipv6HostLeaf.leaf, key: Self.ipv6HostLeaf.key, chain: []),
+            directory: Self.pki.directory)
+        defer { server.stop() }
+        let session = try Session(Session.Configuration(trustStore: try TrustStore(caFile: Self.certificates.root)))
+        defer { session.shutdown() }
+        var options = RequestOptions()
+        options.resolvedAddresses = [try ResolvedAddress(parsing: "[::1]:\(server.port):127.0.0.2")]
+        let response = try await session.send(
+            HTTPRequest(method: .get, url: try #require(URL(string: "https://[::1]:\(server.port)/"))), options: options)
+        #expect(response.statusCode == 200)
+        #expect(response.remoteAddress == "127.0.0.2:\(server.port)")
+    }
+
     @Test("--pin-file and --mode: the leaf's key passes, another key refuses; --mode certificate takes the anchors from the file")
     func pinFileAndMode() throws {
         let base = [serviceURL, "--ca-file", Self.certificates.root] + resolve
@@ -242,6 +278,13 @@ final class ResolvedAddressTests {
             ("service.test:443:db.internal", "is not an IPv4 or IPv6 address"), ("*:443:127.0.0.2", "a wildcard host"),
             ("service.test:443:127.0.0.2,127.0.0.3", "give one address"), ("[::1:443:127.0.0.2", "no closing"),
             ("service.test:443:127.0.0.2\u{1B}[31m", "is not an IPv4 or IPv6 address"),
+            (
+                "service.test:443:::ffff:192.0.2.66",
+                "an IPv4-mapped IPv6 address, which goes out over IPv4 while the reachability gate would judge IPv6 routes; write it as 192.0.2.66"
+            ),
+            ("service.test:443:[::ffff:127.0.0.1]", "write it as 127.0.0.1"),
+            ("service.test:443:0.0.0.0", "0.0.0.0 is the unspecified address, which connects to this machine"),
+            ("service.test:443:::", ":: is the unspecified address"),
         ])
     func malformed(_ value: String, _ why: String) throws {
         let result = try request([serviceURL, "--resolve", value, "--json"])

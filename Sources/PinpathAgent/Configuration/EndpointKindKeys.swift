@@ -46,6 +46,10 @@ extension ConfigurationDecoder {
                 """)
             return nil
         }
+        if let refusal = ResolvedAddress.refusal(of: address) {
+            report(.invalidValue, at: node, fields.path("address"), refusal)
+            return nil
+        }
         if let url, let through = proxy.settings.proxy(for: url) {
             report(
                 .invalidValue, at: node, fields.path("address"),

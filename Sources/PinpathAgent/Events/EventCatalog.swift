@@ -90,7 +90,8 @@ public enum EventCatalog {
         ],
         levels: [.warning])
     /// A certificate of a built chain that reaches a trust anchor for the host is past its notAfter (`depth` in
-    /// that chain), once per certificate (``ExpiryCheck``); an error, the chain validated or not.
+    /// that chain), once per certificate (``ExpiryCheck``); an error, the chain validated or not. Not for a
+    /// refused chain whose server did not prove it holds the leaf's key (a replay: the probe is `tls_invalid`).
     public static let certificateExpired = EventKind(
         name: "tls.certificate_expired",
         fields: ["endpoint", "host", "subject", "depth", "not_after", "days_expired", "chain_validated"], levels: [.error])

@@ -61,7 +61,32 @@ public struct ResolvedAddress: Hashable, Sendable, CustomStringConvertible {
         guard let address = IPAddress(addressText) else {
             throw refuse("\"\(UntrustedText.escaped(addressText))\" is not an IPv4 or IPv6 address (a name would be resolved, not pinned)")
         }
+        if let refusal = Self.refusal(of: address) { throw refuse(refusal) }
         self.init(host: endpoint.host, port: endpoint.port, address: address)
+    }
+
+    /// Why `address` cannot be pinned, or `nil` when it can; for `--resolve` and the agent's `address:` alike.
+    ///
+    /// An IPv4-mapped IPv6 address (`::ffff:192.0.2.66`) goes out over IPv4 while the reachability gate would
+    /// judge it by the IPv6 routes, so a blackholed IPv4 address could pass through an IPv6 default route; and the
+    /// unspecified address (`0.0.0.0`, `::`) connects to this machine. Both are refused, naming what to write
+    /// instead, rather than mapped: the address pinned is then the one shown, judged and dialled.
+    public static func refusal(of address: IPAddress) -> String? {
+        let bytes = address.bytes
+        if bytes.allSatisfy({ $0 == 0 }) {
+            return """
+                \(address) is the unspecified address, which connects to this machine; write 127.0.0.1 or ::1 to reach a \
+                local server, or the server's own address
+                """
+        }
+        if address.family == .ipv6, bytes.prefix(10).allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff {
+            let ipv4 = bytes.suffix(4).map(String.init).joined(separator: ".")
+            return """
+                \(address) is an IPv4-mapped IPv6 address, which goes out over IPv4 while the reachability gate would judge \
+                IPv6 routes; write it as \(ipv4)
+                """
+        }
+        return nil
     }
 
     /// Whether a request to `host` (as in a URL, brackets allowed) on `port` connects to ``address``.

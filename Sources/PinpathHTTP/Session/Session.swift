@@ -236,7 +236,10 @@ public final class Session: Sendable {
         if let gate, options.reachability != .ignore {
             try await gate.admit(host: proxy?.host ?? dialledHost, proxy: proxy, options: options, request: label)
         }
-        let connectTo = connectHost.map { "\(host):\(port):\($0.contains(":") && !$0.hasPrefix("[") ? "[\($0)]" : $0):\(port)" }
+        // curl's --connect-to syntax: an IPv6 host and address in brackets, or their colons read as separators.
+        let connectTo = connectHost.map {
+            "\(URLHost.bracketed(bareHost)):\(port):\(URLHost.bracketed(URLHost.withoutBrackets($0))):\(port)"
+        }
         let deadline = ContinuousClock.now + options.timeout
         var attemptOptions = options
         var askedResponder = false
@@ -265,6 +268,10 @@ public final class Session: Sendable {
                 throw HTTPError(.timedOut, "\(label): timed out after \(options.timeout) (while asking the OCSP responder)")
             }
         }
+        if case .failure(let error) = result, error.code == .tlsExpired, error.refusingProxy == nil {
+            result = .failure(
+                await provingPossession(error, kind: kind, proxy: proxy, serverName: bareHost, options: options, deadline: deadline))
+        }
         var response = try result.get()
         if let socket = transfer.exchangeSocket {
             transfer.exchangeSocket = nil  // the exchange closes it; the transfer must not close the number again
@@ -274,6 +281,48 @@ public final class Session: Sendable {
                 label: label)
         }
         return response
+    }
+
+    /// `error`, a handshake refused for an expired certificate of the service's own chain, when the server proves
+    /// it holds that certificate's key; otherwise `tls_invalid`, the expiry said after why it is unproven.
+    ///
+    /// The verifier refuses at the Certificate message, before the server proves possession of the key, and
+    /// certificates are public: an attacker replaying the service's old expired certificate without its key must
+    /// not read as a routine expiry. A second connection to the very address dialled, with the same SNI, completes
+    /// a handshake (OpenSSL checks the server's signature) and sends nothing; its leaf must be the same certificate.
+    /// Through a proxy or after a STARTTLS command that connection cannot be made the same way: unproven.
+    private func provingPossession(
+        _ error: HTTPError, kind: ServiceKind, proxy: Proxy?, serverName: String, options: RequestOptions,
+        deadline: ContinuousClock.Instant
+    ) async -> HTTPError {
+        guard let evaluation = error.evaluation, let leaf = evaluation.servedChain.first else { return error }
+        let outcome: KeyPossessionCheck.Outcome
+        if let proxy {
+            outcome = .unproven("the connection went through the proxy \(proxy), so a second handshake cannot reach the same server")
+        } else if let command = kind.upgradeCommand {
+            outcome = .unproven("TLS started after \(command), and pinpath does not repeat the plaintext exchange to prove it")
+        } else if let remote = error.remoteAddress, let address = try? TLSEndpoint(parsing: remote) {
+            // An encrypted key is left out: the check would need its password, and a server that then refuses the
+            // handshake leaves the expiry unproven, which only raises what is reported.
+            let identity = (options.clientCertificate ?? configuration.clientCertificate).flatMap {
+                $0.password == nil ? (certificate: $0.certificatePath, key: $0.keyPath) : nil
+            }
+            outcome = await KeyPossessionCheck.run(
+                address: address, serverName: serverName, leaf: leaf, clientCertificate: identity, deadline: deadline)
+        } else {
+            outcome = .unproven("the address connected to is unknown")
+        }
+        guard case .unproven(let why) = outcome else { return error }
+        let unproven = evaluation.possessionUnproven(why)
+        var message = error.message
+        if let said = evaluation.failure?.message, let now = unproven.failure?.message, let range = message.firstRange(of: said) {
+            message.replaceSubrange(range, with: now)
+        }
+        var refused = HTTPError(.tlsInvalid, message, response: error.response, evaluation: unproven, curlCode: error.curlCode)
+        refused.remoteAddress = error.remoteAddress
+        refused.tlsVersion = error.tlsVersion
+        refused.timings = error.timings
+        return refused
     }
 
     /// Runs one transfer on the session's libcurl thread; cancelling the task cancels it.

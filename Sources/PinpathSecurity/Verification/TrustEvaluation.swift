@@ -33,7 +33,8 @@ public struct TrustEvaluation: Sendable {
     /// `certificate` mode), every link's signature verified, and its leaf is for ``host``, whatever else was
     /// wrong with it (its dates, a structure check): the service's own chain, whose expiry is named first and
     /// is `tls.certificate_expired`'s. False for a chain that ends at no anchor or is for another host (an
-    /// interception, a wrong server: its dates are the attacker's choice), and when no verification ran.
+    /// interception, a wrong server: its dates are the attacker's choice), when no verification ran, and after
+    /// a refusal whose server did not prove it holds the expired leaf's key in a second handshake.
     public let chainIsAnchoredForHost: Bool
     /// The profile the verified chain was held to and why (`rfc5280 (anchor from ca_file)`); `nil` when no
     /// verification ran (the server sent no certificate).
