@@ -153,6 +153,33 @@ struct ReplayedExpiryTests {
 
     @Test(
         """
+        ATTACK: pinpath request --proxy https://…: an https proxy's expired certificate replayed without its key is \
+        tls_invalid, the missing proof named; the genuine expired proxy (its key held) stays tls_expired
+        """)
+    func replayedProxyCertificate() throws {
+        let scratch = try TemporaryDirectory()
+        let origin = try TLSServer(certificate: Self.file("legit.pem"), key: Self.file("legit.key"), chain: [], in: scratch.path)
+        defer { origin.stop() }
+        let replay = try ReplayTLSServer(chain: [Self.file("legit.pem")], in: scratch.path)
+        defer { replay.stop() }
+        let (replayStatus, replayed) = try Self.request(
+            "https://127.0.0.1:\(origin.port)/", ["--proxy", "https://127.0.0.1:\(replay.port)"])
+        #expect(replayStatus == 2, "\(replayed)")
+        #expect(replayed["category"] as? String == "tls_invalid", "\(replayed)")
+        #expect((replayed["message"] as? String ?? "").contains(Self.unproven), "\(replayed)")
+        #expect((replayed["message"] as? String ?? "").contains(Self.lapse), "\(replayed)")
+
+        let genuine = try ProxyServer(
+            mode: .https(leaf: Self.file("legit.pem"), key: Self.file("legit.key"), chain: []), directory: scratch.path)
+        defer { genuine.stop() }
+        let (genuineStatus, proven) = try Self.request("https://127.0.0.1:\(origin.port)/", ["--proxy", genuine.url()])
+        #expect(genuineStatus == 2, "\(proven)")
+        #expect(proven["category"] as? String == "tls_expired", "\(proven)")
+        #expect(!genuine.requests.contains { $0.method == "CONNECT" }, "no CONNECT to the refused proxy: \(genuine.requests)")
+    }
+
+    @Test(
+        """
         ATTACK: pinpath run: the replay is tls_invalid in probe.completed and pinpath_probe_failure_info and writes no \
         tls.certificate_expired; the genuine expired server beside it stays tls_expired with its event
         """)

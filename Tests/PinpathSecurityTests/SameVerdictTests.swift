@@ -138,10 +138,11 @@ struct SameVerdictTests {
             """
         try configuration.write(toFile: "\(directory)/pinpath.yaml", atomically: true, encoding: .utf8)
         let result = try Shell.run([Shell.pinpath, "run", "--once", "--config", "\(directory)/pinpath.yaml"])
+        let events = result.stdout.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
         let probe = try #require(
-            result.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-                .first { $0["event"] as? String == "probe.completed" },
-            "no probe.completed: \(result.stdout)\(result.stderr)")
+            events.first { $0["event"] as? String == "probe.completed" }, "no probe.completed: \(result.stdout)\(result.stderr)")
         let kind: String
         switch (probe["outcome"] as? String, probe["error_category"] as? String) {
         case ("success", _): kind = "trusted"
@@ -149,6 +150,8 @@ struct SameVerdictTests {
         case (_, "tls_invalid"), (_, "tls_expired"): kind = "invalid"
         case (let outcome, let category): kind = "\(outcome ?? "?") \(category ?? "?")"
         }
-        return Verdict(kind: kind, message: probe["message"] as? String)
+        // A pin failure's full account is pin.failure's alone; the probe's message points to it in one line.
+        let pinFailure = events.first { $0["event"] as? String == "pin.failure" }
+        return Verdict(kind: kind, message: (kind == "pin_mismatch" ? pinFailure?["message"] : probe["message"]) as? String)
     }
 }

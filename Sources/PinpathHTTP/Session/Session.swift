@@ -268,7 +268,7 @@ public final class Session: Sendable {
                 throw HTTPError(.timedOut, "\(label): timed out after \(options.timeout) (while asking the OCSP responder)")
             }
         }
-        if case .failure(let error) = result, error.code == .tlsExpired, error.refusingProxy == nil {
+        if case .failure(let error) = result, error.code == .tlsExpired {
             result = .failure(
                 await provingPossession(error, kind: kind, proxy: proxy, serverName: bareHost, options: options, deadline: deadline))
         }
@@ -290,14 +290,24 @@ public final class Session: Sendable {
     /// certificates are public: an attacker replaying the service's old expired certificate without its key must
     /// not read as a routine expiry. A second connection to the very address dialled, with the same SNI, completes
     /// a handshake (OpenSSL checks the server's signature) and sends nothing; its leaf must be the same certificate.
-    /// Through a proxy or after a STARTTLS command that connection cannot be made the same way: unproven.
+    /// An https proxy's own refused handshake is proven the same way, to the proxy. To an origin through a proxy, or
+    /// after a STARTTLS command, that connection cannot be made the same way: unproven.
     private func provingPossession(
         _ error: HTTPError, kind: ServiceKind, proxy: Proxy?, serverName: String, options: RequestOptions,
         deadline: ContinuousClock.Instant
     ) async -> HTTPError {
         guard let evaluation = error.evaluation, let leaf = evaluation.servedChain.first else { return error }
         let outcome: KeyPossessionCheck.Outcome
-        if let proxy {
+        if let refusing = error.refusingProxy {
+            // The proxy's own certificate: a direct TLS connection to it, as pinpath made one, without a client
+            // certificate (the origin's is not the proxy's to see).
+            if let remote = error.remoteAddress, let address = try? TLSEndpoint(parsing: remote) {
+                outcome = await KeyPossessionCheck.run(
+                    address: address, serverName: refusing.host, leaf: leaf, clientCertificate: nil, deadline: deadline)
+            } else {
+                outcome = .unproven("the proxy's address is unknown")
+            }
+        } else if let proxy {
             outcome = .unproven("the connection went through the proxy \(proxy), so a second handshake cannot reach the same server")
         } else if let command = kind.upgradeCommand {
             outcome = .unproven("TLS started after \(command), and pinpath does not repeat the plaintext exchange to prove it")
@@ -319,6 +329,7 @@ public final class Session: Sendable {
             message.replaceSubrange(range, with: now)
         }
         var refused = HTTPError(.tlsInvalid, message, response: error.response, evaluation: unproven, curlCode: error.curlCode)
+        refused.refusingProxy = error.refusingProxy
         refused.remoteAddress = error.remoteAddress
         refused.tlsVersion = error.tlsVersion
         refused.timings = error.timings
