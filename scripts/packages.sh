@@ -11,8 +11,8 @@ PINPATH_PACKAGES=(pkg-config libnl-3-dev libnl-route-3-dev libssl-dev libcurl4-o
 # the agent's textfile as another user, as the shipped unit is installed. The packaging tests: debhelper (with
 # dpkg-dev) builds the .deb, lintian checks it, systemd's systemd-analyze verifies the unit, man-db and
 # bsdextrautils (col) render a man page. slapd, the real LDAP server the ldap:// and ldaps:// tests start from a
-# directory of their own, and ldap-utils, whose ldapsearch -ZZ is the control that StartTLS works against it. strace counts the threads
-# pinpath run starts (tcp:// exchanges start none).
+# directory of their own, and ldap-utils, whose ldapsearch -ZZ is the control that StartTLS works against it.
+# strace counts the threads pinpath run starts (tcp:// exchanges start none).
 PINPATH_TEST_PACKAGES=(python3-venv nginx-light curl prometheus prometheus-node-exporter debhelper lintian systemd man-db
   bsdextrautils slapd ldap-utils strace)
 
