@@ -258,7 +258,7 @@ final class TransferEngine: Sendable {
                 timeout = min(timeout, Int32(clamping: max(1, left.wholeMilliseconds + 1)))
             }
             let waited = service.waitForWork(ifIdle: \.isEmpty) {
-                curl_multi_poll(multi.pointer, &waits, UInt32(waits.count), Int32(timeout), nil)
+                curl_multi_poll(multi.pointer, &waits, UInt32(waits.count), timeout, nil)
             }
             guard !exchanges.isEmpty else { continue }
             // An exchange goes on when its socket is ready or its deadline has passed.
