@@ -12,8 +12,10 @@ PINPATH_PACKAGES=(pkg-config libnl-3-dev libnl-route-3-dev libssl-dev libcurl4-o
 # dpkg-dev) builds the .deb, lintian checks it, systemd's systemd-analyze verifies the unit, man-db and
 # bsdextrautils (col) render a man page. slapd, the real LDAP server the ldap:// and ldaps:// tests start from a
 # directory of their own, and ldap-utils, whose ldapsearch -ZZ is the control that StartTLS works against it.
+# strace counts the threads pinpath run starts (tcp:// exchanges start none); python3-cryptography gives the TLS 1.3
+# replay server (a server without the key of the certificate it sends) its X25519 exchange.
 PINPATH_TEST_PACKAGES=(python3-venv nginx-light curl prometheus prometheus-node-exporter debhelper lintian systemd man-db
-  bsdextrautils slapd ldap-utils python3-cryptography)
+  bsdextrautils slapd ldap-utils python3-cryptography strace)
 
 install_missing_packages() {
     local missing=() package

@@ -149,6 +149,40 @@ struct ProbeKindsTests {
         #expect(answerer.transcript == ["plain PING"])
     }
 
+    @Test("A tcp:// answer that never ends is cut at 4 KiB: the exchange stops reading, and the probe goes on")
+    func tcpAnswerCapped() async throws {
+        let server = try HostileServer(.hugeBody(announced: true))
+        defer { server.stop() }
+        let response = try await session().send(
+            check("tcp://127.0.0.1:\(server.port)"),
+            options: options(exchange: TCPExchange(send: Array("GET / HTTP/1.1\r\n\r\n".utf8), readUntil: "never sent")))
+        let banner = try #require(response.banner)
+        #expect(banner.utf8.count == TCPExchange.maximumBannerSize)
+        #expect(banner.hasPrefix("HTTP/1.1 200 OK\r\n"))
+    }
+
+    @Test("A silent tcp:// server: the exchange ends at the request's deadline with timed_out; stopping the session ends one at once")
+    func tcpSilentDeadline() async throws {
+        let server = try HostileServer(.silent)
+        defer { server.stop() }
+        var shortOptions = options(exchange: TCPExchange())
+        shortOptions.timeout = .seconds(1)
+        let started = ContinuousClock.now
+        await #expect {
+            _ = try await session().send(check("tcp://127.0.0.1:\(server.port)"), options: shortOptions)
+        } throws: { Self.code($0) == .timedOut }
+        let waited = ContinuousClock.now - started
+        #expect(waited >= .milliseconds(900) && waited < .seconds(5), "\(waited)")
+
+        // An exchange still waiting when its session shuts down is answered, not left hanging.
+        let stopping = try session()
+        let (request, exchangeOptions) = (check("tcp://127.0.0.1:\(server.port)"), options(exchange: TCPExchange()))
+        let probe = Task { try await stopping.send(request, options: exchangeOptions) }
+        try await Task.sleep(for: .milliseconds(300))
+        stopping.shutdown()
+        await #expect { _ = try await probe.value } throws: { Self.code($0) == .cancelled }
+    }
+
     @Test("tcp:// to a closed port fails to connect")
     func tcpRefused() async throws {
         let port = try TLSServer.freePort()

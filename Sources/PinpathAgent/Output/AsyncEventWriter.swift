@@ -5,8 +5,8 @@ import Glibc
 ///
 /// - ``emit(event:fields:)`` encodes the line on the caller's thread and queues it. It never blocks on
 ///   the output: when `capacity` lines are already waiting, the line is dropped and counted.
-/// - One thread, started by `init`, drains the queue into the ``EventSink``; it sleeps on a condition
-///   variable while there is nothing to do. A line the sink refuses (EPIPE, ENOSPC) is dropped and counted.
+/// - One thread (a `ServiceThread`), started by `init`, drains the queue into the ``EventSink``; it sleeps
+///   on a condition variable while there is nothing to do. A line the sink refuses (EPIPE, ENOSPC) is dropped and counted.
 /// - `time` is when the event was queued, so it never goes backwards from line to line. `seq` is given as
 /// each line is written, so the lines that reach the output count 1, 2, 3… with no gaps: a gap a consumer sees was made
 /// downstream. What pinpath itself
@@ -33,7 +33,8 @@ public final class AsyncEventWriter: Sendable {
         public var dropped: Int { droppedQueueFull + droppedWriteFailed }
     }
 
-    private let shared: Shared
+    private let service: ServiceThread<Queue>
+    private let capacity: Int
 
     /// Starts the writer thread.
     /// - Parameters:
@@ -42,10 +43,11 @@ public final class AsyncEventWriter: Sendable {
     ///   - format: the prefix and envelope fields the sink's destination wants.
     public init(sink: sending any EventSink, capacity: Int = 10_000, format: EventLineFormat = EventLineFormat()) {
         precondition(capacity > 0, "capacity must be positive")
-        shared = Shared(capacity: capacity)
-        let drain = Drain(sink: sink, shared: shared, format: format)
+        self.capacity = capacity
+        service = ServiceThread(inbox: Queue())
+        let drain = Drain(sink: sink, format: format)
         do {
-            try DedicatedThread(name: "pinpath-events") { drain.run() }.detach()
+            try service.start(name: "pinpath-events") { service in drain.run(service) }
         } catch {
             // The agent cannot run without its writer; pthread_create fails only at a thread limit.
             fatalError("cannot start the event writer thread: \(error)")
@@ -54,7 +56,7 @@ public final class AsyncEventWriter: Sendable {
 
     deinit {
         // Lets the thread write what is queued and end, rather than wait forever for lines.
-        shared.lockedWaking { ($0.closing = true, wake: true) }
+        service.stop(timeout: .zero)
     }
 
     /// Queues one event built by ``AgentEvents``; returns at once (see ``emit(event:fields:)``).
@@ -67,27 +69,29 @@ public final class AsyncEventWriter: Sendable {
     @discardableResult
     public func emit(event: String, level: EventLevel = .info, fields: [(String, JSONValue)]) -> Bool {
         let body = EventLine.body(event: event, level: level, fields: fields)
-        return shared.lockedWaking { state in
-            guard !state.closing else { return (false, wake: false) }
-            guard state.outstanding < shared.capacity else {
+        return service.post { state, phase in
+            guard phase == .running else { return false }
+            guard state.outstanding < capacity else {
                 state.unreportedQueueFull += 1
                 state.statistics.droppedQueueFull += 1
-                return (false, wake: false)
+                return false
             }
             // The time is read under the lock, so that queue order is time order: read before it, a producer
             // preempted on its way in went out after a later line (12 ms backwards under the fault storm).
-            state.queue.append(Shared.Line(time: UTCTime.now(), level: level, body: body))
+            state.queue.append(Queue.Line(time: UTCTime.now(), level: level, body: body))
             state.outstanding += 1
             state.statistics.accepted += 1
-            // The thread sleeps only on an empty queue, so only the first line of a batch needs to wake it.
-            return (true, wake: state.queue.count == 1)
+            return true
         }
     }
 
     /// Asks the writer thread to reopen the sink (SIGUSR1 after logrotate) before its next line. Returns at
     /// once. Call it from a `DispatchSourceSignal` handler, not from a signal handler: it takes a lock.
     public func reopen() {
-        shared.lockedWaking { ($0.reopenRequested = true, wake: true) }
+        service.post { state, _ in
+            state.reopenRequested = true
+            return true
+        }
     }
 
     /// Waits until every line emitted so far has been written or dropped, for at most `timeout`.
@@ -95,7 +99,9 @@ public final class AsyncEventWriter: Sendable {
     ///   stopped reading).
     @discardableResult
     public func flush(timeout: Duration) -> Bool {
-        shared.wait(timeout: timeout) { ($0.outstanding == 0 && $0.unreportedQueueFull == 0) || $0.finished }
+        service.wait(timeout: timeout) { state, phase in
+            (state.outstanding == 0 && state.unreportedQueueFull == 0) || phase == .finished
+        }
     }
 
     /// Stops taking lines, writes what is queued and ends the thread, waiting at most `timeout`.
@@ -103,94 +109,41 @@ public final class AsyncEventWriter: Sendable {
     ///   in `write`) on its own, and the process may exit.
     @discardableResult
     public func close(timeout: Duration) -> Bool {
-        shared.lockedWaking { ($0.closing = true, wake: true) }
-        return shared.wait(timeout: timeout) { $0.finished }
+        service.stop(timeout: timeout)
     }
 
     /// The counters so far.
-    public var statistics: Statistics { shared.locked { $0.statistics } }
+    public var statistics: Statistics { service.withInbox { $0.statistics } }
 }
 
-/// The state the callers and the writer thread share, behind one condition variable.
-private final class Shared: @unchecked Sendable {
-    // @unchecked: `state` is read and written only between condition.lock() and unlock(), in `locked` and
-    // `wait`; `capacity` is immutable.
+/// What the callers and the writer thread share, in the inbox of its ``ServiceThread``. Closing is the
+/// service's stop: the thread writes what is queued, then returns.
+private struct Queue {
     struct Line {
         var time: String
         var level: EventLevel
         var body: [UInt8]
     }
 
-    struct State {
-        var queue: [Line] = []
-        /// Lines queued or in the writer's hands: what the capacity bounds.
-        var outstanding = 0
-        /// Lines refused since the writer thread last took its work; it reports them.
-        var unreportedQueueFull = 0
-        var reopenRequested = false
-        var closing = false
-        var finished = false
-        var statistics = AsyncEventWriter.Statistics()
+    var queue: [Line] = []
+    /// Lines queued or in the writer's hands: what the capacity bounds.
+    var outstanding = 0
+    /// Lines refused since the writer thread last took its work; it reports them.
+    var unreportedQueueFull = 0
+    var reopenRequested = false
+    var statistics = AsyncEventWriter.Statistics()
 
-        var hasWork: Bool { !queue.isEmpty || unreportedQueueFull > 0 || reopenRequested || closing }
-    }
-
-    let capacity: Int
-    private let condition = ConditionLock()
-    private var state = State()
-
-    init(capacity: Int) {
-        self.capacity = capacity
-    }
-
-    func locked<Value>(_ body: (inout State) -> Value) -> Value {
-        condition.lock()
-        defer { condition.unlock() }
-        return body(&state)
-    }
-
-    /// Runs `body` under the lock and wakes every waiter if it says so.
-    func lockedWaking<Value>(_ body: (inout State) -> (value: Value, wake: Bool)) -> Value {
-        condition.lock()
-        defer { condition.unlock() }
-        let (value, wake) = body(&state)
-        if wake { condition.broadcast() }
-        return value
-    }
-
-    /// Waits until `done` holds or `timeout` passes; returns whether it holds.
-    func wait(timeout: Duration, until done: (State) -> Bool) -> Bool {
-        let deadline = ConditionLock.Deadline(after: timeout)
-        condition.lock()
-        defer { condition.unlock() }
-        while !done(state) {
-            if !condition.wait(until: deadline) { return done(state) }
-        }
-        return true
-    }
-
-    /// Sleeps until there is work, then takes it: the queued lines (swapped into `batch`, whose storage is
-    /// reused), the unreported queue drops, and the flags.
-    /// - Returns: also `time`, read under the lock: later than every line taken, earlier than any queued after.
-    func take(into batch: inout [Line]) -> (queueDrops: Int, reopen: Bool, closing: Bool, time: String) {
-        condition.lock()
-        defer { condition.unlock() }
-        while !state.hasWork { condition.wait() }
-        swap(&batch, &state.queue)
-        defer { (state.unreportedQueueFull, state.reopenRequested) = (0, false) }
-        return (state.unreportedQueueFull, state.reopenRequested, state.closing, UTCTime.now())
-    }
+    var hasWork: Bool { !queue.isEmpty || unreportedQueueFull > 0 || reopenRequested }
 }
 
 /// The writer thread's side: the sink and everything only that thread touches.
-private final class Drain: @unchecked Sendable {
-    // @unchecked: after init, only the writer thread (`run`) uses this object; the sink came in `sending`.
+private final class Drain {
+    // Not Sendable: after init, only the writer thread (`run`) uses it; it moves there with the thread's closure.
     private let sink: any EventSink
-    private let shared: Shared
     private let format: EventLineFormat
     private var seq = 0
     private var buffer: [UInt8] = []
-    private var batch: [Shared.Line] = []
+    private var batch: [Queue.Line] = []
     /// Drops not yet reported by an `events.dropped` line.
     private var unreportedQueueFull = 0
     private var unreportedWriteFailed = 0
@@ -199,16 +152,15 @@ private final class Drain: @unchecked Sendable {
     private var written = 0
     private var writeFailed = 0
 
-    init(sink: sending any EventSink, shared: Shared, format: EventLineFormat) {
+    init(sink: sending any EventSink, format: EventLineFormat) {
         self.sink = sink
-        self.shared = shared
         self.format = format
         buffer.reserveCapacity(1024)
     }
 
-    func run() {
+    func run(_ service: ServiceThread<Queue>) {
         while true {
-            let work = shared.take(into: &batch)
+            let work = take(from: service)
             if work.reopen {
                 // A failure leaves the sink closed; its next write tries to open again and counts a drop.
                 do {
@@ -236,20 +188,31 @@ private final class Drain: @unchecked Sendable {
             if work.reopen || work.queueDrops > 0 { _ = writeNotices(time: work.time) }
             let count = batch.count
             batch.removeAll(keepingCapacity: true)
-            let finished = shared.lockedWaking { state in
+            // Wakes flush and close, which wait for this; the service marks the writer finished when this returns.
+            let finished = service.publish { state in
                 state.outstanding -= count
                 state.statistics.written += written
                 state.statistics.droppedWriteFailed += writeFailed
-                state.finished = work.closing && state.queue.isEmpty
-                // Wakes flush and close, which wait for this.
-                return (state.finished, wake: true)
+                return work.closing && state.queue.isEmpty
             }
             (written, writeFailed) = (0, 0)
             if finished { return }
         }
     }
 
-    private func write(_ line: Shared.Line) {
+    /// Sleeps until there is work, then takes it: the queued lines (swapped into `batch`, whose storage is
+    /// reused), the unreported queue drops, and the flags.
+    /// - Returns: also `time`, read under the lock: later than every line taken, earlier than any queued after.
+    private func take(from service: ServiceThread<Queue>) -> (queueDrops: Int, reopen: Bool, closing: Bool, time: String) {
+        let closing = service.waitForWork(ifIdle: { !$0.hasWork }) != .running
+        return service.withInbox { state in
+            swap(&batch, &state.queue)
+            defer { (state.unreportedQueueFull, state.reopenRequested) = (0, false) }
+            return (state.unreportedQueueFull, state.reopenRequested, closing, UTCTime.now())
+        }
+    }
+
+    private func write(_ line: Queue.Line) {
         guard writeNotices(time: line.time) else {
             // The output still fails (the report itself could not go out): do not try the line.
             writeFailed += 1

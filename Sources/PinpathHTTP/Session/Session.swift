@@ -275,8 +275,8 @@ public final class Session: Sendable {
         var response = try result.get()
         if let socket = transfer.exchangeSocket {
             transfer.exchangeSocket = nil  // the exchange closes it; the transfer must not close the number again
-            response.banner = try await TCPSocketExchange.run(
-                socket: socket, exchange: options.tcpExchange ?? TCPExchange(),
+            response.banner = try await engine.exchange(
+                socket: socket, options.tcpExchange ?? TCPExchange(),
                 deadline: ContinuousClock.now + options.timeout - .seconds(response.timings.total),
                 label: label)
         }

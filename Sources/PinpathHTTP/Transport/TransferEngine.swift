@@ -6,6 +6,8 @@ import Synchronization
 
 /// Drives every transfer of a session on one thread with libcurl's multi interface, which blocks in
 /// `curl_multi_poll` and is woken by `curl_multi_wakeup` when a transfer is added or cancelled while it sleeps.
+/// The `tcp://` exchanges (``TCPSocketExchange``) run on the same thread: `curl_multi_poll` waits for their
+/// sockets too.
 ///
 /// An https transfer takes and leaves its connection in the pool of its trust terms (``ConnectionPool``), so
 /// that a connection verified under one policy and trust store never carries a request made under others.
@@ -20,21 +22,11 @@ final class TransferEngine: Sendable {
     private struct Inbox {
         var added: [Transfer] = []
         var cancelled: [Transfer] = []
+        var exchanges: [TCPSocketExchange] = []
         /// Tasks to run on the engine thread (``Shared`` as their executor).
         var jobs: [UnownedJob] = []
-        var stopping = false
-        /// The loop has returned: jobs go to the global executor instead.
-        var stopped = false
-        /// The loop found nothing to do and is in (or about to enter) `curl_multi_poll`: the first work added
-        /// wakes it, and the rest needs no wake-up of its own. Each wake-up is a write on libcurl's socket pair
-        /// and a read to drain it, for every request when many are submitted from other threads.
-        var sleeping = false
 
-        /// Whether work just added must wake the loop; the first answer after it fell asleep is the only yes.
-        mutating func takeSleeping() -> Bool {
-            defer { sleeping = false }
-            return sleeping
-        }
+        var isEmpty: Bool { jobs.isEmpty && added.isEmpty && cancelled.isEmpty && exchanges.isEmpty }
     }
 
     /// What the engine thread shares with the callers. It owns the multi handle: the loop holds it until it
@@ -42,28 +34,24 @@ final class TransferEngine: Sendable {
     /// on the engine thread (a completion dropping the session's last reference).
     private final class Shared: TaskExecutor, Sendable {
         let multi: Multi
-        let inbox = Mutex(Inbox())
-        init(multi: Multi) { self.multi = multi }
+        /// The engine thread, woken by `curl_multi_wakeup`: a post while it sleeps in `curl_multi_poll` (and only
+        /// then) writes on libcurl's socket pair, once for a burst of requests submitted from other threads.
+        let service: ServiceThread<Inbox>
+        init(multi: Multi) {
+            self.multi = multi
+            service = ServiceThread(inbox: Inbox(), wakeup: .owner { curl_multi_wakeup(multi.pointer) })
+        }
         deinit { curl_multi_cleanup(multi.pointer) }
 
         func enqueue(_ job: consuming ExecutorJob) {
             let job = UnownedJob(job)
-            let queued = post { inbox in
-                guard !inbox.stopped else { return false }
+            let queued = service.post { inbox, phase in
+                // Until the loop has returned: a stopping loop still runs them, or hands them back below.
+                guard phase != .finished else { return false }
                 inbox.jobs.append(job)
                 return true
             }
             if !queued { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
-        }
-
-        /// Adds work to the inbox (`add` returns false to refuse it) and wakes the loop if it sleeps.
-        /// - Returns: whether the work was added.
-        func post(_ add: (inout Inbox) -> Bool) -> Bool {
-            let (added, wake) = inbox.withLock { inbox in
-                add(&inbox) ? (true, inbox.takeSleeping()) : (false, false)
-            }
-            if wake { curl_multi_wakeup(multi.pointer) }
-            return added
         }
     }
 
@@ -75,8 +63,6 @@ final class TransferEngine: Sendable {
     let handles = EasyHandlePool()
     /// The header list of the last request, for the next ones with the same fields.
     let headerLists = HeaderListCache()
-    private var multi: Multi { shared.multi }
-    private let thread = Mutex<DedicatedThread?>(nil)
 
     /// Starts the engine's thread.
     /// - Throws: ``HTTPError`` `engineUnavailable` when libcurl is not the OpenSSL build or cannot start.
@@ -91,8 +77,7 @@ final class TransferEngine: Sendable {
         _ = pinpath_curl_multi_setopt_long(pointer, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         _ = pinpath_curl_multi_setopt_long(pointer, CURLMOPT_MAX_HOST_CONNECTIONS, 64)
         do {
-            let started = try DedicatedThread(name: "pinpath-curl") { Self.run(shared) }
-            thread.withLock { $0 = started }
+            try shared.service.start(name: "pinpath-curl") { _ in Self.run(shared) }
         } catch {
             throw HTTPError(.engineUnavailable, "cannot start the transfer thread: \(error)")
         }
@@ -100,24 +85,17 @@ final class TransferEngine: Sendable {
 
     deinit { stop() }
 
-    /// Completes every transfer in flight with ``HTTPError/Code/cancelled``, ends the engine thread and waits
-    /// for it; later submissions fail at once. Idempotent. From the engine thread itself (a completion that
-    /// drops the last reference), the thread is left to finish its loop on its own.
+    /// Completes every transfer and exchange in flight with ``HTTPError/Code/cancelled``, ends the engine
+    /// thread and waits for it; later submissions fail at once. Idempotent. From the engine thread itself (a
+    /// completion that drops the last reference), the thread is left to finish its loop on its own.
     func stop() {
-        shared.inbox.withLock { $0.stopping = true }
-        curl_multi_wakeup(multi.pointer)
-        guard let thread = thread.withLock({ $0.take() }) else { return }
-        if thread.isCurrent {
-            thread.detach()
-        } else {
-            thread.join()
-        }
+        shared.service.stop()
     }
 
     /// Hands a transfer to the engine; its `completion` is called once, on the engine thread.
     func submit(_ transfer: Transfer) {
-        let accepted = shared.post { inbox in
-            guard !inbox.stopping else { return false }
+        let accepted = shared.service.post { inbox, phase in
+            guard phase == .running else { return false }
             inbox.added.append(transfer)
             return true
         }
@@ -129,16 +107,39 @@ final class TransferEngine: Sendable {
     /// Stops a transfer; it completes with ``HTTPError/Code/cancelled`` unless it already finished.
     func cancel(_ transfer: Transfer) {
         transfer.cancelled.store(true, ordering: .releasing)
-        _ = shared.post { inbox in
+        shared.service.post { inbox, _ in
             inbox.cancelled.append(transfer)
             return true
         }
+    }
+
+    /// Runs the exchange of a `tcp://` check on `socket` (which it closes in every case) on the engine thread,
+    /// bounded by `deadline`.
+    /// - Returns: what the server answered (possibly `nil`: it closed without a word), as text.
+    /// - Throws: ``HTTPError`` `timedOut` when nothing arrives before the deadline (and `readUntil` is not met),
+    ///   `protocolError` when the socket fails, `cancelled` when the session is shutting down.
+    func exchange(
+        socket: Int32, _ exchange: TCPExchange, deadline: ContinuousClock.Instant, label: String
+    ) async throws(HTTPError) -> String? {
+        let result: Result<String?, HTTPError> = await withCheckedContinuation { continuation in
+            let running = TCPSocketExchange(
+                socket: socket, exchange: exchange, deadline: deadline, label: label,
+                completion: { continuation.resume(returning: $0) })
+            let accepted = shared.service.post { inbox, phase in
+                guard phase == .running else { return false }
+                inbox.exchanges.append(running)
+                return true
+            }
+            if !accepted { running.finish(.failure(HTTPError(.cancelled, "\(label): the session is shutting down"))) }
+        }
+        return try result.get()
     }
 
     // MARK: The engine thread
 
     private static func run(_ shared: Shared) {
         let multi = shared.multi
+        let service = shared.service
         // The transfers libcurl has, each knowing its place (``Transfer/runningIndex``): no hashing per request.
         var running: [Transfer] = []
         var pools = ConnectionPools()
@@ -177,20 +178,22 @@ final class TransferEngine: Sendable {
         var jobs: [UnownedJob] = []
         var added: [Transfer] = []
         var cancelled: [Transfer] = []
+        var newExchanges: [TCPSocketExchange] = []
+        // The exchanges waiting for their sockets, and what `curl_multi_poll` waits for on their behalf (same order).
+        var exchanges: [TCPSocketExchange] = []
+        var waits: [curl_waitfd] = []
         while true {
-            shared.inbox.withLock { inbox in
-                inbox.sleeping = false
-                swap(&jobs, &inbox.jobs)
-            }
+            service.withInbox { inbox in swap(&jobs, &inbox.jobs) }
             for job in jobs { job.runSynchronously(on: executor) }
             jobs.removeAll(keepingCapacity: true)
             // Read after the jobs ran: what they submitted sent no wake-up (they ran on this thread), so it must
             // start in this turn, not after the next poll times out.
-            let stopping = shared.inbox.withLock { inbox in
+            service.withInbox { inbox in
                 swap(&added, &inbox.added)
                 swap(&cancelled, &inbox.cancelled)
-                return inbox.stopping
+                swap(&newExchanges, &inbox.exchanges)
             }
+            let stopping = service.phase != .running
             for transfer in added {
                 if transfer.cancelled.load(ordering: .acquiring) {
                     transfer.completion?(.failure(HTTPError(.cancelled, "\(transfer.description): cancelled")))
@@ -207,19 +210,30 @@ final class TransferEngine: Sendable {
                 finish(transfer, .failure(HTTPError(.cancelled, "\(transfer.description): cancelled")))
             }
             cancelled.removeAll(keepingCapacity: true)
+            let turn = ContinuousClock.now
+            for exchange in newExchanges where !exchange.advance(now: turn) { exchanges.append(exchange) }
+            newExchanges.removeAll(keepingCapacity: true)
             if stopping {
                 for transfer in running {
                     finish(transfer, .failure(HTTPError(.cancelled, "\(transfer.description): the session is shutting down")))
                 }
+                for exchange in exchanges {
+                    exchange.finish(.failure(HTTPError(.cancelled, "the tcp exchange: the session is shutting down")))
+                }
                 // Closes the pooled connections here, on the thread that used them, before stop() returns.
                 pools.closeAll()
                 // Tasks still preferring this thread run on the global executor from now on.
-                let left = shared.inbox.withLock { inbox in
-                    inbox.stopped = true
-                    defer { inbox.jobs = [] }
-                    return inbox.jobs
+                let left = service.finish { inbox in
+                    defer { inbox = Inbox() }
+                    return inbox
                 }
-                for job in left { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+                for job in left.jobs { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+                for transfer in left.added {
+                    transfer.completion?(.failure(HTTPError(.cancelled, "\(transfer.description): the session is shutting down")))
+                }
+                for exchange in left.exchanges {
+                    exchange.finish(.failure(HTTPError(.cancelled, "the tcp exchange: the session is shutting down")))
+                }
                 return
             }
 
@@ -232,16 +246,31 @@ final class TransferEngine: Sendable {
                 else { continue }
                 finish(transfer, transfer.outcome(message.pointee.data.result))
             }
-            // Sleeps until a socket is ready, libcurl's next timeout, or a wake-up from submit/cancel/enqueue;
-            // not at all when the completions above resumed tasks on this thread, or they added work: the next
-            // turn runs them, and its curl_multi_perform reads whatever the sockets have. Work added between
-            // this check and the poll finds `sleeping` set, and its wake-up makes the poll return at once.
-            let ready = shared.inbox.withLock { inbox in
-                let ready = !inbox.jobs.isEmpty || !inbox.added.isEmpty || !inbox.cancelled.isEmpty
-                if !ready { inbox.sleeping = true }
-                return ready
+            // Sleeps until a socket is ready (libcurl's or an exchange's), libcurl's next timeout, an exchange's
+            // deadline, or a wake-up from submit/cancel/enqueue; not at all when the completions above resumed
+            // tasks on this thread, or they added work: the next turn runs them, and its curl_multi_perform reads
+            // whatever the sockets have. Work added from now on wakes the poll (``ServiceThread``).
+            waits.removeAll(keepingCapacity: true)
+            var timeout: Int32 = 1000
+            for exchange in exchanges {
+                waits.append(curl_waitfd(fd: exchange.socket, events: exchange.awaited, revents: 0))
+                let left = exchange.deadline - ContinuousClock.now
+                timeout = min(timeout, Int32(clamping: max(1, left.wholeMilliseconds + 1)))
             }
-            if !ready { _ = curl_multi_poll(multi.pointer, nil, 0, 1000, nil) }
+            let waited = service.waitForWork(ifIdle: \.isEmpty) {
+                curl_multi_poll(multi.pointer, &waits, UInt32(waits.count), timeout, nil)
+            }
+            guard !exchanges.isEmpty else { continue }
+            // An exchange goes on when its socket is ready or its deadline has passed.
+            let now = ContinuousClock.now
+            var kept = 0
+            for (index, exchange) in exchanges.enumerated() {
+                let ready = waited != nil && waits[index].revents != 0
+                if (ready || now >= exchange.deadline) && exchange.advance(now: now) { continue }
+                exchanges[kept] = exchange
+                kept += 1
+            }
+            exchanges.removeLast(exchanges.count - kept)
         }
     }
 }

@@ -1,9 +1,11 @@
 import CLinuxShims
 import Glibc
+import PinpathSupport
 import Synchronization
 
-/// What the monitor thread and the callers share: the published snapshot, the subscribers, and a command
-/// inbox whose eventfd wakes the thread. `Sendable` because every field is immutable or behind a `Mutex`.
+/// What the monitor thread and the callers share: the published snapshot, the subscribers, and the thread
+/// itself, a ``ServiceThread`` whose inbox holds the commands and whose eventfd wakes it from `epoll_wait`.
+/// `Sendable` because every field is immutable or behind a lock.
 final class MonitorCore: Sendable {
     typealias Reply = @Sendable (Result<TargetReachability, ReachabilityError>) -> Void
     typealias Handler = @Sendable (ReachabilityEvent) -> Void
@@ -15,7 +17,6 @@ final class MonitorCore: Sendable {
         case evaluate(WatchedTarget, Reply)
         /// Registered on the thread, so the handler sees the initial state before any change.
         case addHandler(Int, Handler)
-        case stop
 
         /// Answers a command that will never run because the monitor stopped.
         func reject() {
@@ -40,15 +41,11 @@ final class MonitorCore: Sendable {
         var finished = false
     }
 
-    private struct Inbox {
-        var commands: [Command] = []
-        var closed = false
-    }
-
     let wakeDescriptor: Int32
     let resolutionTimeout: Duration
     private let published = Mutex(Published())
-    private let inbox = Mutex(Inbox())
+    /// The monitor thread, which sleeps in `epoll_wait` on the netlink socket and `wakeDescriptor`.
+    let service: ServiceThread<[Command]>
     /// Fulfilled when the monitor has stopped, by `stop()` or a failure.
     let stopped = OneShot<Void>()
 
@@ -58,6 +55,12 @@ final class MonitorCore: Sendable {
             throw ReachabilityError(.netlinkUnavailable, "cannot create an eventfd: \(String(cString: strerror(errno)))")
         }
         self.resolutionTimeout = resolutionTimeout
+        service = ServiceThread(
+            inbox: [],
+            wakeup: .owner { [wakeDescriptor] in
+                var one: UInt64 = 1
+                _ = write(wakeDescriptor, &one, 8)
+            })
     }
 
     deinit { close(wakeDescriptor) }
@@ -65,24 +68,20 @@ final class MonitorCore: Sendable {
     // MARK: Commands (callers → thread)
 
     func post(_ command: Command) {
-        let accepted = inbox.withLock { inbox in
-            guard !inbox.closed else { return false }
-            inbox.commands.append(command)
+        let accepted = service.post { commands, phase in
+            guard phase == .running else { return false }
+            commands.append(command)
             return true
         }
-        guard accepted else { return command.reject() }
-        var one: UInt64 = 1
-        _ = write(wakeDescriptor, &one, 8)
+        if !accepted { command.reject() }
     }
 
-    /// The commands to run, in order; just `.stop` once the monitor has finished (a `stop()` from a change
-    /// handler closes the inbox while the thread is still running).
-    func takeCommands() -> [Command] {
-        inbox.withLock { inbox in
-            if inbox.closed { return [.stop] }
-            defer { inbox.commands.removeAll(keepingCapacity: true) }
-            return inbox.commands
-        }
+    /// The commands to run, in order, swapped into `commands` (whose storage is reused); `false` once the
+    /// monitor is stopping or has finished (a `stop()` from a change handler finishes it while the thread is
+    /// still running), when they are to be rejected instead.
+    func takeCommands(into commands: inout [Command]) -> Bool {
+        service.withInbox { swap(&commands, &$0) }
+        return service.phase == .running
     }
 
     // MARK: Snapshots and events (thread → callers)
@@ -178,10 +177,9 @@ final class MonitorCore: Sendable {
 
     /// Ends every stream and answers every pending command; later commands are answered at once.
     func finish() {
-        let pending = inbox.withLock { inbox in
-            inbox.closed = true
-            defer { inbox.commands = [] }
-            return inbox.commands
+        let pending = service.finish { commands in
+            defer { commands = [] }
+            return commands
         }
         for command in pending { command.reject() }
         let (subscribers, handlers) = published.withLock { published in

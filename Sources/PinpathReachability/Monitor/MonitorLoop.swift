@@ -115,33 +115,37 @@ final class MonitorLoop {
 
     private func serve() {
         var readyEvents = [epoll_event](repeating: epoll_event(), count: 2)
+        var commands: [MonitorCore.Command] = []
         while true {
-            let ready = epoll_wait(waitSet, &readyEvents, Int32(readyEvents.count), pollTimeout())
+            // Waits unless commands (or a stop) are already in: the core's eventfd wakes the wait for those
+            // posted from now on.
+            let waited = core.service.waitForWork(ifIdle: \.isEmpty) {
+                epoll_wait(waitSet, &readyEvents, Int32(readyEvents.count), pollTimeout())
+            }
+            let ready = waited ?? 0
             if ready < 0 {
                 if errno == EINTR { continue }
                 core.fail(ReachabilityError(.netlinkUnavailable, "epoll_wait failed: \(String(cString: strerror(errno)))"))
                 return
             }
             var netlinkReady = false
-            var woken = false
             for event in readyEvents[..<Int(ready)] {
-                if event.data.u32 == Self.wakeReady { woken = true } else { netlinkReady = true }
-            }
-            if woken {
-                var counter: UInt64 = 0
-                _ = read(core.wakeDescriptor, &counter, 8)
-                var commands = core.takeCommands()[...]
-                while let command = commands.popFirst() {
-                    if case .stop = command {
-                        for command in commands { command.reject() }
-                        return
-                    }
-                    handle(command)
+                if event.data.u32 == Self.wakeReady {
+                    var counter: UInt64 = 0
+                    _ = read(core.wakeDescriptor, &counter, 8)
+                } else {
+                    netlinkReady = true
                 }
             }
+            let running = core.takeCommands(into: &commands)
+            for command in commands {
+                if running { handle(command) } else { command.reject() }
+            }
+            commands.removeAll(keepingCapacity: true)
+            guard running else { return }
             if netlinkReady {
                 readNetlink()
-            } else if ready == 0, needsResync {
+            } else if waited == 0, needsResync {
                 resync()
             }
             if let due = settle?.due, ContinuousClock.now >= due { recheckSettled() }
@@ -302,8 +306,6 @@ final class MonitorLoop {
 
     private func handle(_ command: MonitorCore.Command) {
         switch command {
-        case .stop:
-            break
         case .addTarget(let target, let reply):
             targets.removeAll { $0.target == target.target }
             targets.append(target)

@@ -43,11 +43,9 @@ public final class ReachabilityMonitor: Sendable {
     }
 
     private let core: MonitorCore
-    private let thread: Mutex<DedicatedThread?>
 
-    private init(core: MonitorCore, thread: DedicatedThread) {
+    private init(core: MonitorCore) {
         self.core = core
-        self.thread = Mutex(thread)
     }
 
     deinit { stop() }
@@ -64,29 +62,22 @@ public final class ReachabilityMonitor: Sendable {
         let core = try MonitorCore(resolutionTimeout: configuration.resolutionTimeout)
         let loop = MonitorLoop(configuration: configuration, core: core, targets: watched)
         let readiness = OneShot<Result<NetworkPath, ReachabilityError>>()
-        let thread: DedicatedThread
         do {
-            thread = try DedicatedThread(name: "pinpath-netlink") { loop.run(ready: readiness.fulfil) }
+            try core.service.start(name: "pinpath-netlink") { _ in loop.run(ready: readiness.fulfil) }
         } catch {
             throw ReachabilityError(.netlinkUnavailable, error.description)
         }
         if case .failure(let error) = await readiness.value() {
-            thread.join()
+            core.service.stop()
             throw error
         }
-        return ReachabilityMonitor(core: core, thread: thread)
+        return ReachabilityMonitor(core: core)
     }
 
     /// Stops monitoring, joins the netlink thread, and ends every `changes()` stream. Idempotent. May be
     /// called from a change handler: the thread then finishes its current batch and exits on its own.
     public func stop() {
-        guard let thread = thread.withLock({ $0.take() }) else { return }
-        core.post(.stop)
-        if thread.isCurrent {
-            thread.detach()
-        } else {
-            thread.join()
-        }
+        core.service.stop()
         core.finish()
     }
 

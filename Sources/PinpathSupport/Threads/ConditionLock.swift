@@ -1,16 +1,16 @@
 import Glibc
 
-/// A mutex and a condition variable over it: for a thread that must sleep until another says there is work
-/// (the agent's event writer). Wraps `pthread_mutex_t` and `pthread_cond_t`.
+/// A mutex and a condition variable over it: the inbox lock of ``ServiceThread``, whose thread may sleep on it
+/// until another says there is work. Wraps `pthread_mutex_t` and `pthread_cond_t`.
 ///
 /// Both live in memory of their own, at addresses that never move, which POSIX requires and Swift's `Mutex`
 /// (a value) does not give. Timed waits use `CLOCK_MONOTONIC`, so setting the wall clock moves no deadline.
-package final class ConditionLock: @unchecked Sendable {
+final class ConditionLock: @unchecked Sendable {
     // @unchecked: the pthread objects are made for sharing between threads; this class only owns them.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    package init() {
+    init() {
         pthread_mutex_init(mutex, nil)
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
@@ -26,29 +26,29 @@ package final class ConditionLock: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    package func lock() { pthread_mutex_lock(mutex) }
+    func lock() { pthread_mutex_lock(mutex) }
 
-    package func unlock() { pthread_mutex_unlock(mutex) }
+    func unlock() { pthread_mutex_unlock(mutex) }
 
     /// Wakes every thread waiting. Call with the lock held.
-    package func broadcast() { pthread_cond_broadcast(condition) }
+    func broadcast() { pthread_cond_broadcast(condition) }
 
     /// Releases the lock, sleeps until woken (or spuriously), and takes the lock again.
-    package func wait() { pthread_cond_wait(condition, mutex) }
+    func wait() { pthread_cond_wait(condition, mutex) }
 
     /// As ``wait()``, but no later than `deadline`.
     /// - Returns: `false` when the deadline passed first.
-    package func wait(until deadline: Deadline) -> Bool {
+    func wait(until deadline: Deadline) -> Bool {
         var time = deadline.time
         return pthread_cond_timedwait(condition, mutex, &time) != ETIMEDOUT
     }
 
     /// A moment on `CLOCK_MONOTONIC`, the clock of the timed waits.
-    package struct Deadline: Sendable {
+    struct Deadline: Sendable {
         fileprivate let time: timespec
 
         /// `timeout` from now (a negative one is now).
-        package init(after timeout: Duration) {
+        init(after timeout: Duration) {
             var now = timespec()
             clock_gettime(CLOCK_MONOTONIC, &now)
             let (seconds, attoseconds) = max(timeout, .zero).components

@@ -1,17 +1,16 @@
 import CLinuxShims
 import Glibc
+import Synchronization
 
-/// A POSIX thread that runs one closure and can be joined: the monitor's netlink loop and the HTTP engine's
-/// libcurl loop each live on one.
-/// A dedicated thread, not a task: each blocks in `poll` (and the monitor may switch its network namespace), and
-/// neither may happen on the concurrency pool.
-package struct DedicatedThread: Sendable {
+/// A POSIX thread that runs one closure and can be joined: what ``ServiceThread`` runs on. Nothing else starts
+/// one: a thread of pinpath's own is a ``ServiceThread``.
+struct DedicatedThread: Sendable {
     private var thread = pthread_t()
 
     /// Starts the thread. `body` is `sending`: it moves to the new thread, so the compiler checks that the
     /// caller keeps no use of what it captured.
     /// - Throws: ``SystemCallError`` when `pthread_create` fails (EAGAIN: a thread limit was reached).
-    package init(name: String, _ body: sending @escaping () -> Void) throws(SystemCallError) {
+    init(name: String, _ body: sending @escaping () -> Void) throws(SystemCallError) {
         let box = Unmanaged.passRetained(Body(name: name, run: body)).toOpaque()
         let created = pthread_create(
             &thread, nil,
@@ -25,25 +24,30 @@ package struct DedicatedThread: Sendable {
             Unmanaged<Body>.fromOpaque(box).release()
             throw SystemCallError("start the thread", name, errno: created)
         }
+        Self.startedCount.add(1, ordering: .relaxed)
     }
 
+    /// How many threads have started in this process.
+    static var started: Int { startedCount.load(ordering: .relaxed) }
+    private static let startedCount = Atomic<Int>(0)
+
     /// Waits for the closure to return. Call once: the value is consumed.
-    package consuming func join() {
+    consuming func join() {
         pthread_join(thread, nil)
     }
 
     /// Lets the thread end on its own, for when it cannot be joined (it is the caller).
-    package consuming func detach() {
+    consuming func detach() {
         pthread_detach(thread)
     }
 
     /// The caller is this thread.
-    package var isCurrent: Bool { pthread_equal(thread, pthread_self()) != 0 }
+    var isCurrent: Bool { pthread_equal(thread, pthread_self()) != 0 }
 
     private final class Body {
         let name: String
         let run: () -> Void
-        package init(name: String, run: @escaping () -> Void) {
+        init(name: String, run: @escaping () -> Void) {
             self.name = name
             self.run = run
         }
