@@ -43,3 +43,16 @@ extern const char *pinpath_build_commit(void) __attribute__((weak));
 const char *pinpath_linked_build_commit(void) {
     return pinpath_build_commit ? pinpath_build_commit() : NULL;
 }
+
+// ThreadSanitizer's happens-before annotations, defined only when its runtime is linked (scripts/sanitize
+// thread); weak, so that a normal build calls nothing.
+extern void __tsan_release(void *address) __attribute__((weak));
+extern void __tsan_acquire(void *address) __attribute__((weak));
+
+void pinpath_tsan_release(void *address) {
+    if (__tsan_release) __tsan_release(address);
+}
+
+void pinpath_tsan_acquire(void *address) {
+    if (__tsan_acquire) __tsan_acquire(address);
+}

@@ -42,4 +42,9 @@ int pinpath_receive_datagrams(int fd, unsigned char *buffer, size_t slot_size, u
 // every module above PinpathSupport after each commit).
 const char *pinpath_linked_build_commit(void);
 
+// Tell ThreadSanitizer that what one thread did before `pinpath_tsan_release(a)` happens before what another does
+// after `pinpath_tsan_acquire(a)`; nothing outside a ThreadSanitizer build.
+void pinpath_tsan_release(void *address);
+void pinpath_tsan_acquire(void *address);
+
 #endif

@@ -339,14 +339,19 @@ public final class Session: Sendable {
     /// Runs one transfer on the session's libcurl thread; cancelling the task cancels it.
     private func run(_ transfer: Transfer) async -> Result<HTTPResponse, HTTPError> {
         let engine = self.engine
-        return await withTaskCancellationHandler {
+        let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                transfer.completion = { continuation.resume(returning: $0) }
+                transfer.completion = { result in
+                    SanitizerEdge.release(transfer)  // what the libcurl thread set on the transfer, for the task
+                    continuation.resume(returning: result)
+                }
                 engine.submit(transfer)
             }
         } onCancel: {
             engine.cancel(transfer)
         }
+        SanitizerEdge.acquire(transfer)
+        return result
     }
 
     /// The schemes ``send(_:options:)`` accepts, for messages.

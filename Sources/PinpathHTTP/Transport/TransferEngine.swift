@@ -121,10 +121,14 @@ final class TransferEngine: Sendable {
     func exchange(
         socket: Int32, _ exchange: TCPExchange, deadline: ContinuousClock.Instant, label: String
     ) async throws(HTTPError) -> String? {
+        let handOff = shared  // one address for ThreadSanitizer's edge from the engine thread to this task
         let result: Result<String?, HTTPError> = await withCheckedContinuation { continuation in
             let running = TCPSocketExchange(
                 socket: socket, exchange: exchange, deadline: deadline, label: label,
-                completion: { continuation.resume(returning: $0) })
+                completion: { result in
+                    SanitizerEdge.release(handOff)
+                    continuation.resume(returning: result)
+                })
             let accepted = shared.service.post { inbox, phase in
                 guard phase == .running else { return false }
                 inbox.exchanges.append(running)
@@ -132,6 +136,7 @@ final class TransferEngine: Sendable {
             }
             if !accepted { running.finish(.failure(HTTPError(.cancelled, "\(label): the session is shutting down"))) }
         }
+        SanitizerEdge.acquire(handOff)
         return try result.get()
     }
 
