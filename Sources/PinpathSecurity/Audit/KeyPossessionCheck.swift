@@ -59,8 +59,7 @@ extension TrustEvaluation {
     /// expired certificate it sent (`why`), so its chain is not taken for the service's own
     /// (``chainIsAnchoredForHost`` false: no `tls.certificate_expired`), and the lapse is said after that.
     package func possessionUnproven(_ why: String) -> TrustEvaluation {
-        let prefix = "\(host): "
-        let said = failure.map { $0.message.hasPrefix(prefix) ? String($0.message.dropFirst(prefix.count)) : $0.message } ?? ""
+        let said = failure?.message(withoutHost: host) ?? ""
         let lapse = failure?.verifyError == X509_V_ERR_CERT_NOT_YET_VALID ? "not yet valid" : "expired"
         var unproven = TrustFailure(
             reason: .chainInvalid, verifyError: nil, depth: failure?.depth,
