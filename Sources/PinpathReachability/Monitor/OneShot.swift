@@ -19,6 +19,9 @@ final class OneShot<Value: Sendable>: Sendable {
         for waiter in waiters { waiter.resume(returning: value) }
     }
 
+    /// Whether a value was delivered: work whose answer would be ignored need not run.
+    var isFulfilled: Bool { state.withLock { $0.value != nil } }
+
     /// Waits for the value (returns at once if it is there).
     func value() async -> Value {
         await withCheckedContinuation { continuation in
