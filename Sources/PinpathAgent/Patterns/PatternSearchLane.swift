@@ -84,7 +84,7 @@ final class PatternSearchLane: Sendable {
         }
         if let refusal = admission.refusal { return refused(refusal) }
         let startsDrain = admission.startsDrain
-        return await withTaskCancellationHandler {
+        let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 pending.wait(continuation)
                 if startsDrain { BlockingPool.shared.execute { self.drain() } }
@@ -92,6 +92,8 @@ final class PatternSearchLane: Sendable {
         } onCancel: {
             pending.answer(refused(.cancelled))
         }
+        SanitizerEdge.acquire(pending)
+        return result
     }
 
     /// Runs the lane's searches until none waits: the first cheap search waiting, else the first costly.
@@ -159,6 +161,7 @@ private final class PendingSearch<Result: Sendable>: Sendable {
                 return nil
             }
         }
+        SanitizerEdge.release(self)  // what made `result` on this thread, for the task (ThreadSanitizer cannot see it)
         continuation?.resume(returning: result)
     }
 }

@@ -1,3 +1,4 @@
+import PinpathSupport
 import Synchronization
 
 /// A value delivered once, from any thread, to every async waiter. The first `fulfil` wins; later ones are
@@ -16,6 +17,7 @@ final class OneShot<Value: Sendable>: Sendable {
             defer { state.waiters = [] }
             return state.waiters
         }
+        SanitizerEdge.release(self)  // what made `value` on this thread, for the waiters (ThreadSanitizer cannot see it)
         for waiter in waiters { waiter.resume(returning: value) }
     }
 
@@ -24,12 +26,14 @@ final class OneShot<Value: Sendable>: Sendable {
 
     /// Waits for the value (returns at once if it is there).
     func value() async -> Value {
-        await withCheckedContinuation { continuation in
+        let value = await withCheckedContinuation { continuation in
             let ready = state.withLock { state -> Value? in
                 if state.value == nil { state.waiters.append(continuation) }
                 return state.value
             }
             if let ready { continuation.resume(returning: ready) }
         }
+        SanitizerEdge.acquire(self)
+        return value
     }
 }
