@@ -77,14 +77,12 @@ CNF
 )
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-serve() {  # serve LEAF: starts an s_server, prints its port
-    local port
-    port=$(free_port)
-    openssl s_server -quiet -accept "127.0.0.1:$port" -cert "$scene/$1.pem" -key "$scene/$1.key" -www \
+serve() {  # serve LEAF: starts an s_server (in this shell, so that cleanup kills it), sets served_port
+    served_port=$(free_port)
+    openssl s_server -quiet -accept "127.0.0.1:$served_port" -cert "$scene/$1.pem" -key "$scene/$1.key" -www \
         </dev/null >/dev/null 2>&1 &
     servers+=($!)
-    for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
-    echo "$port"
+    for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$served_port") 2>/dev/null && break; sleep 0.1; done
 }
 # Threads started by COMMAND…, from strace's log.
 threads() {
@@ -92,8 +90,10 @@ threads() {
     grep -cE 'clone3?\(' "$scene/trace"
 }
 
-valid=$(serve valid)
-expired=$(serve expired)
+serve valid
+valid=$served_port
+serve expired
+expired=$served_port
 
 audit() {  # audit COUNT
     local hosts=()
