@@ -3,7 +3,18 @@ import PinpathTestSupport
 import Testing
 
 /// strace, which counts the threads a process starts (scripts/packages.sh installs it for the tests).
-private let straceProgram = ["/usr/bin/strace", "/bin/strace"].first { FileManager.default.isExecutableFile(atPath: $0) }
+let straceProgram = ["/usr/bin/strace", "/bin/strace"].first { FileManager.default.isExecutableFile(atPath: $0) }
+
+/// Runs `arguments` under strace and counts the threads the process started (its clone and clone3 calls, each
+/// one thread), the trace written to `trace`.
+func threadStarts(running arguments: [String], trace: String) throws -> (result: Shell.Result, threads: Int) {
+    let result = try Shell.run(
+        [straceProgram!, "-f", "-qq", "-e", "trace=clone,clone3", "-e", "signal=none", "-o", trace] + arguments)
+    let calls = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n").filter {
+        $0.contains("clone(") || $0.contains("clone3(")
+    }
+    return (result, calls.count)
+}
 
 /// `tcp://` exchanges run on the request core's own thread: `pinpath run --once` with N of them starts the
 /// same few threads as with one (it started one thread per exchange before issue 29: N + 7 for N probes).
@@ -20,19 +31,13 @@ struct TCPExchangeThreadTests {
         }
         let configuration = directory.file("tcp-\(count).yaml")
         try ("endpoints:\n" + endpoints.joined(separator: "\n") + "\n").write(toFile: configuration, atomically: true, encoding: .utf8)
-        let trace = directory.file("trace-\(count)")
-        let result = try Shell.run([
-            straceProgram!, "-f", "-qq", "-e", "trace=clone,clone3", "-e", "signal=none", "-o", trace,
-            Shell.pinpath, "run", "--once", "--config", configuration,
-        ])
+        let (result, threads) = try threadStarts(
+            running: [Shell.pinpath, "run", "--once", "--config", configuration], trace: directory.file("trace-\(count)"))
         #expect(result.status == 0, "\(result.stderr)")
-        let calls = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n").filter {
-            $0.contains("clone(") || $0.contains("clone3(")
-        }
         let succeeded = result.stdout.split(separator: "\n").filter {
             $0.contains("\"event\":\"probe.completed\"") && $0.contains("\"outcome\":\"success\"")
         }
-        return (calls.count, succeeded.count)
+        return (threads, succeeded.count)
     }
 
     @Test("400 tcp probes with an exchange start no more threads than one does, and each reads its answer")

@@ -1,10 +1,11 @@
-import Dispatch
+import PinpathSupport
 import Synchronization
 
-/// Where pattern searches run: a serial queue of its own, never Swift's cooperative pool. A search may use its
-/// whole ``PatternLimits`` budget (up to 2 s of CPU), and on the pool's two threads 200 such searches from an
-/// included file held every other probe, the events and a SIGTERM for minutes. Here they wait for each other
-/// only, in two lanes: the main file's endpoints, and every included file's.
+/// Where pattern searches run: one at a time per lane, on the blocking pool (``BlockingPool``), never Swift's
+/// cooperative pool. A search may use its whole ``PatternLimits`` budget (up to 2 s of CPU), and on the
+/// concurrency pool's two threads 200 such searches from an included file held every other probe, the events and
+/// a SIGTERM for minutes. Here they wait for each other only, in two lanes: the main file's endpoints, and every
+/// included file's; each lane holds at most one of the pool's threads.
 ///
 /// A lane is bounded: a probe waiting for its search keeps its place among the probes in flight and its response
 /// body. At most ``maximumWaiting`` searches wait; a search that cannot wait is not run, and its probe fails
@@ -25,9 +26,9 @@ final class PatternSearchLane: Sendable {
     }
 
     /// The main configuration file's endpoints.
-    static let mainFile = PatternSearchLane(label: "pinpath.patterns.main", files: "the main file's")
+    static let mainFile = PatternSearchLane(files: "the main file's")
     /// Every included file's endpoints.
-    static let includedFiles = PatternSearchLane(label: "pinpath.patterns.included", files: "included files'")
+    static let includedFiles = PatternSearchLane(files: "included files'")
 
     /// The searches that may wait in one of a lane's two queues: well above what healthy patterns (microseconds
     /// each) ever queue, and 16 response bodies of at most 4 MiB.
@@ -40,18 +41,18 @@ final class PatternSearchLane: Sendable {
 
     /// Whose endpoints it serves, for messages: "included files'".
     let files: String
-    private let queue: DispatchQueue
     private let state = Mutex(Queues())
 
     /// The searches waiting, the cheap ones apart from those of endpoints whose last search reached a limit.
     private struct Queues {
-        var cheap = JobQueue()
-        var costly = JobQueue()
+        var cheap = FIFOQueue<@Sendable () -> Void>()
+        var costly = FIFOQueue<@Sendable () -> Void>()
         var costlyEndpoints: Set<String> = []
+        /// A pool thread is running the lane's searches: one at a time, so the lane needs no other.
+        var draining = false
     }
 
-    private init(label: String, files: String) {
-        queue = DispatchQueue(label: label)
+    private init(files: String) {
         self.files = files
     }
 
@@ -71,54 +72,47 @@ final class PatternSearchLane: Sendable {
             }
             pending.answer(result)
         }
-        let refusal = state.withLock { queues -> Refusal? in
+        // Whether this search starts the lane's drain on the pool (none was running), or why it is not run.
+        let admission = state.withLock { queues -> (startsDrain: Bool, refusal: Refusal?) in
             let costly = queues.costlyEndpoints.contains(endpoint)
             guard (costly ? queues.costly.count : queues.cheap.count) < Self.maximumWaiting else {
-                return .full(waiting: Self.maximumWaiting, costly: costly)
+                return (false, .full(waiting: Self.maximumWaiting, costly: costly))
             }
             if costly { queues.costly.append(job) } else { queues.cheap.append(job) }
-            return nil
+            defer { queues.draining = true }
+            return (!queues.draining, nil)
         }
-        if let refusal { return refused(refusal) }
-        return await withTaskCancellationHandler {
+        if let refusal = admission.refusal { return refused(refusal) }
+        let startsDrain = admission.startsDrain
+        let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 pending.wait(continuation)
-                // One turn of the queue per search: it runs the first cheap search waiting, else the first costly.
-                queue.async { self.nextJob()?() }
+                if startsDrain { BlockingPool.shared.execute { self.drain() } }
             }
         } onCancel: {
             pending.answer(refused(.cancelled))
         }
+        SanitizerEdge.acquire(pending)
+        return result
     }
 
+    /// Runs the lane's searches until none waits: the first cheap search waiting, else the first costly.
+    private func drain() {
+        while let job = nextJob() { job() }
+    }
+
+    /// The next search, or `nil` (and the lane no longer draining) when none waits.
     private func nextJob() -> (@Sendable () -> Void)? {
-        state.withLock { queues in queues.cheap.popFirst() ?? queues.costly.popFirst() }
-    }
-}
-
-/// Jobs in arrival order.
-private struct JobQueue {
-    private var jobs: [@Sendable () -> Void] = []
-    private var head = 0
-
-    var count: Int { jobs.count - head }
-
-    mutating func append(_ job: @escaping @Sendable () -> Void) { jobs.append(job) }
-
-    mutating func popFirst() -> (@Sendable () -> Void)? {
-        guard head < jobs.count else { return nil }
-        let job = jobs[head]
-        head += 1
-        if head == jobs.count {
-            jobs.removeAll(keepingCapacity: true)
-            head = 0
+        state.withLock { queues in
+            let job = queues.cheap.popFirst() ?? queues.costly.popFirst()
+            if job == nil { queues.draining = false }
+            return job
         }
-        return job
     }
 }
 
 /// One search's continuation, resumed exactly once: by the lane, or at once by a cancellation. Either may come
-/// before the continuation is there (another search's turn of the queue may run this one first): the result is
+/// before the continuation is there (the lane may run the search before its task waits): the result is
 /// kept for it.
 private final class PendingSearch<Result: Sendable>: Sendable {
     private enum State {
@@ -167,6 +161,7 @@ private final class PendingSearch<Result: Sendable>: Sendable {
                 return nil
             }
         }
+        SanitizerEdge.release(self)  // what made `result` on this thread, for the task (ThreadSanitizer cannot see it)
         continuation?.resume(returning: result)
     }
 }

@@ -297,30 +297,34 @@ public final class Session: Sendable {
         deadline: ContinuousClock.Instant
     ) async -> HTTPError {
         guard let evaluation = error.evaluation, let leaf = evaluation.servedChain.first else { return error }
+        // A second handshake to the address the refused connection dialled (curl's `remote_address`).
+        func secondHandshake(
+            serverName: String, clientCertificate: (certificate: String, key: String?)?, unknownAddress: String
+        ) async -> KeyPossessionCheck.Outcome {
+            guard let remote = error.remoteAddress, let address = try? TLSEndpoint(parsing: remote) else {
+                return .unproven(unknownAddress)
+            }
+            return await KeyPossessionCheck.run(
+                address: address, serverName: serverName, leaf: leaf, clientCertificate: clientCertificate, deadline: deadline)
+        }
         let outcome: KeyPossessionCheck.Outcome
         if let refusing = error.refusingProxy {
             // The proxy's own certificate: a direct TLS connection to it, as pinpath made one, without a client
             // certificate (the origin's is not the proxy's to see).
-            if let remote = error.remoteAddress, let address = try? TLSEndpoint(parsing: remote) {
-                outcome = await KeyPossessionCheck.run(
-                    address: address, serverName: refusing.host, leaf: leaf, clientCertificate: nil, deadline: deadline)
-            } else {
-                outcome = .unproven("the proxy's address is unknown")
-            }
+            outcome = await secondHandshake(
+                serverName: refusing.host, clientCertificate: nil, unknownAddress: "the proxy's address is unknown")
         } else if let proxy {
             outcome = .unproven("the connection went through the proxy \(proxy), so a second handshake cannot reach the same server")
         } else if let command = kind.upgradeCommand {
             outcome = .unproven("TLS started after \(command), and pinpath does not repeat the plaintext exchange to prove it")
-        } else if let remote = error.remoteAddress, let address = try? TLSEndpoint(parsing: remote) {
+        } else {
             // An encrypted key is left out: the check would need its password, and a server that then refuses the
             // handshake leaves the expiry unproven, which only raises what is reported.
             let identity = (options.clientCertificate ?? configuration.clientCertificate).flatMap {
                 $0.password == nil ? (certificate: $0.certificatePath, key: $0.keyPath) : nil
             }
-            outcome = await KeyPossessionCheck.run(
-                address: address, serverName: serverName, leaf: leaf, clientCertificate: identity, deadline: deadline)
-        } else {
-            outcome = .unproven("the address connected to is unknown")
+            outcome = await secondHandshake(
+                serverName: serverName, clientCertificate: identity, unknownAddress: "the address connected to is unknown")
         }
         guard case .unproven(let why) = outcome else { return error }
         let unproven = evaluation.possessionUnproven(why)

@@ -297,7 +297,8 @@ final class MonitorLoop {
             let core = self.core
             let name = targets[index].target
             let sequence = resolutionSequence
-            Task.detached {
+            // A task, not a thread: it waits for the look-up on the blocking pool and for its bound.
+            Task {
                 let resolution = await HostResolver.resolve(name, timeout: timeout)
                 core.post(.resolved(name, sequence, resolution))
             }

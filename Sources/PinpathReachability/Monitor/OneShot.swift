@@ -1,3 +1,4 @@
+import PinpathSupport
 import Synchronization
 
 /// A value delivered once, from any thread, to every async waiter. The first `fulfil` wins; later ones are
@@ -16,17 +17,23 @@ final class OneShot<Value: Sendable>: Sendable {
             defer { state.waiters = [] }
             return state.waiters
         }
+        SanitizerEdge.release(self)  // what made `value` on this thread, for the waiters (ThreadSanitizer cannot see it)
         for waiter in waiters { waiter.resume(returning: value) }
     }
 
+    /// Whether a value was delivered: work whose answer would be ignored need not run.
+    var isFulfilled: Bool { state.withLock { $0.value != nil } }
+
     /// Waits for the value (returns at once if it is there).
     func value() async -> Value {
-        await withCheckedContinuation { continuation in
+        let value = await withCheckedContinuation { continuation in
             let ready = state.withLock { state -> Value? in
                 if state.value == nil { state.waiters.append(continuation) }
                 return state.value
             }
             if let ready { continuation.resume(returning: ready) }
         }
+        SanitizerEdge.acquire(self)
+        return value
     }
 }

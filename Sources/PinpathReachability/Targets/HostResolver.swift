@@ -1,9 +1,9 @@
-import Dispatch
 import Glibc
 import PinpathSupport
 
-/// Resolves host names with `getaddrinfo`, bounded in time. glibc's resolver cannot be cancelled, so a
-/// look-up that outlives the bound finishes on its worker thread and its answer is dropped.
+/// Resolves host names with `getaddrinfo` on the blocking pool (``BlockingPool``), bounded in time. glibc's
+/// resolver cannot be cancelled, so a look-up that outlives the bound finishes on its pool thread and its answer
+/// is dropped; one whose bound passed before its turn is not started.
 enum HostResolver {
     static func resolve(_ target: ReachabilityTarget, timeout: Duration) async -> WatchedTarget.Resolution {
         switch target {
@@ -14,10 +14,16 @@ enum HostResolver {
 
     static func resolve(_ name: String, timeout: Duration) async -> WatchedTarget.Resolution {
         let answer = OneShot<WatchedTarget.Resolution>()
-        DispatchQueue.global().async { answer.fulfil(getAddresses(name)) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(timeout.wholeNanoseconds))) {
+        BlockingPool.shared.execute {
+            guard !answer.isFulfilled else { return }
+            answer.fulfil(getAddresses(name))
+        }
+        // The bound: a task asleep holds no thread; the answer cancels it.
+        let bound = Task {
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
             answer.fulfil(.failed)
         }
+        defer { bound.cancel() }
         return await answer.value()
     }
 

@@ -1,6 +1,6 @@
 import COpenSSL
-import Dispatch
 import FoundationEssentials
+import PinpathSupport
 
 /// Whether a server holds the key of the certificate it sent, proven by a second TLS handshake that completes and
 /// sends nothing after it.
@@ -21,22 +21,16 @@ package enum KeyPossessionCheck {
     }
 
     /// Connects to `address` (the very address the refused connection dialled), completes a handshake with
-    /// `serverName` as SNI before `deadline` and compares its leaf with `leaf`. Blocks a thread of its own,
-    /// not the caller's.
+    /// `serverName` as SNI before `deadline` and compares its leaf with `leaf`. Blocks a thread of pinpath's pool
+    /// for blocking work, not the caller's; a check whose turn comes after `deadline` is unproven.
     /// - Parameter clientCertificate: a certificate (PEM, its chain after it) and an unencrypted key to send when
     ///   the server asks for one, as the refused connection would have.
     package static func run(
         address: TLSEndpoint, serverName: String, leaf: Certificate,
         clientCertificate: (certificate: String, key: String?)? = nil, deadline: ContinuousClock.Instant
     ) async -> Outcome {
-        await withCheckedContinuation { continuation in
-            // A queue of its own targets the overcommitting pool: a new thread when the others are blocked.
-            DispatchQueue(label: "pinpath.key-possession").async {
-                continuation.resume(
-                    returning: check(
-                        address: address, serverName: serverName, leaf: leaf, clientCertificate: clientCertificate,
-                        deadline: deadline))
-            }
+        await BlockingPool.shared.run {
+            check(address: address, serverName: serverName, leaf: leaf, clientCertificate: clientCertificate, deadline: deadline)
         }
     }
 
@@ -65,8 +59,7 @@ extension TrustEvaluation {
     /// expired certificate it sent (`why`), so its chain is not taken for the service's own
     /// (``chainIsAnchoredForHost`` false: no `tls.certificate_expired`), and the lapse is said after that.
     package func possessionUnproven(_ why: String) -> TrustEvaluation {
-        let prefix = "\(host): "
-        let said = failure.map { $0.message.hasPrefix(prefix) ? String($0.message.dropFirst(prefix.count)) : $0.message } ?? ""
+        let said = failure?.message(withoutHost: host) ?? ""
         let lapse = failure?.verifyError == X509_V_ERR_CERT_NOT_YET_VALID ? "not yet valid" : "expired"
         var unproven = TrustFailure(
             reason: .chainInvalid, verifyError: nil, depth: failure?.depth,

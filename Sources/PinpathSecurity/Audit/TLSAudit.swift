@@ -1,5 +1,5 @@
-import Dispatch
 import FoundationEssentials
+import PinpathSupport
 
 /// What one TLS endpoint shows: the handshake, the served chain with each certificate's details, and how a
 /// ``SecurityPolicy`` judges it, or why there was no handshake. A value: the CLI renders it as text or JSON.
@@ -143,21 +143,17 @@ public struct TLSAudit: Sendable {
 
     /// Connects, handshakes and evaluates. Never throws: every failure is part of the result.
     ///
-    /// The blocking work (name resolution, `poll`) runs on a thread of its own, not on Swift's cooperative pool,
-    /// so many audits can wait on the network at once. It ends within ``Options/timeout`` after resolution;
-    /// cancelling the task does not cut it shorter.
+    /// The blocking work (name resolution, `poll`) runs on pinpath's pool for blocking work, not on Swift's
+    /// cooperative pool: 8 audits wait on the network at once, more wait their turn (the timeout counts from the
+    /// audit's start, not from its turn). It ends within ``Options/timeout`` after resolution; cancelling the task
+    /// does not cut it shorter.
     ///
     /// Under ``RevocationMode/ocsp`` without a staple or a cached answer, asks the leaf's responder through
     /// ``Options/ocspResponder`` and audits again (a second handshake), so that the answer is judged as it is in
     /// a request's handshake.
     public static func run(_ endpoint: TLSEndpoint, options: Options) async -> TLSAudit {
         await answeringOCSP(options) {
-            await withCheckedContinuation { continuation in
-                // A queue of its own targets the overcommitting pool: a new thread when the others are blocked.
-                DispatchQueue(label: "pinpath.audit").async {
-                    continuation.resume(returning: TLSAudit(endpoint, options: options))
-                }
-            }
+            await BlockingPool.shared.run { TLSAudit(endpoint, options: options) }
         }
     }
 

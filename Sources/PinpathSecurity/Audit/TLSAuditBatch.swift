@@ -1,8 +1,8 @@
 /// Audits many endpoints, a bounded number at a time, and hands the results back in the order given: what
 /// `pinpath audit` runs, for a Swift program that audits a list of hosts itself.
 ///
-/// Each audit waits on the network on a thread of its own (``TLSAudit/run(_:options:)``), so the bound is about
-/// sockets and the servers' patience, not CPU.
+/// Each audit waits on the network on a thread of pinpath's pool for blocking work (``TLSAudit/run(_:options:)``,
+/// 8 threads), so the bound is about sockets and the servers' patience, not CPU; above 8, audits wait for a thread.
 public struct TLSAuditBatch: Sendable {
     /// How many endpoints are audited at once unless a caller says otherwise.
     public static let defaultConcurrency = 8

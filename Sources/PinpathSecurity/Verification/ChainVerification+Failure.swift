@@ -18,8 +18,7 @@ extension ChainVerification {
                 message: underlying.message + (sameError ? "" : "; also: \(lapse.description)"),
                 expectedPins: expectedPins, seenPins: underlying.seenPins, violation: underlying.violation)
         }
-        let prefix = "\(host): "
-        let rest = underlying.message.hasPrefix(prefix) ? String(underlying.message.dropFirst(prefix.count)) : underlying.message
+        let rest = underlying.message(withoutHost: host)
         let sameError = underlying.verifyError == lapse.verifyError && underlying.depth == lapse.depth
         var failure = TrustFailure(
             reason: .chainInvalid, verifyError: lapse.verifyError, depth: lapse.depth,

@@ -44,4 +44,11 @@ public struct TrustFailure: Sendable, Equatable, CustomStringConvertible {
 
     /// The message.
     public var description: String { message }
+
+    /// ``message`` without the `host: ` it starts with, for a message that says it after something else about
+    /// `host`; the whole message when it does not start so.
+    func message(withoutHost host: String) -> String {
+        let prefix = "\(host): "
+        return message.hasPrefix(prefix) ? String(message.dropFirst(prefix.count)) : message
+    }
 }

@@ -1,7 +1,7 @@
 import Glibc
 
-/// A mutex and a condition variable over it: the inbox lock of ``ServiceThread``, whose thread may sleep on it
-/// until another says there is work. Wraps `pthread_mutex_t` and `pthread_cond_t`.
+/// A mutex and a condition variable over it: the inbox lock of ``ServiceThread`` and the queue lock of
+/// ``BlockingPool``, whose threads may sleep on it until another says there is work. Wraps `pthread_mutex_t` and `pthread_cond_t`.
 ///
 /// Both live in memory of their own, at addresses that never move, which POSIX requires and Swift's `Mutex`
 /// (a value) does not give. Timed waits use `CLOCK_MONOTONIC`, so setting the wall clock moves no deadline.
@@ -32,6 +32,9 @@ final class ConditionLock: @unchecked Sendable {
 
     /// Wakes every thread waiting. Call with the lock held.
     func broadcast() { pthread_cond_broadcast(condition) }
+
+    /// Wakes one thread waiting, if any. Call with the lock held.
+    func signal() { pthread_cond_signal(condition) }
 
     /// Releases the lock, sleeps until woken (or spuriously), and takes the lock again.
     func wait() { pthread_cond_wait(condition, mutex) }

@@ -2,8 +2,8 @@ import CLinuxShims
 import Glibc
 import Synchronization
 
-/// A POSIX thread that runs one closure and can be joined: what ``ServiceThread`` runs on. Nothing else starts
-/// one: a thread of pinpath's own is a ``ServiceThread``.
+/// A POSIX thread that runs one closure and can be joined: what ``ServiceThread`` and ``BlockingPool`` run on.
+/// Nothing else starts one: a thread of pinpath's own is a ``ServiceThread`` or one of the pool's.
 struct DedicatedThread: Sendable {
     private var thread = pthread_t()
 
