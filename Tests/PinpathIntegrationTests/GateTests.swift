@@ -2,6 +2,7 @@ import Foundation
 import PinpathHTTP
 import PinpathReachability
 import PinpathTestSupport
+import Synchronization
 import Testing
 
 /// The request core's reachability gate on the kernel: a namespace whose default route is removed and
@@ -80,6 +81,51 @@ struct GateTests {
         }
         try await change("route del blackhole \(Self.server)/32")
         #expect(try await session.send(request).statusCode > 0)
+    }
+
+    @Test(
+        "A numeric host's route is answered while the monitor's thread is held in a slow change handler: the gate asks the kernel on its own thread, in the monitor's namespace, and refuses at once"
+    )
+    func answeredWhileTheMonitorThreadIsBusy() async throws {
+        let network = try TestNetwork()
+        defer { network.remove() }
+        // Only the monitored namespace has the blackhole: an answer from the test's own namespace would admit.
+        try network.ip(network.host, "route add blackhole 198.51.100.9/32")
+        let monitor = try await ReachabilityMonitor.start(.init(networkNamespace: network.host))
+        defer { monitor.stop() }
+        let session = try Session(monitor: monitor)
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let first = Mutex(true)
+        // The handler gets the initial state on the monitor's thread: hold the thread in its first call.
+        monitor.onChange { _ in
+            let isFirst = first.withLock { isFirst in
+                defer { isFirst = false }
+                return isFirst
+            }
+            guard isFirst else { return }
+            entered.signal()
+            release.wait()
+        }
+        defer { release.signal() }
+        await Task.detached { entered.wait() }.value
+
+        let started = ContinuousClock.now
+        // Released after this long at the latest: a gate that waits for the monitor's thread answers only then.
+        let bound = TestTime.scaled(.seconds(2))
+        let releaser = Task.detached {
+            try? await Task.sleep(for: bound)
+            release.signal()
+        }
+        defer { releaser.cancel() }
+        await #expect {
+            _ = try await session.send(HTTPRequest(method: .get, url: URL(string: "http://198.51.100.9:\(Self.port)/")!))
+        } throws: { error in
+            (error as? HTTPError)?.code == .unreachable && (error as? HTTPError)?.reachability?.reason == .blackholeRoute
+        }
+        let elapsed = ContinuousClock.now - started
+        print("refused while the monitor's thread was held: \(elapsed)")
+        #expect(elapsed < bound, "the gate waited for the monitor's thread (\(elapsed))")
     }
 
     @Test("pinpath request exits 4 without connecting, waits for connectivity when asked, and skips addresses with no route")

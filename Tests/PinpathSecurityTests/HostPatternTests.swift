@@ -86,15 +86,15 @@ struct HostPatternTests {
                 patterns: [try HostPattern(parsing: "other.com")], includeSubdomains: true,
                 policy: try SecurityPolicy(mode: .publicKey, pins: [c], requiresBackupPin: false)),
         ])
-        let api = try #require(set.policy(for: "api.example.com"))
+        let api = try #require(set.resolution(for: "api.example.com")?.policy)
         #expect(api.pins == [a, b, c])
         #expect(api.enforce)  // report-only matching first does not make api.example.com's pins report-only
         #expect(api.notedHostname == "**.example.com" && api.includeSubdomains)
-        let www = try #require(set.policy(for: "www.example.com"))
+        let www = try #require(set.resolution(for: "www.example.com")?.policy)
         #expect(www.pins == [a, b])
-        let sub = try #require(set.policy(for: "x.other.com"))
+        let sub = try #require(set.resolution(for: "x.other.com")?.policy)
         #expect(sub.pins == [c] && sub.notedHostname == "other.com" && sub.includeSubdomains)
-        #expect(set.policy(for: "example.org") == nil)
+        #expect(try set.resolution(for: "example.org") == nil)
     }
 }
 

@@ -27,15 +27,15 @@ struct OCSPPolicyTests {
         let soft = try SecurityPolicy(mode: .none, revocation: .ocsp, ocspSoftFail: true)
         let hard = try SecurityPolicy(mode: .none, revocation: .ocsp)
         let stapled = try SecurityPolicy(mode: .none, revocation: .stapled)
-        let both = try #require(HostPolicySet([try entry(soft), try entry(hard)]).policy(for: "a.test"))
+        let both = try #require(HostPolicySet([try entry(soft), try entry(hard)]).resolution(for: "a.test")?.policy)
         #expect(both.revocation == .ocsp)
         #expect(!both.ocspSoftFail)
-        let softOnly = try #require(HostPolicySet([try entry(stapled), try entry(soft)]).policy(for: "a.test"))
+        let softOnly = try #require(HostPolicySet([try entry(stapled), try entry(soft)]).resolution(for: "a.test")?.policy)
         #expect(softOnly.revocation == .ocsp)
         #expect(softOnly.ocspSoftFail)
         let required = try #require(
-            HostPolicySet([try entry(soft), try entry(try SecurityPolicy(mode: .none, revocation: .requireStapled))]).policy(
-                for: "a.test"))
+            HostPolicySet([try entry(soft), try entry(try SecurityPolicy(mode: .none, revocation: .requireStapled))]).resolution(
+                for: "a.test")?.policy)
         #expect(required.revocation == .requireStapled)
         #expect(!required.ocspSoftFail)
     }

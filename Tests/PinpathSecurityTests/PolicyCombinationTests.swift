@@ -23,13 +23,13 @@ struct PolicyCombinationTests {
         let open = try entry("**.valid.test", try SecurityPolicy(mode: .none))
         let pinned = try entry("valid.test", try SecurityPolicy(mode: .publicKey, pins: try pins(["otherinter", "otherroot"])))
         let set = HostPolicySet(pinnedFirst ? [pinned, open] : [open, pinned])
-        let policy = try #require(set.policy(for: "valid.test"))
+        let policy = try #require(set.resolution(for: "valid.test")?.policy)
         #expect(policy.mode == .publicKey && policy.enforce)
         #expect(policy.notedHostname == "valid.test")
         let evaluation = try policy.evaluate(
             servedChain: try pki.chain(["valid", "inter"]), host: "valid.test", trustStore: try pki.trustStore())
         #expect(!evaluation.allowsConnection)
-        #expect(set.policy(for: "www.valid.test")?.mode == PinningMode.none)
+        #expect(try set.resolution(for: "www.valid.test")?.policy.mode == PinningMode.none)
     }
 
     @Test("certificate > public_key > none; pins and certificates united")
@@ -40,7 +40,7 @@ struct PolicyCombinationTests {
             try entry("a.test", try SecurityPolicy(mode: .certificate, pinnedCertificates: [root])),
             try entry("a.test", try SecurityPolicy(mode: .none)),
         ])
-        let policy = try #require(set.policy(for: "a.test"))
+        let policy = try #require(set.resolution(for: "a.test")?.policy)
         #expect(policy.mode == .certificate)
         #expect(policy.pinnedCertificates == [root])
         #expect(policy.pins == Set(try pins(["inter", "valid"]) + [root.spkiPin]))
@@ -53,12 +53,14 @@ struct PolicyCombinationTests {
         let lax = try SecurityPolicy(mode: .publicKey, pins: pinsA, allowInvalidCertificates: true, validatesDomainName: false)
         let strict = try SecurityPolicy(mode: .publicKey, pins: pinsA)
         let combined = try #require(
-            HostPolicySet([try entry("a.test", reportOnly), try entry("a.test", lax), try entry("a.test", strict)]).policy(for: "a.test"))
+            HostPolicySet([try entry("a.test", reportOnly), try entry("a.test", lax), try entry("a.test", strict)]).resolution(
+                for: "a.test")?.policy)
         #expect(combined.enforce && combined.validatesDomainName && !combined.allowInvalidCertificates)
         let allReportOnly = try #require(
-            HostPolicySet([try entry("a.test", reportOnly), try entry("a.test", try SecurityPolicy(mode: .none))]).policy(for: "a.test"))
+            HostPolicySet([try entry("a.test", reportOnly), try entry("a.test", try SecurityPolicy(mode: .none))]).resolution(
+                for: "a.test")?.policy)
         #expect(!allReportOnly.enforce, "a mode: none entry does not make report-only pins enforcing")
-        let allLax = try #require(HostPolicySet([try entry("a.test", lax), try entry("a.test", lax)]).policy(for: "a.test"))
+        let allLax = try #require(HostPolicySet([try entry("a.test", lax), try entry("a.test", lax)]).resolution(for: "a.test")?.policy)
         #expect(allLax.allowInvalidCertificates && !allLax.validatesDomainName)
     }
 
@@ -70,10 +72,11 @@ struct PolicyCombinationTests {
         let a = try SecurityPolicy(mode: .publicKey, pins: pinsA, expires: early)
         let b = try SecurityPolicy(mode: .publicKey, pins: pinsA, expires: late)
         let never = try SecurityPolicy(mode: .publicKey, pins: pinsA)
-        #expect(HostPolicySet([try entry("a.test", a), try entry("a.test", b)]).policy(for: "a.test")?.expires == late)
-        #expect(HostPolicySet([try entry("a.test", b), try entry("a.test", never)]).policy(for: "a.test")?.expires == nil)
+        #expect(try HostPolicySet([try entry("a.test", a), try entry("a.test", b)]).resolution(for: "a.test")?.policy.expires == late)
+        #expect(try HostPolicySet([try entry("a.test", b), try entry("a.test", never)]).resolution(for: "a.test")?.policy.expires == nil)
         #expect(
-            HostPolicySet([try entry("a.test", a), try entry("a.test", try SecurityPolicy(mode: .none))]).policy(for: "a.test")?.expires
+            try HostPolicySet([try entry("a.test", a), try entry("a.test", try SecurityPolicy(mode: .none))]).resolution(for: "a.test")?
+                .policy.expires
                 == early)
     }
 
@@ -89,7 +92,15 @@ struct PolicyCombinationTests {
         let agreeing = HostPolicySet([try entry("**.a.test", none, store: store), try entry("b.a.test", none, store: same)])
         #expect(try agreeing.resolution(for: "b.a.test")?.trustStore == store)
         let conflicting = HostPolicySet([try entry("**.a.test", none, store: store), try entry("b.a.test", none, store: other)])
-        #expect(throws: SecurityError.self) { try conflicting.resolution(for: "b.a.test") }
+        // The error carries the two entries in conflict, in configuration order, with the patterns that matched.
+        let conflict = try #require(throws: HostPolicySet.Conflict.self) { try conflicting.resolution(for: "b.a.test") }
+        #expect(conflict.host == "b.a.test" && conflict.code == .invalidPolicy)
+        #expect(conflict.first.index == 0 && conflict.first.pattern.description == "**.a.test")
+        #expect(conflict.second.index == 1 && conflict.second.pattern.description == "b.a.test")
+        #expect(
+            conflict.message
+                == "b.a.test is matched by policies with different trust stores (**.a.test and b.a.test); give them the same CA file or make their hosts disjoint"
+        )
         #expect(try conflicting.resolution(for: "c.a.test")?.trustStore == store)
     }
 

@@ -297,7 +297,7 @@ struct PolicyEvaluationTests {
                 patterns: [try HostPattern(parsing: "**.valid.test")],
                 policy: try SecurityPolicy(mode: .publicKey, pins: pins, expires: Date(timeIntervalSince1970: 2_000_000_000)))
         ])
-        let policy = try #require(set.policy(for: "www.valid.test"))
+        let policy = try #require(set.resolution(for: "www.valid.test")?.policy)
         let now = Date(timeIntervalSince1970: 1_700_000_000)
         let evaluation = try policy.evaluate(
             servedChain: try pki.chain(["valid", "inter"]), host: "www.valid.test", port: 8443, trustStore: try pki.trustStore(), now: now)

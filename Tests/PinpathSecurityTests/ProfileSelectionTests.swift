@@ -31,7 +31,7 @@ struct ProfileSelectionTests {
         ])
     func combining(_ selections: [ProfileSelection], expected: ProfileSelection) throws {
         let set = HostPolicySet(try selections.map(Self.entry))
-        #expect(set.policy(for: "a.test")?.profile == expected)
+        #expect(try set.resolution(for: "a.test")?.policy.profile == expected)
     }
 
     @Test("Stores compare by origin too: the same certificate pinned and in a CA file are reported differently")

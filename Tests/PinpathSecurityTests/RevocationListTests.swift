@@ -128,7 +128,7 @@ struct RevocationListTests {
             HostPolicy(patterns: [try HostPattern(parsing: "valid.test")], policy: crlPolicy),
             HostPolicy(patterns: [try HostPattern(parsing: "valid.test")], policy: staplePolicy),
         ])
-        let combined = try #require(set.policy(for: "valid.test"))
+        let combined = try #require(set.resolution(for: "valid.test")?.policy)
         #expect(combined.crls == crlPolicy.crls)
         #expect(combined.revocation == .requireStapled)
         let evaluation = try combined.evaluate(

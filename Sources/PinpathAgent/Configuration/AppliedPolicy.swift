@@ -1,5 +1,5 @@
-import PinpathHTTP
 import PinpathSecurity
+import PinpathSupport
 
 /// The security policy an endpoint's TLS handshakes are held to, resolved at load time from its `policy`
 /// key and the `hosts` of the configured policies: every one that applies, combined into the strictest
@@ -47,12 +47,6 @@ public struct AppliedPolicy: Sendable, Equatable {
             involvesNamedPolicy = named != nil && (first.name == named || second.name == named)
         }
 
-        /// Another reason, in PinpathSecurity's words.
-        init(_ message: String) {
-            description = message
-            involvesNamedPolicy = true
-        }
-
         /// The host is no host name or address a policy could name.
         init(unmatchableHost host: String) {
             description = "the host \(host) cannot be matched by a policy, so its policy would not apply; use a host name or an address"
@@ -69,7 +63,7 @@ public struct AppliedPolicy: Sendable, Equatable {
     init?(host: String, named: PolicyConfiguration?, among policies: [PolicyConfiguration]) throws(Conflict) {
         // The named policy applies whatever its `hosts`: it enters the choice as an exact pattern for the
         // host, first; the others enter with their own patterns, in file order. The choice itself is the one
-        // the request core makes for every request (``HostPolicyChoice``).
+        // the request core makes for every request (``HostPolicySet/resolution(for:)``).
         var candidates: [(configuration: PolicyConfiguration, entry: HostPolicy, named: Bool)] = []
         if let named {
             guard let exact = try? HostPattern(parsing: URLHost.withoutBrackets(host)) else { throw Conflict(unmatchableHost: host) }
@@ -81,15 +75,10 @@ public struct AppliedPolicy: Sendable, Equatable {
         let set = HostPolicySet(candidates.map(\.entry))
         let resolution: HostPolicySet.Resolution?
         do {
-            resolution = try HostPolicyChoice.resolution(forURLHost: host, in: set)
+            resolution = try set.resolution(for: host)
         } catch {
             // Name the policies and their CA files, as the configuration spells them.
-            let withStores = HostPolicyChoice.matches(forURLHost: host, in: set).map { candidates[$0.index].configuration }
-                .filter { $0.trustStore != nil }
-            if let first = withStores.first, let other = withStores.first(where: { $0.trustStore != first.trustStore }) {
-                throw Conflict(first, other, named: named?.name)
-            }
-            throw Conflict(error.message)
+            throw Conflict(candidates[error.first.index].configuration, candidates[error.second.index].configuration, named: named?.name)
         }
         // Every host the named policy's exact pattern was parsed from should match it; one that does not would
         // drop the policy the endpoint names.

@@ -1,10 +1,12 @@
+import PinpathSupport
+
 /// Why something failed, in the one vocabulary pinpath uses everywhere: ``HTTPError/code``, the agent's
 /// `error_category` and `pinpath_probe_failure_info{category}`, and `error.category` in every `--json` output of
 /// the command line. The raw value is the name written there.
 ///
 /// The request core raises the first group; the agent adds what a probe's expectations find; the command line adds
 /// its own (a bad argument, a file it cannot use). docs/agent.md's category table is checked against this list.
-public enum FailureCategory: String, CaseIterable, Sendable, CustomStringConvertible {
+public enum FailureCategory: String, CaseIterable, ErrorCode {
     // The request core's (``HTTPError``).
 
     /// The URL cannot be used (not absolute, not a kind pinpath sends, malformed), or names a kind the request
@@ -90,6 +92,6 @@ public enum FailureCategory: String, CaseIterable, Sendable, CustomStringConvert
     /// The command's own documented outcome that no other category names.
     case failed
 
-    /// The name, as written in events, metrics and JSON.
-    public var description: String { rawValue }
+    /// The name, as written in events, metrics and JSON (`tls_invalid`); also the description.
+    public var name: String { rawValue }
 }

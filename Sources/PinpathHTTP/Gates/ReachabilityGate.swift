@@ -2,16 +2,10 @@ import PinpathReachability
 
 /// The reachability gate: asks the monitor before a request and waits for connectivity when told to.
 /// Cheap when the network is up: the monitor's current snapshot answers, with no system call, except for
-/// numeric hosts, whose route is asked of the kernel (no DNS, no packet) once, and then again only after the
-/// monitor has read a change (``AddressVerdicts``).
+/// numeric addresses, whose route the monitor answers (``ReachabilityMonitor/routeVerdict(for:)``: kept
+/// until it reads the kernel's next change).
 struct ReachabilityGate: Sendable {
     let monitor: ReachabilityMonitor
-    private let addressVerdicts: AddressVerdicts
-
-    init(monitor: ReachabilityMonitor) {
-        self.monitor = monitor
-        addressVerdicts = AddressVerdicts(monitor: monitor)
-    }
 
     /// Returns when `host` may be tried, or throws ``HTTPError/Code/unreachable`` with the monitor's verdict.
     /// `host` is the proxy's when the request goes through `proxy`: that is the only address it connects to.
@@ -42,10 +36,11 @@ struct ReachabilityGate: Sendable {
         }
     }
 
-    /// Checks each resolved address from libcurl's thread before it connects.
+    /// Checks each resolved address from libcurl's thread before it connects; `nil` (connect) once the
+    /// monitor has stopped.
     var addressCheck: Transfer.AddressCheck {
-        let verdicts = addressVerdicts
-        return { address in verdicts.verdictBlocking(for: address, timeout: .milliseconds(500)) }
+        let monitor = monitor
+        return { address in try? monitor.routeVerdict(for: address) }
     }
 
     /// Why `host` cannot be reached now, or `nil` when it may be tried.
@@ -61,7 +56,7 @@ struct ReachabilityGate: Sendable {
         case .leftToResolver, .notWatched: break
         }
         if let address = IPAddress(host) {
-            guard let verdict = await addressVerdicts.verdict(for: address) else { return nil }
+            guard let verdict = try? monitor.routeVerdict(for: address) else { return nil }
             return verdict.status == .reachable ? nil : verdict
         }
         // Loopback names never leave the machine; libcurl's socket check still asks about each address.

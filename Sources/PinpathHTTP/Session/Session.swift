@@ -160,7 +160,7 @@ public final class Session: Sendable {
         // Reading the URL's host costs more than the rest of the choice when there is no policy to match.
         guard !policies.entries.isEmpty, let host = request.url.host(percentEncoded: false) else { return nil }
         do {
-            return try HostPolicyChoice.resolution(forURLHost: host, in: policies)
+            return try policies.resolution(for: host)
         } catch {
             throw HTTPError(.policyRejected, "\(request.method) \(request.displayURL): \(error.message)")
         }
@@ -362,7 +362,7 @@ public final class Session: Sendable {
     static let supportedSchemes = ServiceKind.probed.map(\.rawValue).joined(separator: ", ")
 
     private func verifier(host: String, port: Int, options: RequestOptions) throws(HTTPError) -> HandshakeVerifier {
-        // `send` has chosen the host's policy (``HostPolicyChoice``, the session's policies included): none
+        // `send` has chosen the host's policy (``HostPolicySet/resolution(for:)``, the session's policies included): none
         // matched when it is `nil`.
         let policy = options.securityPolicy ?? chainValidation
         let store: TrustStore
@@ -379,7 +379,7 @@ public final class Session: Sendable {
     ) throws(HTTPError) -> HandshakeVerifier {
         let resolved: HostPolicySet.Resolution?
         do {
-            resolved = try HostPolicyChoice.resolution(forURLHost: proxy.host, in: policies)
+            resolved = try policies.resolution(for: proxy.host)
         } catch {
             throw HTTPError(.policyRejected, "\(label): the proxy \(proxy): \(error.message)")
         }

@@ -48,6 +48,8 @@ final class MonitorCore: Sendable {
     let service: ServiceThread<[Command]>
     /// Fulfilled when the monitor has stopped, by `stop()` or a failure.
     let stopped = OneShot<Void>()
+    /// Route verdicts for numeric addresses, answered on the caller's thread and kept per generation.
+    let routeVerdicts = RouteVerdicts()
 
     init(resolutionTimeout: Duration) throws {
         wakeDescriptor = pinpath_eventfd_nonblocking()
@@ -182,6 +184,7 @@ final class MonitorCore: Sendable {
             return commands
         }
         for command in pending { command.reject() }
+        routeVerdicts.close()
         let (subscribers, handlers) = published.withLock { published in
             published.finished = true
             defer {

@@ -65,8 +65,10 @@ final class MonitorLoop {
         events.setReceiveBuffer(bytes: configuration.receiveBufferSize)
         requests = try NetlinkSocket()
         requests.setReceiveBuffer(bytes: 1 << 20)
+        try core.routeVerdicts.openSocket()
         waitSet = try makeWaitSet()
         state = try readKernelState()
+        core.routeVerdicts.advance(to: state)
         path = evaluatePath(answers: lookUpPathRoutes())
         core.publish(path, events: [])
         scheduleResolutionRetry()
@@ -181,6 +183,8 @@ final class MonitorLoop {
         // can have moved: the same answers give the same path, and the usual recheck costs one look-up.
         let answers = lookUpPathRoutes()
         guard answers != pathRouteAnswers else { return }
+        // The routes moved after the kernel went quiet: what was answered since may rest on the old ones.
+        core.routeVerdicts.advance(to: state)
         recompute(current.triggers, answers: answers)
     }
 
@@ -196,6 +200,7 @@ final class MonitorLoop {
             needsResync = true
             resync()
         } else if !messages.isEmpty {
+            core.routeVerdicts.advance(to: state)
             recompute(triggers)
             if !triggers.isEmpty { scheduleSettleRechecks(after: triggers) }
         }
@@ -206,6 +211,8 @@ final class MonitorLoop {
     /// kernel interrupts (the tables changed under it) is retried at once a few times, then every 100 ms.
     private func resync() {
         events.discardPending()
+        // Messages were lost: whatever was answered may rest on a change never read.
+        defer { core.routeVerdicts.advance(to: state) }
         guard let fresh = try? readKernelState() else { return }
         state = fresh
         needsResync = false

@@ -1,7 +1,5 @@
-import Dispatch
 import Glibc
 import PinpathSupport
-import Synchronization
 
 /// Watches the kernel's links, addresses, routes and rules over netlink and says, without polling, whether
 /// this machine and each watched target can be reached, and through which interface.
@@ -151,20 +149,14 @@ public final class ReachabilityMonitor: Sendable {
         return try await ask { reply in .evaluate(watched, reply) }
     }
 
-    /// Asks the kernel whether `address` is reachable now, blocking the calling thread until the monitor
-    /// answers or `timeout` passes (then `nil`). For plain threads that cannot await, such as libcurl's
-    /// socket callback; never call it from a task or from a change handler (the monitor's own thread).
-    package func reachabilityBlocking(of address: IPAddress, timeout: Duration) -> TargetReachability? {
-        let answered = DispatchSemaphore(value: 0)
-        let answer = Mutex<TargetReachability?>(nil)
-        let watched = WatchedTarget(target: .address(address), resolution: .resolved([address]))
-        core.post(
-            .evaluate(watched) { result in
-                answer.withLock { $0 = try? result.get() }
-                answered.signal()
-            })
-        guard answered.wait(timeout: .now() + .nanoseconds(Int(timeout.wholeNanoseconds))) == .success else { return nil }
-        return answer.withLock { $0 }
+    /// Whether `address` is routable now, and through what: the kernel's route, judged against the links and
+    /// addresses the monitor has read (up, carrier, a usable source address). Answers the calling thread itself
+    /// and never waits for the monitor's: a kept answer costs a lock, a new one a route look-up (one system call,
+    /// no DNS, no packet). Answers are kept until the monitor reads the kernel's next change, and only once the
+    /// kernel has settled since the last (``settlingTime``). Safe from any thread, libcurl's callbacks included.
+    /// - Throws: ``ReachabilityError`` `.notRunning` after `stop()`.
+    package func routeVerdict(for address: IPAddress) throws(ReachabilityError) -> TargetReachability {
+        try core.routeVerdicts.verdict(for: address)
     }
 
     private func ask(_ command: (@escaping MonitorCore.Reply) -> MonitorCore.Command) async throws

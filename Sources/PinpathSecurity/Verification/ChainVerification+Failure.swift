@@ -9,34 +9,31 @@ extension ChainVerification {
     /// looks like, whatever dates the attacker chose) and the lapse after it. A revocation stays first, as the
     /// graver news.
     func failure(host: String, expectedPins: [SPKIPin]) -> TrustFailure? {
-        guard let underlying = underlyingFailure(host: host, expectedPins: expectedPins) else { return nil }
-        guard let lapse = validityLapse, underlying.reason != .revoked else { return underlying }
-        guard reachesAnchorForHost else {
-            let sameError = underlying.verifyError == lapse.verifyError && underlying.depth == lapse.depth
-            return TrustFailure(
-                reason: underlying.reason, verifyError: underlying.verifyError, depth: underlying.depth,
-                message: underlying.message + (sameError ? "" : "; also: \(lapse.description)"),
-                expectedPins: expectedPins, seenPins: underlying.seenPins, violation: underlying.violation)
-        }
-        let rest = underlying.message(withoutHost: host)
+        // The underlying account does not name the host, so that it can follow the lapse without being cut.
+        guard let underlying = underlyingFailure(expectedPins: expectedPins) else { return nil }
+        guard let lapse = validityLapse, underlying.reason != .revoked else { return underlying.naming(host) }
         let sameError = underlying.verifyError == lapse.verifyError && underlying.depth == lapse.depth
+        guard reachesAnchorForHost else {
+            return underlying.naming(host, then: sameError ? "" : "; also: \(lapse.description)")
+        }
         var failure = TrustFailure(
             reason: .chainInvalid, verifyError: lapse.verifyError, depth: lapse.depth,
-            message: "\(host): \(lapse.description) (X509_V_ERR \(lapse.verifyError))\(sameError ? "" : "; also: \(rest)")",
+            message: "\(host): \(lapse.description) (X509_V_ERR \(lapse.verifyError))\(sameError ? "" : "; also: \(underlying.message)")",
             expectedPins: expectedPins, seenPins: underlying.seenPins)
         failure.violation = underlying.violation
         return failure
     }
 
-    /// The failure as OpenSSL and the profile found it, before the validity lapse is put first.
-    private func underlyingFailure(host: String, expectedPins: [SPKIPin]) -> TrustFailure? {
+    /// The failure as OpenSSL and the profile found it, before the validity lapse is put first and the host
+    /// is named.
+    private func underlyingFailure(expectedPins: [SPKIPin]) -> TrustFailure? {
         guard !verified else { return nil }
         if let violation {
             // Which profile applied and why: under auto, what a rule refused depends on the anchor.
             let profile = appliedProfile.map { " under \($0)" } ?? ""
             return TrustFailure(
                 reason: .chainInvalid, verifyError: nil, depth: violation.depth,
-                message: "\(host): certificate rejected\(profile): \(violation)", expectedPins: expectedPins,
+                message: "certificate rejected\(profile): \(violation)", expectedPins: expectedPins,
                 seenPins: chain.map(\.spkiPin), violation: violation)
         }
         if let reason = TrustFailure.Reason.revocation(verifyError: error) {
@@ -44,16 +41,25 @@ extension ChainVerification {
             let what = reason == .revoked ? "certificate revoked" : "revocation check failed"
             return TrustFailure(
                 reason: reason, verifyError: error, depth: depth,
-                message: "\(host): \(what) at depth \(depth)\(subject): \(errorMessage) (X509_V_ERR \(error))",
+                message: "\(what) at depth \(depth)\(subject): \(errorMessage) (X509_V_ERR \(error))",
                 expectedPins: expectedPins, seenPins: chain.map(\.spkiPin))
         }
         let hostError = Self.isHostError(error)
         let message =
             hostError
-            ? "\(host): the certificate is not for this host (\(errorMessage))"
-            : "\(host): certificate verify failed at depth \(depth): \(errorMessage) (X509_V_ERR \(error))"
+            ? "the certificate is not for this host (\(errorMessage))"
+            : "certificate verify failed at depth \(depth): \(errorMessage) (X509_V_ERR \(error))"
         return TrustFailure(
             reason: hostError ? .hostMismatch : .chainInvalid, verifyError: error, depth: depth, message: message,
             expectedPins: expectedPins, seenPins: chain.map(\.spkiPin))
+    }
+}
+
+extension TrustFailure {
+    /// The same failure with its message led by `host` and followed by `more`.
+    fileprivate func naming(_ host: String, then more: String = "") -> TrustFailure {
+        TrustFailure(
+            reason: reason, verifyError: verifyError, depth: depth, message: "\(host): \(message)\(more)",
+            expectedPins: expectedPins, seenPins: seenPins, violation: violation)
     }
 }
