@@ -297,6 +297,17 @@ struct ConfigurationMapping {
     /// The mapping itself, whose position is reported for a missing key.
     let node: Node
     var values: [String: (key: Node, value: Node)] = [:]
+    /// The keys written but refused before reading (an included file's keys that read local files): nothing reads
+    /// them, and what depends on them knows they were written.
+    private(set) var withdrawn: Set<String> = []
+
+    /// Refuses `key`'s value: it reads as absent from now on.
+    mutating func withdraw(_ key: String) {
+        if values.removeValue(forKey: key) != nil { withdrawn.insert(key) }
+    }
+
+    /// Whether `key` was written and withdrawn.
+    func isWithdrawn(_ key: String) -> Bool { withdrawn.contains(key) }
 
     /// The value of `key`, or `nil` when it is absent or written as null (`key:`, `key: ~`, `key: null`).
     subscript(key: String) -> Node? {

@@ -115,20 +115,8 @@ public struct EndpointConfiguration: Sendable, Equatable {
     static let defaultTimeout = Duration.seconds(10)
     static let defaultCertExpiryWarnings: [Duration] = [.seconds(14 * 86_400), .seconds(7 * 86_400), .seconds(86_400)]
 
-    static let keys = [
-        "name", "url", "method", "headers", "expect", "interval", "timeout", "policy", "ip_family",
-        "failure_threshold", "success_threshold", "cert_expiry_warning", "follow_redirects", "proxy", "starttls", "servername",
-        "address", "send", "client_certificate", "client_key", "client_key_password", "body", "body_file",
-    ]
-
     /// The largest `body_file` read: a probe's body, not an upload.
     static let maximumBodyFileSize = 1 << 20
-
-    /// The keys that read a local file (or, for the key's password, the environment) when the configuration is
-    /// loaded, and send what they read to the endpoint's server: only the main file may write them. An
-    /// included file that could would send the agent's private key or any file it can read to a URL of its
-    /// choosing. Inherited from the main file's `defaults:`, they are credentials, scoped like secret headers.
-    static let mainFileOnlyKeys = ["body_file", "client_certificate", "client_key", "client_key_password"]
 }
 
 extension EndpointConfiguration {
@@ -147,109 +135,14 @@ extension EndpointConfiguration {
         var names: [String: (file: String, node: Node)] = [:]
     }
 
-    /// Reads one endpoint; `nil` after reporting its problems.
+    /// Reads one endpoint, each key with its row of ``EndpointKey/all``; `nil` after reporting its problems.
     static func decode(_ node: Node, _ keyPath: String, _ context: inout Context, _ decoder: ConfigurationDecoder) -> EndpointConfiguration?
     {
-        guard var fields = decoder.mapping(node, keyPath, known: keys) else { return nil }
+        guard let fields = decoder.mapping(node, keyPath, known: EndpointKey.names(in: .endpoint)) else { return nil }
         let before = decoder.problems.count
-        decoder.refuseMainFileOnlyKeys(&fields)
-
-        let name = decoder.required(fields, "name", "a name").flatMap { value in decoder.endpointName(value, fields.path("name"), &context)
-        }
-        let url = decoder.required(fields, "url", "a URL such as https://host/path or tls://host:port").flatMap {
-            decoder.url($0, fields.path("url"))
-        }
-        let kind = url.flatMap { ServiceKind(scheme: $0.scheme) }
-        let serverName = decoder.serverName(fields, kind: kind)
-        let send = decoder.sendText(fields, kind: kind)
-        decoder.checkStartTLS(fields, kind: kind)
-        decoder.checkHTTPOnlyKeys(fields, kind: kind)
-        let clientCertificate = decoder.clientCertificate(fields, kind: kind)
-        let method = fields["method"].flatMap { decoder.method($0, fields.path("method")) } ?? .get
-        let headers = fields["headers"].flatMap { decoder.headers($0, fields.path("headers")) } ?? []
-        let body = decoder.requestBody(fields, kind: kind)
-        let expect = ResponseExpectation.decode(fields["expect"], fields.path("expect"), decoder, kind: kind)
-        let interval = fields["interval"].flatMap { decoder.duration($0, fields.path("interval"), atLeast: .seconds(1)) } ?? defaultInterval
-        var timeout = min(defaultTimeout, interval)
-        if let node = fields["timeout"], let value = decoder.duration(node, fields.path("timeout"), atLeast: .milliseconds(1)) {
-            timeout = value
-            if value > interval {
-                decoder.report(
-                    .invalidValue, at: node, fields.path("timeout"),
-                    """
-                    \(DurationSyntax.format(value)) is longer than the interval (\(DurationSyntax.format(interval))); a probe must \
-                    end before the next one starts
-                    """
-                )
-            }
-        }
-        let ipFamily = fields["ip_family"].flatMap { decoder.choice($0, fields.path("ip_family"), IPFamily.self) } ?? .any
-        let failureThreshold =
-            fields["failure_threshold"].flatMap { decoder.integer($0, fields.path("failure_threshold"), in: 1...Int.max) } ?? 2
-        let successThreshold =
-            fields["success_threshold"].flatMap { decoder.integer($0, fields.path("success_threshold"), in: 1...Int.max) } ?? 1
-        let warnings =
-            fields["cert_expiry_warning"].flatMap { decoder.expiryThresholds($0, fields.path("cert_expiry_warning")) }
-            ?? defaultCertExpiryWarnings
-        let followRedirects = fields["follow_redirects"].flatMap { decoder.bool($0, fields.path("follow_redirects")) } ?? true
-        let proxy =
-            fields["proxy"].flatMap { node in
-                decoder.proxy(node, fields.path("proxy")).map { ProxyConfiguration(settings: $0, source: .endpoint) }
-            } ?? context.proxy
-
-        var policyName: String?
-        var named: PolicyConfiguration?
-        if let node = fields["policy"], let reference = decoder.string(node, fields.path("policy"), "a policy name") {
-            policyName = reference
-            named = context.policies.first { $0.name == reference }
-            if named != nil {
-                if let kind, !kind.usesTLS {
-                    decoder.report(
-                        .invalidValue, at: node, fields.path("policy"),
-                        kind == .http
-                            ? "policy \(ConfigurationProblem.quoted(reference)) checks TLS, but the URL is plain http; use https or remove the policy"
-                            : "policy \(ConfigurationProblem.quoted(reference)) checks TLS, but a \(kind.rawValue):// probe has none; use tls:// or remove the policy"
-                    )
-                }
-            } else if !context.declaredPolicies.contains(reference) {
-                var message = "policy \(ConfigurationProblem.quoted(reference)) is not defined"
-                if context.declaredPolicies.isEmpty {
-                    message += " (there is no policies: section)"
-                } else if let close = ConfigurationDecoder.closest(to: reference, among: context.declaredPolicies) {
-                    message += "; did you mean \"\(close)\"?"
-                } else {
-                    message += " (defined: \(context.declaredPolicies.joined(separator: ", ")))"
-                }
-                decoder.report(.undefinedReference, at: node, fields.path("policy"), message)
-            }
-        }
-        var security: AppliedPolicy?
-        // The policy is the checked name's: the server name when one is given.
-        if let url, let kind, kind.usesTLS, let host = serverName ?? url.host {
-            do throws(AppliedPolicy.Conflict) {
-                security = try AppliedPolicy(host: host, named: named, among: context.policies)
-            } catch  where error.involvesNamedPolicy {
-                decoder.report(.refusedPolicy, at: fields["policy"], fields.path("policy"), error.description)
-            } catch {
-                // Two host-matched policies: reported once, at the policies themselves.
-            }
-        }
-        let address = decoder.connectAddress(fields, url: url, proxy: proxy)
-        guard decoder.problems.count == before, let name, let url else { return nil }
-        var collectors: [ReportCollector] = []
-        for source in security?.sources ?? [] {
-            for collector in context.collectors[source.name] ?? [] where !collectors.contains(where: { $0.url == collector.url }) {
-                collectors.append(collector)
-            }
-        }
-        return EndpointConfiguration(
-            name: name, url: url, serverName: serverName, address: address, send: send, clientCertificate: clientCertificate,
-            method: method, headers: headers, body: body, expect: expect, interval: interval, timeout: timeout,
-            policyName: policyName, security: security,
-            redirectPolicies: followRedirects || Self.throughHTTPSProxy(proxy, url) ? context.policies : [], ipFamily: ipFamily,
-            failureThreshold: failureThreshold,
-            successThreshold: successThreshold, certExpiryWarnings: warnings, followRedirects: followRedirects,
-            reportCollectors: collectors, proxy: proxy, isFromIncludedFile: decoder.readingIncludedFile)
+        var reading = EndpointReading(fields, in: .endpoint, context: context, decoder)
+        context = reading.context
+        return reading.endpoint(problemsBefore: before)
     }
 }
 
@@ -311,28 +204,6 @@ extension ConfigurationDecoder {
         case .lineSeparator: "a line separator"
         case .paragraphSeparator: "a paragraph separator"
         default: nil
-        }
-    }
-
-    /// Refuses, in an included file, the keys only the main file may write (``EndpointConfiguration/mainFileOnlyKeys``),
-    /// and drops them before anything reads the files they name.
-    func refuseMainFileOnlyKeys(_ fields: inout ConfigurationMapping) {
-        var refused: [String] = []
-        for key in EndpointConfiguration.mainFileOnlyKeys {
-            guard let entry = fields.values[key], isWrittenInIncludedFile(fields.path(key)) else { continue }
-            refused.append(key)
-            let what = key == "client_key_password" ? "unlocks a local key file" : "reads a local file"
-            report(
-                .notInIncludedFile, at: entry.key, fields.path(key),
-                """
-                \(key) \(what), which only \(mainFile) may name: an included file could send the agent's keys or any \
-                file it can read to a server of its choosing; move this endpoint to \(mainFile)
-                """)
-            fields.values[key] = nil
-        }
-        // Without its certificate, an inherited key or password would only add a second, misleading problem.
-        if refused.contains("client_certificate") {
-            for key in ["client_key", "client_key_password"] where isInherited(fields.path(key)) { fields.values[key] = nil }
         }
     }
 

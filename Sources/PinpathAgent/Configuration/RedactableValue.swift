@@ -24,7 +24,17 @@ public struct RedactableValue: Sendable, Hashable, CustomStringConvertible, Cust
     public var unredacted: String { text }
 
     /// `[redacted]` for a secret, otherwise the value.
-    public var description: String { isSecret ? "[redacted]" : text }
+    public var description: String { isSecret ? Self.redacted : text }
+
+    /// What a secret reads as.
+    static let redacted = "[redacted]"
+
+    /// ``description``, followed for a secret by the variables it came from: `[redacted] (from ${API_TOKEN})`, as
+    /// `check-config --effective` shows a header.
+    var shownWithOrigin: String {
+        guard isSecret, !variables.isEmpty else { return description }
+        return "\(description) (from ${\(variables.joined(separator: "}, ${"))})"
+    }
     /// The same as ``description``, so `String(reflecting:)` and `debugPrint` hide it too.
     public var debugDescription: String { description }
     /// No children: `dump` and `Mirror` see only the redacted description.

@@ -1,4 +1,5 @@
 import PinpathHTTP
+import PinpathSupport
 import PinpathYAML
 
 /// What a response must look like for a probe to succeed (`expect:`).
@@ -75,26 +76,62 @@ public struct ResponseExpectation: Sendable, Equatable {
         statuses.map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ", ")
     }
 
-    static let keys = ["status", "body_contains", "body_matches", "headers", "banner", "max_duration"]
+    /// One key of `expect:`: the kinds it applies to, as ``EndpointKey`` rows have them, and how `--effective`
+    /// shows it.
+    struct Key: Sendable {
+        let name: String
+        let kinds: EndpointKey.Kinds
+        /// The default as the reference shows it.
+        let documentedDefault: String
+        /// What `--effective` shows of it.
+        let shown: @Sendable (ResponseExpectation) -> [(key: String, value: JSONValue)]
+
+        /// The refusal of a value of it on `kind`, a kind it does not apply to.
+        func refusal(on kind: ServiceKind) -> String {
+            let reason =
+                kinds == .http
+                ? "\(name) applies to http:// and https:// URLs only"
+                : "banner applies to the kinds whose server speaks first (smtp, imap, pop3, ftp and their TLS variants) and to tcp://"
+            return "\(reason); this URL is \(kind.rawValue)://"
+        }
+
+        /// The row of `name`, if it is a key of `expect:`.
+        static func named(_ name: String) -> Key? { all.first { $0.name == name } }
+
+        /// Every key of `expect:`, in the order of the reference and of `--effective`.
+        static let all: [Key] = [
+            Key(name: "status", kinds: .http, documentedDefault: "200-299") { [("status", .string($0.statusDescription))] },
+            Key(name: "body_contains", kinds: .http, documentedDefault: "none") {
+                $0.bodyContains.map { [("body_contains", .string($0))] } ?? []
+            },
+            Key(name: "body_matches", kinds: .http, documentedDefault: "none") {
+                $0.bodyMatches.map { [("body_matches", .string($0.source))] } ?? []
+            },
+            Key(name: "headers", kinds: .http, documentedDefault: "none") { expectation in
+                expectation.headers.map { ("headers.\($0.name)", JSONValue.string($0.requirement)) }
+            },
+            Key(name: "banner", kinds: .greetingOrTCP, documentedDefault: "none") { $0.banner.map { [("banner", .string($0))] } ?? [] },
+            Key(name: "max_duration", kinds: .all, documentedDefault: "none") {
+                $0.maxDuration.map { [("max_duration", .string(DurationSyntax.format($0)))] } ?? []
+            },
+        ]
+    }
+
+    /// What `--effective` shows for a probe of `kind`: the keys that apply to it.
+    func effectiveValues(for kind: ServiceKind) -> [(String, JSONValue)] {
+        Key.all.filter { $0.kinds.contains(kind) }.flatMap { $0.shown(self) }.map { ($0.key, $0.value) }
+    }
 
     /// Reads `expect:`; `nil` node means the defaults. `kind` (when the URL was valid) decides which keys
-    /// apply: the HTTP ones for http(s), `banner` for the kinds whose server speaks (``ServiceKind/greets``)
-    /// and `tcp`.
+    /// apply (``Key/kinds``); the others are refused at their line.
     static func decode(_ node: Node?, _ keyPath: String, _ decoder: ConfigurationDecoder, kind: ServiceKind? = .https)
         -> ResponseExpectation
     {
-        guard let node, let fields = decoder.mapping(node, keyPath, known: keys) else { return ResponseExpectation() }
+        guard let node, let fields = decoder.mapping(node, keyPath, known: Key.all.map(\.name)) else { return ResponseExpectation() }
         if let kind {
-            let applicable =
-                ["max_duration"]
-                + (kind.isHTTP ? ["status", "body_contains", "body_matches", "headers"] : (kind.greets || kind == .tcp) ? ["banner"] : [])
-            for key in keys where !applicable.contains(key) {
-                guard let keyNode = fields[key] else { continue }
-                let reason =
-                    key == "banner"
-                    ? "banner applies to the kinds whose server speaks first (smtp, imap, pop3, ftp and their TLS variants) and to tcp://"
-                    : "\(key) applies to http:// and https:// URLs only"
-                decoder.report(.invalidValue, at: keyNode, fields.path(key), "\(reason); this URL is \(kind.rawValue)://")
+            for key in Key.all where !key.kinds.contains(kind) {
+                guard let keyNode = fields[key.name] else { continue }
+                decoder.report(.invalidValue, at: keyNode, fields.path(key.name), key.refusal(on: kind))
             }
         }
         var statuses: [ClosedRange<Int>] = [200...299]
