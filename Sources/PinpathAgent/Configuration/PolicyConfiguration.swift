@@ -102,7 +102,7 @@ public struct PolicyConfiguration: Sendable, Equatable {
                 ocspSoftFail: softFail)
         } catch {
             var message = "\(error)"
-            if message.hasSuffix("waive it explicitly") { message += " with require_backup_pin: false" }
+            if (error as? SecurityError)?.code == .missingBackupPin { message += " with require_backup_pin: false" }
             decoder.report(.refusedPolicy, at: key, keyPath, message)
             return nil
         }
