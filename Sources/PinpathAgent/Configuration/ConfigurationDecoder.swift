@@ -29,6 +29,8 @@ final class ConfigurationDecoder {
     /// ``problems`` and ``warnings`` as sets: a file of 20,000 bad items took a quadratic 17 s to check when
     /// each new problem was compared with every earlier one.
     private var reported: Set<ConfigurationProblem> = []
+    /// Endpoint names seen so far in this load, with the file and node where: names are unique across files.
+    var endpointNames: [String: (file: String, node: Node)] = [:]
     /// Each pattern compiled in this load, by its text, or why PCRE2 refused it: a pattern that `defaults:` gives
     /// 10,000 endpoints, or that aliases repeat, is compiled once (a 90 KB pattern takes PCRE2 0.1 s).
     private var patterns: [String: Result<BodyPattern, any Error>] = [:]

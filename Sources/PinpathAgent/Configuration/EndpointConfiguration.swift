@@ -131,20 +131,19 @@ extension EndpointConfiguration {
         let collectors: [String: [ReportCollector]]
         /// The file's default proxies.
         let proxy: ProxyConfiguration
-        /// Endpoint names seen so far, with the file and node where.
-        var names: [String: (file: String, node: Node)] = [:]
     }
 
     /// Reads one endpoint, each key with its row of ``EndpointKey/all``; `nil` after reporting its problems.
-    static func decode(_ node: Node, _ keyPath: String, _ context: inout Context, _ decoder: ConfigurationDecoder) -> EndpointConfiguration?
-    {
+    init?(reading node: Node, at keyPath: String, in context: Context, _ decoder: ConfigurationDecoder) {
         guard let fields = decoder.mapping(node, keyPath, known: EndpointKey.names(in: .endpoint)) else { return nil }
         let before = decoder.problems.count
         var reading = EndpointReading(fields, in: .endpoint, context: context, decoder)
-        context = reading.context
-        return reading.endpoint(problemsBefore: before)
+        guard let endpoint = reading.endpoint(problemsBefore: before) else { return nil }
+        self = endpoint
     }
 }
+
+extension EndpointConfiguration: ConfigurationReadable {}
 
 extension EndpointConfiguration {
     /// Whether the probe's first hop goes through an https proxy, whose own certificate is held to the
@@ -157,7 +156,7 @@ extension EndpointConfiguration {
 extension ConfigurationDecoder {
     /// A non-empty name without control, bidi formatting or other invisible characters, not used by an earlier
     /// endpoint.
-    func endpointName(_ node: Node, _ keyPath: String, _ context: inout EndpointConfiguration.Context) -> String? {
+    func endpointName(_ node: Node, _ keyPath: String) -> String? {
         guard let name = string(node, keyPath, "a name") else { return nil }
         guard !name.isEmpty else {
             report(.invalidValue, at: node, keyPath, "the name must be non-empty text on one line")
@@ -182,7 +181,7 @@ extension ConfigurationDecoder {
             )
             return nil
         }
-        if let first = context.names[name] {
+        if let first = endpointNames[name] {
             // Across files, the first one's whole position: both files may have the line.
             let mark = first.node.mark
             let place =
@@ -193,7 +192,7 @@ extension ConfigurationDecoder {
                 "another endpoint is already named \(ConfigurationProblem.quoted(name)) (\(place)); names must be unique")
             return nil
         }
-        context.names[name] = (file, node)
+        endpointNames[name] = (file, node)
         return name
     }
 

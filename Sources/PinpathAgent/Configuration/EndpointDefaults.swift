@@ -38,9 +38,8 @@ struct EndpointDefaults {
 
     /// Reads `defaults:`, reporting unknown keys and the per-endpoint ones (those whose ``EndpointKey/places`` lack
     /// `defaults`: `name`, `url`, `address`, whose default would send every endpoint to one server).
-    static func decode(_ node: Node?, _ decoder: ConfigurationDecoder) -> EndpointDefaults {
-        guard let node else { return .none }
-        guard let fields = decoder.mapping(node, "defaults", known: EndpointKey.names(in: .endpoint)) else { return .none }
+    init?(reading node: Node, at keyPath: String, in _: Void, _ decoder: ConfigurationDecoder) {
+        guard let fields = decoder.mapping(node, keyPath, known: EndpointKey.names(in: .endpoint)) else { return nil }
         var pairs: [(key: Node, value: Node)] = []
         for key in EndpointKey.all {
             guard let entry = fields.values[key.name] else { continue }
@@ -53,7 +52,7 @@ struct EndpointDefaults {
         }
         // File order, so that problems and `--effective` read as the file does.
         pairs.sort { ($0.key.mark?.line ?? 0, $0.key.mark?.column ?? 0) < ($1.key.mark?.line ?? 0, $1.key.mark?.column ?? 0) }
-        return EndpointDefaults(pairs: pairs)
+        self.init(pairs: pairs)
     }
 
     /// How far the defaults may multiply the configuration: what they copy into the endpoints, at most 100,000
@@ -325,3 +324,5 @@ extension ConfigurationDecoder {
     /// `headers.Authorization` or `headers.Authorization, client_certificate`.
     private static func list(_ keys: [String]) -> String { keys.joined(separator: ", ") }
 }
+
+extension EndpointDefaults: ConfigurationReadable {}

@@ -145,7 +145,7 @@ extension EndpointKey {
     static let all: [EndpointKey] = [
         EndpointKey(
             "name", places: [.endpoint], required: "a name", default: "required",
-            read: { node, path, reading in reading.name = reading.decoder.endpointName(node, path, &reading.context) },
+            read: { node, path, reading in reading.name = reading.decoder.endpointName(node, path) },
             shown: { [("name", .string($0.name))] }),
         EndpointKey(
             "url", places: [.endpoint], required: "a URL such as https://host/path or tls://host:port", default: "required",
@@ -187,7 +187,7 @@ extension EndpointKey {
         EndpointKey(
             "expect", default: "a 2xx status",
             read: { node, path, reading in
-                reading.expect = ResponseExpectation.decode(node, path, reading.decoder, kind: reading.kind)
+                reading.expect = ResponseExpectation(reading: node, at: path, in: reading.kind, reading.decoder) ?? ResponseExpectation()
             },
             shown: { [("expect", .object($0.expect.effectiveValues(for: $0.kind)))] }),
         EndpointKey(
@@ -286,9 +286,7 @@ extension EndpointKey {
         EndpointKey(
             "proxy", default: "the file's proxy",
             read: { node, path, reading in
-                if let settings = reading.decoder.proxy(node, path) {
-                    reading.proxy = ProxyConfiguration(settings: settings, source: .endpoint)
-                }
+                reading.proxy = ProxyConfiguration(reading: node, at: path, in: .endpoint, reading.decoder) ?? reading.proxy
             },
             shown: { [("proxy", .string($0.proxy.summary(for: $0.url)))] }),
     ]

@@ -13,8 +13,8 @@ struct EndpointReading {
     let decoder: ConfigurationDecoder
     /// The mapping's known keys; those only the main file may write are withdrawn from an included file's first.
     private(set) var fields: ConfigurationMapping
-    /// The policies, proxy and names the endpoint is checked against.
-    var context: EndpointConfiguration.Context
+    /// The policies and proxy the endpoint is checked against.
+    let context: EndpointConfiguration.Context
 
     /// The probe kind, from the URL's scheme; `nil` while the URL is not understood, when only the keys of every
     /// kind are refused or checked.

@@ -68,9 +68,9 @@ public struct EventsConfiguration: Sendable, Equatable {
         EventsConfiguration(output: output, maxSize: maxSize, keep: keep)
     }
 
-    /// Reads `events:`; `nil` node means all defaults.
-    static func decode(_ node: Node?, _ decoder: ConfigurationDecoder) -> EventsConfiguration {
-        guard let node, let fields = decoder.mapping(node, "events", known: keys) else { return EventsConfiguration() }
+    /// Reads `events:`; absent, or `nil` here, means all defaults.
+    init?(reading node: Node, at keyPath: String, in _: Void, _ decoder: ConfigurationDecoder) {
+        guard let fields = decoder.mapping(node, keyPath, known: Self.keys) else { return nil }
         var output = Output.stdout
         if let value = fields["output"], let text = decoder.string(value, fields.path("output"), "stdout or a file path") {
             if text.isEmpty || text.hasSuffix("/") {
@@ -83,11 +83,11 @@ public struct EventsConfiguration: Sendable, Equatable {
                 decoder.reportUnwritableDirectory(of: path, at: value, fields.path("output"))
             }
         }
-        let maxSize = fields["max_size"].flatMap { decoder.byteSize($0, fields.path("max_size")) } ?? defaultMaxSize
-        let keep = fields["keep"].flatMap { decoder.integer($0, fields.path("keep"), in: 0...1000) } ?? defaultKeep
+        let maxSize = fields["max_size"].flatMap { decoder.byteSize($0, fields.path("max_size")) } ?? Self.defaultMaxSize
+        let keep = fields["keep"].flatMap { decoder.integer($0, fields.path("keep"), in: 0...1000) } ?? Self.defaultKeep
         let probes = fields["probes"].flatMap { decoder.choice($0, fields.path("probes"), Probes.self) } ?? .changes
         let includeCertificates = fields["include_certificates"].flatMap { decoder.bool($0, fields.path("include_certificates")) } ?? false
-        return EventsConfiguration(output: output, maxSize: maxSize, keep: keep, probes: probes, includeCertificates: includeCertificates)
+        self.init(output: output, maxSize: maxSize, keep: keep, probes: probes, includeCertificates: includeCertificates)
     }
 }
 
@@ -115,3 +115,5 @@ extension ConfigurationDecoder {
         return bytes
     }
 }
+
+extension EventsConfiguration: ConfigurationReadable {}

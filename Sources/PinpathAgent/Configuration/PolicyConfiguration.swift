@@ -38,10 +38,14 @@ public struct PolicyConfiguration: Sendable, Equatable {
         "crl_files", "revocation", "soft_fail", "report_uri",
     ]
 
-    /// Reads one policy; `nil` after reporting its problems.
-    static func decode(name: String, key: Node, value: Node, _ decoder: ConfigurationDecoder) -> PolicyConfiguration? {
-        let keyPath = ConfigurationDecoder.keyPath("policies", name)
-        guard let fields = decoder.mapping(value, keyPath, known: keys) else { return nil }
+}
+
+extension PolicyConfiguration: ConfigurationReadable {
+    /// Reads one policy, `name` written at `key` (where problems of the whole policy are reported); `nil` after
+    /// reporting its problems.
+    init?(reading value: Node, at keyPath: String, in named: (name: String, key: Node), _ decoder: ConfigurationDecoder) {
+        let (name, key) = named
+        guard let fields = decoder.mapping(value, keyPath, known: Self.keys) else { return nil }
         let before = decoder.problems.count
 
         let mode: PinningMode?
@@ -125,7 +129,7 @@ public struct PolicyConfiguration: Sendable, Equatable {
                 """
             )
         }
-        return PolicyConfiguration(
+        self.init(
             name: name, policy: policy, hosts: hosts, includeSubdomains: includeSubdomains, caFile: caFile?.0,
             trustStore: caFile?.1, reportURIs: reportURIs)
     }

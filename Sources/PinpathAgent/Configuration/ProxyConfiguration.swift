@@ -24,11 +24,17 @@ public struct ProxyConfiguration: Sendable, Equatable {
         "\(settings.proxy(for: url)?.description ?? "none") (\(source.rawValue))"
     }
 
-    /// The file's default: its `proxy:` key when given, else the environment's proxies.
-    static func decodeDefault(_ node: Node?, _ decoder: ConfigurationDecoder) -> ProxyConfiguration {
-        if let node {
-            return ProxyConfiguration(settings: decoder.proxy(node, "proxy") ?? .direct, source: .configuration)
-        }
+}
+
+extension ProxyConfiguration: ConfigurationReadable {
+    /// A `proxy:` (the file's or an endpoint's, as `source` says); `nil` after reporting why it cannot be used.
+    init?(reading node: Node, at keyPath: String, in source: Source, _ decoder: ConfigurationDecoder) {
+        guard let settings = decoder.proxy(node, keyPath) else { return nil }
+        self.init(settings: settings, source: source)
+    }
+
+    /// The file's default when it has no `proxy:` key: the environment's proxies.
+    static func environment(_ decoder: ConfigurationDecoder) -> ProxyConfiguration {
         do throws(HTTPError) {
             let settings = try ProxySettings.environment { decoder.environment[$0] }
             return ProxyConfiguration(settings: settings, source: .environment)

@@ -122,12 +122,10 @@ public struct ResponseExpectation: Sendable, Equatable {
         Key.all.filter { $0.kinds.contains(kind) }.flatMap { $0.shown(self) }.map { ($0.key, $0.value) }
     }
 
-    /// Reads `expect:`; `nil` node means the defaults. `kind` (when the URL was valid) decides which keys
-    /// apply (``Key/kinds``); the others are refused at their line.
-    static func decode(_ node: Node?, _ keyPath: String, _ decoder: ConfigurationDecoder, kind: ServiceKind? = .https)
-        -> ResponseExpectation
-    {
-        guard let node, let fields = decoder.mapping(node, keyPath, known: Key.all.map(\.name)) else { return ResponseExpectation() }
+    /// Reads `expect:` of a probe of `kind`, which decides which keys apply (``Key/kinds``; all, for a URL not
+    /// understood): the others are refused at their line. `nil` when it is not a mapping.
+    init?(reading node: Node, at keyPath: String, in kind: ServiceKind?, _ decoder: ConfigurationDecoder) {
+        guard let fields = decoder.mapping(node, keyPath, known: Key.all.map(\.name)) else { return nil }
         if let kind {
             for key in Key.all where !key.kinds.contains(kind) {
                 guard let keyNode = fields[key.name] else { continue }
@@ -161,7 +159,7 @@ public struct ResponseExpectation: Sendable, Equatable {
         }
         let headers = fields["headers"].flatMap { decoder.headerExpectations($0, fields.path("headers")) } ?? []
         let maxDuration = fields["max_duration"].flatMap { decoder.duration($0, fields.path("max_duration"), atLeast: .milliseconds(1)) }
-        return ResponseExpectation(
+        self.init(
             statuses: statuses, bodyContains: contains, bodyMatches: matches, banner: banner, headers: headers, maxDuration: maxDuration)
     }
 }
@@ -215,3 +213,5 @@ extension ConfigurationDecoder {
         return low...high
     }
 }
+
+extension ResponseExpectation: ConfigurationReadable {}
