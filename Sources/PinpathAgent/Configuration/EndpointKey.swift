@@ -74,51 +74,31 @@ struct EndpointKey: Sendable {
     /// The key as written.
     let name: String
     /// The kinds it applies to.
-    let kinds: Kinds
+    var kinds: Kinds = .all
     /// Where it may be written.
-    let places: Set<Place>
+    var places: Set<Place> = [.endpoint, .defaults, .module]
     /// What a missing key is reported as needing (`a name`), for the keys an endpoint must write; `nil` when it
     /// may be left out.
-    let required: String?
+    var required: String?
     /// The default as the reference's "default" column shows it.
-    let documentedDefault: String
+    var documentedDefault: String
     /// For a key that reads a local file (or, for a key's password, the environment) at load time and sends what
     /// it read to the endpoint's server, what it does (`reads a local file`): only the main file may write it. An
     /// included file that could would send the agent's private key or any file it can read to a URL of its
     /// choosing. Inherited from the main file's `defaults:`, such a key is a credential, scoped like secret headers.
-    let localRead: String?
+    var localRead: String?
     /// Whether its value is a secret: `--effective` never shows more than `[redacted]`.
-    let isSecret: Bool
+    var isSecret = false
     /// Whether `--effective` shows it on the kinds it does not apply to too: a plain http or tcp endpoint says it has
     /// no policy.
-    let isShownOnEveryKind: Bool
+    var isShownOnEveryKind = false
     /// The problem a value of it on `kind` (a kind it does not apply to) is refused with; `nil` when its reader
     /// decides (a key whose refusal depends on its value, or that a related key's refusal covers).
-    let refusal: (@Sendable (_ kind: ServiceKind) -> String)?
+    var refusal: (@Sendable (_ kind: ServiceKind) -> String)?
     /// Reads its value (present and not null) at `keyPath` into `reading`, reporting what is wrong with it.
     let read: @Sendable (_ node: Node, _ keyPath: String, _ reading: inout EndpointReading) -> Void
     /// What `--effective` shows of it for `endpoint`, in order (a key may show as more than one entry, or none).
     let shown: @Sendable (_ endpoint: EndpointConfiguration) -> [(key: String, value: JSONValue)]
-
-    init(
-        _ name: String, kinds: Kinds = .all, places: Set<Place> = [.endpoint, .defaults, .module], required: String? = nil,
-        default documentedDefault: String, localRead: String? = nil, isSecret: Bool = false, isShownOnEveryKind: Bool = false,
-        refusal: (@Sendable (_ kind: ServiceKind) -> String)? = nil,
-        read: @escaping @Sendable (_ node: Node, _ keyPath: String, _ reading: inout EndpointReading) -> Void,
-        shown: @escaping @Sendable (_ endpoint: EndpointConfiguration) -> [(key: String, value: JSONValue)]
-    ) {
-        self.name = name
-        self.kinds = kinds
-        self.places = places
-        self.required = required
-        self.documentedDefault = documentedDefault
-        self.localRead = localRead
-        self.isSecret = isSecret
-        self.isShownOnEveryKind = isShownOnEveryKind
-        self.refusal = refusal
-        self.read = read
-        self.shown = shown
-    }
 
     /// Whether it means something for `kind` (`nil`: a URL not understood).
     func applies(to kind: ServiceKind?) -> Bool { kinds.contains(kind) }
@@ -144,26 +124,26 @@ extension EndpointKey {
     /// Every endpoint key, in the order of the reference and of `--effective`.
     static let all: [EndpointKey] = [
         EndpointKey(
-            "name", places: [.endpoint], required: "a name", default: "required",
+            name: "name", places: [.endpoint], required: "a name", documentedDefault: "required",
             read: { node, path, reading in reading.name = reading.decoder.endpointName(node, path) },
             shown: { [("name", .string($0.name))] }),
         EndpointKey(
-            "url", places: [.endpoint], required: "a URL such as https://host/path or tls://host:port", default: "required",
+            name: "url", places: [.endpoint], required: "a URL such as https://host/path or tls://host:port", documentedDefault: "required",
             read: { node, path, reading in
                 reading.url = reading.decoder.url(node, path)
                 reading.kind = reading.url.flatMap { ServiceKind(scheme: $0.scheme) }
             },
             shown: { [("url", .string(DisplayURL.redacting($0.url.absoluteString))), ("kind", .string($0.kind.rawValue))] }),
         EndpointKey(
-            "method", kinds: .http, default: "GET", refusal: httpOnly("method"),
+            name: "method", kinds: .http, documentedDefault: "GET", refusal: httpOnly("method"),
             read: { node, path, reading in reading.method = reading.decoder.method(node, path) ?? reading.method },
             shown: { [("method", .string($0.method.rawValue))] }),
         EndpointKey(
-            "headers", kinds: .http, default: "none", refusal: httpOnly("headers"),
+            name: "headers", kinds: .http, documentedDefault: "none", refusal: httpOnly("headers"),
             read: { node, path, reading in reading.headers = reading.decoder.headers(node, path) ?? [] },
             shown: { [("headers", .object($0.headers.map { ($0.name, JSONValue.string($0.value.shownWithOrigin)) }))] }),
         EndpointKey(
-            "body", kinds: .http, default: "none", refusal: httpOnly("body"),
+            name: "body", kinds: .http, documentedDefault: "none", refusal: httpOnly("body"),
             read: { node, path, reading in
                 if reading.fields["body_file"] != nil {
                     reading.decoder.report(.invalidValue, at: node, path, "give body or body_file, not both")
@@ -173,7 +153,7 @@ extension EndpointKey {
             },
             shown: { [("body", $0.body.map { JSONValue.string("\($0.count) bytes") } ?? .null)] }),
         EndpointKey(
-            "body_file", kinds: .http, default: "none", localRead: "reads a local file", refusal: httpOnly("body_file"),
+            name: "body_file", kinds: .http, documentedDefault: "none", localRead: "reads a local file", refusal: httpOnly("body_file"),
             read: { node, path, reading in
                 // Given with `body`, the problem is reported there.
                 guard reading.fields["body"] == nil else { return }
@@ -181,17 +161,17 @@ extension EndpointKey {
             },
             shown: { _ in [] }),
         EndpointKey(
-            "follow_redirects", kinds: .http, default: "true", refusal: httpOnly("follow_redirects"),
+            name: "follow_redirects", kinds: .http, documentedDefault: "true", refusal: httpOnly("follow_redirects"),
             read: { node, path, reading in reading.followRedirects = reading.decoder.bool(node, path) ?? reading.followRedirects },
             shown: { [("follow_redirects", .bool($0.followRedirects))] }),
         EndpointKey(
-            "expect", default: "a 2xx status",
+            name: "expect", documentedDefault: "a 2xx status",
             read: { node, path, reading in
                 reading.expect = ResponseExpectation(reading: node, at: path, in: reading.kind, reading.decoder) ?? ResponseExpectation()
             },
             shown: { [("expect", .object($0.expect.effectiveValues(for: $0.kind)))] }),
         EndpointKey(
-            "starttls", kinds: .startTLS, default: "required true",
+            name: "starttls", kinds: .startTLS, documentedDefault: "required true",
             refusal: { kind in
                 let kinds = ServiceKind.probed.filter(\.upgradesWithSTARTTLS).map { "\($0.rawValue)://" }
                 return """
@@ -202,7 +182,7 @@ extension EndpointKey {
             read: { node, path, reading in reading.startTLS = reading.decoder.bool(node, path) },
             shown: { _ in [] }),
         EndpointKey(
-            "servername", kinds: .tlsConnection, default: "the URL's host",
+            name: "servername", kinds: .tlsConnection, documentedDefault: "the URL's host",
             refusal: { kind in
                 kind.isHTTP
                     ? "servername applies to tls:// and the mail, FTP and ldaps:// kinds; an \(kind.rawValue) URL's host is the name checked"
@@ -214,11 +194,11 @@ extension EndpointKey {
             },
             shown: { $0.serverName.map { [("servername", .string($0))] } ?? [] }),
         EndpointKey(
-            "address", places: [.endpoint], default: "none",
+            name: "address", places: [.endpoint], documentedDefault: "none",
             read: { node, path, reading in reading.address = reading.decoder.connectAddress(node, path) },
             shown: { $0.address.map { [("address", .string($0.description))] } ?? [] }),
         EndpointKey(
-            "send", kinds: .tcp, default: "none",
+            name: "send", kinds: .tcp, documentedDefault: "none",
             refusal: { kind in "send applies to tcp:// URLs only (a \(kind.rawValue):// probe sends what its protocol needs)" },
             read: { node, path, reading in
                 guard reading.kind != nil else { return }
@@ -226,16 +206,16 @@ extension EndpointKey {
             },
             shown: { $0.send.map { [("send", .string($0))] } ?? [] }),
         EndpointKey(
-            "client_certificate", kinds: .tls, default: "none", localRead: "reads a local file",
+            name: "client_certificate", kinds: .tls, documentedDefault: "none", localRead: "reads a local file",
             refusal: { kind in "a client certificate is sent in a TLS handshake, and a \(kind.rawValue):// probe has none" },
             read: { node, path, reading in reading.clientCertificate = reading.decoder.clientCertificate(node, path, reading.fields) },
             shown: { $0.clientCertificate.map { [("client_certificate", .string($0.certificate))] } ?? [] }),
         EndpointKey(
-            "client_key", kinds: .tls, default: "in the certificate's file", localRead: "reads a local file",
+            name: "client_key", kinds: .tls, documentedDefault: "in the certificate's file", localRead: "reads a local file",
             read: { node, _, reading in reading.decoder.requireClientCertificate(for: "client_key", at: node, reading.fields) },
             shown: { $0.clientCertificate.map { [("client_key", .string($0.key))] } ?? [] }),
         EndpointKey(
-            "client_key_password", kinds: .tls, default: "none", localRead: "unlocks a local key file", isSecret: true,
+            name: "client_key_password", kinds: .tls, documentedDefault: "none", localRead: "unlocks a local key file", isSecret: true,
             read: { node, _, reading in
                 reading.decoder.requireClientCertificate(for: "client_key_password", at: node, reading.fields)
             },
@@ -244,47 +224,47 @@ extension EndpointKey {
                     ?? []
             }),
         EndpointKey(
-            "interval", places: [.endpoint, .defaults], default: "1m",
+            name: "interval", places: [.endpoint, .defaults], documentedDefault: "1m",
             read: { node, path, reading in
                 reading.interval = reading.decoder.duration(node, path, atLeast: .seconds(1)) ?? reading.interval
             },
             shown: { [("interval", .string(DurationSyntax.format($0.interval)))] }),
         EndpointKey(
-            "timeout", default: "10s",
+            name: "timeout", documentedDefault: "10s",
             read: { node, path, reading in
                 reading.timeout = reading.decoder.duration(node, path, atLeast: .milliseconds(1)).map { ($0, node) }
             },
             shown: { [("timeout", .string(DurationSyntax.format($0.timeout)))] }),
         EndpointKey(
-            "policy", kinds: .tls, default: "by hosts", isShownOnEveryKind: true,
+            name: "policy", kinds: .tls, documentedDefault: "by hosts", isShownOnEveryKind: true,
             read: { node, path, reading in reading.readPolicy(node, path) },
             shown: { [("policy", .string($0.policyName)), ("policies", .array(($0.security?.names ?? []).map(JSONValue.string)))] }),
         EndpointKey(
-            "ip_family", default: "any",
+            name: "ip_family", documentedDefault: "any",
             read: { node, path, reading in
                 reading.ipFamily = reading.decoder.choice(node, path, EndpointConfiguration.IPFamily.self) ?? reading.ipFamily
             },
             shown: { [("ip_family", .string($0.ipFamily.rawValue))] }),
         EndpointKey(
-            "failure_threshold", default: "2",
+            name: "failure_threshold", documentedDefault: "2",
             read: { node, path, reading in
                 reading.failureThreshold = reading.decoder.integer(node, path, in: 1...Int.max) ?? reading.failureThreshold
             },
             shown: { [("failure_threshold", .int($0.failureThreshold))] }),
         EndpointKey(
-            "success_threshold", default: "1",
+            name: "success_threshold", documentedDefault: "1",
             read: { node, path, reading in
                 reading.successThreshold = reading.decoder.integer(node, path, in: 1...Int.max) ?? reading.successThreshold
             },
             shown: { [("success_threshold", .int($0.successThreshold))] }),
         EndpointKey(
-            "cert_expiry_warning", default: "[14d, 7d, 1d]",
+            name: "cert_expiry_warning", documentedDefault: "[14d, 7d, 1d]",
             read: { node, path, reading in
                 reading.certExpiryWarnings = reading.decoder.expiryThresholds(node, path) ?? reading.certExpiryWarnings
             },
             shown: { [("cert_expiry_warning", .array($0.certExpiryWarnings.map { .string(DurationSyntax.format($0)) }))] }),
         EndpointKey(
-            "proxy", default: "the file's proxy",
+            name: "proxy", documentedDefault: "the file's proxy",
             read: { node, path, reading in
                 reading.proxy = ProxyConfiguration(reading: node, at: path, in: .endpoint, reading.decoder) ?? reading.proxy
             },
