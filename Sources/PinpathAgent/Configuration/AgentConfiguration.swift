@@ -14,27 +14,27 @@ public struct AgentConfiguration: Sendable {
     /// The file it was read from, as given.
     public let file: String
     /// Where events go and which probe results become events.
-    public let events: EventsConfiguration
+    package let events: EventsConfiguration
     /// The named security policies, in file order (the order matters when several match a host).
-    public let policies: [PolicyConfiguration]
+    package let policies: [PolicyConfiguration]
     /// The endpoints to probe, in file order.
-    public let endpoints: [EndpointConfiguration]
+    package let endpoints: [EndpointConfiguration]
     /// Extra reachability targets to watch (`reachability.targets`), besides the endpoints' hosts.
-    public let reachabilityTargets: [ReachabilityTarget]
+    package let reachabilityTargets: [ReachabilityTarget]
     /// The node_exporter textfile to write metrics to (`metrics.textfile`), resolved; `nil` for none.
-    public let metricsTextfile: String?
+    package let metricsTextfile: String?
     /// Where `/metrics`, `/healthz` and `/readyz` are served (`metrics.listen`); `nil` for nowhere (the default).
-    public var metricsListen: MetricsListenAddress? = nil
+    package var metricsListen: MetricsListenAddress? = nil
     /// The proxies endpoints without a `proxy:` of their own go through (the top-level `proxy:`, else the
     /// environment's).
-    public let proxy: ProxyConfiguration
+    package let proxy: ProxyConfiguration
     /// The connectivity check (`connectivity:`); `nil` when off (the default).
-    public var connectivity: ConnectivityConfiguration? = nil
+    package var connectivity: ConnectivityConfiguration? = nil
     /// What loaded but deserves a look (pins already expired), sorted by position; `check-config` prints these.
     public var warnings: [ConfigurationProblem] = []
 
     /// The policy named `name`.
-    public func policy(named name: String) -> PolicyConfiguration? { policies.first { $0.name == name } }
+    package func policy(named name: String) -> PolicyConfiguration? { policies.first { $0.name == name } }
 
     static let keys = ["events", "policies", "defaults", "endpoints", "include", "reachability", "metrics", "proxy", "connectivity"]
 

@@ -5,11 +5,11 @@ import PinpathYAML
 /// `connectivity:`: the check that tells a working internet from a captive portal or a dead upstream
 /// (NetworkManager's `[connectivity]`). Off unless a `url` is given: the check needs a server whose answer
 /// is known, and pinpath ships none.
-public struct ConnectivityConfiguration: Sendable, Equatable {
+package struct ConnectivityConfiguration: Sendable, Equatable {
     /// What is sent and what answer is `full`.
-    public let check: ConnectivityCheck
+    package let check: ConnectivityCheck
     /// How often it is checked besides every path change. Default 300 s, as NetworkManager.
-    public let interval: Duration
+    package let interval: Duration
 
     static let keys = ["url", "expect", "interval", "timeout"]
     static let expectKeys = ["status", "body"]

@@ -8,7 +8,7 @@ extension EndpointConfiguration {
     /// Secrets stay out: a secret header value (from `${NAME}`, or a credential header) reads `[redacted]` with the
     /// variables it came from, a secret key (``EndpointKey/isSecret``) is only said to be set, and URLs lose their
     /// credentials.
-    public var effectiveValues: [(key: String, value: JSONValue)] {
+    package var effectiveValues: [(key: String, value: JSONValue)] {
         var values: [(key: String, value: JSONValue)] = []
         for key in EndpointKey.all where key.applies(to: kind) || key.isShownOnEveryKind {
             for (name, value) in key.shown(self) {

@@ -10,9 +10,9 @@ import PinpathYAML
 ///
 /// Endpoints compare by value, over everything a probe depends on (the policies a redirect may reach
 /// included): a reload restarts exactly the endpoints whose probes would now behave differently.
-public struct EndpointConfiguration: Sendable, Equatable {
+package struct EndpointConfiguration: Sendable, Equatable {
     /// Which address families a probe may connect over.
-    public enum IPFamily: String, Sendable, CaseIterable {
+    package enum IPFamily: String, Sendable, CaseIterable {
         /// Whatever the resolver and the routes allow. The default.
         case any
         /// IPv4 only.
@@ -22,90 +22,90 @@ public struct EndpointConfiguration: Sendable, Equatable {
     }
 
     /// One configured request header; its value renders redacted when secret.
-    public struct Header: Sendable, Hashable {
+    package struct Header: Sendable, Hashable {
         /// The field name as written.
-        public let name: String
+        package let name: String
         /// The value, `${NAME}` already replaced from the environment.
-        public let value: RedactableValue
+        package let value: RedactableValue
     }
 
     /// A client certificate for mutual TLS (`client_certificate`, `client_key`, `client_key_password`),
     /// checked at load time; the password renders redacted.
-    public struct ClientCertificateFiles: Sendable, Equatable {
+    package struct ClientCertificateFiles: Sendable, Equatable {
         /// The certificate file (PEM), resolved against the configuration's directory.
-        public let certificate: String
+        package let certificate: String
         /// The key file (PEM); `nil` when the key is in the certificate's file.
-        public let key: String?
+        package let key: String?
         /// The key's password (`${ENV}` only), secret.
-        public let password: RedactableValue?
+        package let password: RedactableValue?
     }
 
     /// Unique among the endpoints; names the endpoint in events and metrics.
-    public let name: String
+    package let name: String
     /// The URL (no user name or password in it: put credentials in a header); its scheme is the ``kind``.
-    public let url: URL
+    package let url: URL
     /// What a probe does, from the URL's scheme.
-    public var kind: ServiceKind { ServiceKind(scheme: url.scheme) ?? .https }
+    package var kind: ServiceKind { ServiceKind(scheme: url.scheme) ?? .https }
     /// For the TLS connection checks: the name sent as SNI and checked against the certificate (`servername`);
     /// `nil` is the URL's host.
-    public let serverName: String?
+    package let serverName: String?
     /// Where probes connect instead of resolving the URL's host (`address`, an IP address): SNI, `Host` and
     /// the policy still use the URL's name (or ``serverName``), and the reachability gate judges this address.
     /// A redirect to another host or port is not affected. `nil` resolves the host.
-    public let address: IPAddress?
+    package let address: IPAddress?
     /// For `tcp://`: the text sent after connecting (`send`).
-    public let send: String?
+    package let send: String?
     /// The client certificate presented when the server asks for one.
-    public let clientCertificate: ClientCertificateFiles?
+    package let clientCertificate: ClientCertificateFiles?
     /// The method. Default `GET`.
-    public let method: HTTPMethod
+    package let method: HTTPMethod
     /// Extra request headers, in file order.
-    public let headers: [Header]
+    package let headers: [Header]
     /// The request body (`body`, or the contents of `body_file` read at load time), sent with the method.
-    public let body: [UInt8]?
+    package let body: [UInt8]?
     /// What the response must look like. Default: a 2xx status.
-    public let expect: ResponseExpectation
+    package let expect: ResponseExpectation
     /// Time between the starts of two probes. Default 60s; at least 1s.
-    public let interval: Duration
+    package let interval: Duration
     /// How long one probe may take. Default 10s, or the interval if that is shorter; never longer than the
     /// interval, so probes of one endpoint never overlap.
-    public let timeout: Duration
+    package let timeout: Duration
     /// The `policy:` the endpoint names, if it names one.
-    public let policyName: String?
+    package let policyName: String?
     /// The security policy its handshakes are held to: the named one and the policies whose `hosts` match
     /// the URL's host, combined; `nil` for http URLs and unpinned hosts (chain and host name are still verified).
-    public let security: AppliedPolicy?
+    package let security: AppliedPolicy?
     /// The configured policies a redirect may reach, in file order: each hop to another host is held to
     /// those matching it, as a first request there would be. All of them when redirects are followed or the
     /// probe goes through an https proxy (whose own certificate is held to those matching the proxy's host),
     /// none otherwise.
-    public let redirectPolicies: [PolicyConfiguration]
+    package let redirectPolicies: [PolicyConfiguration]
     /// The address families to use. Default `any`.
-    public let ipFamily: IPFamily
+    package let ipFamily: IPFamily
     /// Consecutive failures before the endpoint is reported down. Default 2.
-    public let failureThreshold: Int
+    package let failureThreshold: Int
     /// Consecutive successes before it is reported up again. Default 1.
-    public let successThreshold: Int
+    package let successThreshold: Int
     /// The thresholds at which a certificate of the verified chain expiring warns, once each, longest first.
     /// Default 14d, 7d and 1d; empty (`0s` or `[]`) turns warnings off.
-    public let certExpiryWarnings: [Duration]
+    package let certExpiryWarnings: [Duration]
     /// Whether redirects are followed (the final response is judged). Default `true`.
-    public let followRedirects: Bool
+    package let followRedirects: Bool
     /// Where its pin failure reports are POSTed: the `report_uri` of every policy in ``security``, once each, in
     /// the order of its sources. Empty when none has one.
-    public let reportCollectors: [ReportCollector]
+    package let reportCollectors: [ReportCollector]
     /// The proxies its probes go through: its own `proxy:`, else the file's default.
-    public let proxy: ProxyConfiguration
+    package let proxy: ProxyConfiguration
     /// Whether an included file defines it: its pattern searches run in the included files' lane
     /// (``PatternSearchLane``), so they cannot delay the main file's.
-    public let isFromIncludedFile: Bool
+    package let isFromIncludedFile: Bool
     /// The credential defaults not applied to it (`headers.Authorization`, `client_certificate`): it is plain
     /// http, or in an included file not scoped to its host (``EndpointDefaults``). Shown by `--effective`.
     var withheldDefaults: [String] = []
 
     /// The headers to send, with the real values. Never print or log the result: unlike ``headers``, it
     /// does not redact.
-    public var requestHeaders: HTTPHeaders {
+    package var requestHeaders: HTTPHeaders {
         var fields = HTTPHeaders()
         for header in headers { fields.add(name: header.name, value: header.value.unredacted) }
         return fields

@@ -2,16 +2,16 @@ import PinpathYAML
 
 /// Where the agent writes its events, which probe results become events, and how much of a certificate they
 /// carry (`events:`).
-public struct EventsConfiguration: Sendable, Equatable {
+package struct EventsConfiguration: Sendable, Equatable {
     /// Where event lines go.
-    public enum Output: Sendable, Equatable, CustomStringConvertible {
+    package enum Output: Sendable, Equatable, CustomStringConvertible {
         /// Standard output (the journal, under systemd). The default.
         case stdout
         /// A file, appended to and rotated by size; the path is resolved against the configuration's directory.
         case file(String)
 
         /// `stdout` or the path.
-        public var description: String {
+        package var description: String {
             switch self {
             case .stdout: return "stdout"
             case .file(let path): return path
@@ -20,7 +20,7 @@ public struct EventsConfiguration: Sendable, Equatable {
     }
 
     /// Which probe results are written as events.
-    public enum Probes: String, Sendable, CaseIterable {
+    package enum Probes: String, Sendable, CaseIterable {
         /// Only results that change an endpoint's state (after the thresholds). The default.
         case changes
         /// Every probe result as well (`probe.result`), for shipping to a log store.
@@ -28,26 +28,26 @@ public struct EventsConfiguration: Sendable, Equatable {
     }
 
     /// Where events go. Default `stdout`.
-    public let output: Output
+    package let output: Output
     /// A file output is rotated when it would grow past this many bytes. Default 10 MiB.
-    public let maxSize: Int
+    package let maxSize: Int
     /// How many rotated files are kept (`events.jsonl.1` … `.N`); 0 keeps none. Default 5.
-    public let keep: Int
+    package let keep: Int
     /// Which probe results become events. Default `changes`.
-    public let probes: Probes
+    package let probes: Probes
     /// Whether `pin.failure` carries both chains as PEM (RFC 7469's `served-certificate-chain` and
     /// `validated-certificate-chain`) besides each certificate's subject, pin and notAfter. Default `false`: a
     /// PEM is kilobytes per certificate in every failure's line, and a journal keeps what it is sent; the
     /// reports POSTed to `report_uri` collectors carry the PEMs whatever this says (RFC 7469 requires them).
-    public let includeCertificates: Bool
+    package let includeCertificates: Bool
 
     /// 10 MiB.
-    public static let defaultMaxSize = 10 * 1024 * 1024
+    package static let defaultMaxSize = 10 * 1024 * 1024
     /// 5 files.
-    public static let defaultKeep = 5
+    package static let defaultKeep = 5
 
     /// Creates the settings; every parameter has the documented default.
-    public init(
+    package init(
         output: Output = .stdout, maxSize: Int = defaultMaxSize, keep: Int = defaultKeep, probes: Probes = .changes,
         includeCertificates: Bool = false
     ) {

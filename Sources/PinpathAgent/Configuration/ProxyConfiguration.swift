@@ -6,21 +6,21 @@ import PinpathYAML
 /// the file's top-level `proxy:`, or the environment (`https_proxy`, `HTTPS_PROXY`, `http_proxy`,
 /// `no_proxy`, `NO_PROXY`, read by curl's rules). `none` in either key connects directly and ignores the
 /// environment.
-public struct ProxyConfiguration: Sendable, Equatable {
+package struct ProxyConfiguration: Sendable, Equatable {
     /// Where the choice was made.
-    public enum Source: String, Sendable {
+    package enum Source: String, Sendable {
         case endpoint
         case configuration
         case environment
     }
 
     /// Which proxy each URL goes through (``ProxySettings/proxy(for:)``).
-    public let settings: ProxySettings
-    public let source: Source
+    package let settings: ProxySettings
+    package let source: Source
 
     /// What `check-config` prints for a probe of `url`: `http://proxy:3128 (endpoint)`, `none (environment)`,
     /// never the credentials.
-    public func summary(for url: URL) -> String {
+    package func summary(for url: URL) -> String {
         "\(settings.proxy(for: url)?.description ?? "none") (\(source.rawValue))"
     }
 

@@ -3,46 +3,46 @@ import PinpathSupport
 import PinpathYAML
 
 /// What a response must look like for a probe to succeed (`expect:`).
-public struct ResponseExpectation: Sendable, Equatable {
+package struct ResponseExpectation: Sendable, Equatable {
     /// Accepted status codes, as inclusive ranges (`204` is `204...204`). Default `200-299`.
-    public let statuses: [ClosedRange<Int>]
+    package let statuses: [ClosedRange<Int>]
     /// Text the body must contain, if set (`body_contains`).
-    public let bodyContains: String?
+    package let bodyContains: String?
     /// A regular expression the body must match somewhere, if set (`body_matches`).
-    public let bodyMatches: BodyPattern?
+    package let bodyMatches: BodyPattern?
     /// Text the server's greeting (SMTP, IMAP, POP3, FTP) or a `tcp://` exchange's answer must contain, if set
     /// (`banner`).
-    public let banner: String?
+    package let banner: String?
     /// Response header fields that must be present and match, in file order (`headers`).
-    public let headers: [HeaderExpectation]
+    package let headers: [HeaderExpectation]
     /// The longest a probe may take, all phases together (`max_duration`); longer fails as `too_slow`.
-    public let maxDuration: Duration?
+    package let maxDuration: Duration?
 
     /// One `expect.headers` entry: the field must be present and its value contain the text, or match the
     /// pattern when written `/…/`.
-    public struct HeaderExpectation: Sendable, Equatable {
+    package struct HeaderExpectation: Sendable, Equatable {
         /// The field name as written (compared without regard to case).
-        public let name: String
+        package let name: String
         /// The text the value must contain.
-        public let contains: String?
+        package let contains: String?
         /// The expression the value must match somewhere.
-        public let matches: BodyPattern?
+        package let matches: BodyPattern?
 
         /// Whether `value` (the field's value, `nil` when absent) passes.
         /// - Throws: ``PatternMatchError`` when the pattern could not decide within its limits.
-        public func accepts(_ value: String?) throws(PatternMatchError) -> Bool {
+        package func accepts(_ value: String?) throws(PatternMatchError) -> Bool {
             guard let value, contains.map(value.contains) ?? true else { return false }
             return try matches?.matches(value) ?? true
         }
 
         /// `contains "text"` or `matches /pattern/`, for messages.
-        public var requirement: String {
+        package var requirement: String {
             matches.map { "match /\($0.source)/" } ?? "contain \"\(contains ?? "")\""
         }
     }
 
     /// Creates an expectation; by default any 2xx status and no body check.
-    public init(
+    package init(
         statuses: [ClosedRange<Int>] = [200...299], bodyContains: String? = nil, bodyMatches: BodyPattern? = nil, banner: String? = nil,
         headers: [HeaderExpectation] = [], maxDuration: Duration? = nil
     ) {
@@ -55,24 +55,24 @@ public struct ResponseExpectation: Sendable, Equatable {
     }
 
     /// Whether `status` is one of ``statuses``.
-    public func accepts(status: Int) -> Bool { statuses.contains { $0.contains(status) } }
+    package func accepts(status: Int) -> Bool { statuses.contains { $0.contains(status) } }
 
     /// Whether `body` passes both body checks (true when there are none).
     /// - Throws: ``PatternMatchError`` when `body_matches` could not decide within its limits.
-    public func accepts(body: String) throws(PatternMatchError) -> Bool {
+    package func accepts(body: String) throws(PatternMatchError) -> Bool {
         guard bodyContains.map(body.contains) ?? true else { return false }
         return try bodyMatches?.matches(body) ?? true
     }
 
     /// Whether judging a response runs a pattern search (`body_matches`, a `/pattern/` header), which may take
     /// up to the ``PatternLimits`` of CPU time: such a probe judges its response in a ``PatternSearchLane``.
-    public var searchesPatterns: Bool { bodyMatches != nil || headers.contains { $0.matches != nil } }
+    package var searchesPatterns: Bool { bodyMatches != nil || headers.contains { $0.matches != nil } }
 
     /// Whether the body is needed at all: without body checks a probe can skip reading it.
-    public var checksBody: Bool { bodyContains != nil || bodyMatches != nil }
+    package var checksBody: Bool { bodyContains != nil || bodyMatches != nil }
 
     /// The statuses as written back: `200-299, 304`.
-    public var statusDescription: String {
+    package var statusDescription: String {
         statuses.map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ", ")
     }
 
