@@ -34,9 +34,9 @@ public struct Parser: Sendable {
     /// The root of the one document in the text; `nil` when the text holds none (empty, or only comments).
     ///
     /// - Throws: ``YamlError`` with libyaml's problem and position; a second document is
-    ///   ``YamlError/composer(context:problem:_:yaml:)`` with the problem "but found another document", and
-    ///   aliases expanding it past ``aliasLimit`` the same case, at the alias that went past it, with a problem
-    ///   naming the limit; nesting past ``maximumDepth`` is ``YamlError/tooDeep(limit:_:yaml:)``.
+    ///   ``YamlError/secondDocument(_:yaml:)`` at its start; aliases expanding it past ``aliasLimit`` are
+    ///   ``YamlError/composer(context:problem:_:yaml:)``, at the alias that went past it, with a problem naming the
+    ///   limit; nesting past ``maximumDepth`` is ``YamlError/tooDeep(limit:_:yaml:)``.
     public func singleRoot() throws(YamlError) -> Node? {
         try singleDocument()?.root
     }
@@ -52,9 +52,7 @@ public struct Parser: Sendable {
         _ = try reader.next()  // the document's end
         let next = try reader.next()
         guard next.kind == .streamEnd else {
-            throw .composer(
-                context: YamlError.Context(text: "expected a single document in the stream", mark: Mark(line: 1, column: 1)),
-                problem: "but found another document", next.mark, yaml: yaml)
+            throw .secondDocument(next.mark, yaml: yaml)
         }
         return Document(root: root, written: composer.written)
     }

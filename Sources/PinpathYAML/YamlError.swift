@@ -13,8 +13,11 @@ public enum YamlError: Error, Sendable, CustomStringConvertible {
     case scanner(context: Context?, problem: String, Mark, yaml: String)
     /// The parser refused the structure at the mark.
     case parser(context: Context?, problem: String, Mark, yaml: String)
-    /// Composing nodes failed at the mark: an undefined alias, or a second document.
+    /// Composing nodes failed at the mark: an undefined alias, or aliases past the ``AliasLimit``.
     case composer(context: Context?, problem: String, Mark, yaml: String)
+    /// A second document starts at the mark, where only one is read (``Parser/singleDocument()``): callers tell the
+    /// user to remove the `---` by this case, not by libyaml's words.
+    case secondDocument(Mark, yaml: String)
     /// The collection or alias at the mark would nest the document deeper than `limit` levels
     /// (``Parser/maximumDepth``).
     case tooDeep(limit: Int, Mark, yaml: String)
@@ -36,6 +39,7 @@ public enum YamlError: Error, Sendable, CustomStringConvertible {
         case .parser(let context, let problem, let mark, _): "\(mark): parser: \(Self.prefix(context))\(problem)"
         case .composer(let context, let problem, let mark, _): "\(mark): composer: \(Self.prefix(context))\(problem)"
         case .tooDeep(let limit, let mark, _): "\(mark): composer: nested deeper than \(limit) levels"
+        case .secondDocument(let mark, _): "\(mark): composer: expected a single document in the stream, but found another document"
         }
     }
 

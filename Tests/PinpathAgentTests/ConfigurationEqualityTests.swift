@@ -141,8 +141,8 @@ struct ConfigurationEqualityTests {
         #expect(Set(Self.policyChanges.keys).union(Self.loadTimeOnlyPolicyKeys) == Set(PolicyConfiguration.keys))
         #expect(Set(Self.basePolicy.map(\.key)) == Set(PolicyConfiguration.keys))
         let others = Set(Self.otherEndpointChanges.keys).union(Self.loadTimeOnlyEndpointKeys)
-        #expect(Set(Self.endpointChanges.keys).union(others) == Set(EndpointConfiguration.keys))
-        #expect(Set(Self.baseEndpoint.map(\.key)).union(others) == Set(EndpointConfiguration.keys))
+        #expect(Set(Self.endpointChanges.keys).union(others) == Set(EndpointKey.names(in: .endpoint)))
+        #expect(Set(Self.baseEndpoint.map(\.key)).union(others) == Set(EndpointKey.names(in: .endpoint)))
     }
 
     @Test("A change to a key of another kind's endpoint makes it unequal", arguments: otherEndpointChanges.keys.sorted())

@@ -15,6 +15,8 @@ struct PolicyConfigurationTests {
         var enforce = true
         var requiresBackupPin = true
         var refusal: String?
+        /// The code of the refusal.
+        var code = SecurityErrorCode.invalidPolicy
         var testDescription: String {
             """
             \(mode) pins:\(pins) certs:\(certificates) allowInvalid:\(allowInvalid) validatesDomainName:\(validatesDomainName) \
@@ -35,7 +37,7 @@ struct PolicyConfigurationTests {
             Configuration(mode: .publicKey, allowInvalid: true, refusal: "needs at least one pin"),
             Configuration(mode: .publicKey, pins: 2, allowInvalid: true),
             Configuration(mode: .certificate, certificates: 1, allowInvalid: true),
-            Configuration(mode: .publicKey, pins: 1, refusal: "needs a backup pin (2 or more, it has 1)"),
+            Configuration(mode: .publicKey, pins: 1, refusal: "needs a backup pin (2 or more, it has 1)", code: .missingBackupPin),
             Configuration(mode: .publicKey, pins: 1, requiresBackupPin: false),
             Configuration(mode: .publicKey, pins: 1, enforce: false),
             Configuration(mode: .publicKey, certificates: 2),
@@ -56,7 +58,7 @@ struct PolicyConfigurationTests {
                 try make()
             } throws: { error in
                 let error = error as? SecurityError
-                return error?.code == .invalidPolicy && error?.message.contains(refusal) == true
+                return error?.code == configuration.code && error?.message.contains(refusal) == true
             }
         } else {
             let policy = try make()

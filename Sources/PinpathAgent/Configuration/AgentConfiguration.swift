@@ -14,27 +14,27 @@ public struct AgentConfiguration: Sendable {
     /// The file it was read from, as given.
     public let file: String
     /// Where events go and which probe results become events.
-    public let events: EventsConfiguration
+    package let events: EventsConfiguration
     /// The named security policies, in file order (the order matters when several match a host).
-    public let policies: [PolicyConfiguration]
+    package let policies: [PolicyConfiguration]
     /// The endpoints to probe, in file order.
-    public let endpoints: [EndpointConfiguration]
+    package let endpoints: [EndpointConfiguration]
     /// Extra reachability targets to watch (`reachability.targets`), besides the endpoints' hosts.
-    public let reachabilityTargets: [ReachabilityTarget]
+    package let reachabilityTargets: [ReachabilityTarget]
     /// The node_exporter textfile to write metrics to (`metrics.textfile`), resolved; `nil` for none.
-    public let metricsTextfile: String?
+    package let metricsTextfile: String?
     /// Where `/metrics`, `/healthz` and `/readyz` are served (`metrics.listen`); `nil` for nowhere (the default).
-    public var metricsListen: MetricsListenAddress? = nil
+    package var metricsListen: MetricsListenAddress? = nil
     /// The proxies endpoints without a `proxy:` of their own go through (the top-level `proxy:`, else the
     /// environment's).
-    public let proxy: ProxyConfiguration
+    package let proxy: ProxyConfiguration
     /// The connectivity check (`connectivity:`); `nil` when off (the default).
-    public var connectivity: ConnectivityConfiguration? = nil
+    package var connectivity: ConnectivityConfiguration? = nil
     /// What loaded but deserves a look (pins already expired), sorted by position; `check-config` prints these.
     public var warnings: [ConfigurationProblem] = []
 
     /// The policy named `name`.
-    public func policy(named name: String) -> PolicyConfiguration? { policies.first { $0.name == name } }
+    package func policy(named name: String) -> PolicyConfiguration? { policies.first { $0.name == name } }
 
     static let keys = ["events", "policies", "defaults", "endpoints", "include", "reachability", "metrics", "proxy", "connectivity"]
 
@@ -66,15 +66,22 @@ public struct AgentConfiguration: Sendable {
         // An empty file is an empty configuration: the machine's own reachability is still reported.
         let fields = root.flatMap { decoder.mapping($0, "", known: keys) }
 
-        let events = EventsConfiguration.decode(fields?["events"], decoder)
+        let events = fields?["events"].flatMap { EventsConfiguration(reading: $0, at: "events", decoder) } ?? EventsConfiguration()
         let declared = fields?["policies"].flatMap { decoder.namedEntries($0, "policies") } ?? []
-        let policies = declared.compactMap { PolicyConfiguration.decode(name: $0.name, key: $0.key, value: $0.value, decoder) }
+        let policies = declared.compactMap {
+            PolicyConfiguration(reading: $0.value, at: ConfigurationDecoder.keyPath("policies", $0.name), in: ($0.name, $0.key), decoder)
+        }
         decoder.reportTrustStoreConflicts(policies, declared: declared)
-        let proxy = ProxyConfiguration.decodeDefault(fields?["proxy"], decoder)
+        // A `proxy:` that cannot be read is no proxy, not the environment's: the file said which it wants.
+        let proxy =
+            fields?["proxy"].map {
+                ProxyConfiguration(reading: $0, at: "proxy", in: .configuration, decoder)
+                    ?? .init(settings: .direct, source: .configuration)
+            } ?? .environment(decoder)
         let collectors = decoder.reportCollectors(policies, declared: declared, proxy: proxy)
-        var context = EndpointConfiguration.Context(
+        let context = EndpointConfiguration.Context(
             policies: policies, declaredPolicies: declared.map(\.name), collectors: collectors, proxy: proxy)
-        let defaults = EndpointDefaults.decode(fields?["defaults"], decoder)
+        let defaults = fields?["defaults"].flatMap { EndpointDefaults(reading: $0, at: "defaults", decoder) } ?? .none
         let ownEndpoints =
             fields?["endpoints"].flatMap { decoder.list($0, "endpoints", of: "endpoints (mappings with name and url)") } ?? []
         let sources =
@@ -93,7 +100,7 @@ public struct AgentConfiguration: Sendable {
                 let keyPath = "endpoints[\(index)]"
                 decoder.inherited = (keyPath, application.inherited)
                 decoder.warnWithheld(application.withheld, at: node, keyPath)
-                if var endpoint = EndpointConfiguration.decode(application.node, keyPath, &context, decoder) {
+                if var endpoint = EndpointConfiguration(reading: application.node, at: keyPath, in: context, decoder) {
                     endpoint.withheldDefaults = application.withheld.map(\.key)
                     endpoints.append(endpoint)
                 }
@@ -105,7 +112,9 @@ public struct AgentConfiguration: Sendable {
         let endpointNodes = sources.flatMap(\.endpoints)
         let targets = fields?["reachability"].map { decoder.reachabilityTargets($0) } ?? []
         let metrics = fields?["metrics"].map { decoder.metrics($0) }
-        let connectivity = fields?["connectivity"].flatMap { ConnectivityConfiguration.decode($0, policies: policies, decoder) }
+        let connectivity = fields?["connectivity"].flatMap {
+            ConnectivityConfiguration(reading: $0, at: "connectivity", in: policies, decoder)
+        }
         if endpointNodes.isEmpty && targets.isEmpty {
             decoder.warn(
                 .nothingToMonitor, at: fields?["endpoints"], "endpoints",

@@ -29,6 +29,8 @@ final class ConfigurationDecoder {
     /// ``problems`` and ``warnings`` as sets: a file of 20,000 bad items took a quadratic 17 s to check when
     /// each new problem was compared with every earlier one.
     private var reported: Set<ConfigurationProblem> = []
+    /// Endpoint names seen so far in this load, with the file and node where: names are unique across files.
+    var endpointNames: [String: (file: String, node: Node)] = [:]
     /// Each pattern compiled in this load, by its text, or why PCRE2 refused it: a pattern that `defaults:` gives
     /// 10,000 endpoints, or that aliases repeat, is compiled once (a 90 KB pattern takes PCRE2 0.1 s).
     private var patterns: [String: Result<BodyPattern, any Error>] = [:]
@@ -297,6 +299,17 @@ struct ConfigurationMapping {
     /// The mapping itself, whose position is reported for a missing key.
     let node: Node
     var values: [String: (key: Node, value: Node)] = [:]
+    /// The keys written but refused before reading (an included file's keys that read local files): nothing reads
+    /// them, and what depends on them knows they were written.
+    private(set) var withdrawn: Set<String> = []
+
+    /// Refuses `key`'s value: it reads as absent from now on.
+    mutating func withdraw(_ key: String) {
+        if values.removeValue(forKey: key) != nil { withdrawn.insert(key) }
+    }
+
+    /// Whether `key` was written and withdrawn.
+    func isWithdrawn(_ key: String) -> Bool { withdrawn.contains(key) }
 
     /// The value of `key`, or `nil` when it is absent or written as null (`key:`, `key: ~`, `key: null`).
     subscript(key: String) -> Node? {

@@ -124,16 +124,15 @@ enum ConfigurationDocument {
         ConfigurationProblem(file: path, line: nil, column: nil, keyPath: "", code: code, message: message)
     }
 
-    /// A Yams parse error as a problem at libyaml's position, in libyaml's words.
+    /// A parse error as a problem at libyaml's position, in libyaml's words.
     static func syntaxProblem(_ error: any Error, file: String, yaml: String) -> ConfigurationProblem {
         switch error as? YamlError {
+        case .secondDocument(let mark, _):
+            return ConfigurationProblem(
+                file: file, line: mark.line, column: mark.column, keyPath: "", code: .syntax,
+                message: "a second YAML document starts here; the configuration is one document (remove the ---)")
         case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
             .composer(let context, let problem, let mark, _):
-            if case .composer = error as? YamlError, problem == "but found another document" {
-                return ConfigurationProblem(
-                    file: file, line: mark.line, column: mark.column, keyPath: "", code: .syntax,
-                    message: "a second YAML document starts here; the configuration is one document (remove the ---)")
-            }
             let detail = context.map { " (\($0.text), line \($0.mark.line) column \($0.mark.column))" } ?? ""
             return ConfigurationProblem(
                 file: file, line: mark.line, column: mark.column, keyPath: "", code: .syntax,

@@ -87,7 +87,7 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
     }
 
     /// Creates a problem; the loader makes these, tests and other front ends may too.
-    public init(file: String, line: Int?, column: Int?, keyPath: String, code: Code, message: String) {
+    package init(file: String, line: Int?, column: Int?, keyPath: String, code: Code, message: String) {
         self.file = file
         self.line = line
         self.column = column
@@ -107,7 +107,7 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
     }
 
     /// The problem as an event field: `{"file":…,"line":…,"column":…,"key":…,"code":…,"message":…}`.
-    public var jsonValue: JSONValue {
+    package var jsonValue: JSONValue {
         .object([
             ("file", .string(file)), ("line", line.map(JSONValue.int) ?? .null),
             ("column", column.map(JSONValue.int) ?? .null), ("key", .string(keyPath)),
@@ -123,7 +123,7 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     public let problems: [ConfigurationProblem]
 
     /// Creates an error from problems found; they are sorted by position.
-    public init(problems: [ConfigurationProblem]) {
+    package init(problems: [ConfigurationProblem]) {
         self.problems = problems.sorted { ($0.line ?? 0, $0.column ?? 0) < ($1.line ?? 0, $1.column ?? 0) }
     }
 

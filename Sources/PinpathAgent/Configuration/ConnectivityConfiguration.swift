@@ -5,21 +5,24 @@ import PinpathYAML
 /// `connectivity:`: the check that tells a working internet from a captive portal or a dead upstream
 /// (NetworkManager's `[connectivity]`). Off unless a `url` is given: the check needs a server whose answer
 /// is known, and pinpath ships none.
-public struct ConnectivityConfiguration: Sendable, Equatable {
+package struct ConnectivityConfiguration: Sendable, Equatable {
     /// What is sent and what answer is `full`.
-    public let check: ConnectivityCheck
+    package let check: ConnectivityCheck
     /// How often it is checked besides every path change. Default 300 s, as NetworkManager.
-    public let interval: Duration
+    package let interval: Duration
 
     static let keys = ["url", "expect", "interval", "timeout"]
     static let expectKeys = ["status", "body"]
     static let defaultInterval = Duration.seconds(300)
     static let defaultTimeout = Duration.seconds(10)
 
+}
+
+extension ConnectivityConfiguration: ConfigurationReadable {
     /// Reads the block; `nil` (with the problems recorded) when it cannot be used. An https check is held to the
     /// configured policies whose `hosts` match its host, as a request there would be (a report collector is too).
-    static func decode(_ node: Node, policies: [PolicyConfiguration], _ decoder: ConfigurationDecoder) -> ConnectivityConfiguration? {
-        guard let fields = decoder.mapping(node, "connectivity", known: keys) else { return nil }
+    init?(reading node: Node, at keyPath: String, in policies: [PolicyConfiguration], _ decoder: ConfigurationDecoder) {
+        guard let fields = decoder.mapping(node, keyPath, known: Self.keys) else { return nil }
         guard let urlNode = decoder.required(fields, "url", "a http:// or https:// URL whose answer is known (a 204)") else {
             return nil
         }
@@ -32,7 +35,7 @@ public struct ConnectivityConfiguration: Sendable, Equatable {
         }
         var status = 204
         var body: String?
-        if let expect = fields["expect"], let expectFields = decoder.mapping(expect, fields.path("expect"), known: expectKeys) {
+        if let expect = fields["expect"], let expectFields = decoder.mapping(expect, fields.path("expect"), known: Self.expectKeys) {
             if let node = expectFields["status"] {
                 let keyPath = expectFields.path("status")
                 if let code = decoder.integer(node, keyPath, in: 100...599) {
@@ -48,8 +51,8 @@ public struct ConnectivityConfiguration: Sendable, Equatable {
         }
         let interval = fields["interval"].flatMap { decoder.duration($0, fields.path("interval"), atLeast: .seconds(1)) }
         let timeout = fields["timeout"].flatMap { decoder.duration($0, fields.path("timeout"), atLeast: .milliseconds(1)) }
-        let effectiveInterval = interval ?? defaultInterval
-        let effectiveTimeout = timeout ?? defaultTimeout
+        let effectiveInterval = interval ?? Self.defaultInterval
+        let effectiveTimeout = timeout ?? Self.defaultTimeout
         if effectiveTimeout >= effectiveInterval, fields["interval"] != nil || fields["timeout"] != nil {
             decoder.report(
                 .invalidValue, at: fields["timeout"] ?? fields["interval"], fields.path(fields["timeout"] != nil ? "timeout" : "interval"),
@@ -66,7 +69,7 @@ public struct ConnectivityConfiguration: Sendable, Equatable {
                 return nil
             }
         }
-        return ConnectivityConfiguration(
+        self.init(
             check: ConnectivityCheck(
                 url: url, expectedStatus: status, expectedBody: body, timeout: effectiveTimeout, securityPolicy: security?.policy,
                 trustStore: security?.trustStore),

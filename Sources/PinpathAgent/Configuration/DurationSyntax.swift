@@ -4,13 +4,13 @@
 /// Fractions, spaces and bare numbers are refused rather than guessed at: `30` could mean seconds or
 /// milliseconds, and `1.5m` invites rounding surprises. Zero parses; fields where zero is meaningless (an
 /// interval, a timeout) refuse it themselves.
-public enum DurationSyntax {
+package enum DurationSyntax {
     /// Why a text is not a duration: ``message`` says what to write instead.
-    public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
+    package struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
         /// `"5 minutes" is not a duration (use 300s or 5m)`.
-        public let message: String
+        package let message: String
         /// The message.
-        public var description: String { message }
+        package var description: String { message }
     }
 
     /// The units, largest first, with their length in milliseconds.
@@ -21,7 +21,7 @@ public enum DurationSyntax {
     /// Parses `500ms`, `30s`, `5m`, `2h`, `14d` or a sequence such as `1h30m`.
     /// - Throws: ``ParseError`` for anything else, negative values, and values too large to represent,
     ///   suggesting the right spelling when the text reads like `5 minutes`.
-    public static func parse(_ text: String) throws(ParseError) -> Duration {
+    package static func parse(_ text: String) throws(ParseError) -> Duration {
         let invalid = ParseError(message: "\(ConfigurationProblem.quoted(text)) is not a duration (\(hint(for: text)))")
         if text.hasPrefix("-") {
             throw ParseError(message: "\(ConfigurationProblem.quoted(text)) is negative; a duration is 0 or more")
@@ -49,7 +49,7 @@ public enum DurationSyntax {
 
     /// The shortest exact form in the largest unit that divides the duration: `90s` for 1.5 minutes,
     /// `14d`, `500ms`; sub-millisecond parts are dropped (the syntax cannot write them).
-    public static func format(_ duration: Duration) -> String {
+    package static func format(_ duration: Duration) -> String {
         let milliseconds = duration.wholeMilliseconds
         guard milliseconds != 0 else { return "0s" }
         let unit = units.first { milliseconds % $0.milliseconds == 0 } ?? units[units.count - 1]

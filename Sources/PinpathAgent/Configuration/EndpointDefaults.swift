@@ -16,9 +16,6 @@ import PinpathYAML
 /// Every endpoint reads what the defaults give it again, so the nodes and text they copy into the endpoints are
 /// bounded (``copyLimit``) and counted before any endpoint is read (``applications(to:written:policies:at:_:)``).
 struct EndpointDefaults {
-    /// Every endpoint key but those that identify one endpoint or its server.
-    static let keys = EndpointConfiguration.keys.filter { !["name", "url", "address"].contains($0) }
-
     /// The default pairs, in file order.
     let pairs: [(key: Node, value: Node)]
     /// The items of a `headers:` default that is a mapping, each with its name lowercased and whether it is
@@ -39,24 +36,23 @@ struct EndpointDefaults {
 
     static let none = EndpointDefaults(pairs: [])
 
-    /// Reads `defaults:`, reporting unknown keys and the per-endpoint ones (`name`, `url`, `address`: one
-    /// server's address would send every endpoint there).
-    static func decode(_ node: Node?, _ decoder: ConfigurationDecoder) -> EndpointDefaults {
-        guard let node else { return .none }
-        guard let fields = decoder.mapping(node, "defaults", known: EndpointConfiguration.keys) else { return .none }
+    /// Reads `defaults:`, reporting unknown keys and the per-endpoint ones (those whose ``EndpointKey/places`` lack
+    /// `defaults`: `name`, `url`, `address`, whose default would send every endpoint to one server).
+    init?(reading node: Node, at keyPath: String, in _: Void, _ decoder: ConfigurationDecoder) {
+        guard let fields = decoder.mapping(node, keyPath, known: EndpointKey.names(in: .endpoint)) else { return nil }
         var pairs: [(key: Node, value: Node)] = []
-        for key in EndpointConfiguration.keys {
-            guard let entry = fields.values[key] else { continue }
-            guard keys.contains(key) else {
+        for key in EndpointKey.all {
+            guard let entry = fields.values[key.name] else { continue }
+            guard key.places.contains(.defaults) else {
                 decoder.report(
-                    .unknownKey, at: entry.key, fields.path(key), "\(key) identifies one endpoint; it cannot have a default")
+                    .unknownKey, at: entry.key, fields.path(key.name), "\(key.name) identifies one endpoint; it cannot have a default")
                 continue
             }
             pairs.append(entry)
         }
         // File order, so that problems and `--effective` read as the file does.
         pairs.sort { ($0.key.mark?.line ?? 0, $0.key.mark?.column ?? 0) < ($1.key.mark?.line ?? 0, $1.key.mark?.column ?? 0) }
-        return EndpointDefaults(pairs: pairs)
+        self.init(pairs: pairs)
     }
 
     /// How far the defaults may multiply the configuration: what they copy into the endpoints, at most 100,000
@@ -147,7 +143,7 @@ struct EndpointDefaults {
     /// returned as it is, for the reader to refuse.
     ///
     /// A credential default is a secret header (``ConfigurationDecoder/isSecretHeader(name:template:)``) or a key that
-    /// reads a local file (``EndpointConfiguration/mainFileOnlyKeys``): it is the main file's, and reaches an
+    /// reads a local file (``EndpointKey/localRead``): it is the main file's, and reaches an
     /// endpoint of an included file only over https (or TLS), when `trust` scopes it to the endpoint's host, and
     /// when the endpoint's policy among `policies` authenticates that host; a secret header is never sent over
     /// plain http, whichever file the endpoint is in.
@@ -159,7 +155,7 @@ struct EndpointDefaults {
         let host = url?.host.flatMap { $0.isEmpty ? nil : $0 }
         let serverName = mapping["servername"]?.string ?? pairs.first { $0.key.string == "servername" }?.value.string
         // A TLS kind's handshake checks its server name when it has one.
-        let checkedName = (kind.map { $0.usesTLS && !$0.isHTTP } == true ? serverName : nil) ?? host
+        let checkedName = (EndpointKey.named("servername")?.applies(to: kind) == true ? serverName : nil) ?? host
         var result = Application(node: node)
         var authentication: WithholdingReason??
         // Why a credential default does not reach this endpoint; `nil` when it does.
@@ -181,7 +177,7 @@ struct EndpointDefaults {
         }
         var merged = Array(mapping)
         for (key, value) in pairs {
-            guard let name = key.string, Self.applies(name, to: kind) else { continue }
+            guard let name = key.string, EndpointKey.named(name)?.applies(to: kind) ?? true else { continue }
             if name == "headers", case .mapping(let defaultHeaders) = value {
                 let ownHeaders = merged.firstIndex { $0.key.string == "headers" }
                 var ownNames: Set<String> = []
@@ -219,7 +215,7 @@ struct EndpointDefaults {
                 continue
             }
             guard !own.contains(name) else { continue }
-            if EndpointConfiguration.mainFileOnlyKeys.contains(name), let reason = withholding(isHeader: false) {
+            if EndpointKey.named(name)?.localRead != nil, let reason = withholding(isHeader: false) {
                 result.withheld.append((name, reason))
                 continue
             }
@@ -262,29 +258,11 @@ struct EndpointDefaults {
         return laxities.isEmpty ? nil : .unauthenticated(host: name, policies: applied.names, laxities: laxities)
     }
 
-    /// Whether the endpoint key `key` means something for `kind` (`nil`: a URL not understood, where only the
-    /// keys of every kind apply).
-    static func applies(_ key: String, to kind: ServiceKind?) -> Bool {
-        switch key {
-        case "method", "headers", "body", "body_file", "follow_redirects": kind?.isHTTP ?? false
-        case "servername": kind.map { $0.usesTLS && !$0.isHTTP } ?? false
-        case "send": kind == .tcp
-        case "starttls": kind?.upgradesWithSTARTTLS ?? false
-        case "policy", "client_certificate", "client_key", "client_key_password": kind?.usesTLS ?? false
-        default: true
-        }
-    }
-
-    /// A default `expect:` with only the keys `kind` reads: the HTTP ones for http(s), `banner` for the kinds
-    /// whose server speaks first and tcp, `max_duration` for all.
+    /// A default `expect:` with only the keys `kind` reads (``ResponseExpectation/Key/kinds``).
     private static func expectation(_ node: Node, for kind: ServiceKind?) -> Node {
         guard case .mapping(let mapping) = node else { return node }
         let kept = mapping.filter { pair in
-            switch pair.key.string {
-            case "status", "body_contains", "body_matches", "headers": kind?.isHTTP ?? false
-            case "banner": kind.map { $0.greets || $0 == .tcp } ?? false
-            default: true
-            }
+            pair.key.string.flatMap(ResponseExpectation.Key.named)?.kinds.contains(kind) ?? true
         }
         return .mapping(Node.Mapping(kept.map { ($0.key, $0.value) }, mapping.mark))
     }
@@ -346,3 +324,5 @@ extension ConfigurationDecoder {
     /// `headers.Authorization` or `headers.Authorization, client_certificate`.
     private static func list(_ keys: [String]) -> String { keys.joined(separator: ", ") }
 }
+
+extension EndpointDefaults: ConfigurationReadable {}

@@ -2,16 +2,16 @@ import PinpathYAML
 
 /// Where the agent writes its events, which probe results become events, and how much of a certificate they
 /// carry (`events:`).
-public struct EventsConfiguration: Sendable, Equatable {
+package struct EventsConfiguration: Sendable, Equatable {
     /// Where event lines go.
-    public enum Output: Sendable, Equatable, CustomStringConvertible {
+    package enum Output: Sendable, Equatable, CustomStringConvertible {
         /// Standard output (the journal, under systemd). The default.
         case stdout
         /// A file, appended to and rotated by size; the path is resolved against the configuration's directory.
         case file(String)
 
         /// `stdout` or the path.
-        public var description: String {
+        package var description: String {
             switch self {
             case .stdout: return "stdout"
             case .file(let path): return path
@@ -20,7 +20,7 @@ public struct EventsConfiguration: Sendable, Equatable {
     }
 
     /// Which probe results are written as events.
-    public enum Probes: String, Sendable, CaseIterable {
+    package enum Probes: String, Sendable, CaseIterable {
         /// Only results that change an endpoint's state (after the thresholds). The default.
         case changes
         /// Every probe result as well (`probe.result`), for shipping to a log store.
@@ -28,26 +28,26 @@ public struct EventsConfiguration: Sendable, Equatable {
     }
 
     /// Where events go. Default `stdout`.
-    public let output: Output
+    package let output: Output
     /// A file output is rotated when it would grow past this many bytes. Default 10 MiB.
-    public let maxSize: Int
+    package let maxSize: Int
     /// How many rotated files are kept (`events.jsonl.1` … `.N`); 0 keeps none. Default 5.
-    public let keep: Int
+    package let keep: Int
     /// Which probe results become events. Default `changes`.
-    public let probes: Probes
+    package let probes: Probes
     /// Whether `pin.failure` carries both chains as PEM (RFC 7469's `served-certificate-chain` and
     /// `validated-certificate-chain`) besides each certificate's subject, pin and notAfter. Default `false`: a
     /// PEM is kilobytes per certificate in every failure's line, and a journal keeps what it is sent; the
     /// reports POSTed to `report_uri` collectors carry the PEMs whatever this says (RFC 7469 requires them).
-    public let includeCertificates: Bool
+    package let includeCertificates: Bool
 
     /// 10 MiB.
-    public static let defaultMaxSize = 10 * 1024 * 1024
+    package static let defaultMaxSize = 10 * 1024 * 1024
     /// 5 files.
-    public static let defaultKeep = 5
+    package static let defaultKeep = 5
 
     /// Creates the settings; every parameter has the documented default.
-    public init(
+    package init(
         output: Output = .stdout, maxSize: Int = defaultMaxSize, keep: Int = defaultKeep, probes: Probes = .changes,
         includeCertificates: Bool = false
     ) {
@@ -68,9 +68,9 @@ public struct EventsConfiguration: Sendable, Equatable {
         EventsConfiguration(output: output, maxSize: maxSize, keep: keep)
     }
 
-    /// Reads `events:`; `nil` node means all defaults.
-    static func decode(_ node: Node?, _ decoder: ConfigurationDecoder) -> EventsConfiguration {
-        guard let node, let fields = decoder.mapping(node, "events", known: keys) else { return EventsConfiguration() }
+    /// Reads `events:`; absent, or `nil` here, means all defaults.
+    init?(reading node: Node, at keyPath: String, in _: Void, _ decoder: ConfigurationDecoder) {
+        guard let fields = decoder.mapping(node, keyPath, known: Self.keys) else { return nil }
         var output = Output.stdout
         if let value = fields["output"], let text = decoder.string(value, fields.path("output"), "stdout or a file path") {
             if text.isEmpty || text.hasSuffix("/") {
@@ -83,11 +83,11 @@ public struct EventsConfiguration: Sendable, Equatable {
                 decoder.reportUnwritableDirectory(of: path, at: value, fields.path("output"))
             }
         }
-        let maxSize = fields["max_size"].flatMap { decoder.byteSize($0, fields.path("max_size")) } ?? defaultMaxSize
-        let keep = fields["keep"].flatMap { decoder.integer($0, fields.path("keep"), in: 0...1000) } ?? defaultKeep
+        let maxSize = fields["max_size"].flatMap { decoder.byteSize($0, fields.path("max_size")) } ?? Self.defaultMaxSize
+        let keep = fields["keep"].flatMap { decoder.integer($0, fields.path("keep"), in: 0...1000) } ?? Self.defaultKeep
         let probes = fields["probes"].flatMap { decoder.choice($0, fields.path("probes"), Probes.self) } ?? .changes
         let includeCertificates = fields["include_certificates"].flatMap { decoder.bool($0, fields.path("include_certificates")) } ?? false
-        return EventsConfiguration(output: output, maxSize: maxSize, keep: keep, probes: probes, includeCertificates: includeCertificates)
+        self.init(output: output, maxSize: maxSize, keep: keep, probes: probes, includeCertificates: includeCertificates)
     }
 }
 
@@ -115,3 +115,5 @@ extension ConfigurationDecoder {
         return bytes
     }
 }
+
+extension EventsConfiguration: ConfigurationReadable {}

@@ -4,31 +4,31 @@ import PinpathYAML
 
 /// One named entry of `policies:`: a validated ``SecurityPolicy`` and what it applies to. Compares by value
 /// (the policy, its hosts, its CA file's certificates), so a reload sees any change to it.
-public struct PolicyConfiguration: Sendable, Equatable {
+package struct PolicyConfiguration: Sendable, Equatable {
     /// The name endpoints refer to (`policy: api-pins`).
-    public let name: String
+    package let name: String
     /// The policy, already accepted by ``SecurityPolicy``'s refusals (pins present, a backup pin, …).
-    public let policy: SecurityPolicy
+    package let policy: SecurityPolicy
     /// Hosts this policy applies to when an endpoint names no policy (OkHttp / TrustKit patterns).
-    public let hosts: [HostPattern]
+    package let hosts: [HostPattern]
     /// Whether exact host patterns also cover subdomains. Default `false`.
-    public let includeSubdomains: Bool
+    package let includeSubdomains: Bool
     /// The CA file to verify chains against, resolved against the configuration's directory; `nil` means
     /// the system store.
-    public let caFile: String?
+    package let caFile: String?
     /// The store read from ``caFile`` at load time (so an unreadable file is a configuration error, not a
     /// probe failure); `nil` means the system store.
-    public let trustStore: TrustStore?
+    package let trustStore: TrustStore?
     /// Collectors that pin failure reports under this policy are POSTed to (`report_uri`, TrustKit's key), in
     /// file order. They may hold credentials (user info, a query token): show them through ``DisplayURL`` only.
-    public let reportURIs: [URL]
+    package let reportURIs: [URL]
 
     /// Whether the policy trusts anchors of its own rather than only the system store: a `ca_file`, or the
     /// certificates it pins in `certificate` mode (they are the anchors there).
     var bringsAnchors: Bool { trustStore != nil || policy.mode == .certificate }
 
     /// The entry as PinpathSecurity matches hosts (``HostPolicySet``).
-    public var hostPolicy: HostPolicy {
+    package var hostPolicy: HostPolicy {
         HostPolicy(patterns: hosts, includeSubdomains: includeSubdomains, policy: policy, trustStore: trustStore)
     }
 
@@ -38,10 +38,14 @@ public struct PolicyConfiguration: Sendable, Equatable {
         "crl_files", "revocation", "soft_fail", "report_uri",
     ]
 
-    /// Reads one policy; `nil` after reporting its problems.
-    static func decode(name: String, key: Node, value: Node, _ decoder: ConfigurationDecoder) -> PolicyConfiguration? {
-        let keyPath = ConfigurationDecoder.keyPath("policies", name)
-        guard let fields = decoder.mapping(value, keyPath, known: keys) else { return nil }
+}
+
+extension PolicyConfiguration: ConfigurationReadable {
+    /// Reads one policy, `name` written at `key` (where problems of the whole policy are reported); `nil` after
+    /// reporting its problems.
+    init?(reading value: Node, at keyPath: String, in named: (name: String, key: Node), _ decoder: ConfigurationDecoder) {
+        let (name, key) = named
+        guard let fields = decoder.mapping(value, keyPath, known: Self.keys) else { return nil }
         let before = decoder.problems.count
 
         let mode: PinningMode?
@@ -102,7 +106,7 @@ public struct PolicyConfiguration: Sendable, Equatable {
                 ocspSoftFail: softFail)
         } catch {
             var message = "\(error)"
-            if message.hasSuffix("waive it explicitly") { message += " with require_backup_pin: false" }
+            if (error as? SecurityError)?.code == .missingBackupPin { message += " with require_backup_pin: false" }
             decoder.report(.refusedPolicy, at: key, keyPath, message)
             return nil
         }
@@ -125,7 +129,7 @@ public struct PolicyConfiguration: Sendable, Equatable {
                 """
             )
         }
-        return PolicyConfiguration(
+        self.init(
             name: name, policy: policy, hosts: hosts, includeSubdomains: includeSubdomains, caFile: caFile?.0,
             trustStore: caFile?.1, reportURIs: reportURIs)
     }

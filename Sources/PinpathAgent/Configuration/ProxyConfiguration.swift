@@ -6,29 +6,35 @@ import PinpathYAML
 /// the file's top-level `proxy:`, or the environment (`https_proxy`, `HTTPS_PROXY`, `http_proxy`,
 /// `no_proxy`, `NO_PROXY`, read by curl's rules). `none` in either key connects directly and ignores the
 /// environment.
-public struct ProxyConfiguration: Sendable, Equatable {
+package struct ProxyConfiguration: Sendable, Equatable {
     /// Where the choice was made.
-    public enum Source: String, Sendable {
+    package enum Source: String, Sendable {
         case endpoint
         case configuration
         case environment
     }
 
     /// Which proxy each URL goes through (``ProxySettings/proxy(for:)``).
-    public let settings: ProxySettings
-    public let source: Source
+    package let settings: ProxySettings
+    package let source: Source
 
     /// What `check-config` prints for a probe of `url`: `http://proxy:3128 (endpoint)`, `none (environment)`,
     /// never the credentials.
-    public func summary(for url: URL) -> String {
+    package func summary(for url: URL) -> String {
         "\(settings.proxy(for: url)?.description ?? "none") (\(source.rawValue))"
     }
 
-    /// The file's default: its `proxy:` key when given, else the environment's proxies.
-    static func decodeDefault(_ node: Node?, _ decoder: ConfigurationDecoder) -> ProxyConfiguration {
-        if let node {
-            return ProxyConfiguration(settings: decoder.proxy(node, "proxy") ?? .direct, source: .configuration)
-        }
+}
+
+extension ProxyConfiguration: ConfigurationReadable {
+    /// A `proxy:` (the file's or an endpoint's, as `source` says); `nil` after reporting why it cannot be used.
+    init?(reading node: Node, at keyPath: String, in source: Source, _ decoder: ConfigurationDecoder) {
+        guard let settings = decoder.proxy(node, keyPath) else { return nil }
+        self.init(settings: settings, source: source)
+    }
+
+    /// The file's default when it has no `proxy:` key: the environment's proxies.
+    static func environment(_ decoder: ConfigurationDecoder) -> ProxyConfiguration {
         do throws(HTTPError) {
             let settings = try ProxySettings.environment { decoder.environment[$0] }
             return ProxyConfiguration(settings: settings, source: .environment)

@@ -4,34 +4,44 @@
 /// A value is secret when it was written with `${NAME}` (read from the environment at load time) or when its
 /// header's name says it carries credentials (`HTTPHeaders.isCredential`: `Authorization`, `Cookie`, any name
 /// containing `token`, `secret`, `session`, `key`, …), so that a token pasted into the file is not logged either.
-public struct RedactableValue: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
+package struct RedactableValue: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable, Encodable
 {
     private let text: String
     /// Whether renderings hide the value.
-    public let isSecret: Bool
+    package let isSecret: Bool
     /// The environment variables the value was built from, in order (`["API_TOKEN"]`). Names only: safe to show.
-    public let variables: [String]
+    package let variables: [String]
 
     /// Wraps a value.
-    public init(_ text: String, isSecret: Bool, variables: [String] = []) {
+    package init(_ text: String, isSecret: Bool, variables: [String] = []) {
         self.text = text
         self.isSecret = isSecret
         self.variables = variables
     }
 
     /// The real value. Use it to build the request and nowhere else.
-    public var unredacted: String { text }
+    package var unredacted: String { text }
 
     /// `[redacted]` for a secret, otherwise the value.
-    public var description: String { isSecret ? "[redacted]" : text }
+    package var description: String { isSecret ? Self.redacted : text }
+
+    /// What a secret reads as.
+    static let redacted = "[redacted]"
+
+    /// ``description``, followed for a secret by the variables it came from: `[redacted] (from ${API_TOKEN})`, as
+    /// `check-config --effective` shows a header.
+    var shownWithOrigin: String {
+        guard isSecret, !variables.isEmpty else { return description }
+        return "\(description) (from ${\(variables.joined(separator: "}, ${"))})"
+    }
     /// The same as ``description``, so `String(reflecting:)` and `debugPrint` hide it too.
-    public var debugDescription: String { description }
+    package var debugDescription: String { description }
     /// No children: `dump` and `Mirror` see only the redacted description.
-    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
+    package var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 
     /// Encodes ``description``, so JSON never carries a secret.
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(description)
     }

@@ -5,19 +5,19 @@ import PinpathYAML
 /// A collector that pin failure reports are POSTed to: one `report_uri` of a policy an endpoint is held to,
 /// with what its own host is held to. The report goes through the same gated request core as a probe, so the
 /// collector's host gets the policies whose `hosts` match it, exactly as a request there would.
-public struct ReportCollector: Sendable, Equatable {
+package struct ReportCollector: Sendable, Equatable {
     /// The collector's URL as configured. It may hold credentials (user info, a query token): show
     /// ``displayURL``, never this.
-    public let url: URL
+    package let url: URL
     /// The policies that apply to the collector's host, combined; `nil` for plain http and for a host no policy
     /// matches (its chain and host name are still verified against the system store).
-    public let security: AppliedPolicy?
+    package let security: AppliedPolicy?
     /// The proxies the POST goes through: the file's default (its top-level `proxy:`, else the environment's),
     /// never an endpoint's, since one collector serves every endpoint of its policies.
-    public let proxies: ProxySettings
+    package let proxies: ProxySettings
 
     /// The URL as events and messages show it: without user info, query or fragment.
-    public var displayURL: String { DisplayURL.redacting(url.absoluteString) }
+    package var displayURL: String { DisplayURL.redacting(url.absoluteString) }
 }
 
 extension ConfigurationDecoder {

@@ -1,47 +1,48 @@
 import PinpathHTTP
+import PinpathSupport
 import PinpathYAML
 
 /// What a response must look like for a probe to succeed (`expect:`).
-public struct ResponseExpectation: Sendable, Equatable {
+package struct ResponseExpectation: Sendable, Equatable {
     /// Accepted status codes, as inclusive ranges (`204` is `204...204`). Default `200-299`.
-    public let statuses: [ClosedRange<Int>]
+    package let statuses: [ClosedRange<Int>]
     /// Text the body must contain, if set (`body_contains`).
-    public let bodyContains: String?
+    package let bodyContains: String?
     /// A regular expression the body must match somewhere, if set (`body_matches`).
-    public let bodyMatches: BodyPattern?
+    package let bodyMatches: BodyPattern?
     /// Text the server's greeting (SMTP, IMAP, POP3, FTP) or a `tcp://` exchange's answer must contain, if set
     /// (`banner`).
-    public let banner: String?
+    package let banner: String?
     /// Response header fields that must be present and match, in file order (`headers`).
-    public let headers: [HeaderExpectation]
+    package let headers: [HeaderExpectation]
     /// The longest a probe may take, all phases together (`max_duration`); longer fails as `too_slow`.
-    public let maxDuration: Duration?
+    package let maxDuration: Duration?
 
     /// One `expect.headers` entry: the field must be present and its value contain the text, or match the
     /// pattern when written `/…/`.
-    public struct HeaderExpectation: Sendable, Equatable {
+    package struct HeaderExpectation: Sendable, Equatable {
         /// The field name as written (compared without regard to case).
-        public let name: String
+        package let name: String
         /// The text the value must contain.
-        public let contains: String?
+        package let contains: String?
         /// The expression the value must match somewhere.
-        public let matches: BodyPattern?
+        package let matches: BodyPattern?
 
         /// Whether `value` (the field's value, `nil` when absent) passes.
         /// - Throws: ``PatternMatchError`` when the pattern could not decide within its limits.
-        public func accepts(_ value: String?) throws(PatternMatchError) -> Bool {
+        package func accepts(_ value: String?) throws(PatternMatchError) -> Bool {
             guard let value, contains.map(value.contains) ?? true else { return false }
             return try matches?.matches(value) ?? true
         }
 
         /// `contains "text"` or `matches /pattern/`, for messages.
-        public var requirement: String {
+        package var requirement: String {
             matches.map { "match /\($0.source)/" } ?? "contain \"\(contains ?? "")\""
         }
     }
 
     /// Creates an expectation; by default any 2xx status and no body check.
-    public init(
+    package init(
         statuses: [ClosedRange<Int>] = [200...299], bodyContains: String? = nil, bodyMatches: BodyPattern? = nil, banner: String? = nil,
         headers: [HeaderExpectation] = [], maxDuration: Duration? = nil
     ) {
@@ -54,47 +55,81 @@ public struct ResponseExpectation: Sendable, Equatable {
     }
 
     /// Whether `status` is one of ``statuses``.
-    public func accepts(status: Int) -> Bool { statuses.contains { $0.contains(status) } }
+    package func accepts(status: Int) -> Bool { statuses.contains { $0.contains(status) } }
 
     /// Whether `body` passes both body checks (true when there are none).
     /// - Throws: ``PatternMatchError`` when `body_matches` could not decide within its limits.
-    public func accepts(body: String) throws(PatternMatchError) -> Bool {
+    package func accepts(body: String) throws(PatternMatchError) -> Bool {
         guard bodyContains.map(body.contains) ?? true else { return false }
         return try bodyMatches?.matches(body) ?? true
     }
 
     /// Whether judging a response runs a pattern search (`body_matches`, a `/pattern/` header), which may take
     /// up to the ``PatternLimits`` of CPU time: such a probe judges its response in a ``PatternSearchLane``.
-    public var searchesPatterns: Bool { bodyMatches != nil || headers.contains { $0.matches != nil } }
+    package var searchesPatterns: Bool { bodyMatches != nil || headers.contains { $0.matches != nil } }
 
     /// Whether the body is needed at all: without body checks a probe can skip reading it.
-    public var checksBody: Bool { bodyContains != nil || bodyMatches != nil }
+    package var checksBody: Bool { bodyContains != nil || bodyMatches != nil }
 
     /// The statuses as written back: `200-299, 304`.
-    public var statusDescription: String {
+    package var statusDescription: String {
         statuses.map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ", ")
     }
 
-    static let keys = ["status", "body_contains", "body_matches", "headers", "banner", "max_duration"]
+    /// One key of `expect:`: the kinds it applies to, as ``EndpointKey`` rows have them, and how `--effective`
+    /// shows it.
+    struct Key: Sendable {
+        let name: String
+        let kinds: EndpointKey.Kinds
+        /// The default as the reference shows it.
+        let documentedDefault: String
+        /// What `--effective` shows of it.
+        let shown: @Sendable (ResponseExpectation) -> [(key: String, value: JSONValue)]
 
-    /// Reads `expect:`; `nil` node means the defaults. `kind` (when the URL was valid) decides which keys
-    /// apply: the HTTP ones for http(s), `banner` for the kinds whose server speaks (``ServiceKind/greets``)
-    /// and `tcp`.
-    static func decode(_ node: Node?, _ keyPath: String, _ decoder: ConfigurationDecoder, kind: ServiceKind? = .https)
-        -> ResponseExpectation
-    {
-        guard let node, let fields = decoder.mapping(node, keyPath, known: keys) else { return ResponseExpectation() }
+        /// The refusal of a value of it on `kind`, a kind it does not apply to.
+        func refusal(on kind: ServiceKind) -> String {
+            let reason =
+                kinds == .http
+                ? "\(name) applies to http:// and https:// URLs only"
+                : "banner applies to the kinds whose server speaks first (smtp, imap, pop3, ftp and their TLS variants) and to tcp://"
+            return "\(reason); this URL is \(kind.rawValue)://"
+        }
+
+        /// The row of `name`, if it is a key of `expect:`.
+        static func named(_ name: String) -> Key? { all.first { $0.name == name } }
+
+        /// Every key of `expect:`, in the order of the reference and of `--effective`.
+        static let all: [Key] = [
+            Key(name: "status", kinds: .http, documentedDefault: "200-299") { [("status", .string($0.statusDescription))] },
+            Key(name: "body_contains", kinds: .http, documentedDefault: "none") {
+                $0.bodyContains.map { [("body_contains", .string($0))] } ?? []
+            },
+            Key(name: "body_matches", kinds: .http, documentedDefault: "none") {
+                $0.bodyMatches.map { [("body_matches", .string($0.source))] } ?? []
+            },
+            Key(name: "headers", kinds: .http, documentedDefault: "none") { expectation in
+                expectation.headers.map { ("headers.\($0.name)", JSONValue.string($0.requirement)) }
+            },
+            Key(name: "banner", kinds: .greetingOrTCP, documentedDefault: "none") { $0.banner.map { [("banner", .string($0))] } ?? [] },
+            Key(name: "max_duration", kinds: .all, documentedDefault: "none") {
+                $0.maxDuration.map { [("max_duration", .string(DurationSyntax.format($0)))] } ?? []
+            },
+        ]
+    }
+
+    /// What `--effective` shows for a probe of `kind`: the keys that apply to it.
+    func effectiveValues(for kind: ServiceKind) -> [(String, JSONValue)] {
+        Key.all.filter { $0.kinds.contains(kind) }.flatMap { $0.shown(self) }.map { ($0.key, $0.value) }
+    }
+
+    /// Reads `expect:` of a probe of `kind`, which decides which keys apply (``Key/kinds``; all, for a URL not
+    /// understood): the others are refused at their line. `nil` when it is not a mapping.
+    init?(reading node: Node, at keyPath: String, in kind: ServiceKind?, _ decoder: ConfigurationDecoder) {
+        guard let fields = decoder.mapping(node, keyPath, known: Key.all.map(\.name)) else { return nil }
         if let kind {
-            let applicable =
-                ["max_duration"]
-                + (kind.isHTTP ? ["status", "body_contains", "body_matches", "headers"] : (kind.greets || kind == .tcp) ? ["banner"] : [])
-            for key in keys where !applicable.contains(key) {
-                guard let keyNode = fields[key] else { continue }
-                let reason =
-                    key == "banner"
-                    ? "banner applies to the kinds whose server speaks first (smtp, imap, pop3, ftp and their TLS variants) and to tcp://"
-                    : "\(key) applies to http:// and https:// URLs only"
-                decoder.report(.invalidValue, at: keyNode, fields.path(key), "\(reason); this URL is \(kind.rawValue)://")
+            for key in Key.all where !key.kinds.contains(kind) {
+                guard let keyNode = fields[key.name] else { continue }
+                decoder.report(.invalidValue, at: keyNode, fields.path(key.name), key.refusal(on: kind))
             }
         }
         var statuses: [ClosedRange<Int>] = [200...299]
@@ -124,7 +159,7 @@ public struct ResponseExpectation: Sendable, Equatable {
         }
         let headers = fields["headers"].flatMap { decoder.headerExpectations($0, fields.path("headers")) } ?? []
         let maxDuration = fields["max_duration"].flatMap { decoder.duration($0, fields.path("max_duration"), atLeast: .milliseconds(1)) }
-        return ResponseExpectation(
+        self.init(
             statuses: statuses, bodyContains: contains, bodyMatches: matches, banner: banner, headers: headers, maxDuration: maxDuration)
     }
 }
@@ -178,3 +213,5 @@ extension ConfigurationDecoder {
         return low...high
     }
 }
+
+extension ResponseExpectation: ConfigurationReadable {}

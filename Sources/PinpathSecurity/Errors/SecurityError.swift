@@ -20,6 +20,9 @@ public struct SecurityErrorCode: ErrorCode {
     public static let invalidHostPattern = Self(name: "invalid_host_pattern")
     /// A policy that AFNetworking or TrustKit would refuse (it would accept anything, or has no pins).
     public static let invalidPolicy = Self(name: "invalid_policy")
+    /// An enforcing `public_key` policy with one pin, whose backup pin is not waived: a key rotation would lock
+    /// clients out (TrustKit's rule). Callers that name the waiver's option or configuration key branch on it.
+    public static let missingBackupPin = Self(name: "missing_backup_pin")
     /// A client certificate's private key cannot be used: its separate file unreadable, no PEM key in it,
     /// encrypted without the right password, or not the certificate's key (``ClientIdentity/check``). Callers
     /// that name the key's option or configuration key branch on it.

@@ -63,8 +63,8 @@ public struct SecurityPolicy: Sendable, Hashable {
     /// - Throws: ``SecurityError`` with code `invalidPolicy` when a pinning mode has no pins (or no
     ///   certificates in `certificate` mode); when invalid certificates are allowed with domain-name validation
     ///   and nothing else to check (mode `none`, or no pins), with report-only pins (`enforce` false), or with
-    ///   pins that expired at or before `now`: each would accept any certificate; when an enforcing
-    ///   `public_key` policy has one pin and the backup pin is not waived.
+    ///   pins that expired at or before `now`: each would accept any certificate; with code `missingBackupPin` when
+    ///   an enforcing `public_key` policy has one pin and the backup pin is not waived.
     public init(
         mode: PinningMode, pins: [SPKIPin] = [], pinnedCertificates: [Certificate] = [],
         allowInvalidCertificates: Bool = false, validatesDomainName: Bool = true, enforce: Bool = true,
@@ -120,7 +120,7 @@ public struct SecurityPolicy: Sendable, Hashable {
         }
         if mode == .publicKey && enforce && requiresBackupPin && allPins.count < 2 {
             throw SecurityError(
-                .invalidPolicy,
+                .missingBackupPin,
                 "an enforcing public_key policy needs a backup pin (2 or more, it has \(allPins.count)); add one or waive it explicitly")
         }
         self.mode = mode
