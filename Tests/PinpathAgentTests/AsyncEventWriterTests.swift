@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import PinpathSupport
 import Synchronization
 import Testing
 
@@ -28,7 +29,7 @@ final class ScriptedSink: EventSink, Sendable {
     func fail(with errno: Int32?) { state.withLock { $0.failing = errno } }
     func release() { for _ in 0..<1000 { gate.signal() } }
 
-    func write(_ line: UnsafeRawBufferPointer) throws(EventWriterError) {
+    func write(_ line: UnsafeRawBufferPointer) throws(OutputError) {
         entered.signal()
         if gated { gate.wait() }
         let failure = state.withLock { state -> Int32? in
@@ -36,10 +37,10 @@ final class ScriptedSink: EventSink, Sendable {
             state.lines.append(String(decoding: line, as: UTF8.self))
             return nil
         }
-        if let failure { throw EventWriterError(errno: failure) }
+        if let failure { throw OutputError(errno: failure) }
     }
 
-    func reopen() throws(EventWriterError) { state.withLock { $0.reopens += 1 } }
+    func reopen() throws(OutputError) { state.withLock { $0.reopens += 1 } }
 }
 
 /// The parts of an event line the tests look at.

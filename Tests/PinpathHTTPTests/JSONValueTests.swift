@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PinpathSupport
 import Testing
 
 @testable import PinpathHTTP

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import PinpathHTTP
 import PinpathReachability
+import PinpathSupport
 import Synchronization
 
 /// The monitoring agent: probes the configured endpoints through the gated request core and writes JSON-lines

@@ -1,5 +1,6 @@
 import PinpathHTTP
 import PinpathSecurity
+import PinpathSupport
 
 /// The security policy an endpoint's TLS handshakes are held to, resolved at load time from its `policy`
 /// key and the `hosts` of the configured policies: every one that applies, combined into the strictest

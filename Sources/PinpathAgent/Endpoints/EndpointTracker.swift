@@ -2,6 +2,7 @@ import FoundationEssentials
 import PinpathHTTP
 import PinpathReachability
 import PinpathSecurity
+import PinpathSupport
 
 /// What the agent keeps per endpoint: its configuration, its state machine, its expiry warnings and what
 /// the metrics need of the last probe.

@@ -1,4 +1,5 @@
 import Glibc
+import PinpathSupport
 
 /// The agent's event writer: the envelope of ``EventWriter``, written on a thread of its own so that a
 /// slow or failing output never blocks a probe or the network monitor.
@@ -15,22 +16,22 @@ import Glibc
 /// - ``reopen()`` (SIGUSR1), ``flush(timeout:)`` and ``close(timeout:)`` (shutdown).
 ///
 /// Every method may be called from any thread.
-public final class AsyncEventWriter: Sendable {
+final class AsyncEventWriter: Sendable {
     /// The event type of the drop report.
-    public static let droppedEvent = EventCatalog.eventsDropped.name
+    static let droppedEvent = EventCatalog.eventsDropped.name
 
     /// Counters since start, for metrics (`pinpath_events_dropped_total`).
-    public struct Statistics: Sendable, Equatable {
+    struct Statistics: Sendable, Equatable {
         /// Lines queued by ``AsyncEventWriter/emit(event:fields:)``.
-        public var accepted = 0
+        var accepted = 0
         /// Lines the sink took, `events.dropped` lines included.
-        public var written = 0
+        var written = 0
         /// Lines refused because the queue was full.
-        public var droppedQueueFull = 0
+        var droppedQueueFull = 0
         /// Lines the sink failed to write.
-        public var droppedWriteFailed = 0
+        var droppedWriteFailed = 0
         /// All lines lost.
-        public var dropped: Int { droppedQueueFull + droppedWriteFailed }
+        var dropped: Int { droppedQueueFull + droppedWriteFailed }
     }
 
     private let service: ServiceThread<Queue>
@@ -41,7 +42,7 @@ public final class AsyncEventWriter: Sendable {
     ///   - sink: where lines go. It moves to the writer's thread (hence `sending`): keep no other use of it.
     ///   - capacity: how many lines may wait, those being written included, before new ones are dropped.
     ///   - format: the prefix and envelope fields the sink's destination wants.
-    public init(sink: sending any EventSink, capacity: Int = 10_000, format: EventLineFormat = EventLineFormat()) {
+    init(sink: sending any EventSink, capacity: Int = 10_000, format: EventLineFormat = EventLineFormat()) {
         precondition(capacity > 0, "capacity must be positive")
         self.capacity = capacity
         service = ServiceThread(inbox: Queue())
@@ -67,7 +68,7 @@ public final class AsyncEventWriter: Sendable {
     /// - Returns: `false` when the line was dropped: the queue is full (counted, reported later by an
     ///   `events.dropped` line) or the writer is closed (not counted).
     @discardableResult
-    public func emit(event: String, level: EventLevel = .info, fields: [(String, JSONValue)]) -> Bool {
+    func emit(event: String, level: EventLevel = .info, fields: [(String, JSONValue)]) -> Bool {
         let body = EventLine.body(event: event, level: level, fields: fields)
         return service.post { state, phase in
             guard phase == .running else { return false }
@@ -87,7 +88,7 @@ public final class AsyncEventWriter: Sendable {
 
     /// Asks the writer thread to reopen the sink (SIGUSR1 after logrotate) before its next line. Returns at
     /// once. Call it from a `DispatchSourceSignal` handler, not from a signal handler: it takes a lock.
-    public func reopen() {
+    func reopen() {
         service.post { state, _ in
             state.reopenRequested = true
             return true
@@ -98,7 +99,7 @@ public final class AsyncEventWriter: Sendable {
     /// - Returns: `false` if lines were still waiting at the deadline (the output blocks: a reader that
     ///   stopped reading).
     @discardableResult
-    public func flush(timeout: Duration) -> Bool {
+    func flush(timeout: Duration) -> Bool {
         service.wait(timeout: timeout) { state, phase in
             (state.outstanding == 0 && state.unreportedQueueFull == 0) || phase == .finished
         }
@@ -108,12 +109,12 @@ public final class AsyncEventWriter: Sendable {
     /// - Returns: `false` if the thread had not finished at the deadline; it is then left to finish (or block
     ///   in `write`) on its own, and the process may exit.
     @discardableResult
-    public func close(timeout: Duration) -> Bool {
+    func close(timeout: Duration) -> Bool {
         service.stop(timeout: timeout)
     }
 
     /// The counters so far.
-    public var statistics: Statistics { service.withInbox { $0.statistics } }
+    var statistics: Statistics { service.withInbox { $0.statistics } }
 }
 
 /// What the callers and the writer thread share, in the inbox of its ``ServiceThread``. Closing is the
@@ -147,7 +148,7 @@ private final class Drain {
     /// Drops not yet reported by an `events.dropped` line.
     private var unreportedQueueFull = 0
     private var unreportedWriteFailed = 0
-    private var lastError = EventWriterError(errno: 0)
+    private var lastError = OutputError(errno: 0)
     /// Counted here and published once per batch, to take the lock once per batch, not per line.
     private var written = 0
     private var writeFailed = 0
@@ -250,7 +251,7 @@ private final class Drain {
     /// Writes one line with the next `seq`; `seq` moves only when the sink took the line.
     private func put(time: String, level: EventLevel, body: [UInt8]) -> Bool {
         EventLine.assemble(seq: seq + 1, time: time, body: body, level: level, format: format, into: &buffer)
-        let outcome = buffer.withUnsafeBytes { bytes in Result { () throws(EventWriterError) in try sink.write(bytes) } }
+        let outcome = buffer.withUnsafeBytes { bytes in Result { () throws(OutputError) in try sink.write(bytes) } }
         do {
             try outcome.get()
             seq += 1

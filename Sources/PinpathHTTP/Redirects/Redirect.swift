@@ -1,5 +1,6 @@
 import FoundationEssentials
 import PinpathSecurity
+import PinpathSupport
 
 /// How a redirect changes the request, as browsers and libcurl do by default, and what it may not change:
 /// an https request does not continue over http, and another origin gets neither the caller's headers nor its

@@ -1,3 +1,5 @@
+import PinpathSupport
+
 /// A strict RFC 8259 parser into `JSONValue` that says where the text went wrong.
 ///
 /// `--json-body` must be refused where a strict server would refuse it, and invalid JSON, sent or received,

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PinpathSupport
 
 /// AFNetworking's `AFJSONRequestSerializer`: parameters as an `application/json` body, except for GET, HEAD
 /// and DELETE, whose parameters go into the query string as with ``HTTPRequestSerializer``.

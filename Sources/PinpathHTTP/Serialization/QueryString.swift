@@ -1,4 +1,5 @@
 import Glibc
+import PinpathSupport
 
 /// AFNetworking's query strings (`AFQueryStringFromParameters`), byte for byte: used in URLs for GET, HEAD
 /// and DELETE and as the `application/x-www-form-urlencoded` body otherwise.
