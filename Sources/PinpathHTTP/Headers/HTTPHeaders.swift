@@ -140,7 +140,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
 extension UInt8 {
     /// An ASCII letter or digit: the core of header tokens and of unreserved URL characters.
-    var isASCIIAlphanumeric: Bool {
+    package var isASCIIAlphanumeric: Bool {
         (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
             || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
     }

@@ -6,21 +6,15 @@ import PinpathSupport
 import Synchronization
 
 /// Sends HTTP(S) requests through two gates: the reachability monitor before connecting, and the security
-/// policy inside the TLS handshake, before any request byte leaves. AFNetworking's `AFHTTPSessionManager`
-/// for Linux, on libcurl's OpenSSL build.
+/// policy inside the TLS handshake, before any request byte leaves: AFNetworking's `AFURLSession` core for
+/// Linux, on libcurl's OpenSSL build. Its serializers and `AFHTTPSessionManager`'s calls (`get`, `post`…)
+/// are `PinpathSerialization`'s `SessionManager`.
 ///
 /// One session drives all its requests on one libcurl thread; share it. Its methods may be called from any
 /// task; cancelling the task cancels the transfer.
 public final class Session: Sendable {
     /// What every request of the session shares.
     public struct Configuration: Sendable {
-        /// Relative URLs resolve against this; a base path gets a trailing slash (AFNetworking's rule), so
-        /// `v1` + `users` is `v1/users` (``RequestURL/resolve(_:relativeTo:)``).
-        public var baseURL: URL?
-        /// Builds requests from parameters: form-urlencoded by default, or ``JSONRequestSerializer``.
-        public var requestSerializer: any RequestSerializer
-        /// Checks the responses of the method-named calls (`get`, `post`…): status 200–299 by default.
-        public var responseValidator: ResponseValidator
         /// Sent with every request unless the request sets the same field: `User-Agent` and
         /// `Accept-Language` by default.
         public var defaultHeaders: HTTPHeaders
@@ -35,14 +29,9 @@ public final class Session: Sendable {
         public var defaultOptions: RequestOptions
 
         public init(
-            baseURL: URL? = nil, requestSerializer: any RequestSerializer = HTTPRequestSerializer(),
-            responseValidator: ResponseValidator = ResponseValidator(), defaultHeaders: HTTPHeaders = Session.standardHeaders,
-            policies: HostPolicySet = HostPolicySet([]),
+            defaultHeaders: HTTPHeaders = Session.standardHeaders, policies: HostPolicySet = HostPolicySet([]),
             trustStore: TrustStore? = nil, clientCertificate: ClientCertificate? = nil, defaultOptions: RequestOptions = RequestOptions()
         ) {
-            self.baseURL = baseURL
-            self.requestSerializer = requestSerializer
-            self.responseValidator = responseValidator
             self.defaultHeaders = defaultHeaders
             self.policies = policies
             self.trustStore = trustStore

@@ -4,6 +4,7 @@ import Glibc
 import PinpathHTTP
 import PinpathReachability
 import PinpathSecurity
+import PinpathSerialization
 import PinpathSupport
 
 struct RequestCommand: AsyncParsableCommand {

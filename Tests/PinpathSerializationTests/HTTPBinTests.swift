@@ -4,6 +4,7 @@ import PinpathTestSupport
 import Testing
 
 @testable import PinpathHTTP
+@testable import PinpathSerialization
 
 /// The Session, its serializers and its response handling against a real httpbin on loopback: what was
 /// sent is what httpbin echoes back.
@@ -12,11 +13,11 @@ import Testing
     .enabled(if: HTTPBinServer.isAvailable, Comment(rawValue: HTTPBinServer.unavailableReason)))
 final class HTTPBinTests {
     let server: HTTPBinServer
-    let session: Session
+    let session: SessionManager
 
     init() throws {
         server = try HTTPBinServer()
-        session = try Session(Session.Configuration(baseURL: server.baseURL))
+        session = SessionManager(session: try Session(), baseURL: server.baseURL)
     }
 
     deinit { server.stop() }
@@ -72,7 +73,7 @@ final class HTTPBinTests {
         for method in [HTTPMethod.get, .delete] {
             let request = try HTTPRequestSerializer().request(
                 method, server.baseURL.appendingPathComponent("anything").absoluteString, body: Array("a=1".utf8))
-            let echoed = try echo(try await session.send(request))
+            let echoed = try echo(try await session.session.send(request))
             #expect(echoed["method"] == .string(method.rawValue))
             #expect(echoed["form"] == ["a": "1"])
         }
@@ -88,7 +89,7 @@ final class HTTPBinTests {
 
     @Test("The JSON serializer's body is echoed as JSON")
     func jsonBody() async throws {
-        let json = try Session(Session.Configuration(baseURL: server.baseURL, requestSerializer: JSONRequestSerializer()))
+        let json = SessionManager(session: session.session, baseURL: server.baseURL, requestSerializer: JSONRequestSerializer())
         let sent: Parameters = ["name": "pinpath", "nested": ["list": [1, 2.5, true, nil]]]
         let response = try await json.post("post", parameters: sent)
         #expect(try echo(response)["json"] == .object(sent))
@@ -111,7 +112,7 @@ final class HTTPBinTests {
 
     @Test("Status codes: send returns them, the validator refuses them with the response attached")
     func statusCodes() async throws {
-        let raw = try await session.send(HTTPRequest(method: .get, url: server.baseURL.appendingPathComponent("status/418")))
+        let raw = try await session.session.send(HTTPRequest(method: .get, url: server.baseURL.appendingPathComponent("status/418")))
         #expect(raw.statusCode == 418)
         await #expect {
             _ = try await session.get("status/503")
@@ -127,7 +128,7 @@ final class HTTPBinTests {
         #expect(followed.redirectCount == 3 && followed.url.path == "/get")
         var options = RequestOptions()
         options.followRedirects = false
-        let stopped = try await session.send(
+        let stopped = try await session.session.send(
             HTTPRequest(method: .get, url: server.baseURL.appendingPathComponent("redirect/1")), options: options)
         #expect(stopped.statusCode == 302)
         options.followRedirects = true
@@ -162,7 +163,7 @@ final class HTTPBinTests {
 
     @Test("A base URL with a path gets a trailing slash: relative paths resolve under it")
     func baseURL() async throws {
-        let based = try Session(Session.Configuration(baseURL: server.baseURL.appendingPathComponent("anything/v1")))
+        let based = SessionManager(session: session.session, baseURL: server.baseURL.appendingPathComponent("anything/v1"))
         let response = try await based.get("users", parameters: ["page": 2])
         #expect(try echo(response)["url"] == .string("\(server.baseURL.absoluteString)anything/v1/users?page=2"))
     }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PinpathHTTP
 import PinpathSupport
 
 /// AFNetworking's `AFJSONResponseSerializer`: validates a response, then decodes its JSON body.

@@ -1,8 +1,33 @@
 import FoundationEssentials
+import PinpathHTTP
 
-/// AFHTTPSessionManager's calls: a method, a URL (relative to the base URL) and parameters, serialized by the
-/// session's request serializer and validated by its response validator.
-extension Session {
+/// AFNetworking's `AFHTTPSessionManager` over a gated ``Session``: a method, a URL (relative to the base URL)
+/// and parameters, serialized by the request serializer and checked by the response validator.
+///
+/// The session does the sending (both gates, the policies, redirects, timeouts); the manager only builds
+/// requests and judges answers, so any number of managers may share one session.
+public struct SessionManager: Sendable {
+    /// The session that sends the requests.
+    public let session: Session
+    /// Relative URLs resolve against this; a base path gets a trailing slash (AFNetworking's rule), so
+    /// `v1` + `users` is `v1/users` (``RequestURL/resolve(_:relativeTo:)``).
+    public var baseURL: URL?
+    /// Builds requests from parameters: form-urlencoded by default, or ``JSONRequestSerializer``.
+    public var requestSerializer: any RequestSerializer
+    /// Checks the responses of the method-named calls (`get`, `post`…): status 200–299 by default.
+    public var responseValidator: ResponseValidator
+
+    /// Creates a manager that sends through `session`.
+    public init(
+        session: Session, baseURL: URL? = nil, requestSerializer: any RequestSerializer = HTTPRequestSerializer(),
+        responseValidator: ResponseValidator = ResponseValidator()
+    ) {
+        self.session = session
+        self.baseURL = baseURL
+        self.requestSerializer = requestSerializer
+        self.responseValidator = responseValidator
+    }
+
     /// A GET; parameters go into the query string.
     public func get(
         _ url: String, parameters: Parameters? = nil, headers: HTTPHeaders = HTTPHeaders(), options: RequestOptions? = nil
@@ -52,26 +77,25 @@ extension Session {
         headers: HTTPHeaders = HTTPHeaders(), options: RequestOptions? = nil
     ) async throws(HTTPError) -> HTTPResponse {
         let request = try HTTPRequestSerializer().multipartRequest(
-            method, url, relativeTo: configuration.baseURL, parameters: parameters, form: form, headers: headers)
+            method, url, relativeTo: baseURL, parameters: parameters, form: form, headers: headers)
         return try await validated(request, options: options)
     }
 
-    /// Any method, serialized by the session's request serializer.
-    /// - Throws: ``HTTPError``: serialization errors, everything ``send(_:options:)`` throws, and
+    /// Any method, serialized by the request serializer.
+    /// - Throws: ``HTTPError``: serialization errors, everything `Session.send(_:options:)` throws, and
     ///   `unexpectedStatus` / `unexpectedContentType` (with the response) from the response validator.
     public func request(
         _ method: HTTPMethod, _ url: String, parameters: Parameters? = nil, headers: HTTPHeaders = HTTPHeaders(),
         options: RequestOptions? = nil
     ) async throws(HTTPError) -> HTTPResponse {
-        let request = try configuration.requestSerializer.request(
-            method, url, relativeTo: configuration.baseURL, parameters: parameters, headers: headers)
+        let request = try requestSerializer.request(method, url, relativeTo: baseURL, parameters: parameters, headers: headers)
         return try await validated(request, options: options)
     }
 
-    /// Sends a request and checks its response with the session's validator.
+    /// Sends a request through the session and checks its response with the validator.
     public func validated(_ request: HTTPRequest, options: RequestOptions? = nil) async throws(HTTPError) -> HTTPResponse {
-        let response = try await send(request, options: options)
-        try configuration.responseValidator.validate(response)
+        let response = try await session.send(request, options: options)
+        try responseValidator.validate(response)
         return response
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import PinpathHTTP
+@testable import PinpathSerialization
 
 @Suite("Multipart form data")
 struct MultipartFormDataTests {

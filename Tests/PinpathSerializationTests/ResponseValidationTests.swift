@@ -3,6 +3,7 @@ import PinpathSupport
 import Testing
 
 @testable import PinpathHTTP
+@testable import PinpathSerialization
 
 @Suite("Response validation and JSON decoding")
 struct ResponseValidationTests {

@@ -3,6 +3,7 @@ import PinpathTestSupport
 import Testing
 
 @testable import PinpathHTTP
+@testable import PinpathSerialization
 
 /// The httpbin server the Session's real-server tests use, checked with a plain socket (no libcurl).
 @Suite("httpbin test server", .serialized)

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PinpathHTTP
 
 /// Builds an ``HTTPRequest`` from a method, a URL and parameters, as AFNetworking's
 /// `AFURLRequestSerialization`: ``HTTPRequestSerializer`` (form-urlencoded) and ``JSONRequestSerializer``.

@@ -3,6 +3,7 @@ import PinpathSupport
 import Testing
 
 @testable import PinpathHTTP
+@testable import PinpathSerialization
 
 @Suite("Request URLs and the base URL")
 struct RequestURLTests {

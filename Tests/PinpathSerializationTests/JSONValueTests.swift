@@ -3,6 +3,7 @@ import PinpathSupport
 import Testing
 
 @testable import PinpathHTTP
+@testable import PinpathSerialization
 
 /// The one JSON value of parameters, responses and events: objects keep their order when written, and compare
 /// and hash as JSON reads them.

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PinpathHTTP
 import PinpathSupport
 
 /// Turns what a user typed into the absolute http or https URL a request is sent to.

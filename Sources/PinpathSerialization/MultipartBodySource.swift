@@ -1,3 +1,5 @@
+import PinpathHTTP
+
 /// A multipart body to stream: bytes in memory between parts, file contents read while sending.
 struct MultipartBodySource: BodySource {
     /// One stretch of the body.

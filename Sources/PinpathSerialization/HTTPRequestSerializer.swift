@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PinpathHTTP
 
 /// AFNetworking's `AFHTTPRequestSerializer`: parameters as a query string, in the URL for GET, HEAD and
 /// DELETE and as an `application/x-www-form-urlencoded` body otherwise; and multipart/form-data uploads.

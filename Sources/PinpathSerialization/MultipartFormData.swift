@@ -1,3 +1,5 @@
+import PinpathHTTP
+
 /// The parts of a `multipart/form-data` body (RFC 7578): text fields and files, files read from disk only
 /// while the body is sent.
 ///

@@ -1,4 +1,5 @@
 import Glibc
+import PinpathHTTP
 
 /// A regular file to upload: checked and measured when it is added to a form, opened again when sent.
 struct UploadFile: Sendable {

@@ -1,3 +1,5 @@
+import PinpathHTTP
+
 /// Decides whether a response is acceptable, as AFNetworking's `AFHTTPResponseSerializer.validateResponse`:
 /// its status code, and its content type when it has a body.
 public struct ResponseValidator: Sendable {

@@ -2,6 +2,7 @@ import PinpathFuzzing
 import Testing
 
 @testable import PinpathHTTP
+@testable import PinpathSerialization
 
 /// The fuzz checks of the query-string serializer and the JSON parser (Tests/PinpathFuzzing), in bounded
 /// form: the committed corpus and regressions, then seeded mutations (replay one with PINPATH_FUZZ_SEED).

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Testing
 
 @testable import PinpathHTTP
+@testable import PinpathSerialization
 
 @Suite("Query strings (AFQueryStringFromParameters)")
 struct QueryStringTests {

@@ -1,4 +1,5 @@
 import Glibc
+import PinpathHTTP
 
 /// One pass over a ``MultipartBodySource``, for libcurl's read callback: fills its buffer from the
 /// in-memory segments and from each file in turn, one file open at a time.

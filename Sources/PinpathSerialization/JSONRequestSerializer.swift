@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PinpathHTTP
 import PinpathSupport
 
 /// AFNetworking's `AFJSONRequestSerializer`: parameters as an `application/json` body, except for GET, HEAD
