@@ -148,12 +148,7 @@ struct EndpointProbe: Sendable {
         options.reachability = .failFast
         options.nameVerdictMayRefuse = !EndpointTracker.hostVerdictMayOnlyRaise(endpoint)
         options.maximumBodySize = maximumBodySize
-        options.addressFamily =
-            switch endpoint.ipFamily {
-            case .any: .any
-            case .ipv4: .ipv4
-            case .ipv6: .ipv6
-            }
+        options.ipFamily = endpoint.ipFamily.only
         options.securityPolicy = endpoint.security?.policy
         options.trustStore = endpoint.security?.trustStore
         // Redirect hops to other hosts are held to the configured policies for them, with their stores.

@@ -27,7 +27,7 @@ extension Session: OCSPResponderClient {
         asking.maximumBodySize = OCSPQuery.maximumResponseSize
         asking.reachability = options.reachability
         asking.nameVerdictMayRefuse = options.nameVerdictMayRefuse
-        asking.addressFamily = options.addressFamily
+        asking.ipFamily = options.ipFamily
         asking.proxies = options.proxies
         asking.policies = options.policies
         asking.isOCSPQuery = true
