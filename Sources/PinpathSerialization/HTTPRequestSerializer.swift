@@ -11,9 +11,9 @@ public struct HTTPRequestSerializer: RequestSerializer {
     /// parameters add no `?`; a POST without parameters still gets an empty form body.
     /// - Throws: ``HTTPError`` `invalidURL` or `invalidHeader`.
     public func request(
-        _ method: HTTPMethod, _ url: String, relativeTo baseURL: URL?, parameters: Parameters?, headers: HTTPHeaders
-    ) throws(HTTPError) -> HTTPRequest {
-        var request = try HTTPRequest(method, resolving: url, relativeTo: baseURL, headers: headers)
+        _ method: RequestMethod, _ url: String, relativeTo baseURL: URL?, parameters: Parameters?, headers: HeaderFields
+    ) throws(HTTPError) -> SessionRequest {
+        var request = try SessionRequest(method, resolving: url, relativeTo: baseURL, headers: headers)
         let query = QueryString.encode(parameters ?? [:])
         if method.encodesParametersInURL {
             request.url = RequestURL.appendingQuery(query, to: request.url)
@@ -28,11 +28,11 @@ public struct HTTPRequestSerializer: RequestSerializer {
     /// - Parameter contentType: Sent unless `headers` has a `Content-Type`; a form, as curl, by default.
     /// - Throws: ``HTTPError`` `invalidURL` or `invalidHeader`.
     public func request(
-        _ method: HTTPMethod, _ url: String, relativeTo baseURL: URL? = nil, body: [UInt8],
-        contentType: String = "application/x-www-form-urlencoded", headers: HTTPHeaders = HTTPHeaders()
-    ) throws(HTTPError) -> HTTPRequest {
-        var request = try HTTPRequest(method, resolving: url, relativeTo: baseURL, headers: headers)
-        try HTTPHeaders(dictionaryLiteral: ("Content-Type", contentType)).validate()
+        _ method: RequestMethod, _ url: String, relativeTo baseURL: URL? = nil, body: [UInt8],
+        contentType: String = "application/x-www-form-urlencoded", headers: HeaderFields = HeaderFields()
+    ) throws(HTTPError) -> SessionRequest {
+        var request = try SessionRequest(method, resolving: url, relativeTo: baseURL, headers: headers)
+        try HeaderFields(dictionaryLiteral: ("Content-Type", contentType)).validate()
         request.setBody(.bytes(body), contentType: contentType)
         return request
     }
@@ -44,10 +44,10 @@ public struct HTTPRequestSerializer: RequestSerializer {
     /// A form with no parts sends no body, as AFNetworking.
     /// - Throws: ``HTTPError`` `invalidURL`, `invalidHeader`, or `invalidBody` for GET, HEAD and DELETE.
     public func multipartRequest(
-        _ method: HTTPMethod = .post, _ url: String, relativeTo baseURL: URL? = nil, parameters: Parameters? = nil,
-        form: MultipartFormData, headers: HTTPHeaders = HTTPHeaders()
-    ) throws(HTTPError) -> HTTPRequest {
-        var request = try HTTPRequest(method, resolving: url, relativeTo: baseURL, headers: headers)
+        _ method: RequestMethod = .post, _ url: String, relativeTo baseURL: URL? = nil, parameters: Parameters? = nil,
+        form: MultipartFormData, headers: HeaderFields = HeaderFields()
+    ) throws(HTTPError) -> SessionRequest {
+        var request = try SessionRequest(method, resolving: url, relativeTo: baseURL, headers: headers)
         guard !method.encodesParametersInURL else {
             throw HTTPError(.invalidBody, "\(request.summary): a multipart form needs a method with a body (POST, PUT, PATCH)")
         }

@@ -17,12 +17,12 @@ public struct JSONRequestSerializer: RequestSerializer {
     /// send no body. For GET, HEAD and DELETE the parameters go into the query string instead.
     /// - Throws: ``HTTPError`` `invalidURL`, `invalidHeader`, or `invalidBody` for NaN or an infinity.
     public func request(
-        _ method: HTTPMethod, _ url: String, relativeTo baseURL: URL?, parameters: Parameters?, headers: HTTPHeaders
-    ) throws(HTTPError) -> HTTPRequest {
+        _ method: RequestMethod, _ url: String, relativeTo baseURL: URL?, parameters: Parameters?, headers: HeaderFields
+    ) throws(HTTPError) -> SessionRequest {
         if method.encodesParametersInURL {
             return try HTTPRequestSerializer().request(method, url, relativeTo: baseURL, parameters: parameters, headers: headers)
         }
-        guard let parameters else { return try HTTPRequest(method, resolving: url, relativeTo: baseURL, headers: headers) }
+        guard let parameters else { return try SessionRequest(method, resolving: url, relativeTo: baseURL, headers: headers) }
         return try request(method, url, relativeTo: baseURL, json: JSONValue.object(parameters), headers: headers)
     }
 
@@ -30,10 +30,10 @@ public struct JSONRequestSerializer: RequestSerializer {
     /// - Throws: ``HTTPError`` `invalidURL`, `invalidHeader`, or `invalidBody` when `value` cannot be encoded
     ///   (NaN, an infinity, an encoder that throws), with the coding path.
     public func request(
-        _ method: HTTPMethod, _ url: String, relativeTo baseURL: URL? = nil, json value: some Encodable,
-        headers: HTTPHeaders = HTTPHeaders()
-    ) throws(HTTPError) -> HTTPRequest {
-        var request = try HTTPRequest(method, resolving: url, relativeTo: baseURL, headers: headers)
+        _ method: RequestMethod, _ url: String, relativeTo baseURL: URL? = nil, json value: some Encodable,
+        headers: HeaderFields = HeaderFields()
+    ) throws(HTTPError) -> SessionRequest {
+        var request = try SessionRequest(method, resolving: url, relativeTo: baseURL, headers: headers)
         let encoder = JSONEncoder()
         encoder.outputFormatting = outputFormatting
         let data: Data
@@ -51,10 +51,10 @@ public struct JSONRequestSerializer: RequestSerializer {
     /// - Throws: ``HTTPError`` `invalidURL`, `invalidHeader`, or `invalidBody` naming the line and column of
     ///   the first mistake.
     public func request(
-        _ method: HTTPMethod, _ url: String, relativeTo baseURL: URL? = nil, jsonText text: String,
-        headers: HTTPHeaders = HTTPHeaders()
-    ) throws(HTTPError) -> HTTPRequest {
-        var request = try HTTPRequest(method, resolving: url, relativeTo: baseURL, headers: headers)
+        _ method: RequestMethod, _ url: String, relativeTo baseURL: URL? = nil, jsonText text: String,
+        headers: HeaderFields = HeaderFields()
+    ) throws(HTTPError) -> SessionRequest {
+        var request = try SessionRequest(method, resolving: url, relativeTo: baseURL, headers: headers)
         let bytes = Array(text.utf8)
         do {
             _ = try JSONParser.parse(bytes)

@@ -29,7 +29,7 @@ public struct JSONResponseDecoder: Sendable {
     /// - Returns: The value, or `nil` for an empty or whitespace-only body (a `HEAD`, a 204, Rails' `" "`).
     /// - Throws: ``HTTPError`` `unexpectedStatus` or `unexpectedContentType` from the validator, or
     ///   `invalidResponse` when the body is not JSON (with the line and column); each carries the response.
-    public func decode(_ response: HTTPResponse) throws(HTTPError) -> JSONValue? {
+    public func decode(_ response: SessionResponse) throws(HTTPError) -> JSONValue? {
         try validator.validate(response)
         guard response.body.contains(where: { !Self.isWhitespace($0) }) else { return nil }
         let value: JSONValue
@@ -44,7 +44,7 @@ public struct JSONResponseDecoder: Sendable {
     /// Validates `response` and decodes its body into `type` with `JSONDecoder`.
     /// - Returns: The value, or `nil` for an empty or whitespace-only body.
     /// - Throws: ``HTTPError`` as ``decode(_:)``, and `invalidResponse` when the JSON does not fit `type`.
-    public func decode<T: Decodable>(_ type: T.Type, from response: HTTPResponse) throws(HTTPError) -> T? {
+    public func decode<T: Decodable>(_ type: T.Type, from response: SessionResponse) throws(HTTPError) -> T? {
         // Parsed strictly first, so that invalid JSON fails the same way (with a position) for every caller.
         guard let value = try decode(response) else { return nil }
         do {

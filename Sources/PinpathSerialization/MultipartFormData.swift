@@ -42,7 +42,7 @@ public struct MultipartFormData: Sendable {
     public mutating func appendFile(name: String, path: String, filename: String? = nil, contentType: String? = nil) throws(HTTPError) {
         let filename = filename ?? String(path.split(separator: "/").last ?? Substring(path))
         let type = contentType ?? Self.guessContentType(filename: filename)
-        try HTTPHeaders(dictionaryLiteral: ("Content-Type", type)).validate()
+        try HeaderFields(dictionaryLiteral: ("Content-Type", type)).validate()
         parts.append(.file(name: name, filename: filename, contentType: type, file: try UploadFile(path: path)))
     }
 

@@ -1,36 +1,36 @@
 import FoundationEssentials
 import PinpathHTTP
 
-/// Builds an ``HTTPRequest`` from a method, a URL and parameters, as AFNetworking's
+/// Builds an ``SessionRequest`` from a method, a URL and parameters, as AFNetworking's
 /// `AFURLRequestSerialization`: ``HTTPRequestSerializer`` (form-urlencoded) and ``JSONRequestSerializer``.
 public protocol RequestSerializer: Sendable {
     /// Builds a request; parameters go into the query for GET, HEAD and DELETE and into the body otherwise.
     /// - Parameters:
-    ///   - method: The method; ``HTTPMethod/encodesParametersInURL`` decides where parameters go.
+    ///   - method: The method; ``RequestMethod/encodesParametersInURL`` decides where parameters go.
     ///   - url: An absolute URL, or one relative to `baseURL` (see ``RequestURL/resolve(_:relativeTo:)``).
     ///   - baseURL: The base for relative URLs, or `nil`.
     ///   - parameters: The parameters, or `nil` for none.
     ///   - headers: Header fields to send; a `Content-Type` given here is kept.
     /// - Throws: ``HTTPError`` `invalidURL`, `invalidHeader` (CR or LF in a field) or `invalidBody`.
     func request(
-        _ method: HTTPMethod, _ url: String, relativeTo baseURL: URL?, parameters: Parameters?, headers: HTTPHeaders
-    ) throws(HTTPError) -> HTTPRequest
+        _ method: RequestMethod, _ url: String, relativeTo baseURL: URL?, parameters: Parameters?, headers: HeaderFields
+    ) throws(HTTPError) -> SessionRequest
 }
 
 extension RequestSerializer {
     /// Builds a request with no base URL, parameters or extra headers unless given.
     public func request(
-        _ method: HTTPMethod, _ url: String, relativeTo baseURL: URL? = nil, parameters: Parameters? = nil,
-        headers: HTTPHeaders = HTTPHeaders()
-    ) throws(HTTPError) -> HTTPRequest {
+        _ method: RequestMethod, _ url: String, relativeTo baseURL: URL? = nil, parameters: Parameters? = nil,
+        headers: HeaderFields = HeaderFields()
+    ) throws(HTTPError) -> SessionRequest {
         // Every argument given: this calls the conforming type's requirement, not itself.
         try request(method, url, relativeTo: baseURL, parameters: parameters, headers: headers)
     }
 }
 
-extension HTTPRequest {
+extension SessionRequest {
     /// A request without a body to the resolved URL, with headers checked for injection.
-    init(_ method: HTTPMethod, resolving url: String, relativeTo baseURL: URL?, headers: HTTPHeaders) throws(HTTPError) {
+    init(_ method: RequestMethod, resolving url: String, relativeTo baseURL: URL?, headers: HeaderFields) throws(HTTPError) {
         try headers.validate()
         self.init(method: method, url: try RequestURL.resolve(url, relativeTo: baseURL), headers: headers)
     }

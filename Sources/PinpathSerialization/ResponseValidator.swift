@@ -22,7 +22,7 @@ public struct ResponseValidator: Sendable {
     /// when the body is not empty (a 204, or a 205 with no body, passes whatever its `Content-Type`).
     /// - Throws: ``HTTPError`` `unexpectedStatus` or `unexpectedContentType`, carrying the response (and
     ///   so its body).
-    public func validate(_ response: HTTPResponse) throws(HTTPError) {
+    public func validate(_ response: SessionResponse) throws(HTTPError) {
         guard acceptableStatusCodes.contains(response.statusCode) else {
             throw HTTPError(
                 .unexpectedStatus,

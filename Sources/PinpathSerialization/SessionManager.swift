@@ -30,52 +30,52 @@ public struct SessionManager: Sendable {
 
     /// A GET; parameters go into the query string.
     public func get(
-        _ url: String, parameters: Parameters? = nil, headers: HTTPHeaders = HTTPHeaders(), options: RequestOptions? = nil
-    ) async throws(HTTPError) -> HTTPResponse {
+        _ url: String, parameters: Parameters? = nil, headers: HeaderFields = HeaderFields(), options: RequestOptions? = nil
+    ) async throws(HTTPError) -> SessionResponse {
         try await request(.get, url, parameters: parameters, headers: headers, options: options)
     }
 
     /// A HEAD; parameters go into the query string.
     public func head(
-        _ url: String, parameters: Parameters? = nil, headers: HTTPHeaders = HTTPHeaders(), options: RequestOptions? = nil
-    ) async throws(HTTPError) -> HTTPResponse {
+        _ url: String, parameters: Parameters? = nil, headers: HeaderFields = HeaderFields(), options: RequestOptions? = nil
+    ) async throws(HTTPError) -> SessionResponse {
         try await request(.head, url, parameters: parameters, headers: headers, options: options)
     }
 
     /// A POST; parameters go into the body (form-urlencoded, or JSON with ``JSONRequestSerializer``).
     public func post(
-        _ url: String, parameters: Parameters? = nil, headers: HTTPHeaders = HTTPHeaders(), options: RequestOptions? = nil
-    ) async throws(HTTPError) -> HTTPResponse {
+        _ url: String, parameters: Parameters? = nil, headers: HeaderFields = HeaderFields(), options: RequestOptions? = nil
+    ) async throws(HTTPError) -> SessionResponse {
         try await request(.post, url, parameters: parameters, headers: headers, options: options)
     }
 
     /// A PUT; parameters go into the body.
     public func put(
-        _ url: String, parameters: Parameters? = nil, headers: HTTPHeaders = HTTPHeaders(), options: RequestOptions? = nil
-    ) async throws(HTTPError) -> HTTPResponse {
+        _ url: String, parameters: Parameters? = nil, headers: HeaderFields = HeaderFields(), options: RequestOptions? = nil
+    ) async throws(HTTPError) -> SessionResponse {
         try await request(.put, url, parameters: parameters, headers: headers, options: options)
     }
 
     /// A PATCH; parameters go into the body.
     public func patch(
-        _ url: String, parameters: Parameters? = nil, headers: HTTPHeaders = HTTPHeaders(), options: RequestOptions? = nil
-    ) async throws(HTTPError) -> HTTPResponse {
+        _ url: String, parameters: Parameters? = nil, headers: HeaderFields = HeaderFields(), options: RequestOptions? = nil
+    ) async throws(HTTPError) -> SessionResponse {
         try await request(.patch, url, parameters: parameters, headers: headers, options: options)
     }
 
     /// A DELETE; parameters go into the query string.
     public func delete(
-        _ url: String, parameters: Parameters? = nil, headers: HTTPHeaders = HTTPHeaders(), options: RequestOptions? = nil
-    ) async throws(HTTPError) -> HTTPResponse {
+        _ url: String, parameters: Parameters? = nil, headers: HeaderFields = HeaderFields(), options: RequestOptions? = nil
+    ) async throws(HTTPError) -> SessionResponse {
         try await request(.delete, url, parameters: parameters, headers: headers, options: options)
     }
 
     /// A `multipart/form-data` upload (POST by default): `parameters` as text fields, then the form's parts,
     /// files streamed from disk.
     public func upload(
-        _ url: String, method: HTTPMethod = .post, parameters: Parameters? = nil, form: MultipartFormData,
-        headers: HTTPHeaders = HTTPHeaders(), options: RequestOptions? = nil
-    ) async throws(HTTPError) -> HTTPResponse {
+        _ url: String, method: RequestMethod = .post, parameters: Parameters? = nil, form: MultipartFormData,
+        headers: HeaderFields = HeaderFields(), options: RequestOptions? = nil
+    ) async throws(HTTPError) -> SessionResponse {
         let request = try HTTPRequestSerializer().multipartRequest(
             method, url, relativeTo: baseURL, parameters: parameters, form: form, headers: headers)
         return try await validated(request, options: options)
@@ -85,15 +85,15 @@ public struct SessionManager: Sendable {
     /// - Throws: ``HTTPError``: serialization errors, everything `Session.send(_:options:)` throws, and
     ///   `unexpectedStatus` / `unexpectedContentType` (with the response) from the response validator.
     public func request(
-        _ method: HTTPMethod, _ url: String, parameters: Parameters? = nil, headers: HTTPHeaders = HTTPHeaders(),
+        _ method: RequestMethod, _ url: String, parameters: Parameters? = nil, headers: HeaderFields = HeaderFields(),
         options: RequestOptions? = nil
-    ) async throws(HTTPError) -> HTTPResponse {
+    ) async throws(HTTPError) -> SessionResponse {
         let request = try requestSerializer.request(method, url, relativeTo: baseURL, parameters: parameters, headers: headers)
         return try await validated(request, options: options)
     }
 
     /// Sends a request through the session and checks its response with the validator.
-    public func validated(_ request: HTTPRequest, options: RequestOptions? = nil) async throws(HTTPError) -> HTTPResponse {
+    public func validated(_ request: SessionRequest, options: RequestOptions? = nil) async throws(HTTPError) -> SessionResponse {
         let response = try await session.send(request, options: options)
         try responseValidator.validate(response)
         return response

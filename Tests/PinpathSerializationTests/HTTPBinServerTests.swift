@@ -28,13 +28,13 @@ struct HTTPBinServerTests {
         let split = try #require(raw.firstRange(of: Array("\r\n\r\n".utf8)))
         let head = String(decoding: raw[..<split.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
         let statusCode = try #require(Int(head[0].split(separator: " ")[1]))
-        var headers = HTTPHeaders()
+        var headers = HeaderFields()
         for line in head.dropFirst() {
             let (name, value) = try #require(
                 line.firstIndex(of: ":").map { (String(line[..<$0]), line[line.index(after: $0)...].trimmingCharacters(in: .whitespaces)) })
             headers.add(name: name, value: value)
         }
-        let response = HTTPResponse(
+        let response = SessionResponse(
             url: server.baseURL.appendingPathComponent("get"), statusCode: statusCode, headers: headers,
             body: Array(raw[split.upperBound...]))
         let json = try #require(try JSONResponseDecoder().decode(response))

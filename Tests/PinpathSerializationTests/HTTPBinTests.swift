@@ -23,7 +23,7 @@ final class HTTPBinTests {
     deinit { server.stop() }
 
     /// The echoed JSON object of a response.
-    func echo(_ response: HTTPResponse) throws -> JSONValue {
+    func echo(_ response: SessionResponse) throws -> JSONValue {
         guard let object = try JSONResponseDecoder().decode(response), case .object = object else {
             throw ShellError(description: "not a JSON object: \(String(decoding: response.body, as: UTF8.self))")
         }
@@ -56,8 +56,8 @@ final class HTTPBinTests {
         #expect(try echo(response)["args"] == .object(vector.echoed))
     }
 
-    @Test("POST, PUT and PATCH put parameters in a form body", arguments: [HTTPMethod.post, .put, .patch])
-    func formBodies(_ method: HTTPMethod) async throws {
+    @Test("POST, PUT and PATCH put parameters in a form body", arguments: [RequestMethod.post, .put, .patch])
+    func formBodies(_ method: RequestMethod) async throws {
         let response = try await session.request(method, method.rawValue.lowercased(), parameters: Self.vectors[4].parameters)
         let object = try echo(response)
         #expect(object["form"] == .object(Self.vectors[4].echoed))
@@ -70,7 +70,7 @@ final class HTTPBinTests {
 
     @Test("A body keeps its method: a GET or DELETE with a body is not sent as POST")
     func bodyKeepsMethod() async throws {
-        for method in [HTTPMethod.get, .delete] {
+        for method in [RequestMethod.get, .delete] {
             let request = try HTTPRequestSerializer().request(
                 method, server.baseURL.appendingPathComponent("anything").absoluteString, body: Array("a=1".utf8))
             let echoed = try echo(try await session.session.send(request))
@@ -112,7 +112,7 @@ final class HTTPBinTests {
 
     @Test("Status codes: send returns them, the validator refuses them with the response attached")
     func statusCodes() async throws {
-        let raw = try await session.session.send(HTTPRequest(method: .get, url: server.baseURL.appendingPathComponent("status/418")))
+        let raw = try await session.session.send(SessionRequest(method: .get, url: server.baseURL.appendingPathComponent("status/418")))
         #expect(raw.statusCode == 418)
         await #expect {
             _ = try await session.get("status/503")
@@ -129,7 +129,7 @@ final class HTTPBinTests {
         var options = RequestOptions()
         options.followRedirects = false
         let stopped = try await session.session.send(
-            HTTPRequest(method: .get, url: server.baseURL.appendingPathComponent("redirect/1")), options: options)
+            SessionRequest(method: .get, url: server.baseURL.appendingPathComponent("redirect/1")), options: options)
         #expect(stopped.statusCode == 302)
         options.followRedirects = true
         options.maximumRedirects = 2

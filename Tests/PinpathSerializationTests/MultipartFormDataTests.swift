@@ -25,7 +25,7 @@ struct MultipartFormDataTests {
     }
 
     /// Reads one whole pass with a buffer of `chunk` bytes.
-    static func drain(_ request: HTTPRequest, chunk: Int = 65_536) throws -> [UInt8] {
+    static func drain(_ request: SessionRequest, chunk: Int = 65_536) throws -> [UInt8] {
         guard case .stream(let source) = request.body else { throw HTTPError(.invalidBody, "not a stream") }
         let reader = try source.makeReader()
         var output: [UInt8] = []

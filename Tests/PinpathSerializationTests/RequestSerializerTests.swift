@@ -6,13 +6,13 @@ import Testing
 
 @Suite("Request serializers")
 struct RequestSerializerTests {
-    static func bodyText(_ request: HTTPRequest) -> String? {
+    static func bodyText(_ request: SessionRequest) -> String? {
         guard case .bytes(let bytes) = request.body else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }
 
     struct Placement: Sendable, CustomTestStringConvertible {
-        var method: HTTPMethod
+        var method: RequestMethod
         var url: String
         var parameters: Parameters?
         var expectedURL: String
@@ -63,7 +63,7 @@ struct RequestSerializerTests {
 
     @Test("A Content-Type the caller set is kept; headers are passed on")
     func callerContentType() throws {
-        let headers: HTTPHeaders = ["Content-Type": "application/x-custom", "Authorization": "Bearer t"]
+        let headers: HeaderFields = ["Content-Type": "application/x-custom", "Authorization": "Bearer t"]
         let form = try HTTPRequestSerializer().request(.post, "http://h/p", parameters: ["a": "1"], headers: headers)
         #expect(form.headers["content-type"] == "application/x-custom")
         #expect(form.headers["Authorization"] == "Bearer t")
@@ -95,7 +95,7 @@ struct RequestSerializerTests {
         "Header injection is refused before anything is built",
         arguments: [("X-A", "1\r\nX-Injected: 2"), ("Bad Name", "1"), ("X-Nul", "a\u{0}")])
     func headerInjection(name: String, value: String) {
-        let headers: HTTPHeaders = [name: value]
+        let headers: HeaderFields = [name: value]
         for serializer in [HTTPRequestSerializer(), JSONRequestSerializer()] as [any RequestSerializer] {
             let error = #expect(throws: HTTPError.self) {
                 try serializer.request(.post, "http://h/", parameters: ["a": 1], headers: headers)
@@ -119,8 +119,8 @@ struct RequestSerializerTests {
         #expect(request.headers["Content-Length"] == expected.map { String($0.utf8.count) })
     }
 
-    @Test("JSON serializer: GET, HEAD and DELETE parameters go into the query", arguments: [HTTPMethod.get, .head, .delete])
-    func jsonQuery(method: HTTPMethod) throws {
+    @Test("JSON serializer: GET, HEAD and DELETE parameters go into the query", arguments: [RequestMethod.get, .head, .delete])
+    func jsonQuery(method: RequestMethod) throws {
         let request = try JSONRequestSerializer().request(method, "http://h/p", parameters: ["a": "1"])
         #expect(request.url.absoluteString == "http://h/p?a=1")
         #expect(request.body == nil)

@@ -7,10 +7,10 @@ import Testing
 
 @Suite("Response validation and JSON decoding")
 struct ResponseValidationTests {
-    static func response(_ status: Int, _ contentType: String?, _ body: String) -> HTTPResponse {
-        var headers = HTTPHeaders()
+    static func response(_ status: Int, _ contentType: String?, _ body: String) -> SessionResponse {
+        var headers = HeaderFields()
         if let contentType { headers["Content-Type"] = contentType }
-        return HTTPResponse(url: URL(string: "http://h/x")!, statusCode: status, headers: headers, body: Array(body.utf8))
+        return SessionResponse(url: URL(string: "http://h/x")!, statusCode: status, headers: headers, body: Array(body.utf8))
     }
 
     struct Row: Sendable, CustomTestStringConvertible {

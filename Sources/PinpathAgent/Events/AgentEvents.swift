@@ -148,7 +148,7 @@ enum AgentEvents {
     static func stateChanged(
         _ endpoint: EndpointConfiguration, _ transition: EndpointState.Transition, probe: ProbeResult?, connectivity: ConnectivityState?
     ) -> AgentEvent {
-        let url = HTTPRequest(method: endpoint.method, url: endpoint.url).displayURL
+        let url = SessionRequest(method: endpoint.method, url: endpoint.url).displayURL
         return AgentEvent(
             EventCatalog.endpointStateChanged,
             [("endpoint", .string(endpoint.name)), ("url", .string(url))] + transition.fields

@@ -46,7 +46,7 @@ public struct RequestOptions: Sendable {
     public var policies = HostPolicySet([])
     /// Follow a redirect from an https URL to an http one. Off by default: such a redirect fails with
     /// ``HTTPError/Code/insecureRedirect`` before anything is sent to the http URL. When on, credential
-    /// headers (``HTTPHeaders/isCredential(_:)``) are still never sent over the http hop.
+    /// headers (``HeaderFields/isCredential(_:)``) are still never sent over the http hop.
     public var allowsInsecureRedirects = false
     /// Keep every header the caller set when a redirect goes to another origin (scheme, host or port), as
     /// curl's `--location-trusted`. Off by default: such a hop keeps only headers that describe the client

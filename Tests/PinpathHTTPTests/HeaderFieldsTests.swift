@@ -3,10 +3,10 @@ import Testing
 @testable import PinpathHTTP
 
 @Suite("Header fields")
-struct HTTPHeadersTests {
+struct HeaderFieldsTests {
     @Test("Look-up ignores case and setting replaces every field of the name")
     func caseInsensitive() {
-        var headers: HTTPHeaders = ["Content-Type": "text/plain", "X-A": "1"]
+        var headers: HeaderFields = ["Content-Type": "text/plain", "X-A": "1"]
         headers.add(name: "x-a", value: "2")
         #expect(headers["content-type"] == "text/plain")
         #expect(headers.values(for: "X-A") == ["1", "2"])
@@ -16,7 +16,7 @@ struct HTTPHeadersTests {
 
     @Test("A response's fields kept as bytes read as the same fields, and change like them")
     func received() {
-        var headers = HTTPHeaders()
+        var headers = HeaderFields()
         let lines = [("Server", "nginx"), ("Set-Cookie", "a=1"), ("Location", "http://x/?a=b:c"), ("set-cookie", ""), ("X-E", "")]
         for (name, value) in lines {
             let bytes = Array((name + value).utf8)
@@ -24,7 +24,7 @@ struct HTTPHeadersTests {
                 headers.addReceived(name: buffer[..<name.utf8.count], value: buffer[name.utf8.count...])
             }
         }
-        let given: HTTPHeaders = ["Server": "nginx", "Set-Cookie": "a=1", "Location": "http://x/?a=b:c", "set-cookie": "", "X-E": ""]
+        let given: HeaderFields = ["Server": "nginx", "Set-Cookie": "a=1", "Location": "http://x/?a=b:c", "set-cookie": "", "X-E": ""]
         #expect(headers == given)
         #expect(headers["location"] == "http://x/?a=b:c")
         #expect(headers["x-e"] == "")
@@ -40,19 +40,19 @@ struct HTTPHeadersTests {
         "Header injection and bad names are refused, naming the field",
         arguments: [("X-Bad", "a\r\nInjected: 1"), ("X-Bad", "a\nb"), ("Bad Name", "v"), ("", "v"), ("X-Nul", "a\u{0}b")])
     func refused(name: String, value: String) {
-        let headers: HTTPHeaders = [name: value]
+        let headers: HeaderFields = [name: value]
         #expect(throws: HTTPError.self) { try headers.validate() }
     }
 
     @Test("Ordinary fields pass")
     func accepted() throws {
-        let headers: HTTPHeaders = ["Authorization": "Bearer abc.def", "X-Token_1": "a b\tc"]
+        let headers: HeaderFields = ["Authorization": "Bearer abc.def", "X-Token_1": "a b\tc"]
         try headers.validate()
     }
 
     @Test("A bad name is quoted escaped: the message reaches terminals and events")
     func badNameEscaped() {
-        let headers: HTTPHeaders = ["X-\u{1B}[2K\u{202E}": "v"]
+        let headers: HeaderFields = ["X-\u{1B}[2K\u{202E}": "v"]
         let error = #expect(throws: HTTPError.self) { try headers.validate() }
         #expect(error?.message.contains(#""X-\x1b[2K\u{202e}""#) == true, "\(error?.message ?? "")")
     }
@@ -65,13 +65,13 @@ struct HTTPHeadersTests {
             "SESSION", "x-amz-security-token",
         ])
     func credential(name: String) {
-        #expect(HTTPHeaders.isCredential(name))
+        #expect(HeaderFields.isCredential(name))
     }
 
     @Test(
         "Fields that describe the client or the body are not credentials",
         arguments: ["Accept", "User-Agent", "Content-Type", "Content-Length", "X-Request-Id", "X-Trace", "Host", "Accept-Language"])
     func notCredential(name: String) {
-        #expect(!HTTPHeaders.isCredential(name))
+        #expect(!HeaderFields.isCredential(name))
     }
 }

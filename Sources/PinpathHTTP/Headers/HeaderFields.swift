@@ -1,7 +1,7 @@
 import PinpathSupport
 
 /// HTTP header fields in the order given, looked up without regard to case (RFC 9110 §5.1).
-public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
+public struct HeaderFields: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
     /// The fields as given: name and value.
     public var fields: [(name: String, value: String)] { received.map(Self.fields(in:)) ?? given }
 
@@ -121,7 +121,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { fields.makeIterator() }
 
-    public static func == (lhs: HTTPHeaders, rhs: HTTPHeaders) -> Bool {
+    public static func == (lhs: HeaderFields, rhs: HeaderFields) -> Bool {
         lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
     }
 

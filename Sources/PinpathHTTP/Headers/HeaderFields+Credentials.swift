@@ -1,4 +1,4 @@
-extension HTTPHeaders {
+extension HeaderFields {
     /// Lowercased parts of a field name that mark its value as a credential, whatever the value holds:
     /// `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie` by their parts, and the names services
     /// invent for the same thing (`X-API-Key`, `X-Auth-Token`, `X-Session-Id`, `X-Upstream-Token`,

@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// What the server answered, with where and how: the address connected to, TLS details and phase timings.
-public struct HTTPResponse: Sendable {
+public struct SessionResponse: Sendable {
     /// The URL of the final response (after redirects).
     public var url: URL {
         get { storage.url }
@@ -13,7 +13,7 @@ public struct HTTPResponse: Sendable {
         _modify { yield &writableStorage.statusCode }
     }
     /// The header fields of the final response.
-    public var headers: HTTPHeaders {
+    public var headers: HeaderFields {
         get { storage.headers }
         _modify { yield &writableStorage.headers }
     }
@@ -61,7 +61,7 @@ public struct HTTPResponse: Sendable {
     private final class Storage: @unchecked Sendable {
         var url: URL
         var statusCode: Int
-        var headers: HTTPHeaders
+        var headers: HeaderFields
         var body: [UInt8]
         var httpVersion: String
         var remoteAddress: String?
@@ -71,7 +71,7 @@ public struct HTTPResponse: Sendable {
         var banner: String?
 
         init(
-            url: URL, statusCode: Int, headers: HTTPHeaders, body: [UInt8], httpVersion: String, remoteAddress: String?,
+            url: URL, statusCode: Int, headers: HeaderFields, body: [UInt8], httpVersion: String, remoteAddress: String?,
             tls: TLSDetails?, timings: PhaseTimings, redirectCount: Int, banner: String?
         ) {
             self.url = url
@@ -110,7 +110,7 @@ public struct HTTPResponse: Sendable {
     }
 
     public init(
-        url: URL, statusCode: Int, headers: HTTPHeaders, body: [UInt8], httpVersion: String = "HTTP/1.1",
+        url: URL, statusCode: Int, headers: HeaderFields, body: [UInt8], httpVersion: String = "HTTP/1.1",
         remoteAddress: String? = nil, tls: TLSDetails? = nil, timings: PhaseTimings = PhaseTimings(), redirectCount: Int = 0
     ) {
         storage = Storage(

@@ -3,17 +3,17 @@ import FoundationEssentials
 /// One HTTP request as the transport sends it: serializers build it, the ``Session`` sends it. A URL of
 /// another ``ServiceKind`` (`tls://`, `tcp://`, `smtp://`…) is a connection check: method, headers and body
 /// are not sent.
-public struct HTTPRequest: Sendable {
+public struct SessionRequest: Sendable {
     /// The method.
-    public var method: HTTPMethod
+    public var method: RequestMethod
     /// The absolute URL, query included: http or https, or another ``ServiceKind``'s scheme.
     public var url: URL
     /// The header fields; `Content-Type` and `Content-Length` for the body are set by the serializer.
-    public var headers: HTTPHeaders
+    public var headers: HeaderFields
     /// The body, if any.
     public var body: RequestBody?
 
-    public init(method: HTTPMethod, url: URL, headers: HTTPHeaders = HTTPHeaders(), body: RequestBody? = nil) {
+    public init(method: RequestMethod, url: URL, headers: HeaderFields = HeaderFields(), body: RequestBody? = nil) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -21,7 +21,7 @@ public struct HTTPRequest: Sendable {
     }
 }
 
-extension HTTPRequest {
+extension SessionRequest {
     /// The URL as messages and events show it: without credentials, query string or fragment, which may
     /// carry secrets (``DisplayURL/redacting(_:)``).
     public var displayURL: String { DisplayURL.redacting(url.absoluteString) }
