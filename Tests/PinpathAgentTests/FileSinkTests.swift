@@ -124,7 +124,7 @@ struct FileSinkTests {
         #expect(FileManager.default.createFile(atPath: page, contents: Data(count: 4_096)))
 
         let path = "\(mountPoint)/pinpath.log"
-        let writer = AsyncEventWriter(sink: try FileSink(path: path))
+        let writer = EventWriterThread(sink: try FileSink(path: path))
         let padding = String(repeating: "x", count: 200)
         for index in 0..<400 { writer.emit(event: "test.fill", fields: [("n", .int(index)), ("padding", .string(padding))]) }
         #expect(writer.flush(timeout: .seconds(30)))

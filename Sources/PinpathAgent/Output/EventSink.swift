@@ -1,7 +1,7 @@
 import Glibc
 import PinpathSupport
 
-/// Where an ``AsyncEventWriter`` puts its lines: standard output (``DescriptorSink``) or a file
+/// Where an ``EventWriterThread`` puts its lines: standard output (``DescriptorSink``) or a file
 /// (``FileSink``).
 ///
 /// A sink is used from the writer's own thread only, so it needs no locking and need not be `Sendable`.

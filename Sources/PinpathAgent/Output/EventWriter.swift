@@ -9,7 +9,7 @@ import Synchronization
 /// Each line goes out in one `write(2)`, so a reader never sees half a line from this writer, and `seq`
 /// counts up from 1 with no gaps, so a consumer can tell when lines were lost downstream. Writes happen on
 /// the caller's thread and block while the output blocks: what `pinpath watch` wants. The agent uses
-/// ``AsyncEventWriter``, which never blocks its caller.
+/// ``EventWriterThread``, which never blocks its caller.
 package final class EventWriter: Sendable {
     /// The envelope's `schema` value.
     package static let schema = "pinpath/1"
@@ -42,7 +42,7 @@ package final class EventWriter: Sendable {
     }
 }
 
-/// The envelope's encoding, shared by ``EventWriter`` and ``AsyncEventWriter``.
+/// The envelope's encoding, shared by ``EventWriter`` and ``EventWriterThread``.
 ///
 /// A line is split in two so `seq` can be given when the line is written rather than when it is produced:
 /// the *body* (`{"event":…,"level":…,…fields}`) is encoded by the producer, and

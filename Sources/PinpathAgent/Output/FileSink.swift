@@ -17,7 +17,7 @@ import PinpathSupport
 /// naming the file, later as lines dropped and reported. Nor is anything but a regular file written (a FIFO, a
 /// device): that is `ENXIO`, reported the same way.
 ///
-/// Used from one thread at a time (the ``AsyncEventWriter``'s).
+/// Used from one thread at a time (the ``EventWriterThread``'s).
 final class FileSink: EventSink {
     /// The file written to.
     let path: String

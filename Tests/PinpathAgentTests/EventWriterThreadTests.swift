@@ -66,12 +66,12 @@ struct ParsedLine: Equatable {
     }
 }
 
-@Suite("Async event writer")
-struct AsyncEventWriterTests {
+@Suite("Event writer thread")
+struct EventWriterThreadTests {
     @Test("Lines go out whole, in order, seq counting from 1, with the envelope of the synchronous writer")
     func order() throws {
         let sink = ScriptedSink()
-        let writer = AsyncEventWriter(sink: sink)
+        let writer = EventWriterThread(sink: sink)
         for index in 0..<100 { #expect(writer.emit(event: "test.line", fields: [("n", .int(index))])) }
         #expect(writer.flush(timeout: .seconds(10)))
         let lines = sink.lines
@@ -88,7 +88,7 @@ struct AsyncEventWriterTests {
     @Test("Concurrent producers: every line once, seq with no gaps, each producer's lines in its order")
     func concurrent() {
         let sink = ScriptedSink()
-        let writer = AsyncEventWriter(sink: sink)
+        let writer = EventWriterThread(sink: sink)
         DispatchQueue.concurrentPerform(iterations: 4) { producer in
             for index in 0..<1000 { writer.emit(event: "p\(producer)", fields: [("n", .int(index))]) }
         }
@@ -104,7 +104,7 @@ struct AsyncEventWriterTests {
     @Test("A full queue drops and counts without blocking; the report follows the lines queued before it")
     func queueFull() {
         let sink = ScriptedSink(gated: true)
-        let writer = AsyncEventWriter(sink: sink, capacity: 3)
+        let writer = EventWriterThread(sink: sink, capacity: 3)
         #expect(writer.emit(event: "a", fields: []))
         sink.entered.wait()  // "a" is being written, and counts toward the capacity until it is done
         #expect(writer.emit(event: "b", fields: []))
@@ -128,7 +128,7 @@ struct AsyncEventWriterTests {
     @Test("Lines the sink refuses are counted, and reported before the first line that goes out again")
     func writeFailures() {
         let sink = ScriptedSink()
-        let writer = AsyncEventWriter(sink: sink)
+        let writer = EventWriterThread(sink: sink)
         writer.emit(event: "before", fields: [])
         #expect(writer.flush(timeout: .seconds(10)))
         sink.fail(with: ENOSPC)
@@ -152,7 +152,7 @@ struct AsyncEventWriterTests {
         // Producers race: a time read before the queue's lock let a later line go out ahead of an earlier one
         // (the network-fault storm saw 12 ms backwards under load).
         let sink = ScriptedSink()
-        let writer = AsyncEventWriter(sink: sink)
+        let writer = EventWriterThread(sink: sink)
         DispatchQueue.concurrentPerform(iterations: 4) { producer in
             for index in 0..<2000 { writer.emit(event: "p\(producer)", fields: [("n", .int(index))]) }
         }
@@ -181,7 +181,7 @@ struct AsyncEventWriterTests {
     @Test("reopen reopens the sink on the writer's thread, and a pending report goes out then")
     func reopen() {
         let sink = ScriptedSink()
-        let writer = AsyncEventWriter(sink: sink)
+        let writer = EventWriterThread(sink: sink)
         sink.fail(with: EIO)
         writer.emit(event: "lost", fields: [])
         #expect(writer.flush(timeout: .seconds(10)))
@@ -198,7 +198,7 @@ struct AsyncEventWriterTests {
     @Test("flush gives up at its deadline while the output blocks; close ends the writer")
     func blockedOutput() {
         let sink = ScriptedSink(gated: true)
-        let writer = AsyncEventWriter(sink: sink)
+        let writer = EventWriterThread(sink: sink)
         writer.emit(event: "stuck", fields: [])
         sink.entered.wait()
         #expect(!writer.flush(timeout: .milliseconds(50)))
@@ -216,7 +216,7 @@ struct AsyncEventWriterTests {
         #expect(pipe(&fds) == 0)
         close(fds[0])
         defer { close(fds[1]) }
-        let writer = AsyncEventWriter(sink: DescriptorSink(descriptor: fds[1]))
+        let writer = EventWriterThread(sink: DescriptorSink(descriptor: fds[1]))
         for _ in 0..<5 { writer.emit(event: "test.line", fields: []) }
         #expect(writer.close(timeout: .seconds(10)))
         #expect(writer.statistics == .init(accepted: 5, written: 0, droppedQueueFull: 0, droppedWriteFailed: 5))
@@ -231,7 +231,7 @@ struct AsyncEventWriterTests {
         // (two threads on a two-core machine, shared with other tests) may have no other one free.
         let received = ReceivedData()
         Thread { received.set(reader.readDataToEndOfFile()) }.start()
-        let writer = AsyncEventWriter(sink: DescriptorSink(descriptor: fds[1]))
+        let writer = EventWriterThread(sink: DescriptorSink(descriptor: fds[1]))
         let padding = String(repeating: "p", count: 100)
         for index in 0..<2000 { writer.emit(event: "test.pipe", fields: [("n", .int(index)), ("p", .string(padding))]) }
         #expect(writer.close(timeout: .seconds(30)))

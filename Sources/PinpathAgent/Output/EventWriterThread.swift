@@ -1,7 +1,7 @@
 import Glibc
 import PinpathSupport
 
-/// The agent's event writer: the envelope of ``EventWriter``, written on a thread of its own so that a
+/// The agent's event writer thread: the envelope of ``EventWriter``, written on a thread of its own so that a
 /// slow or failing output never blocks a probe or the network monitor.
 ///
 /// - ``emit(event:fields:)`` encodes the line on the caller's thread and queues it. It never blocks on
@@ -16,13 +16,13 @@ import PinpathSupport
 /// - ``reopen()`` (SIGUSR1), ``flush(timeout:)`` and ``close(timeout:)`` (shutdown).
 ///
 /// Every method may be called from any thread.
-final class AsyncEventWriter: Sendable {
+final class EventWriterThread: Sendable {
     /// The event type of the drop report.
     static let droppedEvent = EventCatalog.eventsDropped.name
 
     /// Counters since start, for metrics (`pinpath_events_dropped_total`).
     struct Statistics: Sendable, Equatable {
-        /// Lines queued by ``AsyncEventWriter/emit(event:fields:)``.
+        /// Lines queued by ``EventWriterThread/emit(event:fields:)``.
         var accepted = 0
         /// Lines the sink took, `events.dropped` lines included.
         var written = 0
@@ -132,7 +132,7 @@ private struct Queue {
     /// Lines refused since the writer thread last took its work; it reports them.
     var unreportedQueueFull = 0
     var reopenRequested = false
-    var statistics = AsyncEventWriter.Statistics()
+    var statistics = EventWriterThread.Statistics()
 
     var hasWork: Bool { !queue.isEmpty || unreportedQueueFull > 0 || reopenRequested }
 }
