@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "PinpathReachability", targets: ["PinpathReachability"]),
         .library(name: "PinpathSecurity", targets: ["PinpathSecurity"]),
         .library(name: "PinpathHTTP", targets: ["PinpathHTTP"]),
+        .library(name: "PinpathSerialization", targets: ["PinpathSerialization"]),
         .library(name: "PinpathAgent", targets: ["PinpathAgent"]),
         .executable(name: "pinpath", targets: ["pinpath"]),
     ],
@@ -68,6 +69,9 @@ let package = Package(
             dependencies: [
                 "PinpathSupport", "CCurl", "CCurlShims", "COpenSSL", "PinpathReachability", "PinpathSecurity",
             ]),
+        // AFNetworking's serializers and session manager over the request core (form, JSON, multipart requests;
+        // response validation and JSON decoding): a library use of its own, which the agent does not need.
+        .target(name: "PinpathSerialization", dependencies: ["PinpathSupport", "PinpathHTTP"]),
         // The agent's configuration: YAML composed by libyaml with the line and column of every node, for
         // precise errors (a thin wrapper: Yams imports Foundation, which links ICU's 35 MiB of data).
         .target(name: "PinpathYAML", dependencies: ["CYAML"]),
@@ -82,8 +86,8 @@ let package = Package(
         .executableTarget(
             name: "pinpath",
             dependencies: [
-                "PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathAgent", "CLinuxShims",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathSerialization",
+                "PinpathAgent", "CLinuxShims", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             linkerSettings: [.unsafeFlags(startupLinkerFlags, .when(configuration: .release))]),
 
@@ -98,7 +102,7 @@ let package = Package(
         .target(name: "PinpathTestSupport", dependencies: ["PinpathSecurity"], path: "Tests/PinpathTestSupport"),
         // The fuzz checks: what each input must satisfy, shared by fuzz/ (libFuzzer) and the property tests.
         .target(
-            name: "PinpathFuzzing", dependencies: ["PinpathSecurity", "PinpathHTTP", "PinpathAgent"],
+            name: "PinpathFuzzing", dependencies: ["PinpathSecurity", "PinpathHTTP", "PinpathSerialization", "PinpathAgent"],
             path: "Tests/PinpathFuzzing"),
         .testTarget(name: "PinpathSecurityTests", dependencies: ["PinpathSecurity", "PinpathTestSupport", "PinpathFuzzing"]),
         // The in-process timings of benchmarks/audit.sh (pin computation, chain evaluation): not shipped.
@@ -109,6 +113,8 @@ let package = Package(
             dependencies: ["PinpathTestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Tests/PinpathSoak"),
         .testTarget(name: "PinpathHTTPTests", dependencies: ["PinpathHTTP", "PinpathTestSupport", "PinpathFuzzing"]),
+        .testTarget(
+            name: "PinpathSerializationTests", dependencies: ["PinpathSerialization", "PinpathTestSupport", "PinpathFuzzing"]),
         .testTarget(name: "PinpathAgentTests", dependencies: ["PinpathAgent", "PinpathTestSupport", "PinpathFuzzing"]),
         // Real kernel: network namespaces, veth pairs and the built `pinpath` binary. Needs CAP_NET_ADMIN.
         .testTarget(

@@ -27,7 +27,7 @@ let package = Package(
             name: "PinpathFuzzing",
             dependencies: [
                 .product(name: "PinpathSecurity", package: "pinpath"), .product(name: "PinpathHTTP", package: "pinpath"),
-                .product(name: "PinpathAgent", package: "pinpath"),
+                .product(name: "PinpathSerialization", package: "pinpath"), .product(name: "PinpathAgent", package: "pinpath"),
             ],
             packageAccess: false, swiftSettings: [.unsafeFlags(["-package-name", pinpathPackageName])]),
         .target(name: "FuzzDriver", dependencies: ["CLibFuzzer", "PinpathFuzzing"]),

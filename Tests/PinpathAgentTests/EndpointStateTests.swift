@@ -1,3 +1,4 @@
+import PinpathSupport
 import Testing
 
 @testable import PinpathAgent

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import PinpathSupport
 import Testing
 
 @testable import PinpathAgent
@@ -84,6 +85,6 @@ struct EventEncodingTests {
         #expect(pipe(&fds) == 0)
         close(fds[0])
         defer { close(fds[1]) }
-        #expect(throws: EventWriterError.self) { try LineOutput(descriptor: fds[1]).write("x\n") }
+        #expect(throws: OutputError.self) { try LineOutput(descriptor: fds[1]).write("x\n") }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PinpathSupport
 import PinpathTestSupport
 import Testing
 
@@ -9,7 +10,7 @@ struct FileSinkTests {
     /// Writes `text` through the sink, as the writer thread does.
     static func write(_ sink: some EventSink, _ text: String) throws {
         let failure = Array(text.utf8).withUnsafeBytes { bytes in
-            Result { () throws(EventWriterError) in try sink.write(bytes) }
+            Result { () throws(OutputError) in try sink.write(bytes) }
         }
         try failure.get()
     }
@@ -123,7 +124,7 @@ struct FileSinkTests {
         #expect(FileManager.default.createFile(atPath: page, contents: Data(count: 4_096)))
 
         let path = "\(mountPoint)/pinpath.log"
-        let writer = AsyncEventWriter(sink: try FileSink(path: path))
+        let writer = EventWriterThread(sink: try FileSink(path: path))
         let padding = String(repeating: "x", count: 200)
         for index in 0..<400 { writer.emit(event: "test.fill", fields: [("n", .int(index)), ("padding", .string(padding))]) }
         #expect(writer.flush(timeout: .seconds(30)))
@@ -142,7 +143,7 @@ struct FileSinkTests {
         #expect(unlink(page) == 0)
         let plain = open("\(mountPoint)/plain.log", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         #expect(plain >= 0)
-        #expect(throws: EventWriterError.self) {
+        #expect(throws: OutputError.self) {
             try Self.write(DescriptorSink(descriptor: plain), String(repeating: "y", count: 5_000) + "\n")
         }
         #expect(lseek(plain, 0, SEEK_END) == 0)

@@ -10,7 +10,7 @@ import Testing
 struct MetricsBodyTests {
     /// 2,000 endpoints with every per-endpoint family: about 2 MB, some 30 pieces.
     static func store() -> MetricsStore {
-        let store = MetricsStore(eventsDropped: { AsyncEventWriter.Statistics() })
+        let store = MetricsStore(eventsDropped: { EventWriterThread.Statistics() })
         let endpoints = (1...2_000).map { index in
             MetricsSnapshot.Endpoint(
                 name: "endpoint-\(index)", probeSucceeded: index % 7 != 0, probeDuration: 0.012345,

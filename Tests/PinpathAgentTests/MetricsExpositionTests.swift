@@ -1,4 +1,5 @@
 import Foundation
+import PinpathSupport
 import Testing
 
 @testable import PinpathAgent

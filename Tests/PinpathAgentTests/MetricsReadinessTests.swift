@@ -17,7 +17,7 @@ struct MetricsReadinessTests {
 
     @Test("Not ready before the agent has sent its endpoints, even with the path known; then once each has a result")
     func readiness() {
-        let store = MetricsStore(eventsDropped: { AsyncEventWriter.Statistics() })
+        let store = MetricsStore(eventsDropped: { EventWriterThread.Statistics() })
         store.update(path: path)
         #expect(!store.isReady, "the path came first: the endpoints are not known yet")
         store.update(order: ["a", "b"], endpoints: [endpoint("a", state: .unknown), endpoint("b", state: .unknown)], probes: 0)
@@ -28,7 +28,7 @@ struct MetricsReadinessTests {
 
     @Test("An agent with no endpoints is ready once it has said so and the path is known")
     func noEndpoints() {
-        let store = MetricsStore(eventsDropped: { AsyncEventWriter.Statistics() })
+        let store = MetricsStore(eventsDropped: { EventWriterThread.Statistics() })
         store.update(order: [], endpoints: [], probes: 0)
         #expect(!store.isReady)
         store.update(path: path)

@@ -1,5 +1,6 @@
 import Foundation
 import PinpathHTTP
+import PinpathSupport
 import PinpathTestSupport
 import Synchronization
 import Testing

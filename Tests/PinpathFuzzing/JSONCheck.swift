@@ -1,5 +1,7 @@
 import FoundationEssentials
 import PinpathHTTP
+import PinpathSerialization
+import PinpathSupport
 
 /// The strict JSON parser (``JSONParser``) that reads server responses and `--json-body`, on the fuzz bytes.
 ///

@@ -1,4 +1,6 @@
 import PinpathHTTP
+import PinpathSerialization
+import PinpathSupport
 
 /// The query-string serializer (``QueryString``) on parameters built from the fuzz bytes.
 ///

@@ -43,11 +43,11 @@ struct CertificateRulesAttackTests {
         return try Session(configuration)
     }
 
-    static func get(_ port: UInt16) -> (HTTPRequest, RequestOptions) {
+    static func get(_ port: UInt16) -> (SessionRequest, RequestOptions) {
         var options = RequestOptions()
         options.timeout = TestTime.scaled(.seconds(5))
         options.freshConnection = true
-        return (HTTPRequest(method: .get, url: URL(string: "https://127.0.0.1:\(port)/")!), options)
+        return (SessionRequest(method: .get, url: URL(string: "https://127.0.0.1:\(port)/")!), options)
     }
 
     @Test("Session: a leaf without extended key usage is tls_invalid naming the rule, and no request is sent; rfc5280 accepts it")

@@ -67,7 +67,7 @@ struct ConnectionReuseAttackTests {
         defer { session.shutdown() }
         var options = RequestOptions()
         options.timeout = .seconds(20)
-        let request = HTTPRequest(method: .get, url: URL(string: "https://127.0.0.1:\(server.port)/start")!)
+        let request = SessionRequest(method: .get, url: URL(string: "https://127.0.0.1:\(server.port)/start")!)
         let response = Task { try await session.send(request, options: options) }
         try await redirectThenRenegotiate(server, renegotiateAgain: renegotiateAgain)
         let result = await response.result
@@ -236,11 +236,11 @@ struct ConnectionReuseAttackTests {
         defer { session.shutdown() }
         let url = "https://127.0.0.1:\(server.port)"
 
-        let first = try await session.send(HTTPRequest(method: .get, url: URL(string: "\(url)/first")!), options: try options(row.first))
+        let first = try await session.send(SessionRequest(method: .get, url: URL(string: "\(url)/first")!), options: try options(row.first))
         #expect(first.statusCode == 200)
         let secondOptions = try options(row.second)
         let second = await Self.outcome { () async throws(HTTPError) in
-            try await session.send(HTTPRequest(method: .get, url: URL(string: "\(url)/second")!), options: secondOptions)
+            try await session.send(SessionRequest(method: .get, url: URL(string: "\(url)/second")!), options: secondOptions)
         }
         switch (second, row.secondFailure) {
         case (.success(let response), nil):
@@ -324,13 +324,13 @@ struct ConnectionReuseAttackTests {
     }
 
     /// One transfer on the engine, as `Session` sends one hop.
-    static func perform(_ engine: TransferEngine, url: String, verifier: HandshakeVerifier) async throws(HTTPError) -> HTTPResponse {
+    static func perform(_ engine: TransferEngine, url: String, verifier: HandshakeVerifier) async throws(HTTPError) -> SessionResponse {
         var options = RequestOptions()
         options.timeout = .seconds(20)
         let transfer = try Transfer(
-            request: HTTPRequest(method: .get, url: URL(string: url)!), options: options, verifier: verifier, clientCertificate: nil,
+            request: SessionRequest(method: .get, url: URL(string: url)!), options: options, verifier: verifier, clientCertificate: nil,
             addressCheck: nil, handles: engine.handles, headerLists: engine.headerLists)
-        let result: Result<HTTPResponse, HTTPError> = await withCheckedContinuation { continuation in
+        let result: Result<SessionResponse, HTTPError> = await withCheckedContinuation { continuation in
             transfer.completion = { continuation.resume(returning: $0) }
             engine.submit(transfer)
         }

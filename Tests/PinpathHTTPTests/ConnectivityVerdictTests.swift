@@ -8,8 +8,8 @@ import Testing
 struct ConnectivityVerdictTests {
     static let check = ConnectivityCheck(url: URL(string: "http://192.0.2.10/generate_204")!)
 
-    static func response(_ status: Int, body: String = "", headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
-        HTTPResponse(url: check.url, statusCode: status, headers: headers, body: Array(body.utf8))
+    static func response(_ status: Int, body: String = "", headers: HeaderFields = HeaderFields()) -> SessionResponse {
+        SessionResponse(url: check.url, statusCode: status, headers: headers, body: Array(body.utf8))
     }
 
     @Test("204 with an empty body is full; the default expectation refuses a 204 with a body")
@@ -29,7 +29,7 @@ struct ConnectivityVerdictTests {
 
     @Test("A redirect is portal; the reason names the Location's host, never its query", arguments: [301, 302, 303, 307, 308])
     func redirect(status: Int) {
-        let headers: HTTPHeaders = ["Location": "http://portal.example/login?token=s3cret&mac=aa:bb"]
+        let headers: HeaderFields = ["Location": "http://portal.example/login?token=s3cret&mac=aa:bb"]
         let verdict = Self.check.verdict(on: Self.response(status, headers: headers))
         #expect(verdict.state == .portal)
         #expect(verdict.reason == "redirected (\(status)) to portal.example")

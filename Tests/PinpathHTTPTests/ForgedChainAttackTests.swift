@@ -74,7 +74,7 @@ struct ForgedChainAttackTests {
                 var options = RequestOptions()
                 options.timeout = TestTime.scaled(.seconds(5))
                 options.freshConnection = true
-                let request = HTTPRequest(method: .get, url: URL(string: "https://127.0.0.1:\(server.port)/")!)
+                let request = SessionRequest(method: .get, url: URL(string: "https://127.0.0.1:\(server.port)/")!)
                 do throws(HTTPError) {
                     let response = try await Session(configuration).send(request, options: options)
                     Issue.record("\(attack.name), \(mode), allowInvalid \(allowInvalid): status \(response.statusCode)")

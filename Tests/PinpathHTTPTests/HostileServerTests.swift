@@ -61,10 +61,10 @@ struct HostileServerTests {
     }
 
     /// Sends one GET; returns the error (nil on success), the response, and how long it took.
-    static func attempt(_ session: Session, _ url: String) async -> (error: HTTPError?, response: HTTPResponse?, elapsed: Duration) {
+    static func attempt(_ session: Session, _ url: String) async -> (error: HTTPError?, response: SessionResponse?, elapsed: Duration) {
         let started = ContinuousClock.now
         do throws(HTTPError) {
-            let response = try await session.send(HTTPRequest(method: .get, url: URL(string: url)!), options: options())
+            let response = try await session.send(SessionRequest(method: .get, url: URL(string: url)!), options: options())
             return (nil, response, ContinuousClock.now - started)
         } catch {
             return (error, nil, ContinuousClock.now - started)
@@ -127,7 +127,7 @@ struct HostileServerTests {
         let server = try HostileServer(.hugeBody(announced: true), directory: pki.directory)
         defer { server.stop() }
         let response = try await session().send(
-            HTTPRequest(method: .head, url: URL(string: "http://127.0.0.1:\(server.port)/")!), options: Self.options())
+            SessionRequest(method: .head, url: URL(string: "http://127.0.0.1:\(server.port)/")!), options: Self.options())
         #expect(response.statusCode == 200)
         #expect(response.headers["Content-Length"] == "\(1 << 30)")
     }

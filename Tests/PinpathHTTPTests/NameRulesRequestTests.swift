@@ -63,7 +63,7 @@ struct NameRulesRequestTests {
         options.timeout = TestTime.scaled(.seconds(5))
         options.freshConnection = true
         options.securityPolicy = try SecurityPolicy(mode: .none, profile: attack.profile)
-        let request = HTTPRequest(method: .get, url: URL(string: "https://127.0.0.1:\(server.port)/")!)
+        let request = SessionRequest(method: .get, url: URL(string: "https://127.0.0.1:\(server.port)/")!)
         let session = try Session(Session.Configuration(trustStore: TrustStore(caFile: root)))
         do throws(HTTPError) {
             let response = try await session.send(request, options: options)

@@ -31,14 +31,14 @@ struct OCSPQueryEndToEndTests {
     /// trusting the PKI's root, through `session` (a new one by default).
     func send(
         port: UInt16, softFail: Bool = false, session: Session? = nil, timeout: Duration = .seconds(16)
-    ) async throws -> Result<HTTPResponse, HTTPError> {
+    ) async throws -> Result<SessionResponse, HTTPError> {
         let policy = try SecurityPolicy(mode: .none, revocation: .ocsp, ocspSoftFail: softFail)
         let session = try session ?? Self.session(policy: policy)
         var options = RequestOptions()
         options.timeout = TestTime.scaled(timeout)
         options.freshConnection = true
         options.policies = HostPolicySet([HostPolicy(patterns: [try HostPattern(parsing: "127.0.0.1")], policy: policy)])
-        let request = HTTPRequest(method: .get, url: URL(string: "https://127.0.0.1:\(port)/")!)
+        let request = SessionRequest(method: .get, url: URL(string: "https://127.0.0.1:\(port)/")!)
         do throws(HTTPError) {
             return .success(try await session.send(request, options: options))
         } catch {

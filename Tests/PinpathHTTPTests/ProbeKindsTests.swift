@@ -20,7 +20,7 @@ struct ProbeKindsTests {
     /// A session trusting the test root; with `pins`, those pinned for 127.0.0.1.
     func session(pins: [String] = []) throws -> Session { try pki.loopbackSession(pins: pins) }
 
-    func check(_ url: String) -> HTTPRequest { HTTPRequest(method: .get, url: URL(string: url)!) }
+    func check(_ url: String) -> SessionRequest { SessionRequest(method: .get, url: URL(string: url)!) }
 
     func options(serverName: String? = nil, exchange: TCPExchange? = nil) -> RequestOptions {
         var options = RequestOptions()

@@ -121,7 +121,7 @@ struct ProfileByAnchorTests {
         var options = RequestOptions()
         options.timeout = TestTime.scaled(.seconds(5))
         options.freshConnection = true
-        let request = HTTPRequest(method: .get, url: URL(string: "https://localhost:\(server.port)/")!)
+        let request = SessionRequest(method: .get, url: URL(string: "https://localhost:\(server.port)/")!)
         let session = try Session(Session.Configuration(trustStore: TrustStore(caFile: Self.pki.path(served.anchor))))
         let response = try await session.send(request, options: options)
         #expect(response.statusCode == 200)

@@ -38,9 +38,9 @@ struct ProxyTests {
         return options
     }
 
-    func send(_ session: Session, _ url: String, _ options: RequestOptions) async -> Result<HTTPResponse, HTTPError> {
+    func send(_ session: Session, _ url: String, _ options: RequestOptions) async -> Result<SessionResponse, HTTPError> {
         do throws(HTTPError) {
-            return .success(try await session.send(HTTPRequest(method: .get, url: URL(string: url)!), options: options))
+            return .success(try await session.send(SessionRequest(method: .get, url: URL(string: url)!), options: options))
         } catch {
             return .failure(error)
         }

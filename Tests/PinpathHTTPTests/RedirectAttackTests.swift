@@ -35,10 +35,10 @@ struct RedirectAttackTests {
     }
 
     static func send(
-        _ session: Session, _ url: String, method: HTTPMethod = .get, headers: HTTPHeaders = [:], body: String? = nil,
+        _ session: Session, _ url: String, method: RequestMethod = .get, headers: HeaderFields = [:], body: String? = nil,
         options: RequestOptions = options()
-    ) async -> Result<HTTPResponse, HTTPError> {
-        var request = HTTPRequest(method: method, url: URL(string: url)!, headers: headers)
+    ) async -> Result<SessionResponse, HTTPError> {
+        var request = SessionRequest(method: method, url: URL(string: url)!, headers: headers)
         if let body { request.body = .bytes(Array(body.utf8)) }
         do throws(HTTPError) {
             return .success(try await session.send(request, options: options))
@@ -170,8 +170,8 @@ struct RedirectAttackTests {
         var configuration = Session.Configuration(trustStore: try pki.trustStore())
         configuration.policies = HostPolicySet([HostPolicy(patterns: [try HostPattern(parsing: "127.0.0.1")], policy: try rightPins())])
         let session = try Session(configuration)
-        // Credentials by name's pattern too (`HTTPHeaders.isCredential`, the rule --effective redacts by).
-        let headers: HTTPHeaders = [
+        // Credentials by name's pattern too (`HeaderFields.isCredential`, the rule --effective redacts by).
+        let headers: HeaderFields = [
             "Authorization": "Bearer secret", "X-Api-Key": "key", "X-Session-Id": "sid", "X-Upstream-Token": "tok", "X-Trace": "kept",
         ]
         let url = a.redirect(307, to: "\(plain.origin)/collect")
@@ -197,7 +197,7 @@ struct RedirectAttackTests {
 
     // MARK: 5c: another origin gets only the safe headers
 
-    static let callerHeaders: HTTPHeaders = [
+    static let callerHeaders: HeaderFields = [
         "Authorization": "Bearer secret", "Cookie": "session=s", "Proxy-Authorization": "Basic cHJveHk6cHc=",
         "X-Api-Key": "key", "X-Custom": "mine", "Accept": "text/plain", "User-Agent": "attack-test",
     ]
@@ -238,7 +238,7 @@ struct RedirectAttackTests {
         let session = try Session(Session.Configuration(trustStore: try pki.trustStore()))
         let secret = "client_secret=s3cr3t-body"
         // 307 and 308 keep the method and the body; 301 and 302 keep them for every method but POST.
-        for (status, method) in [(307, HTTPMethod.post), (308, .put), (302, .put), (301, .patch)] {
+        for (status, method) in [(307, RequestMethod.post), (308, .put), (302, .put), (301, .patch)] {
             let result = await Self.send(session, a.redirect(status, to: "\(b.origin)/collect"), method: method, body: secret)
             #expect(result.failure?.code == .crossOriginBody, "\(status) \(method): \(result)")
             #expect(result.failure?.response?.statusCode == status)

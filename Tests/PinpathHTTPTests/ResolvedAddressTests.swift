@@ -102,7 +102,7 @@ final class ResolvedAddressTests {
         }
         var options = RequestOptions()
         options.resolvedAddresses = [try ResolvedAddress(parsing: "SERVICE.test:\(port):127.0.0.2")]
-        let request = HTTPRequest(method: .get, url: try #require(URL(string: serviceURL)))
+        let request = SessionRequest(method: .get, url: try #require(URL(string: serviceURL)))
         let accepting = try session(pins: [right])
         defer { accepting.shutdown() }
         let response = try await accepting.send(request, options: options)
@@ -232,7 +232,7 @@ final class ResolvedAddressTests {
         var options = RequestOptions()
         options.resolvedAddresses = [try ResolvedAddress(parsing: "[::1]:\(server.port):127.0.0.2")]
         let response = try await session.send(
-            HTTPRequest(method: .get, url: try #require(URL(string: "https://[::1]:\(server.port)/"))), options: options)
+            SessionRequest(method: .get, url: try #require(URL(string: "https://[::1]:\(server.port)/"))), options: options)
         #expect(response.statusCode == 200)
         #expect(response.remoteAddress == "127.0.0.2:\(server.port)")
     }

@@ -32,13 +32,13 @@ struct RevocationEndToEndTests {
     }
 
     /// One GET through a Session whose policy for 127.0.0.1 is `policy`, trusting the revocation PKI's root.
-    func send(port: UInt16, policy: SecurityPolicy) async throws -> Result<HTTPResponse, HTTPError> {
+    func send(port: UInt16, policy: SecurityPolicy) async throws -> Result<SessionResponse, HTTPError> {
         var configuration = Session.Configuration(trustStore: try pki.trustStore())
         configuration.policies = HostPolicySet([HostPolicy(patterns: [try HostPattern(parsing: "127.0.0.1")], policy: policy)])
         var options = RequestOptions()
         options.timeout = TestTime.scaled(.seconds(5))
         options.freshConnection = true
-        let request = HTTPRequest(method: .get, url: URL(string: "https://127.0.0.1:\(port)/")!)
+        let request = SessionRequest(method: .get, url: URL(string: "https://127.0.0.1:\(port)/")!)
         do throws(HTTPError) {
             return .success(try await Session(configuration).send(request, options: options))
         } catch {

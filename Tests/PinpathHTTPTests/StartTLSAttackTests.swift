@@ -13,7 +13,7 @@ import Testing
 struct StartTLSAttackTests {
     let pki = TestPKI.shared
 
-    func check(_ url: String) -> HTTPRequest { HTTPRequest(method: .get, url: URL(string: url)!) }
+    func check(_ url: String) -> SessionRequest { SessionRequest(method: .get, url: URL(string: url)!) }
 
     func options() -> RequestOptions {
         var options = RequestOptions()
@@ -30,7 +30,7 @@ struct StartTLSAttackTests {
     }
 
     /// Sends a connection check to `url` and returns what came of it.
-    func attempt(_ session: Session, _ url: String) async -> Result<HTTPResponse, HTTPError> {
+    func attempt(_ session: Session, _ url: String) async -> Result<SessionResponse, HTTPError> {
         do throws(HTTPError) { return .success(try await session.send(check(url), options: options())) } catch { return .failure(error) }
     }
 
@@ -89,7 +89,7 @@ struct StartTLSAttackTests {
         let transfer = try Transfer(
             request: check("ldap://127.0.0.1:\(slapd.ldapPort)"), kind: .ldap, options: options(), verifier: verifier,
             clientCertificate: nil, addressCheck: nil, handles: engine.handles, headerLists: engine.headerLists)
-        let result: Result<HTTPResponse, HTTPError> = await withCheckedContinuation { continuation in
+        let result: Result<SessionResponse, HTTPError> = await withCheckedContinuation { continuation in
             transfer.completion = { continuation.resume(returning: $0) }
             engine.submit(transfer)
         }

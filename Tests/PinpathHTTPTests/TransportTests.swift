@@ -28,8 +28,8 @@ struct TransportTests {
         return try Session(configuration)
     }
 
-    func get(_ port: UInt16, options: RequestOptions = RequestOptions()) -> HTTPRequest {
-        HTTPRequest(method: .get, url: URL(string: "https://127.0.0.1:\(port)/")!)
+    func get(_ port: UInt16, options: RequestOptions = RequestOptions()) -> SessionRequest {
+        SessionRequest(method: .get, url: URL(string: "https://127.0.0.1:\(port)/")!)
     }
 
     @Test("libcurl is the OpenSSL build")
@@ -133,10 +133,10 @@ struct TransportTests {
         let session = try session()
         let port = silent.port
         /// A GET with a 60 s timeout, far longer than the test waits: only the shutdown can end it early.
-        @Sendable func hangingRequest() async throws -> HTTPResponse {
+        @Sendable func hangingRequest() async throws -> SessionResponse {
             var options = RequestOptions()
             options.timeout = .seconds(60)
-            return try await session.send(HTTPRequest(method: .get, url: URL(string: "https://127.0.0.1:\(port)/")!), options: options)
+            return try await session.send(SessionRequest(method: .get, url: URL(string: "https://127.0.0.1:\(port)/")!), options: options)
         }
         let started = ContinuousClock.now
         let inFlight = Task { try await hangingRequest() }

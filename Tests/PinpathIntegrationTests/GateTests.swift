@@ -35,7 +35,7 @@ struct GateTests {
             for _ in 0..<5 {
                 let started = ContinuousClock.now
                 await #expect {
-                    _ = try await session.send(HTTPRequest(method: .get, url: URL(string: url)!))
+                    _ = try await session.send(SessionRequest(method: .get, url: URL(string: url)!))
                 } throws: { error in
                     guard let error = error as? HTTPError else { return false }
                     return error.code == .unreachable && error.reachability?.reason == .noRoute
@@ -57,7 +57,7 @@ struct GateTests {
         let monitor = try await ReachabilityMonitor.start(.init(networkNamespace: network.host))
         defer { monitor.stop() }
         let session = try Session(monitor: monitor)
-        let request = HTTPRequest(method: .get, url: URL(string: "http://\(Self.server):\(Self.port)/")!)
+        let request = SessionRequest(method: .get, url: URL(string: "http://\(Self.server):\(Self.port)/")!)
         /// Changes the host's routes and returns once the monitor has read the change.
         func change(_ command: String) async throws {
             let before = monitor.statistics.messages
@@ -119,7 +119,7 @@ struct GateTests {
         }
         defer { releaser.cancel() }
         await #expect {
-            _ = try await session.send(HTTPRequest(method: .get, url: URL(string: "http://198.51.100.9:\(Self.port)/")!))
+            _ = try await session.send(SessionRequest(method: .get, url: URL(string: "http://198.51.100.9:\(Self.port)/")!))
         } throws: { error in
             (error as? HTTPError)?.code == .unreachable && (error as? HTTPError)?.reachability?.reason == .blackholeRoute
         }

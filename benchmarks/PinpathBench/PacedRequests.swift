@@ -9,7 +9,7 @@ enum PacedRequests {
     /// Sends `count` requests at `rate` a second; returns the line of figures. With a monitor, the URL's host
     /// is watched first, as the agent watches its endpoints' hosts, so the gate answers from the snapshot.
     static func run(
-        session: Session, monitor: ReachabilityMonitor?, request: HTTPRequest, options: RequestOptions, count: Int, rate: Double
+        session: Session, monitor: ReachabilityMonitor?, request: SessionRequest, options: RequestOptions, count: Int, rate: Double
     ) async throws -> String {
         if let monitor, let host = request.url.host() {
             try await monitor.addTarget(IPAddress(host).map(ReachabilityTarget.address) ?? .host(host))

@@ -40,7 +40,7 @@ struct PinpathBench {
         }
         let monitor = flags.contains("gate") ? try await ReachabilityMonitor.start() : nil
         let session = try Session(configuration, monitor: monitor)
-        let request = HTTPRequest(method: .get, url: url)
+        let request = SessionRequest(method: .get, url: url)
         let sending = options
         let onSessionThread = flags.contains("executor")
 

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import PinpathHTTP
 import PinpathReachability
+import PinpathSupport
 import Synchronization
 
 /// The monitoring agent: probes the configured endpoints through the gated request core and writes JSON-lines
@@ -24,7 +25,7 @@ public final class Agent: Sendable {
     }
 
     private let core: AgentCore
-    private let writer: AsyncEventWriter
+    private let writer: EventWriterThread
     private let monitor: ReachabilityMonitor
     private let session: Session
     private let reports: PinReportDelivery
@@ -43,7 +44,7 @@ public final class Agent: Sendable {
     private let textfile = Mutex<(writtenVersion: Int?, failing: Bool)>((nil, false))
 
     private init(
-        core: AgentCore, writer: AsyncEventWriter, monitor: ReachabilityMonitor, session: Session, reports: PinReportDelivery,
+        core: AgentCore, writer: EventWriterThread, monitor: ReachabilityMonitor, session: Session, reports: PinReportDelivery,
         notifier: SystemdNotifier, metrics: MetricsStore, metricsServer: MetricsServer?, connectivity: ConnectivityWatcher?,
         path: String, environment: [String: String]
     ) {
@@ -82,7 +83,7 @@ public final class Agent: Sendable {
             }
         }
         DescriptorSink.ignoreBrokenPipeSignal()
-        let writer = AsyncEventWriter(sink: sink, format: lineFormat(configuration.events, environment: environment))
+        let writer = EventWriterThread(sink: sink, format: lineFormat(configuration.events, environment: environment))
         let metrics = MetricsStore { writer.statistics }
         // Bound first: an address in use is an output that cannot be used, found before anything else starts.
         var metricsServer: MetricsServer?

@@ -8,7 +8,7 @@ import PinpathSupport
 /// (``EndpointRegistry``) and writes the events those return. Probes run as their own tasks and report back
 /// here.
 actor AgentCore {
-    private let writer: AsyncEventWriter
+    private let writer: EventWriterThread
     private let monitor: ReachabilityMonitor
     private let probe: EndpointProbe
     private let reports: PinReportDelivery
@@ -49,7 +49,7 @@ actor AgentCore {
     }
 
     init(
-        configuration: AgentConfiguration, writer: AsyncEventWriter, monitor: ReachabilityMonitor, session: Session,
+        configuration: AgentConfiguration, writer: EventWriterThread, monitor: ReachabilityMonitor, session: Session,
         reports: PinReportDelivery, once: Bool, metrics: MetricsStore, heartbeat: Heartbeat? = nil
     ) {
         self.reports = reports

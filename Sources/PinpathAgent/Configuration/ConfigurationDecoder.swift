@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import PinpathSupport
 import PinpathYAML
 
 /// Walks the YAML nodes of one configuration file, turning them into values and collecting every problem

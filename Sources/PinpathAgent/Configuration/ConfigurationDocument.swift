@@ -1,4 +1,5 @@
 import Glibc
+import PinpathSupport
 import PinpathYAML
 
 /// Reads a configuration file, main or included, the one way: whole through `readRegularFile` (a regular file of

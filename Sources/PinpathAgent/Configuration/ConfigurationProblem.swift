@@ -1,3 +1,5 @@
+import PinpathSupport
+
 /// One thing wrong with a configuration file: where it is, which key, and what to do about it.
 ///
 /// The agent puts these into its `config.rejected` event (``jsonValue``) and `pinpath check-config` prints

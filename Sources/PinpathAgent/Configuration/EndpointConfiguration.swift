@@ -58,7 +58,7 @@ package struct EndpointConfiguration: Sendable, Equatable {
     /// The client certificate presented when the server asks for one.
     package let clientCertificate: ClientCertificateFiles?
     /// The method. Default `GET`.
-    package let method: HTTPMethod
+    package let method: RequestMethod
     /// Extra request headers, in file order.
     package let headers: [Header]
     /// The request body (`body`, or the contents of `body_file` read at load time), sent with the method.
@@ -105,8 +105,8 @@ package struct EndpointConfiguration: Sendable, Equatable {
 
     /// The headers to send, with the real values. Never print or log the result: unlike ``headers``, it
     /// does not redact.
-    package var requestHeaders: HTTPHeaders {
-        var fields = HTTPHeaders()
+    package var requestHeaders: HeaderFields {
+        var fields = HeaderFields()
         for header in headers { fields.add(name: header.name, value: header.value.unredacted) }
         return fields
     }
@@ -227,12 +227,12 @@ extension ConfigurationDecoder {
     }
 
     /// An HTTP method token, upper-cased (`get` is `GET`).
-    func method(_ node: Node, _ keyPath: String) -> HTTPMethod? {
+    func method(_ node: Node, _ keyPath: String) -> RequestMethod? {
         guard let text = string(node, keyPath, "an HTTP method") else { return nil }
         guard !text.isEmpty, text.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || $0 == "-" || $0 == "_") }) else {
             report(.invalidValue, at: node, keyPath, "\(ConfigurationProblem.quoted(text)) is not an HTTP method (GET, HEAD, POST, …)")
             return nil
         }
-        return HTTPMethod(rawValue: text)
+        return RequestMethod(rawValue: text)
     }
 }

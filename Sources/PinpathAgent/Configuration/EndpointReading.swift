@@ -21,7 +21,7 @@ struct EndpointReading {
     var kind: ServiceKind?
     var name: String?
     var url: URL?
-    var method = HTTPMethod.get
+    var method = RequestMethod.get
     var headers: [EndpointConfiguration.Header] = []
     var body: [UInt8]?
     var followRedirects = true

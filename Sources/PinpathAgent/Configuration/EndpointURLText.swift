@@ -1,5 +1,6 @@
 import FoundationEssentials
 import PinpathHTTP
+import PinpathSupport
 import PinpathYAML
 
 extension URL {

@@ -13,7 +13,7 @@ extension ConfigurationDecoder {
         for (name, key, value) in entries {
             let path = Self.keyPath(keyPath, name)
             do throws(HTTPError) {
-                try HTTPHeaders(dictionaryLiteral: (name, "")).validate()
+                try HeaderFields(dictionaryLiteral: (name, "")).validate()
             } catch {
                 report(.invalidValue, at: key, path, error.message)
                 continue
@@ -36,8 +36,8 @@ extension ConfigurationDecoder {
     }
 
     /// Whether a header's value is secret (``RedactableValue/isSecret``): read from the environment, or a
-    /// credential by its name (`HTTPHeaders.isCredential`). Such a default is also scoped (``EndpointDefaults``).
+    /// credential by its name (`HeaderFields.isCredential`). Such a default is also scoped (``EndpointDefaults``).
     static func isSecretHeader(name: String, template: String) -> Bool {
-        template.contains("${") || HTTPHeaders.isCredential(name)
+        template.contains("${") || HeaderFields.isCredential(name)
     }
 }

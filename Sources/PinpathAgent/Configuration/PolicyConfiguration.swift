@@ -1,5 +1,6 @@
 import FoundationEssentials
 import PinpathSecurity
+import PinpathSupport
 import PinpathYAML
 
 /// One named entry of `policies:`: a validated ``SecurityPolicy`` and what it applies to. Compares by value

@@ -2,7 +2,7 @@
 /// `[redacted]`; only ``unredacted`` gives the text, for building the request itself.
 ///
 /// A value is secret when it was written with `${NAME}` (read from the environment at load time) or when its
-/// header's name says it carries credentials (`HTTPHeaders.isCredential`: `Authorization`, `Cookie`, any name
+/// header's name says it carries credentials (`HeaderFields.isCredential`: `Authorization`, `Cookie`, any name
 /// containing `token`, `secret`, `session`, `key`, …), so that a token pasted into the file is not logged either.
 package struct RedactableValue: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable, Encodable

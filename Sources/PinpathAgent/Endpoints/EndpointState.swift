@@ -22,9 +22,9 @@
 ///   `probeSucceeded` (the report is a separate event).
 ///
 /// A value: the agent keeps one per endpoint, on one task.
-public struct EndpointState: Sendable, Equatable {
+struct EndpointState: Sendable, Equatable {
     /// The state an event reports.
-    public enum Status: String, Sendable, CaseIterable {
+    enum Status: String, Sendable, CaseIterable {
         /// No result yet (never reported as a state; it is `previous_state: null` in the first event).
         case unknown
         /// Probes pass.
@@ -37,7 +37,7 @@ public struct EndpointState: Sendable, Equatable {
     }
 
     /// What the state machine is told.
-    public enum Input: String, Sendable, CaseIterable {
+    enum Input: String, Sendable, CaseIterable {
         /// A probe passed (report-only pin failures included).
         case probeSucceeded = "probe_succeeded"
         /// A probe failed.
@@ -57,39 +57,39 @@ public struct EndpointState: Sendable, Equatable {
     }
 
     /// A change of state: what `endpoint.state_changed` reports.
-    public struct Transition: Sendable, Equatable {
+    struct Transition: Sendable, Equatable {
         /// The state before.
-        public let previous: Status
+        let previous: Status
         /// The state now.
-        public let current: Status
+        let current: Status
         /// The input that decided it.
-        public let cause: Input
+        let cause: Input
         /// How many consecutive results of that kind decided it (1 for path inputs).
-        public let consecutive: Int
+        let consecutive: Int
     }
 
     /// Consecutive failures that make `up` (or `unknown`) `down`; at least 1.
-    public let failureThreshold: Int
+    let failureThreshold: Int
     /// Consecutive successes that make `down` `up`; at least 1.
-    public let successThreshold: Int
+    let successThreshold: Int
     /// The current state.
-    public private(set) var status = Status.unknown
+    private(set) var status = Status.unknown
     /// Whether probes run: false between `pathUnreachable` and `pathReachable`.
-    public private(set) var pathIsReachable = true
+    private(set) var pathIsReachable = true
     private var failures = 0
     private var successes = 0
 
     /// - Parameters:
     ///   - failureThreshold: the issue's `failure_threshold`, 2 by default.
     ///   - successThreshold: the issue's `success_threshold`, 1 by default.
-    public init(failureThreshold: Int = 2, successThreshold: Int = 1) {
+    init(failureThreshold: Int = 2, successThreshold: Int = 1) {
         precondition(failureThreshold >= 1 && successThreshold >= 1, "thresholds must be at least 1")
         self.failureThreshold = failureThreshold
         self.successThreshold = successThreshold
     }
 
     /// Applies one input; returns the transition it caused, or nil when the state stays.
-    public mutating func apply(_ input: Input) -> Transition? {
+    mutating func apply(_ input: Input) -> Transition? {
         switch input {
         case .pathUnreachable, .connectivityLimited, .captivePortal, .connectivityIntercepted:
             pathIsReachable = false

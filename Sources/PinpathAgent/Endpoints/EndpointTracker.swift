@@ -2,6 +2,7 @@ import FoundationEssentials
 import PinpathHTTP
 import PinpathReachability
 import PinpathSecurity
+import PinpathSupport
 
 /// What the agent keeps per endpoint: its configuration, its state machine, its expiry warnings and what
 /// the metrics need of the last probe.
@@ -114,12 +115,7 @@ struct EndpointTracker: Sendable {
     /// internal network, a split VPN): there only the name's verdict, which DNS writes, would tell whether the
     /// host is behind one of its routes, and an unroutable answer would make the endpoint quiet.
     static func isOnNetwork(for endpoint: EndpointConfiguration, on path: NetworkPath) -> Bool {
-        let families: [IPFamily] =
-            switch endpoint.ipFamily {
-            case .any: [.ipv4, .ipv6]
-            case .ipv4: [.ipv4]
-            case .ipv6: [.ipv6]
-            }
+        let families = endpoint.ipFamily.only.map { [$0] } ?? IPFamily.allCases
         return families.contains { path.path(for: $0) != nil || path.hasNetworkAddress($0) }
     }
 

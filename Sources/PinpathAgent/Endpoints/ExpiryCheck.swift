@@ -19,52 +19,42 @@ import PinpathSecurity
 /// so a server alternating between chains reports each expired certificate once, not on every probe.
 ///
 /// A value with no locking: the agent keeps one per endpoint, on one task.
-public struct ExpiryCheck: Sendable {
+struct ExpiryCheck: Sendable {
     /// One certificate's expiry, as the probe saw it.
-    public struct Certificate: Hashable, Sendable {
+    struct Certificate: Hashable, Sendable {
         /// What tells certificates apart: the SHA-256 fingerprint, or the SPKI pin (a renewal with the same
         /// key still differs by `notAfter`, which is part of the identity too).
-        public var identity: String
+        var identity: String
         /// The subject, for the event.
-        public var subject: String
+        var subject: String
         /// The end of its validity.
-        public var notAfter: Date
-
-        /// - Parameters:
-        ///   - identity: fingerprint or pin.
-        ///   - subject: for the event.
-        ///   - notAfter: end of validity.
-        public init(identity: String, subject: String, notAfter: Date) {
-            self.identity = identity
-            self.subject = subject
-            self.notAfter = notAfter
-        }
+        var notAfter: Date
     }
 
     /// A certificate to warn about.
-    public struct Warning: Sendable, Equatable {
+    struct Warning: Sendable, Equatable {
         /// The certificate.
-        public let certificate: Certificate
+        let certificate: Certificate
         /// Its position in the verified chain: 0 is the leaf.
-        public let depth: Int
+        let depth: Int
         /// Whole days left before `notAfter` (0 on its last day, negative once expired).
-        public let daysLeft: Int
+        let daysLeft: Int
         /// The threshold crossed: the smallest one the certificate is within.
-        public let threshold: Duration
+        let threshold: Duration
     }
 
     /// A certificate of the anchored chain past its notAfter.
-    public struct Expired: Sendable, Equatable {
+    struct Expired: Sendable, Equatable {
         /// The certificate.
-        public let certificate: Certificate
+        let certificate: Certificate
         /// Its position in the chain: 0 is the leaf.
-        public let depth: Int
+        let depth: Int
         /// Whole days since its notAfter (0 on the first day after it).
-        public let daysExpired: Int
+        let daysExpired: Int
     }
 
     /// The thresholds, longest first; empty when warnings are off.
-    public let thresholds: [Duration]
+    let thresholds: [Duration]
     /// The smallest threshold warned about, per certificate of the current chain.
     private var warned: [Certificate: Duration] = [:]
     /// The expired certificates already reported, the most recently seen last; at most ``expiredMemory``.
@@ -72,17 +62,17 @@ public struct ExpiryCheck: Sendable {
     /// How many reported expired certificates are remembered: a chain has at most the verification depth's
     /// certificates (10 by default), so this holds several chains a server may alternate between, while what a
     /// hostile server can make the agent keep stays small.
-    public static let expiredMemory = 64
+    static let expiredMemory = 64
 
     /// - Parameter thresholds: the configured thresholds (for example 30, 14, 7 and 1 days), in any order;
     ///   zero ones are ignored.
-    public init(thresholds: [Duration]) {
+    init(thresholds: [Duration]) {
         self.thresholds = Set(thresholds.filter { $0 > .zero }).sorted(by: >)
     }
 
     /// The warnings to emit for the verified chain seen at `now`, leaf first. Call after each probe that
     /// verified a chain.
-    public mutating func check(chain: [Certificate], now: Date) -> [Warning] {
+    mutating func check(chain: [Certificate], now: Date) -> [Warning] {
         var seen: [Certificate: Duration] = [:]
         var warnings: [Warning] = []
         for (depth, certificate) in chain.enumerated() {
@@ -105,7 +95,7 @@ public struct ExpiryCheck: Sendable {
 
     /// The expired certificates of `anchoredChain` (leaf first) not reported yet: each once while it is among the
     /// last ``expiredMemory`` reported. Call after each probe whose chain reached an anchor for the host.
-    public mutating func expired(anchoredChain: [Certificate], now: Date) -> [Expired] {
+    mutating func expired(anchoredChain: [Certificate], now: Date) -> [Expired] {
         var fresh: [Expired] = []
         for (depth, certificate) in anchoredChain.enumerated() where certificate.notAfter < now {
             if let index = reportedExpired.firstIndex(of: certificate) {

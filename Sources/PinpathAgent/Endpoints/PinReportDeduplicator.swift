@@ -10,24 +10,24 @@ import PinpathSecurity
 /// forgotten key's suppressed count is lost with it, and its next report is emitted as a new one.
 ///
 /// A value with no locking: one task owns it.
-public struct PinReportDeduplicator: Sendable {
+struct PinReportDeduplicator: Sendable {
     /// What makes two reports the same.
-    public struct Key: Hashable, Sendable {
+    struct Key: Hashable, Sendable {
         /// The host connected to.
-        public var host: String
+        var host: String
         /// The port connected to.
-        public var port: Int
+        var port: Int
         /// The chain the server sent, as PEM.
-        public var servedChain: [String]
+        var servedChain: [String]
         /// The chain that was verified, as PEM.
-        public var validatedChain: [String]
+        var validatedChain: [String]
         /// The pins configured.
-        public var knownPins: [String]
+        var knownPins: [String]
         /// TrustKit's validation result.
-        public var validationResult: Int
+        var validationResult: Int
 
         /// A key from its parts.
-        public init(
+        init(
             host: String, port: Int, servedChain: [String], validatedChain: [String], knownPins: [String],
             validationResult: Int
         ) {
@@ -40,7 +40,7 @@ public struct PinReportDeduplicator: Sendable {
         }
 
         /// The key of a report.
-        public init(_ report: PinFailureReport) {
+        init(_ report: PinFailureReport) {
             self.init(
                 host: report.hostname, port: report.port, servedChain: report.servedCertificateChain,
                 validatedChain: report.validatedCertificateChain, knownPins: report.knownPins,
@@ -49,7 +49,7 @@ public struct PinReportDeduplicator: Sendable {
     }
 
     /// What to do with a report.
-    public enum Decision: Sendable, Equatable {
+    enum Decision: Sendable, Equatable {
         /// Emit it, with `suppressed` (how many identical reports were held back since the last one emitted;
         /// 0 for the first).
         case emit(suppressed: Int)
@@ -64,25 +64,25 @@ public struct PinReportDeduplicator: Sendable {
     }
 
     /// How long an emitted report holds back identical ones.
-    public let window: Duration
+    let window: Duration
     /// How many distinct keys are remembered.
-    public let capacity: Int
+    let capacity: Int
     private var entries: [Key: Entry] = [:]
 
     /// - Parameters:
     ///   - window: 24 h by default, as TrustKit.
     ///   - capacity: how many distinct reports are remembered; each holds its chains (a few KiB).
-    public init(window: Duration = .seconds(24 * 3600), capacity: Int = 256) {
+    init(window: Duration = .seconds(24 * 3600), capacity: Int = 256) {
         precondition(capacity > 0, "capacity must be positive")
         self.window = window
         self.capacity = capacity
     }
 
     /// How many keys are remembered.
-    public var count: Int { entries.count }
+    var count: Int { entries.count }
 
     /// Decides on a report with `key` seen at `now`.
-    public mutating func decide(_ key: Key, now: ContinuousClock.Instant) -> Decision {
+    mutating func decide(_ key: Key, now: ContinuousClock.Instant) -> Decision {
         if var entry = entries[key] {
             if entry.emitted.duration(to: now) < window {
                 entry.suppressed += 1

@@ -148,7 +148,7 @@ enum AgentEvents {
     static func stateChanged(
         _ endpoint: EndpointConfiguration, _ transition: EndpointState.Transition, probe: ProbeResult?, connectivity: ConnectivityState?
     ) -> AgentEvent {
-        let url = HTTPRequest(method: endpoint.method, url: endpoint.url).displayURL
+        let url = SessionRequest(method: endpoint.method, url: endpoint.url).displayURL
         return AgentEvent(
             EventCatalog.endpointStateChanged,
             [("endpoint", .string(endpoint.name)), ("url", .string(url))] + transition.fields
@@ -308,11 +308,11 @@ enum AgentEvents {
 
 extension EndpointState.Transition {
     /// The event type a transition is reported as.
-    public static let eventName = EventCatalog.endpointStateChanged.name
+    static let eventName = EventCatalog.endpointStateChanged.name
 
     /// The transition's event fields: `state`, `previous_state` (null from `unknown`), `cause` and
     /// `consecutive`. The caller puts the endpoint's name and the deciding probe's details around them.
-    public var fields: [(String, JSONValue)] {
+    var fields: [(String, JSONValue)] {
         [
             ("state", .string(current.rawValue)),
             ("previous_state", previous == .unknown ? .null : .string(previous.rawValue)),

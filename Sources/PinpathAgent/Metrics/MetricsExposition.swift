@@ -10,16 +10,16 @@ import PinpathSecurity
 /// `probe_ssl_earliest_cert_expiry`, `probe_ssl_last_chain_expiry_timestamp_seconds`, `probe_tls_version_info`,
 /// `probe_ssl_ocsp_response_status`, each with an `endpoint` label; pinpath's own are prefixed `pinpath_`.
 /// No timestamps: node_exporter's textfile collector rejects them.
-public enum MetricsExposition {
+enum MetricsExposition {
     /// The two exposition formats.
-    public enum Format: Sendable, Equatable {
+    enum Format: Sendable, Equatable {
         /// The Prometheus text format, version 0.0.4.
         case prometheus
         /// OpenMetrics 1.0: counters' family names without `_total`, and `# EOF` at the end.
         case openMetrics
 
         /// The `Content-Type` of a response in this format.
-        public var contentType: String {
+        var contentType: String {
             switch self {
             case .prometheus: "text/plain; version=0.0.4; charset=utf-8"
             case .openMetrics: "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -28,7 +28,7 @@ public enum MetricsExposition {
 
         /// The format a scraper asks for with its `Accept` header: OpenMetrics when it names
         /// `application/openmetrics-text` (Prometheus does so first, with a higher `q`), the text format otherwise.
-        public init(accept: String?) {
+        init(accept: String?) {
             let wantsOpenMetrics =
                 accept?.split(separator: ",").contains { range in
                     let mediaType = range.split(separator: ";", maxSplits: 1).first ?? ""
@@ -43,7 +43,7 @@ public enum MetricsExposition {
     }
 
     /// The snapshot as exposition text: HELP and TYPE once per family, samples in the endpoints' order.
-    public static func render(_ snapshot: MetricsSnapshot, format: Format = .prometheus) -> String {
+    static func render(_ snapshot: MetricsSnapshot, format: Format = .prometheus) -> String {
         var body = Body(snapshot, format: format)
         var text: [UInt8] = []
         while let piece = body.next() { text.append(contentsOf: piece) }

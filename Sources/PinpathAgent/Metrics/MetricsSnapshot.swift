@@ -4,48 +4,48 @@ import PinpathSupport
 
 /// Everything the metrics show at one moment: what ``MetricsExposition`` renders for the textfile and for
 /// `/metrics`. A value: the agent keeps the current one in a ``MetricsStore`` and readers take a copy.
-public struct MetricsSnapshot: Sendable {
+struct MetricsSnapshot: Sendable {
     /// What one endpoint contributes.
-    public struct Endpoint: Sendable {
+    struct Endpoint: Sendable {
         /// The endpoint's name (the `endpoint` label). Never its URL: that may carry credentials.
-        public var name: String
+        var name: String
         /// The last probe's outcome; nil before the first (no sample is written).
-        public var probeSucceeded: Bool?
+        var probeSucceeded: Bool?
         /// The last probe's total duration in seconds, when a response arrived.
-        public var probeDuration: Double?
+        var probeDuration: Double?
         /// The last probe's phases (`resolve`, `connect`, `tls`, `processing`, `transfer`) in seconds.
-        public var phaseDurations: [(phase: String, seconds: Double)]
+        var phaseDurations: [(phase: String, seconds: Double)]
         /// The last probe's HTTP status code; 0 when it got no response (as blackbox_exporter).
-        public var statusCode: Int?
+        var statusCode: Int?
         /// The TLS version the last probe negotiated (`TLSv1.3`, as OpenSSL names it).
-        public var tlsVersion: String?
+        var tlsVersion: String?
         /// Why the last probe failed (its `error_category`, `pinpath_probe_failure_info`'s `category`); nil
         /// after a success and before the first probe.
-        public var failureCategory: FailureCategory?
+        var failureCategory: FailureCategory?
         /// The state.
-        public var state: EndpointState.Status
+        var state: EndpointState.Status
         /// The earliest `notAfter` of every certificate served, in seconds since the epoch.
-        public var earliestCertificateExpiry: Double?
+        var earliestCertificateExpiry: Double?
         /// The earliest `notAfter` of the verified chain, in seconds since the epoch.
-        public var lastChainExpiry: Double?
+        var lastChainExpiry: Double?
         /// Pin failures since start that refused the connection.
-        public var enforcedPinFailures: Int
+        var enforcedPinFailures: Int
         /// Pin failures since start under a report-only policy.
-        public var reportOnlyPinFailures: Int
+        var reportOnlyPinFailures: Int
         /// The status in the OCSP response the server stapled in the last probe (0 good, 1 revoked, 2 unknown,
         /// as blackbox_exporter's `probe_ssl_ocsp_response_status`); nil without a staple (no sample).
-        public var ocspResponseStatus: Int?
+        var ocspResponseStatus: Int?
         /// Under `revocation: ocsp`, the leaf's status in the last probe (`good`, `revoked`, `unknown`,
         /// `unavailable`); nil otherwise (no samples).
-        public var ocspStatus: String?
+        var ocspStatus: String?
         /// The nextUpdate of the OCSP answer behind ``ocspStatus``, in seconds since the epoch.
-        public var ocspNextUpdate: Double?
+        var ocspNextUpdate: Double?
 
         /// Whether the endpoint has its first result: probed once, or found unreachable by the path.
-        public var hasFirstResult: Bool { probeSucceeded != nil || state != .unknown }
+        var hasFirstResult: Bool { probeSucceeded != nil || state != .unknown }
 
         /// - Parameters: as the properties.
-        public init(
+        init(
             name: String, probeSucceeded: Bool?, probeDuration: Double? = nil,
             phaseDurations: [(phase: String, seconds: Double)] = [], statusCode: Int? = nil, tlsVersion: String? = nil,
             failureCategory: FailureCategory? = nil, state: EndpointState.Status, earliestCertificateExpiry: Double? = nil,
@@ -72,56 +72,56 @@ public struct MetricsSnapshot: Sendable {
     }
 
     /// The endpoints, in configuration order.
-    public var endpoints: [Endpoint] = []
+    var endpoints: [Endpoint] = []
     /// The endpoints' sample lines as the store rendered them when they changed, in the same order; nil: rendered
     /// from `endpoints` when needed.
     var rendered: [RenderedEndpoint]?
     /// The path's status; nil before the first snapshot.
-    public var pathStatus: ReachabilityStatus?
+    var pathStatus: ReachabilityStatus?
     /// The connectivity check's last verdict and how long it took (seconds; nil when nothing was sent); nil
     /// when the check is off or has not run yet.
-    public var connectivity: (state: ConnectivityState, seconds: Double?)?
+    var connectivity: (state: ConnectivityState, seconds: Double?)?
     /// Every watched target (the configured ones and the endpoints' hosts) and whether it is reachable.
-    public var targets: [(target: String, reachable: Bool)] = []
+    var targets: [(target: String, reachable: Bool)] = []
     /// Event lines lost since start, by reason (`queue_full`, `write_failed`).
-    public var eventsDropped: [(reason: String, count: Int)] = [("queue_full", 0), ("write_failed", 0)]
+    var eventsDropped: [(reason: String, count: Int)] = [("queue_full", 0), ("write_failed", 0)]
     /// Probe results recorded since start.
-    public var probes = 0
+    var probes = 0
     /// How late probes started against their schedule.
-    public var lateness = LatenessHistogram()
+    var lateness = LatenessHistogram()
     /// Failed writes of the metrics textfile since start.
-    public var textfileWriteFailures = 0
+    var textfileWriteFailures = 0
     /// The labels of `pinpath_build_info`: the version and the commit `pinpath --version` names (`unknown` for a
     /// build made outside a git checkout, so that the series keeps one set of labels).
-    public var buildLabels: [(name: String, value: String)] = [
+    var buildLabels: [(name: String, value: String)] = [
         ("version", PinpathVersion.current), ("commit", PinpathVersion.commit ?? "unknown"),
     ]
 
     /// - Parameter endpoints: the endpoints' metrics, in order.
-    public init(endpoints: [Endpoint] = []) {
+    init(endpoints: [Endpoint] = []) {
         self.endpoints = endpoints
     }
 
     /// Whether the agent is ready (`/readyz`): the first path snapshot is taken and every endpoint has its first
     /// result (probed once, or found unreachable without a probe: that endpoint would otherwise never be).
-    public var isReady: Bool { pathStatus != nil && endpoints.allSatisfy(\.hasFirstResult) }
+    var isReady: Bool { pathStatus != nil && endpoints.allSatisfy(\.hasFirstResult) }
 }
 
 /// A cumulative histogram of probe start lateness, in seconds, with fixed bounds (Prometheus's `le`).
-public struct LatenessHistogram: Sendable, Equatable {
+struct LatenessHistogram: Sendable, Equatable {
     /// The upper bounds of the buckets, in seconds; `+Inf` is implied.
-    public static let bounds: [Double] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    static let bounds: [Double] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
     /// Observations at or below each bound (not cumulative; the renderer sums them), and above the last.
-    public private(set) var counts = [Int](repeating: 0, count: bounds.count + 1)
+    private(set) var counts = [Int](repeating: 0, count: bounds.count + 1)
     /// The sum of the observations, in seconds.
-    public private(set) var sum = 0.0
+    private(set) var sum = 0.0
     /// How many observations.
-    public private(set) var count = 0
+    private(set) var count = 0
 
-    public init() {}
+    init() {}
 
     /// Adds one observation of `seconds`.
-    public mutating func observe(_ seconds: Double) {
+    mutating func observe(_ seconds: Double) {
         let index = Self.bounds.firstIndex { seconds <= $0 } ?? Self.bounds.count
         counts[index] += 1
         sum += seconds

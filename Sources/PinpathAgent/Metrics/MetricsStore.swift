@@ -26,10 +26,10 @@ final class MetricsStore: Sendable {
 
     private let state = Mutex(State())
     /// The events writer's drop counters, read at each snapshot (the writer counts them on its own thread).
-    private let eventsDropped: @Sendable () -> AsyncEventWriter.Statistics
+    private let eventsDropped: @Sendable () -> EventWriterThread.Statistics
 
     /// - Parameter eventsDropped: the writer's counters, for `pinpath_events_dropped_total`.
-    init(eventsDropped: @escaping @Sendable () -> AsyncEventWriter.Statistics) {
+    init(eventsDropped: @escaping @Sendable () -> EventWriterThread.Statistics) {
         self.eventsDropped = eventsDropped
     }
 
@@ -50,7 +50,7 @@ final class MetricsStore: Sendable {
     var version: Int { Self.version(state.withLock { $0.version }, eventsDropped()) }
 
     /// The drops change without the store knowing: part of the version, so that the textfile follows them.
-    private static func version(_ stored: Int, _ statistics: AsyncEventWriter.Statistics) -> Int {
+    private static func version(_ stored: Int, _ statistics: EventWriterThread.Statistics) -> Int {
         stored &* 1_000_003 &+ statistics.dropped
     }
 

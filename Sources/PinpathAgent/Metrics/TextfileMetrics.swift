@@ -1,17 +1,13 @@
 import Glibc
+import PinpathSupport
 
 /// Metrics for node_exporter's textfile collector: the text ``MetricsExposition`` renders, written to a
 /// temporary file in the same directory and renamed into place, so the collector never reads half a file.
 ///
 /// ``write(_:)`` does blocking file I/O: call it from the agent's metrics task, not on a probe's path.
-public struct TextfileMetrics: Sendable {
-    /// The `.prom` file written.
-    public let path: String
-
-    /// - Parameter path: the file in node_exporter's textfile directory; it should end in `.prom`.
-    public init(path: String) {
-        self.path = path
-    }
+struct TextfileMetrics: Sendable {
+    /// The `.prom` file written: in node_exporter's textfile directory, it should end in `.prom`.
+    let path: String
 
     /// Writes `text` to `path` through a temporary file and a rename, so readers see the old file or the new
     /// one, never a mix. The temporary file gets a random name starting with a dot (the collector reads only
@@ -19,7 +15,7 @@ public struct TextfileMetrics: Sendable {
     /// at a predictable name would make the agent overwrite its target. The rename replaces a link planted at
     /// `path` itself rather than writing through it.
     /// - Throws: `SystemCallError`; the temporary file is removed and the old metrics stay.
-    public func write(_ text: String) throws(SystemCallError) {
+    func write(_ text: String) throws(SystemCallError) {
         let (descriptor, temporary) = try createTemporaryFile()
         do {
             try LineOutput(descriptor: descriptor).write(text)
@@ -38,7 +34,7 @@ public struct TextfileMetrics: Sendable {
 
     /// Refuses a textfile path that is a symbolic link, for the agent's start-up: the operator named a link
     /// (or someone planted one), and the first write would silently replace it.
-    public func checkNotALink() throws(SystemCallError) {
+    func checkNotALink() throws(SystemCallError) {
         var status = stat()
         if lstat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFLNK {
             throw SystemCallError("write metrics to", path, errno: ELOOP)

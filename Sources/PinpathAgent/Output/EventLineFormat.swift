@@ -1,17 +1,18 @@
 import Glibc
+import PinpathSupport
 
 /// What a line carries around its event, for where it goes: the syslog priority journald reads, and the
 /// machine's name for lines shipped from many machines to one place.
-public struct EventLineFormat: Sendable, Equatable {
+package struct EventLineFormat: Sendable, Equatable {
     /// Each line starts with `<N>`, its level's syslog priority (sd-daemon(3)): journald files the line at
     /// that priority and strips the prefix, so `journalctl -p warning` finds warnings and errors.
-    public let syslogPrefix: Bool
+    package let syslogPrefix: Bool
     /// `"host":"<name>"` in the envelope, after `seq`.
-    public let host: String?
+    package let host: String?
     /// `"host":"<name>",` encoded once, rather than for every line.
     let hostField: [UInt8]
 
-    public init(syslogPrefix: Bool = false, host: String? = nil) {
+    package init(syslogPrefix: Bool = false, host: String? = nil) {
         self.syslogPrefix = syslogPrefix
         self.host = host
         var field: [UInt8] = []
@@ -27,7 +28,7 @@ public struct EventLineFormat: Sendable, Equatable {
     /// terminal, a pipe, a file). systemd names the journal's stream in `JOURNAL_STREAM` as `DEVICE:INODE`
     /// (systemd.exec(5)); standard output is the journal only while it still is that stream, not after a
     /// redirection (`pinpath run > file` under systemd).
-    public static func standardOutput(environment: [String: String]) -> EventLineFormat {
+    package static func standardOutput(environment: [String: String]) -> EventLineFormat {
         guard let stream = environment["JOURNAL_STREAM"] else { return EventLineFormat() }
         let parts = stream.split(separator: ":")
         var status = stat()
@@ -37,7 +38,7 @@ public struct EventLineFormat: Sendable, Equatable {
     }
 
     /// For a file: pure JSON lines, with the machine's node name (`uname -n`) in each, for fleet shipping.
-    public static func file() -> EventLineFormat {
+    package static func file() -> EventLineFormat {
         var name = utsname()
         guard uname(&name) == 0 else { return EventLineFormat() }
         let host = withUnsafeBytes(of: name.nodename) { bytes in

@@ -1,4 +1,5 @@
 import Glibc
+import PinpathSupport
 import Synchronization
 
 /// Writes events as JSON lines in pinpath's envelope:
@@ -8,10 +9,10 @@ import Synchronization
 /// Each line goes out in one `write(2)`, so a reader never sees half a line from this writer, and `seq`
 /// counts up from 1 with no gaps, so a consumer can tell when lines were lost downstream. Writes happen on
 /// the caller's thread and block while the output blocks: what `pinpath watch` wants. The agent uses
-/// ``AsyncEventWriter``, which never blocks its caller.
-public final class EventWriter: Sendable {
+/// ``EventWriterThread``, which never blocks its caller.
+package final class EventWriter: Sendable {
     /// The envelope's `schema` value.
-    public static let schema = "pinpath/1"
+    package static let schema = "pinpath/1"
 
     private let output: LineOutput
     private let format: EventLineFormat
@@ -21,17 +22,17 @@ public final class EventWriter: Sendable {
     /// - Parameters:
     ///   - output: where lines go; standard output by default.
     ///   - format: the prefix and envelope fields the destination wants; none by default.
-    public init(output: LineOutput = LineOutput(), format: EventLineFormat = EventLineFormat()) {
+    package init(output: LineOutput = LineOutput(), format: EventLineFormat = EventLineFormat()) {
         self.output = output
         self.format = format
     }
 
     /// Writes one event line. Thread-safe; concurrent callers are serialized, so `seq` follows line order.
-    /// - Throws: `EventWriterError` when the output is gone (a closed pipe) or full. The line is then not
+    /// - Throws: `OutputError` when the output is gone (a closed pipe) or full. The line is then not
     ///   written and uses no `seq`.
-    public func write(event: String, level: EventLevel = .info, fields: [(String, JSONValue)]) throws(EventWriterError) {
+    package func write(event: String, level: EventLevel = .info, fields: [(String, JSONValue)]) throws(OutputError) {
         let body = EventLine.body(event: event, level: level, fields: fields)
-        try state.withLock { state throws(EventWriterError) in
+        try state.withLock { state throws(OutputError) in
             // The time is read under the lock so that times, like seq, never go backwards between lines.
             EventLine.assemble(
                 seq: state.seq + 1, time: UTCTime.now(), body: body, level: level, format: format, into: &state.buffer)
@@ -41,7 +42,7 @@ public final class EventWriter: Sendable {
     }
 }
 
-/// The envelope's encoding, shared by ``EventWriter`` and ``AsyncEventWriter``.
+/// The envelope's encoding, shared by ``EventWriter`` and ``EventWriterThread``.
 ///
 /// A line is split in two so `seq` can be given when the line is written rather than when it is produced:
 /// the *body* (`{"event":…,"level":…,…fields}`) is encoded by the producer, and

@@ -1,4 +1,5 @@
 import Glibc
+import PinpathSupport
 
 /// An event file, appended to, rotated by size and reopened on request (SIGUSR1 from logrotate).
 ///
@@ -16,14 +17,14 @@ import Glibc
 /// naming the file, later as lines dropped and reported. Nor is anything but a regular file written (a FIFO, a
 /// device): that is `ENXIO`, reported the same way.
 ///
-/// Used from one thread at a time (the ``AsyncEventWriter``'s).
-public final class FileSink: EventSink {
+/// Used from one thread at a time (the ``EventWriterThread``'s).
+final class FileSink: EventSink {
     /// The file written to.
-    public let path: String
+    let path: String
     /// The size past which the file is rotated; `nil` never rotates (logrotate does it).
-    public let maxBytes: Int?
+    let maxBytes: Int?
     /// How many rotated files are kept.
-    public let keptFiles: Int
+    let keptFiles: Int
 
     /// The open file, or -1 after an open failed (the next write tries again).
     private var descriptor: Int32 = -1
@@ -35,7 +36,7 @@ public final class FileSink: EventSink {
     ///   - keptFiles: how many rotated files to keep (`path.1` … `path.N`); 0 deletes the full file.
     /// - Throws: `SystemCallError` when the file cannot be opened (or is a symbolic link), so a wrong path
     ///   shows at start-up.
-    public init(path: String, maxBytes: Int? = nil, keptFiles: Int = 5) throws(SystemCallError) {
+    init(path: String, maxBytes: Int? = nil, keptFiles: Int = 5) throws(SystemCallError) {
         precondition((maxBytes.map { $0 > 0 } ?? true) && keptFiles >= 0, "maxBytes must be positive, keptFiles not negative")
         self.path = path
         self.maxBytes = maxBytes
@@ -48,7 +49,7 @@ public final class FileSink: EventSink {
     }
 
     /// Appends the line, rotating first if it would make the file too large.
-    public func write(_ line: UnsafeRawBufferPointer) throws(EventWriterError) {
+    func write(_ line: UnsafeRawBufferPointer) throws(OutputError) {
         let size = try openFileSize()
         if let maxBytes, size > 0 && size + line.count > maxBytes { try rotate() }
         try LineOutput(descriptor: descriptor).writeWholeLine(line)
@@ -57,26 +58,26 @@ public final class FileSink: EventSink {
     /// The size of the file lines go to, opening it first if needed (after a failed open) or again if it was
     /// deleted. Read for every line (one fstat): another program may have truncated the file (logrotate's
     /// copytruncate) or deleted it.
-    private func openFileSize() throws(EventWriterError) -> Int {
-        if descriptor < 0, let errno = open() { throw EventWriterError(errno: errno) }
+    private func openFileSize() throws(OutputError) -> Int {
+        if descriptor < 0, let errno = open() { throw OutputError(errno: errno) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { return 0 }
         guard status.st_nlink == 0 else { return Int(status.st_size) }
         close()
-        if let errno = open() { throw EventWriterError(errno: errno) }
+        if let errno = open() { throw OutputError(errno: errno) }
         return fstat(descriptor, &status) == 0 ? Int(status.st_size) : 0
     }
 
     /// Closes the file and opens `path` again, creating it if logrotate moved or deleted it.
-    public func reopen() throws(EventWriterError) {
+    func reopen() throws(OutputError) {
         close()
-        if let errno = open() { throw EventWriterError(errno: errno) }
+        if let errno = open() { throw OutputError(errno: errno) }
     }
 
     /// Shifts `path.N-1` → `path.N` … `path` → `path.1`, then starts a new `path`. A rename that fails for
     /// another reason than a missing file is ignored: writing on into a large file is better than losing
     /// events because the directory refused a rename.
-    private func rotate() throws(EventWriterError) {
+    private func rotate() throws(OutputError) {
         close()
         if keptFiles == 0 {
             unlink(path)
@@ -87,7 +88,7 @@ public final class FileSink: EventSink {
             }
             rename(path, "\(path).1")
         }
-        if let errno = open() { throw EventWriterError(errno: errno) }
+        if let errno = open() { throw OutputError(errno: errno) }
     }
 
     /// Opens `path`; returns the errno on failure: `ELOOP` for a symbolic link, `ENXIO` for anything but a

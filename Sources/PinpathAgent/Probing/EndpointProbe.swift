@@ -14,8 +14,8 @@ struct EndpointProbe: Sendable {
     /// Probes once. Never throws: every way a probe can end is a result.
     func probe(_ endpoint: EndpointConfiguration) async -> ProbeResult {
         var result = ProbeResult(endpoint: endpoint.name, kind: endpoint.kind, outcome: .failure, started: Date())
-        let request = HTTPRequest(
-            method: endpoint.method, url: endpoint.url, headers: endpoint.kind.isHTTP ? endpoint.requestHeaders : HTTPHeaders(),
+        let request = SessionRequest(
+            method: endpoint.method, url: endpoint.url, headers: endpoint.kind.isHTTP ? endpoint.requestHeaders : HeaderFields(),
             body: endpoint.body.map(RequestBody.bytes))
         do throws(HTTPError) {
             let response = try await session.send(request, options: Self.options(for: endpoint))
@@ -59,7 +59,7 @@ struct EndpointProbe: Sendable {
         return result
     }
 
-    private func judge(_ response: HTTPResponse, against endpoint: EndpointConfiguration, into result: inout ProbeResult) {
+    private func judge(_ response: SessionResponse, against endpoint: EndpointConfiguration, into result: inout ProbeResult) {
         let expect = endpoint.expect
         guard endpoint.kind.isHTTP else {
             if let banner = expect.banner, !(response.banner ?? "").contains(banner) {
@@ -148,12 +148,7 @@ struct EndpointProbe: Sendable {
         options.reachability = .failFast
         options.nameVerdictMayRefuse = !EndpointTracker.hostVerdictMayOnlyRaise(endpoint)
         options.maximumBodySize = maximumBodySize
-        options.addressFamily =
-            switch endpoint.ipFamily {
-            case .any: .any
-            case .ipv4: .ipv4
-            case .ipv6: .ipv6
-            }
+        options.ipFamily = endpoint.ipFamily.only
         options.securityPolicy = endpoint.security?.policy
         options.trustStore = endpoint.security?.trustStore
         // Redirect hops to other hosts are held to the configured policies for them, with their stores.

@@ -4,9 +4,9 @@ import PinpathReachability
 import PinpathSecurity
 
 /// What one probe of an endpoint found.
-public struct ProbeResult: Sendable {
+struct ProbeResult: Sendable {
     /// How the probe ended, for the endpoint's state.
-    public enum Outcome: String, Sendable {
+    enum Outcome: String, Sendable {
         /// The response was acceptable (status, body, and the security policy, or report-only pins).
         case success
         /// The service failed: no connection, a TLS or pin rejection, a timeout, an unexpected answer.
@@ -15,32 +15,32 @@ public struct ProbeResult: Sendable {
         case unreachable
     }
 
-    public var endpoint: String
+    var endpoint: String
     /// What the probe did (the endpoint URL's scheme): which fields and phases apply.
-    public var kind: ServiceKind = .https
-    public var outcome: Outcome
+    var kind: ServiceKind = .https
+    var outcome: Outcome
     /// When the probe started.
-    public var started: Date
+    var started: Date
     /// The status code, when an HTTP response arrived (never for the other kinds).
-    public var statusCode: Int?
+    var statusCode: Int?
     /// Phase timings, when a response arrived.
-    public var timings: PhaseTimings?
+    var timings: PhaseTimings?
     /// The address connected to.
-    public var remoteAddress: String?
+    var remoteAddress: String?
     /// The negotiated TLS version.
-    public var tlsVersion: String?
+    var tlsVersion: String?
     /// Why it failed: the request core's ``HTTPError/code``, or what the endpoint's expectations found
     /// (``FailureCategory/unexpectedStatus`` and the others of that group).
-    public var errorCategory: FailureCategory?
+    var errorCategory: FailureCategory?
     /// A sentence for a person (never carrying header values or the query string).
-    public var message: String?
+    var message: String?
     /// The security policy's evaluation of the handshake, when one ran: pins, chains, report-only failures.
-    public var evaluation: TrustEvaluation?
+    var evaluation: TrustEvaluation?
     /// The monitor's verdict, when the endpoint was not reachable.
-    public var reachability: TargetReachability?
+    var reachability: TargetReachability?
 
     /// A pin failure to report: a rejected evaluation that is about pins (enforced or report-only).
-    public var pinFailure: TrustEvaluation? {
+    var pinFailure: TrustEvaluation? {
         guard let evaluation, let reason = evaluation.failure?.reason, reason == .pinMismatch else { return nil }
         return evaluation
     }

@@ -201,8 +201,8 @@ final class PinReportDelivery: Sendable {
     private static let shutdownMessage = "the agent stopped before the report was delivered"
 
     /// The POST of the report's JSON.
-    static func request(_ job: PinReportJob) -> HTTPRequest {
-        HTTPRequest(method: .post, url: job.collector.url, headers: ["Content-Type": "application/json"], body: .bytes(job.body))
+    static func request(_ job: PinReportJob) -> SessionRequest {
+        SessionRequest(method: .post, url: job.collector.url, headers: ["Content-Type": "application/json"], body: .bytes(job.body))
     }
 
     /// Like a probe's: a fresh connection (every try is a full handshake held to the collector's policies),

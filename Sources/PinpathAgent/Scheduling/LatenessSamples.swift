@@ -1,3 +1,5 @@
+import PinpathSupport
+
 /// How late probes start against their schedule: a ring of the most recent samples, for the percentiles
 /// `agent.stopping` reports (the agent's p99 lateness is one of its figures).
 struct LatenessSamples: Sendable {

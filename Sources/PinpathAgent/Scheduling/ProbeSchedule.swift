@@ -4,16 +4,16 @@
 /// The offset comes from FNV-1a over the name's UTF-8, not Swift's `Hasher`, which is seeded differently in
 /// every process: the same name keeps the same offset across restarts, so a restart does not probe every
 /// endpoint at once, and different names spread over the interval.
-public struct ProbeSchedule: Sendable, Hashable {
+struct ProbeSchedule: Sendable, Hashable {
     /// How often the endpoint is probed.
-    public let interval: Duration
+    let interval: Duration
     /// Where in each interval the probes fall, in `[0, interval)`.
-    public let offset: Duration
+    let offset: Duration
 
     /// - Parameters:
     ///   - endpoint: the endpoint's name, which fixes its offset.
     ///   - interval: how often; at least a nanosecond.
-    public init(endpoint: String, interval: Duration) {
+    init(endpoint: String, interval: Duration) {
         let nanoseconds = interval.wholeNanoseconds
         precondition(nanoseconds > 0, "a probe interval must be positive")
         self.init(interval: interval, offset: .nanoseconds(Int64(Self.stableHash(endpoint) % UInt64(nanoseconds))))
@@ -27,7 +27,7 @@ public struct ProbeSchedule: Sendable, Hashable {
 
     /// The first probe time strictly after `time`: `offset + k × interval` for the smallest such `k`.
     /// Times are durations since the scheduler's origin and may be negative.
-    public func nextDue(after time: Duration) -> Duration {
+    func nextDue(after time: Duration) -> Duration {
         let period = interval.wholeNanoseconds
         let sinceFirst = (time - offset).wholeNanoseconds
         // Floor division, so that times before the first probe land on the right period too.
@@ -37,14 +37,14 @@ public struct ProbeSchedule: Sendable, Hashable {
     }
 
     /// How late a probe started: 0 when on time or early.
-    public static func lateness(due: Duration, started: Duration) -> Duration {
+    static func lateness(due: Duration, started: Duration) -> Duration {
         max(.zero, started - due)
     }
 
     /// Offsets in `[0, window)` for probing all of `endpoints` "at once" without a burst: evenly spaced, in
     /// an order fixed by the names' stable hashes (so the same set always comes in the same order, whatever
     /// order it is given in).
-    public static func spread(_ endpoints: [String], over window: Duration) -> [(endpoint: String, offset: Duration)] {
+    static func spread(_ endpoints: [String], over window: Duration) -> [(endpoint: String, offset: Duration)] {
         let ordered = endpoints.map { (stableHash($0), $0) }.sorted { $0 < $1 }
         let step = window.wholeNanoseconds / Int64(max(ordered.count, 1))
         return ordered.enumerated().map { index, entry in (entry.1, .nanoseconds(Int64(index) * step)) }

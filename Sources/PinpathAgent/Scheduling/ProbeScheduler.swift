@@ -9,18 +9,18 @@ import Glibc
 /// still running when its endpoint comes up again is the loop's to skip.
 ///
 /// A value type with no locking: one task (the agent's loop) owns it.
-public struct ProbeScheduler: Sendable {
+struct ProbeScheduler: Sendable {
     /// The clock the scheduler counts in: it keeps counting while the machine sleeps.
-    public typealias Instant = ContinuousClock.Instant
+    typealias Instant = ContinuousClock.Instant
 
     /// An endpoint handed out by ``takeDue(now:)``.
-    public struct DueProbe: Sendable, Equatable {
+    struct DueProbe: Sendable, Equatable {
         /// The endpoint's name.
-        public let endpoint: String
+        let endpoint: String
         /// When it was due.
-        public let due: Instant
+        let due: Instant
         /// How long after `due` it was taken: the loop's delay, for a metric or a debug line.
-        public let lateness: Duration
+        let lateness: Duration
     }
 
     private struct Entry {
@@ -32,7 +32,7 @@ public struct ProbeScheduler: Sendable {
     }
 
     /// The instant that probe times are counted from (time 0 of each ``ProbeSchedule``).
-    public let origin: Instant
+    let origin: Instant
     /// Entries by slot; a removed entry's slot is reused, so slots stay dense.
     private var entries: [Entry?] = []
     private var freeSlots: [Int] = []
@@ -42,42 +42,42 @@ public struct ProbeScheduler: Sendable {
 
     /// - Parameter origin: time 0 of every schedule. Use ``wallClockAlignedOrigin(now:)`` so an endpoint
     ///   keeps the same phase across restarts, or any instant in tests.
-    public init(origin: Instant) {
+    init(origin: Instant) {
         self.origin = origin
     }
 
     /// An origin at which CLOCK_REALTIME read 0 (the Unix epoch): slots then fall at the same wall-clock
     /// phase in every run (a 60 s endpoint at the same second of every minute), so restarts do not burst.
-    public static func wallClockAlignedOrigin(now: Instant = .now) -> Instant {
+    static func wallClockAlignedOrigin(now: Instant = .now) -> Instant {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         return now.advanced(by: .zero - (.seconds(spec.tv_sec) + .nanoseconds(spec.tv_nsec)))
     }
 
     /// How many endpoints are scheduled, suspended ones included.
-    public var count: Int { slots.count }
+    var count: Int { slots.count }
 
     /// The earliest due time among endpoints that are not suspended, or nil when there is none.
-    public var nextDue: Instant? { heap.first.map { entries[$0]!.due } }
+    var nextDue: Instant? { heap.first.map { entries[$0]!.due } }
 
     /// The endpoint's schedule, or nil if it is not known.
-    public func schedule(of endpoint: String) -> ProbeSchedule? {
+    func schedule(of endpoint: String) -> ProbeSchedule? {
         slots[endpoint].map { entries[$0]!.schedule }
     }
 
     /// When the endpoint is next due, or nil if it is unknown or suspended.
-    public func due(_ endpoint: String) -> Instant? {
+    func due(_ endpoint: String) -> Instant? {
         slots[endpoint].flatMap { entries[$0]!.heapIndex == nil ? nil : entries[$0]!.due }
     }
 
     /// Whether the endpoint is known and suspended.
-    public func isSuspended(_ endpoint: String) -> Bool {
+    func isSuspended(_ endpoint: String) -> Bool {
         slots[endpoint].map { entries[$0]!.heapIndex == nil } ?? false
     }
 
     /// Adds an endpoint at its first slot after `now`, or changes its interval (a reload). An endpoint
     /// already known with the same interval keeps its due time and its suspension.
-    public mutating func add(_ endpoint: String, interval: Duration, now: Instant) {
+    mutating func add(_ endpoint: String, interval: Duration, now: Instant) {
         let schedule = ProbeSchedule(endpoint: endpoint, interval: interval)
         let due = origin.advanced(by: schedule.nextDue(after: origin.duration(to: now)))
         if let slot = slots[endpoint] {
@@ -94,7 +94,7 @@ public struct ProbeScheduler: Sendable {
     }
 
     /// Forgets an endpoint (a reload removed it). Unknown names are ignored.
-    public mutating func remove(_ endpoint: String) {
+    mutating func remove(_ endpoint: String) {
         guard let slot = slots.removeValue(forKey: endpoint) else { return }
         if entries[slot]!.heapIndex != nil { detach(slot) }
         entries[slot] = nil
@@ -102,7 +102,7 @@ public struct ProbeScheduler: Sendable {
     }
 
     /// Stops handing out an endpoint (its path or target is not reachable) until ``probeSoon(_:now:window:)``.
-    public mutating func suspend(_ endpoint: String) {
+    mutating func suspend(_ endpoint: String) {
         guard let slot = slots[endpoint], entries[slot]!.heapIndex != nil else { return }
         detach(slot)
     }
@@ -110,7 +110,7 @@ public struct ProbeScheduler: Sendable {
     /// Makes endpoints due within `window` from `now`, evenly spread (``ProbeSchedule/spread(_:over:)``),
     /// resuming suspended ones: "when the path comes back, every affected endpoint is probed at once, spread
     /// over a second". After that probe each returns to its own slots. Unknown names are ignored.
-    public mutating func probeSoon(_ endpoints: [String], now: Instant, window: Duration = .seconds(1)) {
+    mutating func probeSoon(_ endpoints: [String], now: Instant, window: Duration = .seconds(1)) {
         for (endpoint, offset) in ProbeSchedule.spread(endpoints.filter { slots[$0] != nil }, over: window) {
             let slot = slots[endpoint]!
             let due = now.advanced(by: offset)
@@ -125,7 +125,7 @@ public struct ProbeScheduler: Sendable {
 
     /// Hands out one endpoint whose due time is at or before `now`, the earliest first, and reschedules it
     /// to its next slot after `now`. Returns nil when none is due: sleep until ``nextDue``.
-    public mutating func takeDue(now: Instant) -> DueProbe? {
+    mutating func takeDue(now: Instant) -> DueProbe? {
         guard let slot = heap.first, entries[slot]!.due <= now else { return nil }
         let entry = entries[slot]!
         reschedule(slot, at: origin.advanced(by: entry.schedule.nextDue(after: origin.duration(to: now))))

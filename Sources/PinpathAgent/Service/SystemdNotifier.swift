@@ -1,4 +1,5 @@
 import Glibc
+import PinpathSupport
 
 /// Tells systemd about the service's state (`Type=notify`): one datagram per message to the AF_UNIX socket
 /// in `$NOTIFY_SOCKET`, as `sd_notify(3)`. Without the variable every call does nothing, so the agent can
@@ -11,10 +12,10 @@ import Glibc
 public struct SystemdNotifier: Sendable {
     /// The socket's address as systemd gives it (a path, or `@name` for the abstract namespace); nil when
     /// not run by systemd with `Type=notify`.
-    public let socketPath: String?
+    let socketPath: String?
     /// systemd's watchdog timeout (`WatchdogSec=`, given as `$WATCHDOG_USEC` to the process `$WATCHDOG_PID`
     /// names, if any), or nil when there is none: past it without `WATCHDOG=1`, systemd restarts the service.
-    public let watchdogTimeout: Duration?
+    let watchdogTimeout: Duration?
 
     /// - Parameters:
     ///   - socketPath: `$NOTIFY_SOCKET` by default.
@@ -35,36 +36,36 @@ public struct SystemdNotifier: Sendable {
 
     /// How often the agent's loop should send ``watchdog()`` and ``status(_:)``: half the watchdog timeout, as
     /// sd_watchdog_enabled(3) advises, or every 10 s without one; nil when systemd is not listening.
-    public var heartbeatInterval: Duration? {
+    var heartbeatInterval: Duration? {
         guard socketPath != nil else { return nil }
         return watchdogTimeout.map { $0 / 2 } ?? .seconds(10)
     }
 
     /// Sends `WATCHDOG=1`, when systemd watches (nothing otherwise).
-    public func watchdog() throws(SystemCallError) {
+    func watchdog() throws(SystemCallError) {
         if watchdogTimeout != nil { try send("WATCHDOG=1") }
     }
 
     /// Sends `READY=1`.
-    public func ready() throws(SystemCallError) { try send("READY=1") }
+    func ready() throws(SystemCallError) { try send("READY=1") }
 
     /// Sends `RELOADING=1` with `MONOTONIC_USEC=` (CLOCK_MONOTONIC in µs), which systemd uses to tell this
     /// reload from an earlier one.
-    public func reloading() throws(SystemCallError) {
+    func reloading() throws(SystemCallError) {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         try send("RELOADING=1\nMONOTONIC_USEC=\(Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1000)")
     }
 
     /// Sends `STOPPING=1`.
-    public func stopping() throws(SystemCallError) { try send("STOPPING=1") }
+    func stopping() throws(SystemCallError) { try send("STOPPING=1") }
 
     /// Sends `STATUS=…`, a line `systemctl status` shows.
-    public func status(_ text: String) throws(SystemCallError) { try send("STATUS=\(text)") }
+    func status(_ text: String) throws(SystemCallError) { try send("STATUS=\(text)") }
 
     /// Sends `state` (newline-separated `KEY=value` assignments) in one datagram; nothing without a socket.
     /// - Throws: `SystemCallError` if the socket cannot be reached; the agent logs it and goes on.
-    public func send(_ state: String) throws(SystemCallError) {
+    func send(_ state: String) throws(SystemCallError) {
         guard let socketPath else { return }
         guard case (var address, let length)? = Self.address(socketPath) else {
             throw SystemCallError("send to", socketPath, errno: ENAMETOOLONG)

@@ -62,7 +62,7 @@ public struct ConnectivityCheck: Sendable, Equatable {
     public static let withoutPath = ConnectivityVerdict(state: .none, reason: "no_route")
 
     /// The verdict on the check's answer.
-    public func verdict(on response: HTTPResponse) -> ConnectivityVerdict {
+    public func verdict(on response: SessionResponse) -> ConnectivityVerdict {
         let status = response.statusCode
         if (300...399).contains(status) {
             // The Location's host only: a portal's URL carries session tokens in its query.
@@ -122,11 +122,11 @@ public struct ConnectivityCheck: Sendable, Equatable {
 extension Session {
     /// Runs a connectivity check through this session: `none` at once, with nothing sent, when the session's
     /// monitor says the path has no route out; otherwise one request, gated like any other, judged by
-    /// ``ConnectivityCheck/verdict(on:)-(HTTPResponse)``.
+    /// ``ConnectivityCheck/verdict(on:)-(SessionResponse)``.
     public func checkConnectivity(_ check: ConnectivityCheck) async -> ConnectivityVerdict {
         if let monitor, monitor.currentPath.status != .reachable { return ConnectivityCheck.withoutPath }
         do throws(HTTPError) {
-            return check.verdict(on: try await send(HTTPRequest(method: .get, url: check.url), options: check.requestOptions))
+            return check.verdict(on: try await send(SessionRequest(method: .get, url: check.url), options: check.requestOptions))
         } catch {
             return check.verdict(on: error)
         }

@@ -12,7 +12,7 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     /// A sentence for a person naming the request and what was wrong.
     public let message: String
     /// The response, when one arrived (status and content-type errors, decoding errors).
-    public var response: HTTPResponse?
+    public var response: SessionResponse?
     /// The security policy's evaluation, when it ran in the handshake and rejected the server.
     public var evaluation: TrustEvaluation?
     /// The https proxy whose own handshake was refused, when it was: ``evaluation`` is then the proxy's (held to
@@ -23,7 +23,7 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     /// libcurl's result code, when the failure came from libcurl.
     public var curlCode: Int?
     /// The address and port a connection was made to before the failure (`127.0.0.1:8443`), as
-    /// ``HTTPResponse/remoteAddress``; the proxy's through one.
+    /// ``SessionResponse/remoteAddress``; the proxy's through one.
     public var remoteAddress: String?
     /// The TLS version the handshake negotiated, when it got as far as the server's certificate (a handshake
     /// refused for its chain or pins included).
@@ -33,7 +33,7 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
 
     /// Creates an error.
     public init(
-        _ code: Code, _ message: String, response: HTTPResponse? = nil, evaluation: TrustEvaluation? = nil,
+        _ code: Code, _ message: String, response: SessionResponse? = nil, evaluation: TrustEvaluation? = nil,
         reachability: TargetReachability? = nil, curlCode: Int? = nil
     ) {
         self.code = code

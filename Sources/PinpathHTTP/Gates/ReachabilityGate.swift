@@ -46,7 +46,6 @@ struct ReachabilityGate: Sendable {
     /// Why `host` cannot be reached now, or `nil` when it may be tried.
     private func blockingVerdict(host: String, options: RequestOptions) async -> TargetReachability? {
         let path = monitor.currentPath
-        let family = options.addressFamily
         switch WatchedHostVerdict(host, on: path) {
         case .reachable: return nil
         case .unreachable(let watched):
@@ -61,7 +60,7 @@ struct ReachabilityGate: Sendable {
         }
         // Loopback names never leave the machine; libcurl's socket check still asks about each address.
         if host == "localhost" || host.hasSuffix(".localhost") { return nil }
-        let needed: IPFamily? = family == .ipv4 ? .ipv4 : family == .ipv6 ? .ipv6 : nil
+        let needed = options.ipFamily
         let available = needed.map { path.path(for: $0) != nil } ?? (path.status == .reachable)
         if available { return nil }
         // Without a default path but on a network (routes to some networks only: an internal one, a split VPN),

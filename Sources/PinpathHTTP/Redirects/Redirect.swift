@@ -1,5 +1,6 @@
 import FoundationEssentials
 import PinpathSecurity
+import PinpathSupport
 
 /// How a redirect changes the request, as browsers and libcurl do by default, and what it may not change:
 /// an https request does not continue over http, and another origin gets neither the caller's headers nor its
@@ -20,7 +21,8 @@ enum Redirect {
     ///   and 302 of a method other than POST) and ``RequestOptions/keepsHeadersAcrossOrigins`` is off: a body
     ///   is the caller's as its headers are (a client secret, a token form), and cannot be dropped without
     ///   changing what the request means.
-    static func next(after request: HTTPRequest, response: HTTPResponse, options: RequestOptions) throws(HTTPError) -> HTTPRequest? {
+    static func next(after request: SessionRequest, response: SessionResponse, options: RequestOptions) throws(HTTPError) -> SessionRequest?
+    {
         guard [301, 302, 303, 307, 308].contains(response.statusCode), let location = response.headers["Location"],
             let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
             URLHost.isWellFormed(inURLText: location),  // as full Foundation parsed it: no space or `|` in a host
@@ -60,10 +62,10 @@ enum Redirect {
                 response: response)
         }
         if !sameOrigin {
-            next.headers = HTTPHeaders(
+            next.headers = HeaderFields(
                 next.headers.filter { field in
                     let name = field.name.lowercased()
-                    if downgrade && HTTPHeaders.isCredential(name) { return false }
+                    if downgrade && HeaderFields.isCredential(name) { return false }
                     return options.keepsHeadersAcrossOrigins || headersKeptAcrossOrigins.contains(name)
                 })
         }
@@ -71,7 +73,7 @@ enum Redirect {
     }
 }
 
-extension HTTPHeaders {
+extension HeaderFields {
     /// The given fields, in order.
     init(_ fields: some Sequence<(name: String, value: String)>) {
         self.init()

@@ -3,14 +3,14 @@ import FoundationEssentials
 /// URLs as messages, events and the terminal show them: without credentials, query, fragment or path
 /// parameters, where tokens live (`?access_token=…`, `user:password@`, `#access_token=…` of OAuth's implicit
 /// flow, `;jsessionid=…` of servlet containers).
-public enum DisplayURL {
+package enum DisplayURL {
     /// `text` (a URL, or what a user typed as one) without its userinfo, query, fragment and the parameters of
     /// its path segments (`/app;jsessionid=…/x` shows as `/app/x`).
     ///
     /// A URL that parses is rebuilt from its parts. Text that does not (an error message quoting a malformed
     /// URL) is cut as text, erring towards showing less: a password with an unencoded `/`, `?`, `#` or `@` is
     /// what makes such text malformed, so everything up to the last `@` counts as userinfo.
-    public static func redacting(_ text: String) -> String {
+    package static func redacting(_ text: String) -> String {
         if let url = URL(string: text, encodingInvalidCharacters: false),
             var parts = URLComponents(url: url, resolvingAgainstBaseURL: false),
             parts.host?.isEmpty == false

@@ -13,13 +13,6 @@ public struct RequestOptions: Sendable {
         case ignore
     }
 
-    /// The address family to connect over (the agent's `ip_family`).
-    public enum AddressFamily: String, Sendable {
-        case any
-        case ipv4
-        case ipv6
-    }
-
     /// The most time to connect (TCP, per address tried). Default 10 s.
     public var connectTimeout: Duration = .seconds(10)
     /// The most time for the whole request, redirects included. Default 30 s.
@@ -33,14 +26,14 @@ public struct RequestOptions: Sendable {
     /// Whether the monitor's "not reachable" verdict on a watched host *name* refuses the request at once (the
     /// default). That verdict rests on the addresses a DNS answer gave the monitor, maybe long ago, and whoever
     /// answers DNS writes it. With `false` (the agent's probes of TLS endpoints) it refuses only while the
-    /// machine is on no network (of ``addressFamily``: no default path, no address on a usable interface), the
+    /// machine is on no network (of ``ipFamily``: no default path, no address on a usable interface), the
     /// kernel's word; otherwise libcurl resolves the name
     /// again and each address is checked against the kernel's routes before `connect()`, so the request fails
     /// ``HTTPError/Code/unreachable`` naming the addresses when none is usable. A "reachable" verdict admits
     /// either way (a host with a route of its own, over a VPN), and a numeric host is judged by its route.
     public var nameVerdictMayRefuse = true
-    /// Connect over this family only.
-    public var addressFamily: AddressFamily = .any
+    /// Connect over this IP family only (the agent's `ip_family`); `nil`, the default, connects over either.
+    public var ipFamily: IPFamily? = nil
     /// A policy for this request's host, instead of the per-host policies (the agent's explicit `policy`).
     /// Redirects to other hosts get the per-host policies for them (``policies`` and the session's).
     public var securityPolicy: SecurityPolicy?
@@ -53,7 +46,7 @@ public struct RequestOptions: Sendable {
     public var policies = HostPolicySet([])
     /// Follow a redirect from an https URL to an http one. Off by default: such a redirect fails with
     /// ``HTTPError/Code/insecureRedirect`` before anything is sent to the http URL. When on, credential
-    /// headers (``HTTPHeaders/isCredential(_:)``) are still never sent over the http hop.
+    /// headers (``HeaderFields/isCredential(_:)``) are still never sent over the http hop.
     public var allowsInsecureRedirects = false
     /// Keep every header the caller set when a redirect goes to another origin (scheme, host or port), as
     /// curl's `--location-trusted`. Off by default: such a hop keeps only headers that describe the client

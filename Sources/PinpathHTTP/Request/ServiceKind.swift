@@ -96,7 +96,7 @@ public enum ServiceKind: String, Sendable, CaseIterable {
         }
     }
 
-    /// The server speaks first with a greeting that ``HTTPResponse/banner`` captures (SMTP, IMAP, POP3, FTP).
+    /// The server speaks first with a greeting that ``SessionResponse/banner`` captures (SMTP, IMAP, POP3, FTP).
     public var greets: Bool { [.smtp, .smtps, .imap, .imaps, .pop3, .pop3s, .ftp].contains(self) }
 
     /// The port when the URL names none; `nil` for `tls` and `tcp`, whose URLs must name one.
@@ -141,7 +141,7 @@ public enum ServiceKind: String, Sendable, CaseIterable {
 
 /// One query-response exchange on a `tcp://` connection (blackbox_exporter's `query_response`, once): send
 /// ``send`` if any, then read until ``readUntil`` arrives, the server closes, 4 KiB were read or the
-/// request's time is up. What was read is the response's ``HTTPResponse/banner``.
+/// request's time is up. What was read is the response's ``SessionResponse/banner``.
 public struct TCPExchange: Sendable, Equatable {
     /// The bytes to send first, if any.
     public var send: [UInt8]?

@@ -27,15 +27,15 @@ extension Session: OCSPResponderClient {
         asking.maximumBodySize = OCSPQuery.maximumResponseSize
         asking.reachability = options.reachability
         asking.nameVerdictMayRefuse = options.nameVerdictMayRefuse
-        asking.addressFamily = options.addressFamily
+        asking.ipFamily = options.ipFamily
         asking.proxies = options.proxies
         asking.policies = options.policies
         asking.isOCSPQuery = true
-        var headers = HTTPHeaders()
+        var headers = HeaderFields()
         headers.add(name: "Content-Type", value: "application/ocsp-request")
         headers.add(name: "Accept", value: "application/ocsp-response")
-        let request = HTTPRequest(method: .post, url: query.responderURL, headers: headers, body: .bytes(query.requestDER))
-        let response: HTTPResponse
+        let request = SessionRequest(method: .post, url: query.responderURL, headers: headers, body: .bytes(query.requestDER))
+        let response: SessionResponse
         do {
             response = try await send(request, options: asking)
         } catch {

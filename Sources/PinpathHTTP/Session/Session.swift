@@ -6,24 +6,18 @@ import PinpathSupport
 import Synchronization
 
 /// Sends HTTP(S) requests through two gates: the reachability monitor before connecting, and the security
-/// policy inside the TLS handshake, before any request byte leaves. AFNetworking's `AFHTTPSessionManager`
-/// for Linux, on libcurl's OpenSSL build.
+/// policy inside the TLS handshake, before any request byte leaves: AFNetworking's `AFURLSession` core for
+/// Linux, on libcurl's OpenSSL build. Its serializers and `AFHTTPSessionManager`'s calls (`get`, `post`…)
+/// are `PinpathSerialization`'s `SessionManager`.
 ///
 /// One session drives all its requests on one libcurl thread; share it. Its methods may be called from any
 /// task; cancelling the task cancels the transfer.
 public final class Session: Sendable {
     /// What every request of the session shares.
     public struct Configuration: Sendable {
-        /// Relative URLs resolve against this; a base path gets a trailing slash (AFNetworking's rule), so
-        /// `v1` + `users` is `v1/users` (``RequestURL/resolve(_:relativeTo:)``).
-        public var baseURL: URL?
-        /// Builds requests from parameters: form-urlencoded by default, or ``JSONRequestSerializer``.
-        public var requestSerializer: any RequestSerializer
-        /// Checks the responses of the method-named calls (`get`, `post`…): status 200–299 by default.
-        public var responseValidator: ResponseValidator
         /// Sent with every request unless the request sets the same field: `User-Agent` and
         /// `Accept-Language` by default.
-        public var defaultHeaders: HTTPHeaders
+        public var defaultHeaders: HeaderFields
         /// Per-host security policies (pins) and their trust stores; the entries matching a host combine into
         /// the strictest (``HostPolicySet``). Hosts with no policy get chain and host-name validation.
         public var policies: HostPolicySet
@@ -35,14 +29,9 @@ public final class Session: Sendable {
         public var defaultOptions: RequestOptions
 
         public init(
-            baseURL: URL? = nil, requestSerializer: any RequestSerializer = HTTPRequestSerializer(),
-            responseValidator: ResponseValidator = ResponseValidator(), defaultHeaders: HTTPHeaders = Session.standardHeaders,
-            policies: HostPolicySet = HostPolicySet([]),
+            defaultHeaders: HeaderFields = Session.standardHeaders, policies: HostPolicySet = HostPolicySet([]),
             trustStore: TrustStore? = nil, clientCertificate: ClientCertificate? = nil, defaultOptions: RequestOptions = RequestOptions()
         ) {
-            self.baseURL = baseURL
-            self.requestSerializer = requestSerializer
-            self.responseValidator = responseValidator
             self.defaultHeaders = defaultHeaders
             self.policies = policies
             self.trustStore = trustStore
@@ -106,7 +95,7 @@ public final class Session: Sendable {
     /// - Throws: ``HTTPError``: not reachable, policy rejection (with the evaluation; also when the matching
     ///   policies name different trust stores), TLS, insecure redirect, connection, timeout, protocol, too
     ///   many redirects, cancelled; `invalidURL` for a hop that must connect elsewhere through a proxy.
-    public func send(_ request: HTTPRequest, options: RequestOptions? = nil) async throws(HTTPError) -> HTTPResponse {
+    public func send(_ request: SessionRequest, options: RequestOptions? = nil) async throws(HTTPError) -> SessionResponse {
         let options = options ?? configuration.defaultOptions
         let deadline = ContinuousClock.now + options.timeout
         var request = withDefaultHeaders(request)
@@ -156,7 +145,7 @@ public final class Session: Sendable {
 
     /// The per-host policies that apply to `request`'s host combined, with their trust store; `nil` when
     /// none matches (the session's defaults apply).
-    private static func hostPolicy(for request: HTTPRequest, in policies: HostPolicySet) throws(HTTPError) -> HostPolicySet.Resolution? {
+    private static func hostPolicy(for request: SessionRequest, in policies: HostPolicySet) throws(HTTPError) -> HostPolicySet.Resolution? {
         // Reading the URL's host costs more than the rest of the choice when there is no policy to match.
         guard !policies.entries.isEmpty, let host = request.url.host(percentEncoded: false) else { return nil }
         do {
@@ -177,7 +166,7 @@ public final class Session: Sendable {
     /// stands for when the hop names it and its port, then the address pinned for the host connected to and the
     /// port (curl's --connect-to, then --resolve). A hop elsewhere (a redirect to another host) gets neither.
     private static func connectHost(
-        for request: HTTPRequest, serverNameRoute: ServerNameRoute?, resolved: [ResolvedAddress]
+        for request: SessionRequest, serverNameRoute: ServerNameRoute?, resolved: [ResolvedAddress]
     ) -> String? {
         guard serverNameRoute != nil || !resolved.isEmpty, let kind = request.kind, let host = request.url.host(percentEncoded: false),
             let port = request.url.port ?? kind.defaultPort
@@ -206,9 +195,9 @@ public final class Session: Sendable {
     /// transfer.
     /// - Parameter connectHost: the host to connect to when the URL names a server name instead.
     private func sendOnce(
-        _ request: HTTPRequest, options: RequestOptions, policies: HostPolicySet, connectHost: String? = nil
+        _ request: SessionRequest, options: RequestOptions, policies: HostPolicySet, connectHost: String? = nil
     ) async throws(HTTPError)
-        -> HTTPResponse
+        -> SessionResponse
     {
         // Built only for a message: redacting the URL costs more than the rest of a request's setup.
         var label: String { "\(request.method) \(request.displayURL)" }
@@ -244,7 +233,7 @@ public final class Session: Sendable {
         var attemptOptions = options
         var askedResponder = false
         var transfer: Transfer
-        var result: Result<HTTPResponse, HTTPError>
+        var result: Result<SessionResponse, HTTPError>
         while true {
             let verifier = kind.usesTLS ? try verifier(host: bareHost, port: port, options: options) : nil
             let proxyVerifier = try proxy.flatMap { proxy throws(HTTPError) in
@@ -341,7 +330,7 @@ public final class Session: Sendable {
     }
 
     /// Runs one transfer on the session's libcurl thread; cancelling the task cancels it.
-    private func run(_ transfer: Transfer) async -> Result<HTTPResponse, HTTPError> {
+    private func run(_ transfer: Transfer) async -> Result<SessionResponse, HTTPError> {
         let engine = self.engine
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
@@ -401,7 +390,7 @@ public final class Session: Sendable {
         return try loaded.mapError { HTTPError(.tlsFailed, "cannot load the system's trust store: \($0)") }.get()
     }
 
-    private func withDefaultHeaders(_ request: HTTPRequest) -> HTTPRequest {
+    private func withDefaultHeaders(_ request: SessionRequest) -> SessionRequest {
         var request = request
         // Most requests carry no fields of their own: they share the defaults' storage instead of copying it.
         if request.headers.isEmpty {
@@ -417,8 +406,8 @@ public final class Session: Sendable {
     // MARK: Defaults
 
     /// `User-Agent: pinpath/<version> (Linux <kernel release>)` and `Accept-Language` from the locale.
-    public static let standardHeaders: HTTPHeaders = {
-        var headers = HTTPHeaders()
+    public static let standardHeaders: HeaderFields = {
+        var headers = HeaderFields()
         headers.add(name: "User-Agent", value: "pinpath/\(PinpathVersion.current) (Linux \(kernelRelease))")
         headers.add(name: "Accept-Language", value: acceptLanguage(environment: { getenv($0).map { String(cString: $0) } }))
         return headers

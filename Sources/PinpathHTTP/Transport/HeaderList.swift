@@ -7,9 +7,9 @@ import Synchronization
 final class HeaderList: @unchecked Sendable {
     let pointer: UnsafeMutablePointer<curl_slist>
 
-    /// Checks `headers` (``HTTPHeaders/validate()``) and builds their list; `nil` when there is no line.
+    /// Checks `headers` (``HeaderFields/validate()``) and builds their list; `nil` when there is no line.
     /// - Parameter suppressingExpect: adds `Expect:` (no `100-continue`), for a request with a body.
-    init?(_ headers: HTTPHeaders, suppressingExpect: Bool) throws(HTTPError) {
+    init?(_ headers: HeaderFields, suppressingExpect: Bool) throws(HTTPError) {
         try headers.validate()
         var lines = headers.fields.map { field in
             // An empty value is written `Name;`: libcurl drops `Name:` as a request to remove its own header.
@@ -36,7 +36,7 @@ final class HeaderList: @unchecked Sendable {
 /// other options. Equal fields give an equal list, already checked.
 final class HeaderListCache: Sendable {
     private struct Entry: Sendable {
-        let headers: HTTPHeaders
+        let headers: HeaderFields
         let suppressingExpect: Bool
         let list: HeaderList?
     }
@@ -44,7 +44,7 @@ final class HeaderListCache: Sendable {
     private let last = Mutex<Entry?>(nil)
 
     /// The list for `headers`, built (and checked) only when they differ from the last request's.
-    func list(for headers: HTTPHeaders, suppressingExpect: Bool) throws(HTTPError) -> HeaderList? {
+    func list(for headers: HeaderFields, suppressingExpect: Bool) throws(HTTPError) -> HeaderList? {
         if let entry = last.withLock({ $0 }), entry.suppressingExpect == suppressingExpect, entry.headers == headers {
             return entry.list
         }

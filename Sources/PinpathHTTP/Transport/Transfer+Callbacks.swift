@@ -99,7 +99,7 @@ extension Transfer {
         let line = UnsafeRawBufferPointer(start: data, count: count).bindMemory(to: UInt8.self)
         if line.starts(with: Self.statusLinePrefix) {
             // A new response (100 Continue, or the final one): only the last one's fields count.
-            responseHeaders = HTTPHeaders()
+            responseHeaders = HeaderFields()
             headersComplete = false
             if tlsSession == nil, verifier != nil || proxyVerifier != nil { tlsSession = TransferInfo(handle: handle).tlsSession }
         } else if line.count <= 2 && line.allSatisfy({ $0 == 0x0D || $0 == 0x0A }) {

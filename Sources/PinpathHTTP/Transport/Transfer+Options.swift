@@ -19,8 +19,8 @@ extension Transfer {
         try set(CURLOPT_FOLLOWLOCATION, 0)  // the session follows redirects itself, so each hop is gated
         // One kind's protocol only: libcurl never switches to another (a redirect, a plaintext fallback).
         try set(CURLOPT_PROTOCOLS_STR, kind.isHTTP ? "http,https" : kind.curlScheme)
-        switch options.addressFamily {
-        case .any: break
+        switch options.ipFamily {
+        case nil: break
         case .ipv4: try set(CURLOPT_IPRESOLVE, Int(CURL_IPRESOLVE_V4))
         case .ipv6: try set(CURLOPT_IPRESOLVE, Int(CURL_IPRESOLVE_V6))
         }

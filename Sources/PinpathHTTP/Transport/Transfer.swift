@@ -22,7 +22,7 @@ final class Transfer: @unchecked Sendable {
     /// Checks a resolved address before libcurl connects to it; `nil` or `reachable` lets it through.
     typealias AddressCheck = @Sendable (IPAddress) -> TargetReachability?
 
-    let request: HTTPRequest
+    let request: SessionRequest
     /// What the URL's scheme asks for: an HTTP exchange or a connection check.
     let kind: ServiceKind
     let options: RequestOptions
@@ -52,7 +52,7 @@ final class Transfer: @unchecked Sendable {
     var connectionVerifier: HandshakeVerifier?
     /// The pass over ``bodySource`` being sent.
     var bodyReader: (any BodyReader)?
-    var responseHeaders = HTTPHeaders()
+    var responseHeaders = HeaderFields()
     var body: [UInt8] = []
     /// Why a callback stopped the transfer; it wins over libcurl's code, which only says that it was stopped.
     var callbackFailure: HTTPError?
@@ -77,10 +77,10 @@ final class Transfer: @unchecked Sendable {
     /// Set from any thread to stop the transfer; the engine removes it at its next wake-up.
     let cancelled = Atomic<Bool>(false)
     /// Resumed exactly once, by the engine, with the outcome.
-    var completion: (@Sendable (Result<HTTPResponse, HTTPError>) -> Void)?
+    var completion: (@Sendable (Result<SessionResponse, HTTPError>) -> Void)?
 
     init(
-        request: HTTPRequest, kind: ServiceKind? = nil, options: RequestOptions, verifier: HandshakeVerifier?,
+        request: SessionRequest, kind: ServiceKind? = nil, options: RequestOptions, verifier: HandshakeVerifier?,
         clientCertificate: ClientCertificate?,
         connectTo: String? = nil, addressCheck: AddressCheck?, proxy: (proxy: Proxy, verifier: HandshakeVerifier?)? = nil,
         handles: EasyHandlePool, headerLists: HeaderListCache
@@ -134,11 +134,11 @@ final class Transfer: @unchecked Sendable {
         return transfer.runningIndex == nil ? nil : transfer
     }
 
-    /// `GET https://example.com/path`, for messages (``HTTPRequest/displayURL``: no query, no credentials).
+    /// `GET https://example.com/path`, for messages (``SessionRequest/displayURL``: no query, no credentials).
     var description: String { "\(request.method) \(request.displayURL)" }
 
     /// The response, or the error, once libcurl has finished with `code`.
-    func outcome(_ code: CURLcode) -> Result<HTTPResponse, HTTPError> {
+    func outcome(_ code: CURLcode) -> Result<SessionResponse, HTTPError> {
         if let callbackFailure { return .failure(callbackFailure) }
         let info = TransferInfo(handle: handle)
         guard code == CURLE_OK else { return .failure(error(for: code, info: info)) }
@@ -154,7 +154,7 @@ final class Transfer: @unchecked Sendable {
                     """))
         }
         if !kind.isHTTP { return .success(connectionCheckResponse(info)) }
-        var response = HTTPResponse(
+        var response = SessionResponse(
             url: request.url, statusCode: info.responseCode, headers: responseHeaders, body: body,
             httpVersion: info.httpVersion, remoteAddress: info.remoteAddress, timings: info.timings)
         if let tlsSession {
@@ -166,9 +166,9 @@ final class Transfer: @unchecked Sendable {
 
     /// A connection check's result: no status, the server's lines as its banner, and for `tcp://` with an
     /// exchange the socket to run it on (duplicated now: libcurl closes its own when the handle leaves).
-    private func connectionCheckResponse(_ info: TransferInfo) -> HTTPResponse {
-        var response = HTTPResponse(
-            url: request.url, statusCode: 0, headers: HTTPHeaders(), body: [], httpVersion: "", remoteAddress: info.remoteAddress,
+    private func connectionCheckResponse(_ info: TransferInfo) -> SessionResponse {
+        var response = SessionResponse(
+            url: request.url, statusCode: 0, headers: HeaderFields(), body: [], httpVersion: "", remoteAddress: info.remoteAddress,
             timings: info.timings)
         if let tlsSession {
             response.tls = TLSDetails(

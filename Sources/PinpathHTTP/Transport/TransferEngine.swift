@@ -162,7 +162,7 @@ final class TransferEngine: Sendable {
             running.append(transfer)
         }
 
-        func finish(_ transfer: Transfer, _ result: Result<HTTPResponse, HTTPError>) {
+        func finish(_ transfer: Transfer, _ result: Result<SessionResponse, HTTPError>) {
             curl_multi_remove_handle(multi.pointer, transfer.handle)
             transfer.pool?.detach(transfer)
             transfer.pool = nil

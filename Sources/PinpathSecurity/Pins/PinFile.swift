@@ -1,10 +1,10 @@
 /// What a file of pins holds: pin lines in any spelling ``SPKIPin`` reads (the pins deployed clients hold, as `pinpath pins` prints
 /// them), or certificates and keys whose public keys are pinned.
-public struct PinFile: Sendable {
+package struct PinFile: Sendable {
     /// The pins: each line's, or the public key of each certificate, key or CSR found.
-    public private(set) var pins: [SPKIPin] = []
+    package private(set) var pins: [SPKIPin] = []
     /// The certificates found, the anchors of a `certificate` policy; none in a file of pin lines.
-    public private(set) var certificates: [Certificate] = []
+    package private(set) var certificates: [Certificate] = []
 
     /// Reads `path`. A file with no PEM block and a line that starts like a pin (`sha256/`, `sha256//`,
     /// `pin-sha256="`) is a file of pin lines:
@@ -12,7 +12,7 @@ public struct PinFile: Sendable {
     /// prints `sha256/… SUBJECT`). Any other file is read as certificates and keys (PEM or DER).
     /// - Throws: ``SecurityError`` naming `path` (and the line, for a bad pin line): `unreadableFile`,
     ///   `invalidPin`, or `invalidInput` for a file with nothing usable.
-    public init(contentsOf path: String) throws {
+    package init(contentsOf path: String) throws {
         let bytes = try readInputFile(path)
         let text = String(decoding: bytes, as: UTF8.self)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)

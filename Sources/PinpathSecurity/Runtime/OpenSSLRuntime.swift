@@ -1,7 +1,7 @@
 import COpenSSL
 
 /// OpenSSL's process-wide set-up, as pinpath needs it.
-public enum OpenSSLRuntime {
+package enum OpenSSLRuntime {
     /// Initialises OpenSSL without its exit-time cleanup. By default OpenSSL registers an `atexit` handler that
     /// frees its global locks and tables; a thread still inside OpenSSL when the process exits (a Swift task
     /// releasing a certificate, a connection closing on libcurl's thread) then uses freed locks and crashes the
@@ -10,7 +10,7 @@ public enum OpenSSLRuntime {
     /// The first initialisation of OpenSSL in a process decides, so call this before anything else uses OpenSSL
     /// or libcurl (the `pinpath` CLI calls it first thing; the request core calls it before `curl_global_init`).
     /// Calling it again does nothing.
-    public static func initialiseWithoutExitCleanup() {
+    package static func initialiseWithoutExitCleanup() {
         _ = initialised
     }
 

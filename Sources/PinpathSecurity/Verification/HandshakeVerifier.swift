@@ -12,7 +12,7 @@ import Synchronization
 /// a context used for one host (the host is part of the evaluation), with peer verification on
 /// (`SSL_VERIFY_PEER`) and, for libcurl, `CURLOPT_SSL_VERIFYPEER` 1 and the session cache off (resumed sessions
 /// skip the callback).
-public final class HandshakeVerifier: Sendable {
+package final class HandshakeVerifier: Sendable {
     /// What a verdict depends on apart from the peer and the name it is for: a connection verified under some
     /// terms may carry only requests made under equal terms.
     package struct Terms: Hashable, Sendable {
@@ -22,11 +22,11 @@ public final class HandshakeVerifier: Sendable {
     }
 
     /// The policy applied.
-    public let policy: SecurityPolicy
+    package let policy: SecurityPolicy
     /// The host name or IP address the connection is for.
-    public let host: String
+    package let host: String
     /// The port, for reports.
-    public let port: Int
+    package let port: Int
     private let trustStore: TrustStore
     private let verificationTime: Date?
     private let ocspResponses: OCSPResponseCache?
@@ -40,7 +40,7 @@ public final class HandshakeVerifier: Sendable {
     ///   a handshake whose leaf has none stops (``TrustFailure/Reason/ocspQueryNeeded``, the question in
     ///   ``pendingOCSPQuery``) for its owner to ask and connect again. `nil`: no responder can be asked, and
     ///   without a staple the leaf's status is unavailable.
-    public init(
+    package init(
         policy: SecurityPolicy, host: String, port: Int = 443, trustStore: TrustStore, verificationTime: Date? = nil,
         ocspResponses: OCSPResponseCache? = nil
     ) {
@@ -53,7 +53,7 @@ public final class HandshakeVerifier: Sendable {
     }
 
     /// The outcome of the most recent handshake's evaluation, or the error that stopped it from running.
-    public var lastResult: Result<TrustEvaluation, SecurityError>? { last.withLock { $0 } }
+    package var lastResult: Result<TrustEvaluation, SecurityError>? { last.withLock { $0 } }
 
     /// The TLS version the most recent evaluated handshake negotiated (`TLSv1.3`), read when its certificate
     /// reached the verifier: known for a handshake the verifier refused too, when libcurl has already dropped the

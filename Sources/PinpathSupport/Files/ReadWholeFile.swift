@@ -62,9 +62,9 @@ private func readToEnd(_ fd: Int32, _ path: String) throws(FileReadError) -> [UI
 
 /// A file could not be read whole: it could not be opened or read, it is larger than
 /// ``maximumReadableFileSize``, or (for ``readRegularFile(_:)``) it is not a regular file.
-public struct FileReadError: Error, Sendable, CustomStringConvertible {
+package struct FileReadError: Error, Sendable, CustomStringConvertible {
     /// How reading failed.
-    public enum Failure: Sendable, Equatable {
+    package enum Failure: Sendable, Equatable {
         case open(errno: Int32)
         case read(errno: Int32)
         case tooLarge
@@ -73,7 +73,7 @@ public struct FileReadError: Error, Sendable, CustomStringConvertible {
     }
 
     /// What a path that is not a regular file is, as `stat` says.
-    public enum FileKind: String, Sendable, Equatable {
+    package enum FileKind: String, Sendable, Equatable {
         case directory = "a directory"
         case fifo = "a FIFO (named pipe)"
         case characterDevice = "a character device"
@@ -96,11 +96,11 @@ public struct FileReadError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The path as given.
-    public let path: String
-    public let failure: Failure
+    package let path: String
+    package let failure: Failure
 
     /// `ca.pem: cannot open: No such file or directory`, `conf.d/x.yaml: is a FIFO (named pipe), not a regular file`.
-    public var description: String {
+    package var description: String {
         switch failure {
         case .open(let errno): "\(path): cannot open: \(String(cString: strerror(errno)))"
         case .read(let errno): "\(path): cannot read: \(String(cString: strerror(errno)))"

@@ -2,18 +2,18 @@ import Glibc
 
 /// A file descriptor that takes whole lines: each goes out in one `write(2)` (retried on EINTR and short
 /// writes), unbuffered, so a line is visible to a reader as soon as it is written.
-public struct LineOutput: Sendable {
+package struct LineOutput: Sendable {
     /// The descriptor written to.
-    public let descriptor: Int32
+    package let descriptor: Int32
 
     /// - Parameter descriptor: standard output by default. Not closed here.
-    public init(descriptor: Int32 = STDOUT_FILENO) {
+    package init(descriptor: Int32 = STDOUT_FILENO) {
         self.descriptor = descriptor
     }
 
     /// Writes `line`, which should end with a newline.
     /// - Throws: `OutputError` with the errno of the failed `write(2)`.
-    public func write(_ line: String) throws(OutputError) {
+    package func write(_ line: String) throws(OutputError) {
         var line = line
         // withUTF8 rethrows untyped errors: carry the typed one out as a value.
         let failure = line.withUTF8 { bytes in Result { () throws(OutputError) in try write(UnsafeRawBufferPointer(bytes)) } }
@@ -21,7 +21,7 @@ public struct LineOutput: Sendable {
     }
 
     /// Writes `bytes` whole; see ``write(_:)-(UnsafeRawBufferPointer)``.
-    public func write(_ bytes: [UInt8]) throws(OutputError) {
+    package func write(_ bytes: [UInt8]) throws(OutputError) {
         let failure = bytes.withUnsafeBytes { bytes in Result { () throws(OutputError) in try write(bytes) } }
         try failure.get()
     }
@@ -29,7 +29,7 @@ public struct LineOutput: Sendable {
     /// Writes `bytes` whole, unless `write(2)` fails: then the error says why and part of them may have been
     /// written (the agent's file sink takes such a part back out of its file).
     /// - Throws: `OutputError` with the errno of the failed `write(2)` and how many bytes did go out.
-    public func write(_ bytes: UnsafeRawBufferPointer) throws(OutputError) {
+    package func write(_ bytes: UnsafeRawBufferPointer) throws(OutputError) {
         var offset = 0
         while offset < bytes.count {
             let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)

@@ -1,22 +1,22 @@
 import Glibc
 
 /// Writing to an output failed: `errno` says how (EPIPE for a closed pipe, ENOSPC for a full disk).
-public struct OutputError: Error, Sendable, CustomStringConvertible {
+package struct OutputError: Error, Sendable, CustomStringConvertible {
     /// The errno of the failed call.
-    public let errno: Int32
+    package let errno: Int32
     /// How many bytes of the line went out before the failure (a short write); 0 when none did.
-    public let bytesWritten: Int
+    package let bytesWritten: Int
 
     /// - Parameters:
     ///   - errno: why the output failed.
     ///   - bytesWritten: how much of the line was written before it failed.
-    public init(errno: Int32, bytesWritten: Int = 0) {
+    package init(errno: Int32, bytesWritten: Int = 0) {
         self.errno = errno
         self.bytesWritten = bytesWritten
     }
 
     /// The errno's symbolic name (`EPIPE`, `ENOSPC`, …) for event fields, or `errno N` for a rare one.
-    public var errnoName: String {
+    package var errnoName: String {
         switch errno {
         case EPIPE: "EPIPE"
         case ENOSPC: "ENOSPC"
@@ -40,5 +40,5 @@ public struct OutputError: Error, Sendable, CustomStringConvertible {
     }
 
     /// `cannot write an event: <strerror>` (the agent and `pinpath watch` write events through it).
-    public var description: String { "cannot write an event: \(String(cString: strerror(errno)))" }
+    package var description: String { "cannot write an event: \(String(cString: strerror(errno)))" }
 }

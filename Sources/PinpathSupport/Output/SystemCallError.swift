@@ -2,26 +2,26 @@ import Glibc
 
 /// A system call on a named file or socket failed: opening an event file, writing the metrics textfile,
 /// sending to systemd.
-public struct SystemCallError: Error, Sendable, CustomStringConvertible {
+package struct SystemCallError: Error, Sendable, CustomStringConvertible {
     /// What was being done, as a verb phrase (`open`, `rename into place`, `send to`).
-    public let operation: String
+    package let operation: String
     /// The file or socket it was done to.
-    public let path: String
+    package let path: String
     /// The errno of the failed call.
-    public let errno: Int32
+    package let errno: Int32
 
     /// - Parameters:
     ///   - operation: what was being done (`open`).
     ///   - path: the file or socket.
     ///   - errno: why it failed.
-    public init(_ operation: String, _ path: String, errno: Int32) {
+    package init(_ operation: String, _ path: String, errno: Int32) {
         self.operation = operation
         self.path = path
         self.errno = errno
     }
 
     /// `cannot open /var/log/pinpath.log: Permission denied`.
-    public var description: String {
+    package var description: String {
         // O_NOFOLLOW reports a link as ELOOP, whose text ("Too many levels of symbolic links") misleads.
         // ENXIO is what the event file's open says of a FIFO, a device or a socket in the file's place.
         let reason =

@@ -1,9 +1,9 @@
 /// Hosts as a URL spells them, turned into the names the monitor, the policies, the gates and the CLI use.
-public enum URLHost {
+package enum URLHost {
     /// `host` without the brackets a URL puts around an IPv6 literal (`[2001:db8::1]` → `2001:db8::1`); any
     /// other host unchanged. The monitor's targets, the gate's verdicts and host patterns all name the bare
     /// address.
-    public static func withoutBrackets(_ host: String) -> String {
+    package static func withoutBrackets(_ host: String) -> String {
         host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
     }
 
@@ -14,7 +14,7 @@ public enum URLHost {
     ///
     /// Full Foundation refused URLs with such hosts; FoundationEssentials alone percent-encodes a space or
     /// `|` even in the host, which would turn a typo into a host name nobody has.
-    public static func isWellFormed(inURLText text: String) -> Bool {
+    package static func isWellFormed(inURLText text: String) -> Bool {
         let scalars = Array(text.unicodeScalars)
         var start: Int?
         if let separator = (0..<scalars.count).first(where: { scalars[$0...].starts(with: "://".unicodeScalars) }),

@@ -7,15 +7,15 @@
 /// formatting scalar is written as a visible escape instead (`\x1b`, `\u{202e}`), so what a person sees is
 /// what the input holds, and text past a limit is cut with a note of how much was left out. JSON output needs
 /// no escaping (its encoder escapes), only the limit.
-public enum UntrustedText {
+package enum UntrustedText {
     /// The most scalars ``escaped(_:keepingNewlines:limit:)`` shows by default: room for a pin failure's
     /// chain summary, far less than a hostile megabyte.
-    public static let defaultLimit = 4096
+    package static let defaultLimit = 4096
 
     /// `text` with every control and bidi formatting scalar escaped, cut after `limit` scalars of the input;
     /// with `keepingNewlines`, line feeds pass (for pinpath's own multi-line messages) and everything else on
     /// each line is escaped.
-    public static func escaped(_ text: String, keepingNewlines: Bool = false, limit: Int = defaultLimit) -> String {
+    package static func escaped(_ text: String, keepingNewlines: Bool = false, limit: Int = defaultLimit) -> String {
         let scalars = text.unicodeScalars
         let isShort = scalars.count <= limit
         if isShort, !scalars.contains(where: { needsEscape($0) && !(keepingNewlines && $0 == "\n") }) { return text }
@@ -38,7 +38,7 @@ public enum UntrustedText {
     /// `lines`, each escaped as ``escaped(_:keepingNewlines:limit:)`` does (a line feed inside one shows as
     /// `\x0a`, and each has its own cap) and ended by a line feed: for a block pinpath builds from outside pieces,
     /// whose only line breaks are its own.
-    public static func escapedLines(_ lines: some Sequence<String>, limit: Int = defaultLimit) -> String {
+    package static func escapedLines(_ lines: some Sequence<String>, limit: Int = defaultLimit) -> String {
         var text = ""
         for line in lines {
             text += escaped(line, limit: limit)
@@ -49,7 +49,7 @@ public enum UntrustedText {
 
     /// `text` cut to its first `limit` scalars (an ellipsis marks the cut), without escaping: for JSON fields,
     /// whose encoder escapes, that must not carry an input of any size.
-    public static func truncated(_ text: String, limit: Int) -> String {
+    package static func truncated(_ text: String, limit: Int) -> String {
         let scalars = text.unicodeScalars
         guard scalars.count > limit else { return text }
         var result = String(String.UnicodeScalarView(scalars.prefix(limit)))
@@ -59,7 +59,7 @@ public enum UntrustedText {
 
     /// `text` cut to at most `maximumUTF8Bytes` bytes of UTF-8, never inside a scalar (an ellipsis marks the
     /// cut), without escaping: for inputs whose bound is a byte count, as a host name's 253.
-    public static func truncated(_ text: String, maximumUTF8Bytes: Int) -> String {
+    package static func truncated(_ text: String, maximumUTF8Bytes: Int) -> String {
         guard text.utf8.count > maximumUTF8Bytes else { return text }
         var result = ""
         var bytes = 0
@@ -73,7 +73,7 @@ public enum UntrustedText {
     }
 
     /// Whether `scalar` is shown as an escape: a control (C0, DEL, C1) or a bidi formatting scalar.
-    public static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+    package static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x00...0x1F, 0x7F...0x9F: return true
         // Bidi marks, embeddings, overrides and isolates (Unicode's Bidi_Control property).

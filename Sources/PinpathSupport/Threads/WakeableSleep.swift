@@ -9,7 +9,7 @@ import Synchronization
 /// - Each sleep's timer ends that sleep only: a timer that outlives its sleep (cancelled because something else
 ///   woke it, or firing just as it was woken) must not end the next one, or every early wake would leave the
 ///   loop spinning, each stale timer ending the next sleep.
-public final class WakeableSleep: Sendable {
+package final class WakeableSleep: Sendable {
     private struct State {
         var sleeper: CheckedContinuation<Void, Never>?
         /// Counts the sleeps, so that a timer can tell whether the sleep it was set for is still on.
@@ -19,10 +19,10 @@ public final class WakeableSleep: Sendable {
 
     private let state = Mutex(State())
 
-    public init() {}
+    package init() {}
 
     /// Sleeps until `deadline` (`nil`: until woken) or ``wake()``.
-    public func sleep(until deadline: ContinuousClock.Instant?, tolerance: Duration) async {
+    package func sleep(until deadline: ContinuousClock.Instant?, tolerance: Duration) async {
         var timer: Task<Void, Never>?
         await withCheckedContinuation { continuation in
             let number: Int? = state.withLock { state in
@@ -49,7 +49,7 @@ public final class WakeableSleep: Sendable {
     }
 
     /// Ends the current sleep, or the next one if nobody sleeps.
-    public func wake() {
+    package func wake() {
         let sleeper = state.withLock { state in
             guard let sleeper = state.sleeper else {
                 state.wokenWhileAwake = true

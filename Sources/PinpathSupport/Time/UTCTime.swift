@@ -4,9 +4,9 @@ import Glibc
 /// Times in UTC, the one way pinpath writes and reads them: RFC 3339 with microseconds for event lines
 /// (`2026-11-22T21:55:52.123456Z`, from CLOCK_REALTIME), and the forms people type (a day, an RFC 3339 time,
 /// `@` and Unix seconds).
-public enum UTCTime {
+package enum UTCTime {
     /// The current time.
-    public static func now() -> String {
+    package static func now() -> String {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         return format(seconds: spec.tv_sec, microseconds: Int(spec.tv_nsec / 1000))
@@ -14,7 +14,7 @@ public enum UTCTime {
 
     /// The time `seconds` and `microseconds` after the Unix epoch. Formats into a fixed 27-byte buffer: this
     /// runs once per event line.
-    public static func format(seconds: Int, microseconds: Int) -> String {
+    package static func format(seconds: Int, microseconds: Int) -> String {
         var time = seconds
         var parts = tm()
         gmtime_r(&time, &parts)
@@ -42,7 +42,7 @@ public enum UTCTime {
 
     /// `YYYY-MM-DD` as midnight UTC at the start of that day, or `nil` for anything else (a month or day out of
     /// range, February 30th).
-    public static func day(_ text: String) -> Date? {
+    package static func day(_ text: String) -> Date? {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts.map(\.count) == [4, 2, 2],
             let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
@@ -53,7 +53,7 @@ public enum UTCTime {
 
     /// A time as people type it: a day (`2026-01-31`, midnight UTC), RFC 3339 (`2026-01-31T12:00:00Z`, any
     /// offset), or `@` and Unix seconds (`@1769860800`); `nil` for anything else.
-    public static func parse(_ text: String) -> Date? {
+    package static func parse(_ text: String) -> Date? {
         if text.hasPrefix("@"), let seconds = Int64(text.dropFirst()) {
             return Date(timeIntervalSince1970: TimeInterval(seconds))
         }

@@ -4,6 +4,7 @@ import Glibc
 import PinpathHTTP
 import PinpathReachability
 import PinpathSecurity
+import PinpathSerialization
 import PinpathSupport
 
 struct RequestCommand: AsyncParsableCommand {
@@ -128,7 +129,7 @@ struct RequestCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (request, response): (HTTPRequest, HTTPResponse)
+        let (request, response): (SessionRequest, SessionResponse)
         do {
             (request, response) = try await send()
         } catch let failure as CommandFailure where json {
@@ -147,7 +148,7 @@ struct RequestCommand: AsyncParsableCommand {
         }
     }
 
-    private func send() async throws -> (HTTPRequest, HTTPResponse) {
+    private func send() async throws -> (SessionRequest, SessionResponse) {
         let request = try buildRequest()
         let (configuration, options) = try sessionSetup(for: request.url)
         let monitor = try? await ReachabilityMonitor.start()  // without netlink, requests go ungated
@@ -158,7 +159,7 @@ struct RequestCommand: AsyncParsableCommand {
         } catch {
             throw CommandFailure.unavailable(error.message)
         }
-        let response: HTTPResponse
+        let response: SessionResponse
         do throws(HTTPError) {
             response = try await session.send(request, options: options)
             if verbose { Self.printVerification(response.tls?.evaluation) }
@@ -173,8 +174,8 @@ struct RequestCommand: AsyncParsableCommand {
         return (request, response)
     }
 
-    private func buildRequest() throws -> HTTPRequest {
-        var headers = HTTPHeaders()
+    private func buildRequest() throws -> SessionRequest {
+        var headers = HeaderFields()
         for (index, field) in header.enumerated() {
             guard let colon = field.firstIndex(of: ":") else {
                 let name = Self.headerNameHint(field).map { " (\($0)…)" } ?? ""
@@ -190,7 +191,7 @@ struct RequestCommand: AsyncParsableCommand {
             headers.add(name: String(name), value: String(field[field.index(after: colon)...].drop { $0 == " " }))
         }
         let hasBody = data != nil || jsonBody != nil || !form.isEmpty
-        let method = HTTPMethod(rawValue: self.method ?? (hasBody ? "POST" : "GET"))
+        let method = RequestMethod(rawValue: self.method ?? (hasBody ? "POST" : "GET"))
         let parameters = try Self.pairs(param, option: "--param")
         do throws(HTTPError) {
             if let data {
@@ -340,13 +341,13 @@ struct RequestCommand: AsyncParsableCommand {
 
     /// The warning a soft OCSP failure gets (`--ocsp-soft-fail`): the request went on without a usable answer
     /// about the leaf's revocation, which must not pass unnoticed.
-    static func ocspWarning(_ response: HTTPResponse) -> String? {
+    static func ocspWarning(_ response: SessionResponse) -> String? {
         guard let check = response.tls?.evaluation?.ocspCheck, check.softFailed else { return nil }
         return "the revocation status of the server's certificate is unavailable (--ocsp-soft-fail let the request go on): "
             + (check.detail ?? "no usable OCSP answer")
     }
 
-    static func summary(_ response: HTTPResponse) -> JSONValue {
+    static func summary(_ response: SessionResponse) -> JSONValue {
         let timings = response.timings
         return .object([
             ("url", .string(DisplayURL.redacting(response.url.absoluteString))),

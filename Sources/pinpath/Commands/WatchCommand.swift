@@ -36,13 +36,13 @@ struct WatchCommand: AsyncParsableCommand {
             // A reader that goes away is otherwise noticed only at the next line, which may be hours away.
             let readerWatch = ReaderWatch { monitor.stop() }
             defer { readerWatch.cancel() }
-            let outputError = Mutex<EventWriterError?>(nil)
+            let outputError = Mutex<OutputError?>(nil)
             let events = EventWriter(format: .standardOutput(environment: ProcessInfo.processInfo.environment))
             let text = LineOutput()
             let json = options.json
             // Written on the monitor's thread: no hop between the kernel's message and our line.
             monitor.onChange { event in
-                do throws(EventWriterError) {
+                do throws(OutputError) {
                     if json {
                         let (kind, level) = EventCatalog.reachability(event)
                         try events.write(event: kind.name, level: level, fields: event.jsonFields)
