@@ -69,7 +69,7 @@ struct ConfigurationTests {
         #expect(a.successThreshold == 1)
         #expect(a.certExpiryWarnings == [.seconds(14 * 86_400), .seconds(7 * 86_400), .seconds(86_400)])
         #expect(a.followRedirects)
-        #expect(a.ipFamily == .any)
+        #expect(a.ipFamily == nil)
         #expect(a.expect.statuses == [200...299])
         #expect(!a.expect.checksBody)
         #expect(a.headers.isEmpty)

@@ -272,15 +272,19 @@ final class ConfigurationDecoder {
     /// One of `choices` (enum raw values), naming them all when the text is none of them.
     func choice<T: RawRepresentable & CaseIterable>(_ node: Node, _ keyPath: String, _ type: T.Type) -> T?
     where T.RawValue == String {
-        let names = T.allCases.map(\.rawValue)
+        choice(node, keyPath, among: T.allCases.map(\.rawValue)).flatMap(T.init(rawValue:))
+    }
+
+    /// One of `names`, as written; a problem naming them (and the closest) otherwise.
+    func choice(_ node: Node, _ keyPath: String, among names: [String]) -> String? {
         guard let text = string(node, keyPath, "one of \(names.joined(separator: ", "))") else { return nil }
-        guard let value = T(rawValue: text) else {
+        guard names.contains(text) else {
             var message = "\(ConfigurationProblem.quoted(text)) is not one of \(names.joined(separator: ", "))"
             if let close = Self.closest(to: text, among: names) { message += "; did you mean \"\(close)\"?" }
             report(.invalidValue, at: node, keyPath, message)
             return nil
         }
-        return value
+        return text
     }
 
     /// How a node reads in a message: `a list`, `a mapping`, or the scalar in quotes (its start only,

@@ -11,16 +11,6 @@ import PinpathYAML
 /// Endpoints compare by value, over everything a probe depends on (the policies a redirect may reach
 /// included): a reload restarts exactly the endpoints whose probes would now behave differently.
 package struct EndpointConfiguration: Sendable, Equatable {
-    /// Which address families a probe may connect over.
-    package enum IPFamily: String, Sendable, CaseIterable {
-        /// Whatever the resolver and the routes allow. The default.
-        case any
-        /// IPv4 only.
-        case ipv4
-        /// IPv6 only.
-        case ipv6
-    }
-
     /// One configured request header; its value renders redacted when secret.
     package struct Header: Sendable, Hashable {
         /// The field name as written.
@@ -80,8 +70,8 @@ package struct EndpointConfiguration: Sendable, Equatable {
     /// probe goes through an https proxy (whose own certificate is held to those matching the proxy's host),
     /// none otherwise.
     package let redirectPolicies: [PolicyConfiguration]
-    /// The address families to use. Default `any`.
-    package let ipFamily: IPFamily
+    /// The one address family probes are held to (`ip_family`); `nil` for `any`, the default.
+    package let ipFamily: IPFamily?
     /// Consecutive failures before the endpoint is reported down. Default 2.
     package let failureThreshold: Int
     /// Consecutive successes before it is reported up again. Default 1.

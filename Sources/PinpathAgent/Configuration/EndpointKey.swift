@@ -1,4 +1,5 @@
 import PinpathHTTP
+import PinpathReachability
 import PinpathSupport
 import PinpathYAML
 
@@ -242,9 +243,12 @@ extension EndpointKey {
         EndpointKey(
             name: "ip_family", documentedDefault: "any",
             read: { node, path, reading in
-                reading.ipFamily = reading.decoder.choice(node, path, EndpointConfiguration.IPFamily.self) ?? reading.ipFamily
+                // `any` is no restriction: no family.
+                let names = ["any"] + IPFamily.allCases.map(\.rawValue)
+                guard let text = reading.decoder.choice(node, path, among: names) else { return }
+                reading.ipFamily = IPFamily(rawValue: text)
             },
-            shown: { [("ip_family", .string($0.ipFamily.rawValue))] }),
+            shown: { [("ip_family", .string($0.ipFamily?.rawValue ?? "any"))] }),
         EndpointKey(
             name: "failure_threshold", documentedDefault: "2",
             read: { node, path, reading in

@@ -37,7 +37,7 @@ struct EndpointReading {
     var timeout: (value: Duration, node: Node)?
     var policyName: String?
     var namedPolicy: PolicyConfiguration?
-    var ipFamily = EndpointConfiguration.IPFamily.any
+    var ipFamily: IPFamily?
     var failureThreshold = 2
     var successThreshold = 1
     var certExpiryWarnings = EndpointConfiguration.defaultCertExpiryWarnings

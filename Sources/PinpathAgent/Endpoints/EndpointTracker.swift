@@ -115,7 +115,7 @@ struct EndpointTracker: Sendable {
     /// internal network, a split VPN): there only the name's verdict, which DNS writes, would tell whether the
     /// host is behind one of its routes, and an unroutable answer would make the endpoint quiet.
     static func isOnNetwork(for endpoint: EndpointConfiguration, on path: NetworkPath) -> Bool {
-        let families = endpoint.ipFamily.only.map { [$0] } ?? IPFamily.allCases
+        let families = endpoint.ipFamily.map { [$0] } ?? IPFamily.allCases
         return families.contains { path.path(for: $0) != nil || path.hasNetworkAddress($0) }
     }
 

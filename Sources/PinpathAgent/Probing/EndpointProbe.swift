@@ -148,7 +148,7 @@ struct EndpointProbe: Sendable {
         options.reachability = .failFast
         options.nameVerdictMayRefuse = !EndpointTracker.hostVerdictMayOnlyRaise(endpoint)
         options.maximumBodySize = maximumBodySize
-        options.ipFamily = endpoint.ipFamily.only
+        options.ipFamily = endpoint.ipFamily
         options.securityPolicy = endpoint.security?.policy
         options.trustStore = endpoint.security?.trustStore
         // Redirect hops to other hosts are held to the configured policies for them, with their stores.
