@@ -1,4 +1,5 @@
 import Foundation
+import PinpathTestSupport
 import Testing
 
 @testable import PinpathAgent
