@@ -116,7 +116,16 @@ let package = Package(
         .testTarget(
             name: "PinpathSerializationTests", dependencies: ["PinpathSerialization", "PinpathTestSupport", "PinpathFuzzing"]),
         .testTarget(name: "PinpathAgentTests", dependencies: ["PinpathAgent", "PinpathTestSupport", "PinpathFuzzing"]),
-        // Real kernel: network namespaces, veth pairs and the built `pinpath` binary. Needs CAP_NET_ADMIN.
+        .testTarget(name: "PinpathSupportTests", dependencies: ["PinpathSupport", "CLinuxShims"]),
+        // The built `pinpath` binary run as a user runs it, against real servers on loopback (ephemeral ports, so
+        // these run in parallel).
+        .testTarget(
+            name: "PinpathEndToEndTests",
+            dependencies: [
+                "PinpathSupport", "PinpathSecurity", "PinpathHTTP", "PinpathAgent", "PinpathTestSupport", "PinpathFuzzing",
+            ]),
+        // Real kernel and the whole machine: network namespaces and veth pairs with fixed names, the soak, memory
+        // figures, the release build of packaging. Needs CAP_NET_ADMIN; run serially (scripts/test).
         .testTarget(
             name: "PinpathIntegrationTests",
             dependencies: ["PinpathReachability", "PinpathHTTP", "PinpathAgent", "PinpathTestSupport"]),

@@ -158,9 +158,9 @@ struct ConfigurationTests {
     @Test("Relative paths are resolved against the configuration's directory; files are read at load")
     func relativePaths() throws {
         let pki = TestPKI.shared
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinpath-config-\(UUID())").path
+        let scratch = try TemporaryDirectory("config")
+        let directory = scratch.path
         try FileManager.default.createDirectory(atPath: "\(directory)/certs", withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         try FileManager.default.copyItem(atPath: pki.path("root"), toPath: "\(directory)/certs/root.pem")
         try """
         events: { output: events.jsonl }

@@ -47,8 +47,9 @@ struct ConfigurationURLHostTests {
     @Test("pinpath check-config, which links no Foundation, refuses them too")
     func refusedByTheBinary() throws {
         let url = "https://api.example.com health/"
-        let file = try ConfigurationCommandTests.write(Self.endpoint(url))
-        defer { try? FileManager.default.removeItem(atPath: file) }
+        let directory = try TemporaryDirectory()
+        let file = directory.file("pinpath.yaml")
+        try Self.endpoint(url).write(toFile: file, atomically: true, encoding: .utf8)
         let result = try Shell.run([Shell.pinpath, "check-config", "--config", file])
         #expect(result.status == 78)
         #expect(

@@ -1,5 +1,6 @@
 import Foundation
 import PinpathSupport
+import PinpathTestSupport
 import Testing
 
 @testable import PinpathAgent

@@ -236,13 +236,15 @@ struct AgentTests {
             }
             throw ShellError(description: "no \(expected) from the agent; got \(messages)")
         }
-        setenv("NOTIFY_SOCKET", socketPath, 1)
-        setenv("WATCHDOG_USEC", "400000", 1)  // a beat every 0.2 s
+        // The agent's own environment, not the test process's (tests run in parallel and spawn agents too);
+        // env execs pinpath, so the PID is the agent's.
         let devNull = open("/dev/null", O_WRONLY)
-        let agent = try Shell.spawn([Shell.pinpath, "run", "--config", config], stdout: devNull)
+        let agent = try Shell.spawn(
+            [
+                "/usr/bin/env", "NOTIFY_SOCKET=\(socketPath)", "WATCHDOG_USEC=400000",  // a beat every 0.2 s
+                Shell.pinpath, "run", "--config", config,
+            ], stdout: devNull)
         close(devNull)
-        unsetenv("NOTIFY_SOCKET")
-        unsetenv("WATCHDOG_USEC")
         defer { Shell.kill(agent) }
         try await receive(until: "READY=1")
         // The endpoint's 1 s interval alone would wake the loop too rarely for a 0.4 s watchdog: the beats prove

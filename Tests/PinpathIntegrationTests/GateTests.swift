@@ -162,9 +162,9 @@ struct GateTests {
         #expect(refused.stdout.hasSuffix(#""exit_code":4}}"# + "\n"), "\(refused.stdout)")
 
         // Waiting: the request is started without a route and completes once it is restored.
-        let output = "\(NSTemporaryDirectory())pinpath-wait-\(getpid()).out"
+        let scratch = try TemporaryDirectory("wait")
+        let output = scratch.file("request.out")
         let descriptor = open(output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        defer { unlink(output) }
         let waiting = try Shell.spawn(
             [
                 "ip", "netns", "exec", network.host, Shell.pinpath, "request", "http://\(Self.server):\(Self.port)/",

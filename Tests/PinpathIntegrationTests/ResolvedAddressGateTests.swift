@@ -16,9 +16,8 @@ struct ResolvedAddressGateTests {
         let network = try TestNetwork()
         defer { network.remove() }
         try network.ip(network.gateway, "addr add \(Self.routed)/32 dev lo")
-        let directory = "\(NSTemporaryDirectory())pinpath-resolve-gate-\(getpid())"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try TemporaryDirectory("resolve-gate")
+        let directory = scratch.path
         let onLink = try RecordingServer(address: TestNetwork.gatewayAddress, directory: directory, namespace: network.gateway)
         defer { onLink.stop() }
         let beyond = try RecordingServer(address: Self.routed, directory: directory, namespace: network.gateway)

@@ -97,10 +97,10 @@ final class HTTPBinTests {
 
     @Test("A multipart upload streams a file and comes back in files and form")
     func multipart() async throws {
-        let file = "\(NSTemporaryDirectory())pinpath-upload-\(UUID().uuidString).txt"
+        let scratch = try TemporaryDirectory("upload")
+        let file = scratch.file("upload.txt")
         let contents = String(repeating: "pinpath multipart line\n", count: 5000)  // 115 KB: several reads
         try contents.write(toFile: file, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(atPath: file) }
         var form = MultipartFormData()
         form.append(name: "field", value: "value")
         try form.appendFile(name: "upload", path: file)

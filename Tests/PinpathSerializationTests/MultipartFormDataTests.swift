@@ -1,4 +1,5 @@
 import Foundation
+import PinpathTestSupport
 import Testing
 
 @testable import PinpathHTTP
@@ -8,9 +9,9 @@ import Testing
 struct MultipartFormDataTests {
     /// A directory of its own for each test, removed afterwards.
     final class Scratch {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinpath-multipart-\(UUID().uuidString)").path
-        init() throws { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
-        deinit { try? FileManager.default.removeItem(atPath: directory) }
+        private let scratch: TemporaryDirectory
+        var directory: String { scratch.path }
+        init() throws { scratch = try TemporaryDirectory("multipart") }
 
         func file(_ name: String, _ bytes: [UInt8]) throws -> String {
             let path = "\(directory)/\(name)"

@@ -9,9 +9,8 @@ struct RunOnceTests {
     @Test("600 endpoints, more than the 256 probes in flight: one probe.completed each, exit 1 (none up)")
     func manyEndpoints() throws {
         let refused = try TLSServer.freePort()  // nothing listens: each probe is a quick connect_failed
-        let directory = "\(NSTemporaryDirectory())pinpath-once-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try TemporaryDirectory("once")
+        let directory = scratch.path
         let endpoints = (0..<600).map { "  - { name: e\($0), url: \"http://127.0.0.1:\(refused)/e\($0)\", timeout: 5s }" }
         try ("endpoints:\n" + endpoints.joined(separator: "\n") + "\n").write(
             toFile: "\(directory)/pinpath.yaml", atomically: true, encoding: .utf8)

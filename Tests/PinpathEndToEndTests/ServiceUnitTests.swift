@@ -17,9 +17,8 @@ struct ServiceUnitTests {
         "systemd-analyze verifies the unit (with the built binary in place of /usr/local/bin/pinpath)",
         .enabled(if: analyze != nil, "needs systemd-analyze (Debian: systemd)"))
     func verify() throws {
-        let directory = "\(NSTemporaryDirectory())pinpath-unit-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try TemporaryDirectory("unit")
+        let directory = scratch.path
         let text = try String(contentsOfFile: Self.unit, encoding: .utf8).replacingOccurrences(
             of: "/usr/local/bin/pinpath", with: Shell.pinpath)
         #expect(text.contains("Type=notify") && text.contains("ExecReload=") && text.contains("CapabilityBoundingSet=\n"))

@@ -31,9 +31,9 @@ final class RequestCommandTests {
     func forms() throws {
         let encoded = try request([url("post"), "--form", "a=1", "--form", "b=2"])
         #expect(try json(encoded.stdout)["form"] as? [String: String] == ["a": "1", "b": "2"])
-        let file = "\(NSTemporaryDirectory())pinpath-form-\(UUID().uuidString)"
+        let scratch = try TemporaryDirectory("form")
+        let file = scratch.file("form")
         try "file body".write(toFile: file, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(atPath: file) }
         let multipart = try request([url("post"), "--form", "a=1", "--form", "upload=@\(file)"])
         let echoed = try json(multipart.stdout)
         #expect(echoed["form"] as? [String: String] == ["a": "1"])

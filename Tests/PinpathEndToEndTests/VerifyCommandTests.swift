@@ -203,9 +203,8 @@ struct VerifyCommandTests {
     @Test("--crl: a revoked leaf exits 2 naming the revocation, a good one 0, a CRL missing for a certificate 2 (crl_missing)")
     func crl() throws {
         let pki = RevocationPKI.shared
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pinpath-verify-crl-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try TemporaryDirectory("verify-crl")
+        let directory = scratch.path
         func chain(_ names: [String]) throws -> String {
             let path = "\(directory)/\(names.joined(separator: "+")).pem"
             try names.map { try String(contentsOfFile: pki.file("\($0).pem"), encoding: .utf8) }.joined()

@@ -6,13 +6,6 @@ import Testing
 /// it, and a libcurl that cannot be opened is one clear error line, not a crash.
 @Suite("libcurl loaded on first request")
 struct LibcurlLoadingTests {
-    /// A new directory under the system's temporary directory.
-    func temporaryDirectory() throws -> String {
-        let path = "\(NSTemporaryDirectory())pinpath-libcurl-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
-
     /// The shared objects the dynamic loader opened while running `arguments` (LD_DEBUG=libs), and the result.
     func loadedLibraries(_ arguments: [String], libraryPath: String? = nil) throws -> (libraries: [String], result: Shell.Result) {
         let environment = ["LD_DEBUG=libs"] + (libraryPath.map { ["LD_LIBRARY_PATH=\($0)"] } ?? [])
@@ -26,8 +19,8 @@ struct LibcurlLoadingTests {
 
     @Test("--version, pins and check-config run without libcurl; a request loads it")
     func onlyRequestsLoadLibcurl() throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try TemporaryDirectory("libcurl")
+        let directory = scratch.path
         let configuration = "\(directory)/pinpath.yaml"
         try "endpoints: []\n".write(toFile: configuration, atomically: true, encoding: .utf8)
         for arguments in [["--version"], ["check-config", "--config", configuration]] {
@@ -43,8 +36,8 @@ struct LibcurlLoadingTests {
 
     @Test("A libcurl that cannot be opened, or that lacks a function, is one error line naming it; other commands still work")
     func unusableLibcurl() throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = try TemporaryDirectory("libcurl")
+        let directory = scratch.path
         let broken = "\(directory)/broken"
         let wrong = "\(directory)/wrong"
         for path in [broken, wrong] { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }

@@ -259,8 +259,8 @@ struct KeyLogTests {
         let pki = TestPKI.shared
         let server = try TLSServer(certificate: pki.path("ip"), key: pki.path("ip", "key"), chain: [pki.path("inter")], in: pki.directory)
         defer { server.stop() }
-        let keyLog = "\(NSTemporaryDirectory())pinpath-keylog-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: keyLog) }
+        let scratch = try TemporaryDirectory("keylog")
+        let keyLog = scratch.file("keylog")
         let result = try Shell.run([
             "/usr/bin/env", "SSLKEYLOGFILE=\(keyLog)", Shell.pinpath, "request", "https://127.0.0.1:\(server.port)/",
             "--ca-file", pki.path("store"), "--json",

@@ -2,6 +2,9 @@ import Foundation
 import PinpathTestSupport
 import Testing
 
+/// The repository's example.
+private let exampleConfiguration = Checkout.file("etc/pinpath.yaml")
+
 /// `pinpath check-config`, run as a user would: the binary SwiftPM built next to this test bundle.
 @Suite("pinpath check-config")
 struct ConfigurationCommandTests {
