@@ -7,7 +7,7 @@
 /// a thread whenever the others are blocked: as many threads as handshakes waiting on the network, and new ones
 /// once they had ended. Here a burst of blocking work costs at most ``maximumThreads`` threads, once per process.
 package final class BlockingPool: @unchecked Sendable {
-    // @unchecked: `jobs`, `threads` and `idle` are read and written only with `lock` held.
+    // @unchecked: `jobs`, `threads`, `idle` and `returning` are read and written only with `lock` held.
 
     /// The process's pool, of ``sharedThreads`` threads.
     package static let shared = BlockingPool(name: "pinpath.blocking", maximumThreads: sharedThreads)
@@ -21,11 +21,16 @@ package final class BlockingPool: @unchecked Sendable {
     package let maximumThreads: Int
     private let name: String
     private let lock = ConditionLock()
-    private var jobs = FIFOQueue<@Sendable () -> Void>()
+    /// A job runs its work and gives back what to do once its thread is counted free again (resume the task that
+    /// waits), so that a task which submits more work at once finds that thread, not a new one.
+    private typealias Job = @Sendable () -> (@Sendable () -> Void)?
+    private var jobs = FIFOQueue<Job>()
     /// Threads started (or starting) and not ended.
     private var threads = 0
     /// Threads waiting for a job on the lock's condition.
     private var idle = 0
+    /// Threads handing a result back, which look for the next job right after.
+    private var returning = 0
 
     /// Makes a pool; it starts no thread until work comes.
     /// - Parameters:
@@ -42,10 +47,10 @@ package final class BlockingPool: @unchecked Sendable {
     package func run<Value: Sendable>(_ work: @escaping @Sendable () -> Value) async -> Value {
         let handOff = HandOff()
         let value = await withCheckedContinuation { continuation in
-            execute {
+            submit {
                 let value = work()
                 SanitizerEdge.release(handOff)  // what `work` wrote, for the task (ThreadSanitizer cannot see it)
-                continuation.resume(returning: value)
+                return { continuation.resume(returning: value) }
             }
         }
         SanitizerEdge.acquire(handOff)
@@ -58,10 +63,18 @@ package final class BlockingPool: @unchecked Sendable {
     /// Runs `job` on a thread of the pool, for a caller that cannot await (a service thread) and learns the result
     /// from `job` itself.
     package func execute(_ job: @escaping @Sendable () -> Void) {
+        submit {
+            job()
+            return nil
+        }
+    }
+
+    private func submit(_ job: @escaping Job) {
         lock.lock()
         jobs.append(job)
-        // Idle threads already signalled still count as idle until they wake: a job beyond them needs another.
-        let startsThread = jobs.count > idle && threads < maximumThreads
+        // Idle threads already signalled still count as idle until they wake, and threads handing a result back
+        // take the next job right after: only a job beyond them all needs another thread.
+        let startsThread = jobs.count > idle + returning && threads < maximumThreads
         if startsThread { threads += 1 }
         if idle > 0 { lock.signal() }
         lock.unlock()
@@ -79,7 +92,7 @@ package final class BlockingPool: @unchecked Sendable {
             threads -= 1
             let orphans = threads == 0 ? jobs.removeAll() : []
             lock.unlock()
-            for job in orphans { job() }
+            for job in orphans { job()?() }
         }
     }
 
@@ -94,8 +107,16 @@ package final class BlockingPool: @unchecked Sendable {
                 continue
             }
             lock.unlock()
-            job()
+            guard let handBack = job() else {
+                lock.lock()
+                continue
+            }
             lock.lock()
+            returning += 1
+            lock.unlock()
+            handBack()
+            lock.lock()
+            returning -= 1
         }
     }
 }
