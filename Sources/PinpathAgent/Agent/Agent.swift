@@ -298,7 +298,7 @@ public final class Agent: Sendable {
 /// The agent as the metrics listener reaches it for `/probe`: the listener starts before the agent exists, and
 /// holds it weakly (the agent owns the listener).
 private final class AgentReference: Sendable {
-    private struct Weak: @unchecked Sendable {  // `Agent` is Sendable; the box is only read under the lock
+    private struct Weak: Sendable {
         weak var agent: Agent?
     }
     private let reference = Mutex(Weak())
