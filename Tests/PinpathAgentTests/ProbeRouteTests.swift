@@ -158,3 +158,32 @@ struct ProbeRouteTests {
         #expect(check.status == 0, "promtool: \(check.stdout)\(check.stderr)")
     }
 }
+
+@Suite("metrics.probe_max_in_flight")
+struct ProbeMaxInFlightConfigurationTests {
+    static func load(_ metrics: String) throws -> AgentConfiguration {
+        try AgentConfiguration.parse(
+            yaml: "reachability: { targets: [127.0.0.1] }\nmetrics:\n  listen: 127.0.0.1:9818\n\(metrics)", file: "pinpath.yaml",
+            baseDirectory: "/tmp", environment: [:])
+    }
+
+    @Test("64 by default; a whole number from 1 to 4096 is taken; a change asks for a restart")
+    func read() throws {
+        #expect(try Self.load("").metricsProbeMaxInFlight == 64)
+        let eight = try Self.load("  probe_max_in_flight: 8\n")
+        #expect(eight.metricsProbeMaxInFlight == 8)
+        #expect(try Self.load("  probe_max_in_flight: 4096\n").metricsProbeMaxInFlight == 4096)
+        #expect(ConfigurationChange(from: try Self.load(""), to: eight).restartRequired == ["events", "metrics"])
+    }
+
+    @Test("Out of range or not a number: one problem at the key", arguments: ["0", "4097", "-1", "lots", "[1]"])
+    func refused(value: String) {
+        #expect {
+            try Self.load("  probe_max_in_flight: \(value)\n")
+        } throws: { error in
+            let problems = (error as? ConfigurationError)?.problems ?? []
+            return problems.count == 1 && problems[0].keyPath == "metrics.probe_max_in_flight"
+                && problems[0].message.contains("a whole number from 1 to 4096")
+        }
+    }
+}
