@@ -18,6 +18,13 @@ struct MetricCatalogTests {
         snapshot.pathStatus = .reachable
         snapshot.connectivity = (.full, 0.1)
         snapshot.targets = [("api.example", true)]
+        // The `/probe` route's families, with a probe served and a target refused.
+        let route = ProbeRouteMetrics()
+        route.startServing()
+        let probed = ProbeResult(endpoint: "", outcome: .success, started: Date())
+        route.answered(.probed(probed, log: nil), module: "https_2xx", seconds: 0.1)
+        route.answered(.refused("not allowed"), module: "https_2xx", seconds: 0.1)
+        snapshot.probeRoute = route.snapshot()
         return snapshot
     }
 

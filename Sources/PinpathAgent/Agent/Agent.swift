@@ -86,10 +86,14 @@ public final class Agent: Sendable {
         let writer = EventWriterThread(sink: sink, format: lineFormat(configuration.events, environment: environment))
         let metrics = MetricsStore { writer.statistics }
         // Bound first: an address in use is an output that cannot be used, found before anything else starts.
+        let agentBox = AgentReference()
         var metricsServer: MetricsServer?
         if let address = configuration.metricsListen, !once {
             do {
-                metricsServer = try await MetricsServer.start(address, store: metrics)
+                // `/probe` reaches the agent made below; until then (and after a failed start) it has no agent.
+                metricsServer = try await MetricsServer.start(
+                    address, store: metrics, probe: { await agentBox.agent?.probe($0) ?? .invalid("the agent is starting") },
+                    probeMaxInFlight: configuration.metricsProbeMaxInFlight)
             } catch {
                 _ = writer.close(timeout: .seconds(1))
                 throw .output(error.description)
@@ -138,6 +142,7 @@ public final class Agent: Sendable {
             core: core, writer: writer, monitor: monitor, session: session, reports: reports, notifier: notifier,
             metrics: metrics, metricsServer: metricsServer, connectivity: connectivity, path: configurationPath,
             environment: environment)
+        agentBox.set(agent)
         writer.emit(
             AgentEvents.started(
                 configurationPath: configurationPath, configuration: configuration, once: once, path: monitor.currentPath))
@@ -287,5 +292,20 @@ public final class Agent: Sendable {
                         file: path, error: error.description, errnoName: OutputError(errno: error.errno).errnoName))
             }
         }
+    }
+}
+
+/// The agent as the metrics listener reaches it for `/probe`: the listener starts before the agent exists, and
+/// holds it weakly (the agent owns the listener).
+private final class AgentReference: Sendable {
+    private struct Weak: Sendable {
+        weak var agent: Agent?
+    }
+    private let reference = Mutex(Weak())
+
+    var agent: Agent? { reference.withLock { $0.agent } }
+
+    func set(_ agent: Agent) {
+        reference.withLock { $0.agent = agent }
     }
 }

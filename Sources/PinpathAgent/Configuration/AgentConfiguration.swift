@@ -25,6 +25,10 @@ public struct AgentConfiguration: Sendable {
     package let metricsTextfile: String?
     /// Where `/metrics`, `/healthz` and `/readyz` are served (`metrics.listen`); `nil` for nowhere (the default).
     package var metricsListen: MetricsListenAddress? = nil
+    /// How many `/probe` requests may run at once (`metrics.probe_max_in_flight`); one more is answered 503.
+    package var metricsProbeMaxInFlight = AgentConfiguration.defaultProbeMaxInFlight
+    /// blackbox_exporter's users scrape a few dozen targets per Prometheus at once; a probe costs a handshake.
+    package static let defaultProbeMaxInFlight = 64
     /// The proxies endpoints without a `proxy:` of their own go through (the top-level `proxy:`, else the
     /// environment's).
     package let proxy: ProxyConfiguration
@@ -124,7 +128,9 @@ public struct AgentConfiguration: Sendable {
         guard decoder.problems.isEmpty else { throw ConfigurationError(problems: decoder.problems) }
         return AgentConfiguration(
             file: file, events: events, policies: policies, endpoints: endpoints, reachabilityTargets: targets,
-            metricsTextfile: metrics?.textfile, metricsListen: metrics?.listen, proxy: proxy, connectivity: connectivity,
+            metricsTextfile: metrics?.textfile, metricsListen: metrics?.listen,
+            metricsProbeMaxInFlight: metrics?.probeMaxInFlight ?? AgentConfiguration.defaultProbeMaxInFlight, proxy: proxy,
+            connectivity: connectivity,
             warnings: ConfigurationError(problems: decoder.warnings).problems)
     }
 }
@@ -144,9 +150,16 @@ extension ConfigurationDecoder {
         }
     }
 
-    /// `metrics: { textfile: …, listen: … }`: a node_exporter textfile, and where `/metrics` listens.
-    func metrics(_ node: Node) -> (textfile: String?, listen: MetricsListenAddress?) {
-        guard let fields = mapping(node, "metrics", known: ["textfile", "listen"]) else { return (nil, nil) }
+    /// `metrics: { textfile: …, listen: …, probe_max_in_flight: … }`: a node_exporter textfile, where `/metrics`
+    /// listens, and how many `/probe` requests run at once.
+    func metrics(_ node: Node) -> (textfile: String?, listen: MetricsListenAddress?, probeMaxInFlight: Int?) {
+        guard let fields = mapping(node, "metrics", known: ["textfile", "listen", "probe_max_in_flight"]) else {
+            return (nil, nil, nil)
+        }
+        // Each probe holds a connection and a transfer: thousands at once would exhaust descriptors first.
+        let probeMaxInFlight = fields["probe_max_in_flight"].flatMap {
+            integer($0, fields.path("probe_max_in_flight"), in: 1...4096)
+        }
         let textfile = fields["textfile"].flatMap { metricsTextfile($0, fields.path("textfile")) }
         let listen = fields["listen"].flatMap { value -> MetricsListenAddress? in
             let address = parse(value, fields.path("listen"), "an address:port or a Unix socket path") {
@@ -155,7 +168,7 @@ extension ConfigurationDecoder {
             if case .unix(let path) = address { reportUnwritableDirectory(of: path, at: value, fields.path("listen")) }
             return address
         }
-        return (textfile, listen)
+        return (textfile, listen, probeMaxInFlight)
     }
 
     /// `metrics.textfile`: a `.prom` file, the only name node_exporter's textfile collector reads.

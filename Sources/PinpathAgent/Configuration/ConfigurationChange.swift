@@ -30,6 +30,7 @@ struct ConfigurationChange: Sendable, Equatable {
         let outputsChanged =
             new.events.restartSettings != old.events.restartSettings || new.metricsTextfile != old.metricsTextfile
             || new.metricsListen != old.metricsListen
+            || new.metricsProbeMaxInFlight != old.metricsProbeMaxInFlight
         restartRequired = (outputsChanged ? ["events", "metrics"] : []) + (new.connectivity != old.connectivity ? ["connectivity"] : [])
     }
 }

@@ -162,15 +162,28 @@ struct EndpointTracker: Sendable {
 
     /// The metrics of this endpoint.
     var metrics: MetricsSnapshot.Endpoint {
+        MetricsSnapshot.Endpoint(
+            name: endpoint.name, lastProbe: lastProbe, kind: endpoint.kind, state: state.status,
+            enforcedPinFailures: enforcedPinFailures, reportOnlyPinFailures: reportOnlyPinFailures)
+    }
+}
+
+extension MetricsSnapshot.Endpoint {
+    /// What a probe (`lastProbe`, nil before the first) of a `kind` shows: one reading for the endpoints' metrics
+    /// and for a `/probe` answer.
+    init(
+        name: String, lastProbe: EndpointTracker.LastProbe?, kind: ServiceKind, state: EndpointState.Status,
+        enforcedPinFailures: Int = 0, reportOnlyPinFailures: Int = 0
+    ) {
         let timings = lastProbe?.timings
-        return MetricsSnapshot.Endpoint(
-            name: endpoint.name,
+        self.init(
+            name: name,
             probeSucceeded: lastProbe?.succeeded,
             probeDuration: timings?.total,
-            phaseDurations: timings.map { $0.phases(of: endpoint.kind).map { ($0.name, $0.seconds) } } ?? [],
+            phaseDurations: timings.map { $0.phases(of: kind).map { ($0.name, $0.seconds) } } ?? [],
             statusCode: lastProbe?.statusCode,
             tlsVersion: lastProbe?.tlsVersion, failureCategory: lastProbe?.failureCategory,
-            state: state.status,
+            state: state,
             earliestCertificateExpiry: lastProbe?.earliestServedExpiry?.timeIntervalSince1970,
             lastChainExpiry: lastProbe?.verifiedChainExpiry?.timeIntervalSince1970,
             enforcedPinFailures: enforcedPinFailures, reportOnlyPinFailures: reportOnlyPinFailures,

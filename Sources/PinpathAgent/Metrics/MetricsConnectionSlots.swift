@@ -67,6 +67,13 @@ final class MetricsConnectionSlots: Sendable {
         state.withLock { $0.table.requestReceived(ObjectIdentifier(channel), now: .now) }
     }
 
+    /// `channel` waits on a `/probe` probe, not on its client: it gives up its slot, which a newcomer could
+    /// otherwise take from it (a Prometheus scraping many targets at once holds more connections than a peer's
+    /// share). The route's in-flight limit bounds such connections instead; their lifetime still ends them.
+    func handOver(_ channel: any Channel) {
+        release(channel)
+    }
+
     /// The client of `channel` took part of its answer.
     func progressed(_ channel: any Channel) {
         state.withLock { $0.table.progressed(ObjectIdentifier(channel), now: .now) }

@@ -138,14 +138,8 @@ enum MetricsExposition {
         out.family("pinpath_probes", .counter, "Probe results recorded since the agent started.")
         out.sample("pinpath_probes_total", "", Double(snapshot.probes))
         out.family("pinpath_probe_lateness_seconds", .histogram, "How late probes started against their schedule.")
-        var cumulative = 0
-        for (index, count) in snapshot.lateness.counts.enumerated() {
-            cumulative += count
-            let bound = index < LatenessHistogram.bounds.count ? Self.format(LatenessHistogram.bounds[index]) : "+Inf"
-            out.sample("pinpath_probe_lateness_seconds_bucket", "le=\"\(bound)\"", Double(cumulative))
-        }
-        out.sample("pinpath_probe_lateness_seconds_sum", "", snapshot.lateness.sum)
-        out.sample("pinpath_probe_lateness_seconds_count", "", Double(snapshot.lateness.count))
+        out.histogram("pinpath_probe_lateness_seconds", snapshot.lateness)
+        if let route = snapshot.probeRoute { renderProbeRouteFamilies(route, into: &out) }
         out.family("pinpath_metrics_write_failures", .counter, "Failed writes of the metrics textfile.")
         out.sample("pinpath_metrics_write_failures_total", "", Double(snapshot.textfileWriteFailures))
         out.family("pinpath_build_info", .gauge, "The agent's build: always 1, the labels say which.")
@@ -220,6 +214,18 @@ enum MetricsExposition {
         mutating func family(_ name: String, _ type: FamilyType, _ help: String) {
             let headerName = type == .counter && format == .prometheus ? name + "_total" : name
             append("# HELP \(headerName) \(help)\n# TYPE \(headerName) \(type.rawValue)\n")
+        }
+
+        /// A histogram's `_bucket` (cumulative), `_sum` and `_count` samples.
+        mutating func histogram(_ name: String, _ histogram: SecondsHistogram) {
+            var cumulative = 0
+            for (index, count) in histogram.counts.enumerated() {
+                cumulative += count
+                let bound = index < histogram.bounds.count ? MetricsExposition.format(histogram.bounds[index]) : "+Inf"
+                sample(name + "_bucket", "le=\"\(bound)\"", Double(cumulative))
+            }
+            sample(name + "_sum", "", histogram.sum)
+            sample(name + "_count", "", Double(histogram.count))
         }
 
         /// One sample; `labels` is already `name="escaped",…`, or empty.
@@ -342,13 +348,19 @@ struct RenderedEndpoint: Sendable {
         bytes[(index == 0 ? 0 : Int(ends[index - 1]))..<Int(ends[index])]
     }
 
+    /// The lines of a configured endpoint: every sample carries `endpoint="…"`.
     init(_ endpoint: MetricsSnapshot.Endpoint) {
+        // The label, escaped once rather than once per sample.
+        self.init(endpoint, labels: "endpoint=\"\(MetricsExposition.escape(endpoint.name))\"")
+    }
+
+    /// The lines with `labels` (already `name="escaped",…`, or empty) on every sample: a `/probe` answer has none,
+    /// since the scrape's target is its identity.
+    init(_ endpoint: MetricsSnapshot.Endpoint, labels label: String) {
         var out = MetricsExposition.Output(format: .prometheus)
         var ends: [Int32] = []
         ends.reserveCapacity(Self.families.count)
         func endSection() { ends.append(Int32(out.text.count)) }
-        // The `endpoint="…"` label, escaped once rather than once per sample.
-        let label = "endpoint=\"\(MetricsExposition.escape(endpoint.name))\""
         if let succeeded = endpoint.probeSucceeded { out.sample("probe_success", label, succeeded ? 1 : 0) }
         endSection()
         if let seconds = endpoint.probeDuration { out.sample("probe_duration_seconds", label, seconds) }

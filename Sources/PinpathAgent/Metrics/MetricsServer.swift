@@ -2,9 +2,11 @@ import Glibc
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import PinpathSupport
 
-/// Serves `/metrics` (Prometheus text or OpenMetrics, by `Accept`), `/healthz` and `/readyz` over HTTP/1.1 on
-/// one NIO event loop thread of its own, so a scrape never runs on the agent's actor or a probe's thread.
+/// Serves `/metrics` (Prometheus text or OpenMetrics, by `Accept`), `/healthz`, `/readyz` and `/probe` over
+/// HTTP/1.1 on one NIO event loop thread of its own, so a scrape never runs on the agent's actor or a probe's
+/// thread; a `/probe` probe runs in a task of its own and its answer is written back on the loop.
 ///
 /// Each connection gets one request and is closed after the answer; request bodies are refused (413), other
 /// paths are 404, other methods 405. ``MetricsConnectionSlots`` shares the connections out: a request must be
@@ -17,18 +19,28 @@ final class MetricsServer: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
     private let address: MetricsListenAddress
+    private let probeRoute: ProbeRoute?
 
-    private init(group: MultiThreadedEventLoopGroup, channel: any Channel, address: MetricsListenAddress) {
+    private init(group: MultiThreadedEventLoopGroup, channel: any Channel, address: MetricsListenAddress, probeRoute: ProbeRoute?) {
         self.group = group
         self.channel = channel
         self.address = address
+        self.probeRoute = probeRoute
     }
 
-    /// Binds `address` and starts serving `store`'s metrics.
+    /// Binds `address` and starts serving `store`'s metrics, and `/probe` through `probe` when given.
+    /// - Parameters:
+    ///   - probe: the agent's target probe; nil: `/probe` is not found (404).
+    ///   - probeMaxInFlight: how many `/probe` probes may run at once (`metrics.probe_max_in_flight`).
     /// - Throws: ``StartError`` naming the address and the system's reason (`Address already in use`).
-    static func start(_ address: MetricsListenAddress, store: MetricsStore) async throws(StartError) -> MetricsServer {
+    static func start(
+        _ address: MetricsListenAddress, store: MetricsStore, probe: ProbeRoute.Probe? = nil,
+        probeMaxInFlight: Int = AgentConfiguration.defaultProbeMaxInFlight,
+        slotLimits: MetricsConnectionSlots.Limits = MetricsConnectionSlots.Limits()
+    ) async throws(StartError) -> MetricsServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let slots = MetricsConnectionSlots()
+        let slots = MetricsConnectionSlots(slotLimits)
+        let probeRoute = probe.map { ProbeRoute(probe: $0, maxInFlight: probeMaxInFlight, metrics: store.probeRoute) }
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 64)
@@ -42,7 +54,7 @@ final class MetricsServer: Sendable {
                     return channel.eventLoop.makeCompletedFuture {
                         let pipeline = channel.pipeline.syncOperations
                         try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: true)
-                        try pipeline.addHandler(MetricsHTTPHandler(store: store, slots: slots))
+                        try pipeline.addHandler(MetricsHTTPHandler(store: store, slots: slots, probeRoute: probeRoute))
                     }
                 }
             }
@@ -55,7 +67,7 @@ final class MetricsServer: Sendable {
                 // An old socket file (a previous run that was killed) is replaced; any other file is refused by NIO.
                 channel = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).get()
             }
-            return MetricsServer(group: group, channel: channel, address: address)
+            return MetricsServer(group: group, channel: channel, address: address, probeRoute: probeRoute)
         } catch {
             try? await group.shutdownGracefully()
             let reason = (error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(error)"
@@ -66,6 +78,8 @@ final class MetricsServer: Sendable {
     /// Stops listening, closes the connections and joins the event loop's thread; removes a Unix socket file.
     func close() async {
         try? await channel.close()
+        // Probes still running are cancelled and awaited: their answers are written on the loop, which must outlive them.
+        await probeRoute?.close()
         try? await group.shutdownGracefully()
         if case .unix(let path) = address {
             var status = stat()
@@ -97,6 +111,9 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private let store: MetricsStore
     private let slots: MetricsConnectionSlots
+    private let probeRoute: ProbeRoute?
+    /// The `/probe` probe running for this connection: cancelled when its client goes.
+    private var probeTask: Task<Void, Never>?
     private var request: HTTPRequestHead?
     private var answered = false
     /// The rest of a `/metrics` body being written, and whether ``writeBody(_:)`` is running (a flush can report
@@ -108,9 +125,10 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Whether the client shut its side.
     private var inputClosed = false
 
-    init(store: MetricsStore, slots: MetricsConnectionSlots) {
+    init(store: MetricsStore, slots: MetricsConnectionSlots, probeRoute: ProbeRoute?) {
         self.store = store
         self.slots = slots
+        self.probeRoute = probeRoute
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -144,9 +162,17 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case .some(.inputClosed) = event as? ChannelEvent {
             inputClosed = true
-            // Nothing was asked (nothing more can be), or the answer is out and the client left: done. A client that
-            // shut its side after asking still gets its answer.
-            if !answered || outputClosed { context.close(promise: nil) }
+            // A client whose side ends while its probe runs has gone, as Go's server (blackbox_exporter's) takes
+            // it: the probe is cancelled (its in-flight slot is free when it returns) rather than left to run.
+            if let probeTask {
+                probeTask.cancel()
+                self.probeTask = nil
+                context.close(promise: nil)
+            } else if !answered || outputClosed {
+                // Nothing was asked (nothing more can be), or the answer is out and the client left: done. A client
+                // that shut its side after asking for anything else still gets its answer.
+                context.close(promise: nil)
+            }
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -158,6 +184,8 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         body = nil  // the client left: the snapshot goes now, not when the handler does
+        probeTask?.cancel()  // and its probe stops: its in-flight slot is free when the probe returns
+        probeTask = nil
         context.fireChannelInactive()
     }
 
@@ -168,8 +196,11 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             respond(context, status: .methodNotAllowed, body: "only GET and HEAD are served\n", head: head, headers: headers)
             return
         }
-        let path = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let parts = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let path = parts.first ?? ""
         switch path {
+        case "/probe" where probeRoute != nil:
+            answerProbe(head, query: parts.count > 1 ? parts[1] : "", context)
         case "/metrics":
             let format = MetricsExposition.Format(accept: head.headers[canonicalForm: "accept"].joined(separator: ","))
             answered = true
@@ -192,6 +223,66 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             }
         default:
             respond(context, status: .notFound, body: "not found; try /metrics, /healthz or /readyz\n", head: head)
+        }
+    }
+
+    /// `/probe?target=…&module=…`: a malformed request is answered at once (400), one above the in-flight limit
+    /// too (503 with `Retry-After`); otherwise the agent probes in a task and the answer is written when it returns.
+    private func answerProbe(_ head: HTTPRequestHead, query: Substring, _ context: ChannelHandlerContext) {
+        guard let route = probeRoute else { return }
+        let request: TargetProbeRequest
+        do {
+            let parsed = try ProbeQuery(parsing: query)
+            let deadline = try ScrapeDeadline.deadline(header: head.headers.first(name: ScrapeDeadline.header))
+            request = TargetProbeRequest(module: parsed.module, target: parsed.target, deadline: deadline, debug: parsed.debug)
+        } catch {
+            route.metrics.badRequest()
+            respond(context, status: .badRequest, body: "\(error)\n", head: head)
+            return
+        }
+        guard route.metrics.admit(limit: route.maxInFlight) else {
+            var headers = HTTPHeaders()
+            headers.add(name: "Retry-After", value: "1")
+            let reason = "\(route.maxInFlight) probes are running (metrics.probe_max_in_flight); retry in a second\n"
+            respond(context, status: .serviceUnavailable, body: reason, head: head, headers: headers)
+            return
+        }
+        answered = true  // anything pipelined behind it is dropped, as for every request
+        // The connection now waits on the probe, not on its client: the in-flight limit bounds it, not the slots.
+        slots.handOver(context.channel)
+        let promise = context.eventLoop.makePromise(of: (TargetProbeAnswer, Double).self)
+        guard let task = route.start(request, done: { promise.succeed(($0, $1)) }) else {
+            // The listener is closing.
+            route.metrics.release()
+            promise.succeed((.invalid("the agent is stopping"), 0))
+            return promise.futureResult.assumeIsolated().whenSuccess { _ in context.close(promise: nil) }
+        }
+        probeTask = task
+        promise.futureResult.assumeIsolated().whenSuccess { answer, seconds in
+            self.probeTask = nil
+            guard context.channel.isActive else { return }
+            self.writeProbeAnswer(answer, seconds: seconds, debug: request.debug, head: head, context)
+        }
+    }
+
+    private func writeProbeAnswer(
+        _ answer: TargetProbeAnswer, seconds: Double, debug: Bool, head: HTTPRequestHead, _ context: ChannelHandlerContext
+    ) {
+        switch answer {
+        case .probed(let result, let log):
+            let exposition = TargetProbeExposition.render(result, seconds: seconds)
+            if debug {
+                respond(context, status: .ok, body: TargetProbeExposition.debugText(log: log, exposition: exposition), head: head)
+            } else {
+                respond(
+                    context, status: .ok, body: exposition, head: head,
+                    contentType: MetricsExposition.Format.prometheus.contentType)
+            }
+        case .refused(let reason):
+            // The agent's reasons quote the target: one line, whatever it holds.
+            respond(context, status: .forbidden, body: UntrustedText.escaped(reason, limit: 1024) + "\n", head: head)
+        case .invalid(let reason):
+            respond(context, status: .badRequest, body: UntrustedText.escaped(reason, limit: 1024) + "\n", head: head)
         }
     }
 

@@ -88,7 +88,9 @@ struct MetricsSnapshot: Sendable {
     /// Probe results recorded since start.
     var probes = 0
     /// How late probes started against their schedule.
-    var lateness = LatenessHistogram()
+    var lateness = SecondsHistogram(bounds: SecondsHistogram.latenessBounds)
+    /// The `/probe` route's counters, when the listener serves it.
+    var probeRoute: ProbeRouteMetrics.Snapshot?
     /// Failed writes of the metrics textfile since start.
     var textfileWriteFailures = 0
     /// The labels of `pinpath_build_info`: the version and the commit `pinpath --version` names (`unknown` for a
@@ -107,22 +109,31 @@ struct MetricsSnapshot: Sendable {
     var isReady: Bool { pathStatus != nil && endpoints.allSatisfy(\.hasFirstResult) }
 }
 
-/// A cumulative histogram of probe start lateness, in seconds, with fixed bounds (Prometheus's `le`).
-struct LatenessHistogram: Sendable, Equatable {
+/// A cumulative histogram of durations in seconds with fixed bounds (Prometheus's `le`): probe start lateness, and
+/// the `/probe` route's request durations.
+struct SecondsHistogram: Sendable, Equatable {
+    /// How late probes start against their schedule: milliseconds matter.
+    static let latenessBounds: [Double] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    /// How long a `/probe` request takes: a handshake on loopback up to a scrape's whole timeout.
+    static let probeBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
+
     /// The upper bounds of the buckets, in seconds; `+Inf` is implied.
-    static let bounds: [Double] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    let bounds: [Double]
     /// Observations at or below each bound (not cumulative; the renderer sums them), and above the last.
-    private(set) var counts = [Int](repeating: 0, count: bounds.count + 1)
+    private(set) var counts: [Int]
     /// The sum of the observations, in seconds.
     private(set) var sum = 0.0
     /// How many observations.
     private(set) var count = 0
 
-    init() {}
+    init(bounds: [Double]) {
+        self.bounds = bounds
+        counts = [Int](repeating: 0, count: bounds.count + 1)
+    }
 
     /// Adds one observation of `seconds`.
     mutating func observe(_ seconds: Double) {
-        let index = Self.bounds.firstIndex { seconds <= $0 } ?? Self.bounds.count
+        let index = bounds.firstIndex { seconds <= $0 } ?? bounds.count
         counts[index] += 1
         sum += seconds
         count += 1

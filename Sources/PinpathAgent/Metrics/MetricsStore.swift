@@ -25,6 +25,8 @@ final class MetricsStore: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The `/probe` route's counters and in-flight count, kept by the listener.
+    let probeRoute = ProbeRouteMetrics()
     /// The events writer's drop counters, read at each snapshot (the writer counts them on its own thread).
     private let eventsDropped: @Sendable () -> EventWriterThread.Statistics
 
@@ -43,11 +45,12 @@ final class MetricsStore: Sendable {
             return (snapshot, state.version)
         }
         snapshot.eventsDropped = [("queue_full", statistics.droppedQueueFull), ("write_failed", statistics.droppedWriteFailed)]
-        return (snapshot, Self.version(version, statistics))
+        snapshot.probeRoute = probeRoute.snapshot()
+        return (snapshot, Self.version(version &+ probeRoute.version, statistics))
     }
 
     /// A number that changes whenever the metrics do, without copying them: for the textfile writer.
-    var version: Int { Self.version(state.withLock { $0.version }, eventsDropped()) }
+    var version: Int { Self.version(state.withLock { $0.version } &+ probeRoute.version, eventsDropped()) }
 
     /// The drops change without the store knowing: part of the version, so that the textfile follows them.
     private static func version(_ stored: Int, _ statistics: EventWriterThread.Statistics) -> Int {

@@ -4,7 +4,7 @@ import PinpathReachability
 import PinpathSecurity
 
 /// What one probe of an endpoint found.
-struct ProbeResult: Sendable {
+package struct ProbeResult: Sendable {
     /// How the probe ended, for the endpoint's state.
     enum Outcome: String, Sendable {
         /// The response was acceptable (status, body, and the security policy, or report-only pins).

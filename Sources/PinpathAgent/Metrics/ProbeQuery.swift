@@ -1,0 +1,130 @@
+/// The parameters of a `/probe` request (`?target=T&module=M[&debug=true]`), read from the request's query as
+/// Prometheus writes it (`url.Values.Encode`: `%XX` escapes, `+` for a space).
+///
+/// Stricter than blackbox_exporter, which takes the first of repeated parameters and decodes the target twice: a
+/// request that could mean two things is refused with a one-line reason naming the parameter, never guessed at.
+/// Other parameters are ignored, as blackbox_exporter does (`hostname` included: pinpath has no equivalent).
+struct ProbeQuery: Equatable, Sendable {
+    /// The target, decoded: a URL or `host:port`, judged by the module.
+    var target: String
+    /// The module's name, decoded.
+    var module: String
+    /// Whether the answer is the probe's log (`debug=true`).
+    var debug: Bool
+
+    /// Longer than any URL a scraper sends (browsers and proxies cut at 8 KiB; targets are host names and paths).
+    static let maximumTargetBytes = 2048
+    /// Module names are configuration keys.
+    static let maximumModuleBytes = 128
+
+    /// Why a query was refused: the parameter it is about (nil for the query as a whole) and a sentence.
+    struct Problem: Error, Equatable, CustomStringConvertible {
+        let parameter: String?
+        let reason: String
+
+        var description: String { parameter.map { "\($0): \(reason)" } ?? reason }
+    }
+
+    /// Reads `query`, the part of the request target after `?` (empty when there is none).
+    /// - Throws: ``Problem`` for a bad escape, a value that is not UTF-8 or holds a control character, a missing,
+    ///   empty, repeated or over-long `target` or `module`, or a `debug` other than `true` or `false`.
+    init(parsing query: Substring) throws(Problem) {
+        var values: [String: String] = [:]
+        for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = try Self.decode(parts[0], parameter: nil)
+            guard ["target", "module", "debug"].contains(name) else { continue }
+            guard values[name] == nil else { throw Problem(parameter: name, reason: "given more than once") }
+            values[name] = try Self.decode(parts.count > 1 ? parts[1] : "", parameter: name)
+        }
+        target = try Self.required("target", values, maximumBytes: Self.maximumTargetBytes)
+        module = try Self.required("module", values, maximumBytes: Self.maximumModuleBytes)
+        switch values["debug"] {
+        case nil, "false": debug = false
+        case "true": debug = true
+        default: throw Problem(parameter: "debug", reason: "expected true or false")
+        }
+    }
+
+    private static func required(_ name: String, _ values: [String: String], maximumBytes: Int) throws(Problem) -> String {
+        guard let value = values[name] else { throw Problem(parameter: name, reason: "missing (add \(name)=… to the query)") }
+        guard !value.isEmpty else { throw Problem(parameter: name, reason: "empty") }
+        guard value.utf8.count <= maximumBytes else {
+            throw Problem(parameter: name, reason: "longer than \(maximumBytes) bytes")
+        }
+        return value
+    }
+
+    /// Percent-decodes one name or value (`+` is a space): the result must be UTF-8 without control characters,
+    /// so that no reason, log line or label built from it can be split or rewritten.
+    private static func decode(_ text: Substring, parameter: String?) throws(Problem) -> String {
+        let what = parameter ?? "a parameter name"
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        var index = text.utf8.startIndex
+        while index < text.utf8.endIndex {
+            let byte = text.utf8[index]
+            switch byte {
+            case UInt8(ascii: "%"):
+                let first = text.utf8.index(after: index)
+                guard first < text.utf8.endIndex, text.utf8.index(after: first) < text.utf8.endIndex,
+                    let high = hexValue(text.utf8[first]), let low = hexValue(text.utf8[text.utf8.index(after: first)])
+                else {
+                    throw Problem(parameter: parameter, reason: "\(what) has a % not followed by two hexadecimal digits")
+                }
+                bytes.append(high << 4 | low)
+                index = text.utf8.index(index, offsetBy: 3)
+                continue
+            case UInt8(ascii: "+"):
+                bytes.append(UInt8(ascii: " "))
+            default:
+                bytes.append(byte)
+            }
+            index = text.utf8.index(after: index)
+        }
+        guard let decoded = String(validating: bytes, as: UTF8.self) else {
+            throw Problem(parameter: parameter, reason: "\(what) is not UTF-8 once decoded")
+        }
+        guard !decoded.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
+            throw Problem(parameter: parameter, reason: "\(what) holds a control character")
+        }
+        return decoded
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
+
+/// The deadline a scraper gives a probe: `X-Prometheus-Scrape-Timeout-Seconds` minus blackbox_exporter's default
+/// offset (`--timeout-offset`, 0.5 s), so that the answer arrives before the scrape gives up.
+///
+/// blackbox_exporter's rules (prober/handler.go, `getTimeout`): a missing or zero header means no scraper deadline;
+/// a header not above the offset leaves the module's own timeout. It answers 500 to a header that is not a number;
+/// pinpath refuses that, a negative number, `NaN` and infinities with 400, since the request is the fault.
+enum ScrapeDeadline {
+    /// The header's name, as Prometheus sends it.
+    static let header = "X-Prometheus-Scrape-Timeout-Seconds"
+    /// blackbox_exporter's default `--timeout-offset`.
+    static let offset = 0.5
+    /// A deadline longer than this is this: the module's timeout is the smaller anyway, and `Duration` stays exact.
+    static let maximumSeconds = 86_400.0
+
+    /// The deadline for a header value (nil for no header).
+    /// - Returns: nil when the header is absent, zero or not above the offset: the module's timeout then holds.
+    /// - Throws: ``ProbeQuery/Problem`` naming the header when its value is not a finite, non-negative number.
+    static func deadline(header value: String?) throws(ProbeQuery.Problem) -> Duration? {
+        guard let value else { return nil }
+        guard let seconds = Double(value), seconds.isFinite, seconds >= 0 else {
+            throw ProbeQuery.Problem(parameter: header, reason: "expected a number of seconds, 0 or more")
+        }
+        let remaining = min(seconds, maximumSeconds) - offset
+        guard seconds != 0, remaining > 0 else { return nil }
+        return .microseconds(Int64((remaining * 1_000_000).rounded()))
+    }
+}
