@@ -533,3 +533,38 @@ struct BlackboxConversionTests {
 private func quotedJSON(_ text: String) -> String {
     (try? JSONEncoder().encode(text)).map { String(decoding: $0, as: UTF8.self) } ?? ""
 }
+
+/// docs/prometheus.md's scrape configuration, held to Prometheus' own reader: what a user copies must load.
+@Suite("docs/prometheus.md")
+struct PrometheusDocumentTests {
+    /// The ```yaml blocks of docs/prometheus.md, in order.
+    static func yamlBlocks() throws -> [String] {
+        let text = try String(contentsOfFile: Checkout.file("docs/prometheus.md"), encoding: .utf8)
+        return text.components(separatedBy: "```yaml\n").dropFirst().compactMap { $0.components(separatedBy: "```").first }
+    }
+
+    @Test(
+        "The prometheus.yml shown, with the target files shown where it reads them, passes promtool check config",
+        .enabled(if: ExpositionReaders.promtool != nil, "needs promtool (Debian: prometheus)"))
+    func scrapeConfiguration() throws {
+        let blocks = try Self.yamlBlocks()
+        let scrape = try #require(blocks.first { $0.hasPrefix("# prometheus.yml") }, "no prometheus.yml block")
+        #expect(scrape.contains("metrics_path: /probe") && scrape.contains("target_label: __param_target"))
+        let targets = blocks.filter { $0.hasPrefix("# /etc/prometheus/targets/") }
+        #expect(targets.count == 2)
+        let directory = try TemporaryDirectory("prometheus-docs")
+        // Each target file where its first line says it lives, under the test's directory; promtool reads them
+        // through the job's relabelling (a URL is only a valid target once it became __param_target).
+        for block in targets {
+            let heading = try #require(block.split(separator: "\n").first?.dropFirst(2).split(separator: ":").first)
+            let file = URL(filePath: directory.path + heading)
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try block.write(to: file, atomically: true, encoding: .utf8)
+        }
+        let configuration = directory.file("prometheus.yml")
+        try scrape.replacing("/etc/prometheus/targets/", with: "\(directory.path)/etc/prometheus/targets/")
+            .write(toFile: configuration, atomically: true, encoding: .utf8)
+        let result = try Shell.run([try #require(ExpositionReaders.promtool), "check", "config", configuration])
+        #expect(result.status == 0 && !result.stdout.contains("WARNING"), "\(result.stdout)\(result.stderr)")
+    }
+}
