@@ -64,4 +64,44 @@ struct BlackboxConversionLogicTests {
         #expect(kind(["\u{0}\u{0}\u{0}\u{8}"]) == nil)
         #expect(kind([]) == nil)
     }
+
+    @Test("Several fail_if_body_not_matches_regexp patterns: one body_matches that needs every one, anywhere in the body")
+    func severalBodyPatterns() throws {
+        let yaml = """
+            modules:
+              both:
+                prober: http
+                http:
+                  fail_if_body_not_matches_regexp: ["ready", "version [0-9]+"]
+            """
+        let output = try BlackboxModuleConversion.convert(yaml: yaml, file: "blackbox.yml")
+        let root = try #require(try Parser(yaml: output).singleRoot()?.mapping)
+        let source = try #require(root["modules"]?.mapping?["both"]?.mapping?["expect"]?.mapping?["body_matches"]?.string, "\(output)")
+        let pattern = try BodyPattern(source)
+        #expect(try pattern.matches("version 12\nall ready"))
+        #expect(try pattern.matches("ready, version 3"))
+        #expect(try !pattern.matches("ready"))
+        #expect(try !pattern.matches("version 3"))
+    }
+
+    @Test("Two secrets whose names read the same get two variables; a second header of one name is a comment")
+    func distinctVariables() throws {
+        let yaml = """
+            modules:
+              a-b:
+                prober: http
+                http: {bearer_token: s3cret-one}
+              a_b:
+                prober: http
+                http:
+                  bearer_token: s3cret-two
+                  headers: {authorization: s3cret-three}
+            """
+        let output = try BlackboxModuleConversion.convert(yaml: yaml, file: "blackbox.yml")
+        #expect(output.contains("Bearer ${BLACKBOX_A_B_AUTHORIZATION}"))
+        #expect(output.contains("Bearer ${BLACKBOX_A_B_AUTHORIZATION_2}"))
+        #expect(output.contains("# headers: not converted: a second \"authorization\" header: the first one written is kept"))
+        #expect(!output.contains("s3cret"), "\(output)")
+    }
+
 }
