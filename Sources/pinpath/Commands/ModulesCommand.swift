@@ -18,7 +18,8 @@ struct ModulesCommand: AsyncParsableCommand {
             blackbox_exporter's configuration (no modules: mapping); 74 output error.
             """)
 
-    @Option(name: .customLong("from-blackbox"), help: "blackbox_exporter's configuration file (blackbox.yml).")
+    @Option(
+        name: .customLong("from-blackbox"), help: ArgumentHelp("blackbox_exporter's configuration file (blackbox.yml).", valueName: "file"))
     var fromBlackbox: String
 
     func run() async throws {
