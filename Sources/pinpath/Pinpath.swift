@@ -18,7 +18,7 @@ struct Pinpath: AsyncParsableCommand {
         version: "pinpath \(PinpathVersion.description)",
         subcommands: [
             RunCommand.self, CheckConfigCommand.self, StatusCommand.self, WatchCommand.self, RequestCommand.self,
-            AuditCommand.self, VerifyCommand.self, PinsCommand.self,
+            AuditCommand.self, VerifyCommand.self, PinsCommand.self, ModulesCommand.self,
         ]
     )
 

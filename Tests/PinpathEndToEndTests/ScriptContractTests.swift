@@ -31,6 +31,7 @@ struct ScriptContractTests {
         ["audit", "127.0.0.1:1", "--timeout", "5 minutes"],
         ["verify", "chain.pem", "--mode", "public-pin"],
         ["pins", "key.pem", "--format", "der"],
+        ["modules", "--from-blackbox"],
         ["run", "--once", "--no-such-flag"],
     ]
 
