@@ -187,6 +187,43 @@ struct TargetProbeTests {
         await running.stop()
     }
 
+    @Test("A name that does not resolve fails as resolve_failed without a connection")
+    func unresolved() async throws {
+        let running = try await RunningAgent { _ in "modules:\n  open: { kind: http }\n" }
+        let (result, log) = try Self.result(await running.probe("open", "http://nothing.invalid/"))
+        #expect(result.outcome == .failure && result.errorCategory == .resolveFailed, "\(log)")
+        #expect(log.contains("not resolved: nothing.invalid did not resolve; nothing was connected to"), "\(log)")
+        await running.stop()
+    }
+
+    @Test("A reload replaces the modules; a rejected reload keeps the running ones")
+    func reload() async throws {
+        let running = try await RunningAgent { _ in "modules:\n  first: { kind: http }\n" }
+        let file = running.directory.file("pinpath.yaml")
+        let events = "events: { output: \(running.directory.file("events.jsonl")), probes: all }\n"
+        func isUnknown(_ answer: TargetProbeAnswer) -> Bool {
+            if case .invalid(let message) = answer { return message.contains("unknown module") }
+            return false
+        }
+        try (events + "modules:\n  second: { kind: http }\n").write(toFile: file, atomically: true, encoding: .utf8)
+        running.agent.reload()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while isUnknown(await running.probe("second", "http://nothing.invalid/")) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(!isUnknown(await running.probe("second", "http://nothing.invalid/")))
+        #expect(isUnknown(await running.probe("first", "http://nothing.invalid/")))
+
+        try (events + "modules:\n  third: { kind: http, url: \"http://x/\" }\n").write(toFile: file, atomically: true, encoding: .utf8)
+        running.agent.reload()
+        while running.of("config.rejected").isEmpty && ContinuousClock.now < deadline + .seconds(10) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(running.of("config.rejected").count == 1)
+        #expect(!isUnknown(await running.probe("second", "http://nothing.invalid/")), "the running modules stay")
+        await running.stop()
+    }
+
     @Test("A redirect to another host or port is not followed: its address was never checked")
     func redirectsStay() async throws {
         let scratch = try TemporaryDirectory("target-redirect")
