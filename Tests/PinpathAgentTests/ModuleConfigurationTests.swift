@@ -130,6 +130,10 @@ struct ModuleConfigurationTests {
             ("web: { targets: [\"a.*.example\"] }", "test.yaml:2:20: modules.web.targets[0]: host pattern \"a.*.example\" has a wildcard"),
             ("web: { targets: [] }", "test.yaml:2:19: modules.web.targets: an empty list admits no target"),
             (
+                "web: { kind: https, headers: { Authorization: \"Bearer x\" } }",
+                "modules.web.headers.Authorization: the module sends credentials (headers.Authorization) to whatever target a scraper names; list the hosts it may send them to in targets:"
+            ),
+            (
                 "web: { proxy: \"http://127.0.0.1:3128\", targets: [10.0.0.0/8] }",
                 "modules.web.targets: the module's probes go through a proxy"
             ),

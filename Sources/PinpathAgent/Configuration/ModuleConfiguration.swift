@@ -123,6 +123,18 @@ extension ModuleConfiguration {
                 address range cannot be checked against them; list host patterns only, or set proxy: none
                 """)
         }
+        // A scraper chooses the target: without targets:, a credential would go to any host it names.
+        let credentials =
+            reading.headers.filter { $0.value.isSecret || HeaderFields.isCredential($0.name) }.map { "headers.\($0.name)" }
+            + (reading.clientCertificate == nil ? [] : ["client_certificate"])
+        if targets == nil, let first = credentials.first {
+            decoder.report(
+                .invalidValue, at: fields[first.hasPrefix("headers.") ? "headers" : "client_certificate"], fields.path(first),
+                """
+                the module sends credentials (\(credentials.joined(separator: ", "))) to whatever target a scraper names; list the \
+                hosts it may send them to in targets:
+                """)
+        }
         guard nameIsVisible, decoder.problems.count == before else { return nil }
         self.init(
             name: named.name, kind: kind, targets: targets, node: value, keyPath: keyPath, context: context, file: decoder.file,
