@@ -67,7 +67,7 @@ struct ConfigurationSyntaxPositionTests {
         let text = "a: " + String(repeating: "[", count: 63) + String(repeating: "]", count: 63)
         #expect(
             configurationProblems(text) == [
-                "test.yaml:1:1: a: unknown key \"a\"; known keys: events, policies, defaults, endpoints, include, reachability, metrics, proxy, connectivity"
+                "test.yaml:1:1: a: unknown key \"a\"; known keys: events, policies, defaults, endpoints, include, reachability, metrics, proxy, connectivity, modules"
             ])
     }
 

@@ -250,4 +250,20 @@ struct MetricsExpositionTests {
             "\(error)".contains(message)
         }
     }
+
+    @Test("Target probes' pin failures close pinpath_pin_failures_total, labelled by module (never by target), escaped")
+    func targetPinFailuresByModule() {
+        var snapshot = Self.snapshot
+        snapshot.targetPinFailures = [("web", 2, 0), (#"odd "module""#, 0, 1)]
+        let text = MetricsExposition.render(snapshot)
+        let family = text.split(separator: "\n").filter { $0.hasPrefix("pinpath_pin_failures_total") }
+        #expect(
+            Array(family.suffix(4)) == [
+                #"pinpath_pin_failures_total{module="web",enforced="true"} 2"#,
+                #"pinpath_pin_failures_total{module="web",enforced="false"} 0"#,
+                #"pinpath_pin_failures_total{module="odd \"module\"",enforced="true"} 0"#,
+                #"pinpath_pin_failures_total{module="odd \"module\"",enforced="false"} 1"#,
+            ], "\(family)")
+        #expect(text.components(separatedBy: "# TYPE pinpath_pin_failures_total counter").count == 2, "one family header")
+    }
 }

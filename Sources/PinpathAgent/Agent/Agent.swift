@@ -236,6 +236,24 @@ public final class Agent: Sendable {
         writer.emit(AgentEvents.reloaded(configurationPath: configurationPath, configuration: configuration, change: change))
     }
 
+    /// Probes one target a scraper names with one of the configuration's modules (`/probe?target=…&module=…`),
+    /// now, through the same session, reachability gate, policy and verifier as an endpoint. The target is
+    /// admitted first (the module's `targets:`, or the default refusals: ``TargetAdmission``), and nothing is
+    /// connected to when it is not. A pin failure is written, counted and reported as an endpoint's; no
+    /// endpoint's state changes. Modules follow reloads. Safe from any task.
+    package func probe(_ request: TargetProbeRequest) async -> TargetProbeAnswer {
+        let configuration = await core.configuration
+        let path = monitor.currentPath
+        let runner = TargetProbe(
+            modules: configuration.modules, probe: EndpointProbe(session: session), listener: configuration.metricsListen,
+            localAddresses: path.interfaces.flatMap { $0.addresses.map(\.address) })
+        let outcome = await runner.run(request)
+        if case .probed(let result, _) = outcome.answer, let endpoint = outcome.endpoint {
+            await core.targetProbed(result, endpoint, module: request.module)
+        }
+        return outcome.answer
+    }
+
     /// Reopens a file output by name (SIGUSR1, after logrotate moved it).
     public func reopenEvents() { writer.reopen() }
 

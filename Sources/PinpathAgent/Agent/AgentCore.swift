@@ -18,6 +18,10 @@ actor AgentCore {
     private var endpoints: EndpointRegistry
     private var scheduler = ProbeScheduler(origin: ProbeScheduler.wallClockAlignedOrigin())
     private var admission = ProbeAdmission()
+    /// Target probes' pin failures (`/probe`), de-duplicated apart from the endpoints': a scraper's probes of a
+    /// target never suppress an endpoint's `pin.failure`, nor the reverse.
+    private var targetReports = PinReportDeduplicator()
+    private var targetPinFailures = 0
     private var stopping = false
     /// Set when the stop's grace period is over and the probes still running are cancelled: their results (a
     /// cancellation) say nothing about their endpoints, and would come after `agent.stopping`.
@@ -44,7 +48,7 @@ actor AgentCore {
 
     var counters: Counters {
         Counters(
-            probes: endpoints.probes, failures: endpoints.failures, pinFailures: endpoints.pinFailures,
+            probes: endpoints.probes, failures: endpoints.failures, pinFailures: endpoints.pinFailures + targetPinFailures,
             lateness: admission.lateness)
     }
 
@@ -157,6 +161,26 @@ actor AgentCore {
         write(events)
         reports.submit(jobs)  // queued only: the collectors are sent to by the delivery's own tasks
         publishMetrics()
+    }
+
+    /// A target probe's security signals: its pin failure is written as `pin.failure` with the module and the
+    /// target, counted, and reported to its policies' collectors, as an endpoint's is; nothing else of it touches
+    /// the endpoints (no state, no `endpoint.*` event).
+    func targetProbed(_ result: ProbeResult, _ endpoint: EndpointConfiguration, module: String) {
+        guard let evaluation = result.pinFailure else { return }
+        targetPinFailures += 1
+        metrics.targetPinFailed(module: module, enforced: !evaluation.allowsConnection)
+        switch targetReports.decide(PinReportDeduplicator.Key(evaluation.report), now: .now) {
+        case .emit(let suppressed):
+            write([
+                AgentEvents.pinFailure(
+                    endpoint, evaluation, suppressed: suppressed, connectivity: connectivity,
+                    includeCertificates: configuration.events.includeCertificates, probe: (module, endpoint.url))
+            ])
+            reports.submit(PinReportJob.jobs(evaluation.report, endpoint: endpoint.name, collectors: endpoint.reportCollectors))
+        case .suppress:
+            break
+        }
     }
 
     /// Re-reads the monitor's snapshot: endpoints whose path or target went away become `unreachable` and are

@@ -34,13 +34,20 @@ public struct AgentConfiguration: Sendable {
     package let proxy: ProxyConfiguration
     /// The connectivity check (`connectivity:`); `nil` when off (the default).
     package var connectivity: ConnectivityConfiguration? = nil
+    /// The probe recipes a scraper names with its targets (`modules:`), in file order.
+    package var modules: [ModuleConfiguration] = []
     /// What loaded but deserves a look (pins already expired), sorted by position; `check-config` prints these.
     public var warnings: [ConfigurationProblem] = []
+
+    /// The module named `name`.
+    package func module(named name: String) -> ModuleConfiguration? { modules.first { $0.name == name } }
 
     /// The policy named `name`.
     package func policy(named name: String) -> PolicyConfiguration? { policies.first { $0.name == name } }
 
-    static let keys = ["events", "policies", "defaults", "endpoints", "include", "reachability", "metrics", "proxy", "connectivity"]
+    static let keys = [
+        "events", "policies", "defaults", "endpoints", "include", "reachability", "metrics", "proxy", "connectivity", "modules",
+    ]
 
     /// Reads and validates the configuration file at `path`.
     ///
@@ -113,13 +120,17 @@ public struct AgentConfiguration: Sendable {
             decoder.readingIncludedFile = false
         }
         decoder.file = file
+        let modules = (fields?["modules"].flatMap { decoder.namedEntries($0, "modules") } ?? []).compactMap {
+            ModuleConfiguration(
+                reading: $0.value, at: ConfigurationDecoder.keyPath("modules", $0.name), named: ($0.name, $0.key), in: context, decoder)
+        }
         let endpointNodes = sources.flatMap(\.endpoints)
         let targets = fields?["reachability"].map { decoder.reachabilityTargets($0) } ?? []
         let metrics = fields?["metrics"].map { decoder.metrics($0) }
         let connectivity = fields?["connectivity"].flatMap {
             ConnectivityConfiguration(reading: $0, at: "connectivity", in: policies, decoder)
         }
-        if endpointNodes.isEmpty && targets.isEmpty {
+        if endpointNodes.isEmpty && targets.isEmpty && fields?["modules"] == nil {
             decoder.warn(
                 .nothingToMonitor, at: fields?["endpoints"], "endpoints",
                 "no endpoints and no reachability targets: the agent would only report this machine's own path")
@@ -130,7 +141,7 @@ public struct AgentConfiguration: Sendable {
             file: file, events: events, policies: policies, endpoints: endpoints, reachabilityTargets: targets,
             metricsTextfile: metrics?.textfile, metricsListen: metrics?.listen,
             metricsProbeMaxInFlight: metrics?.probeMaxInFlight ?? AgentConfiguration.defaultProbeMaxInFlight, proxy: proxy,
-            connectivity: connectivity,
+            connectivity: connectivity, modules: modules,
             warnings: ConfigurationError(problems: decoder.warnings).problems)
     }
 }

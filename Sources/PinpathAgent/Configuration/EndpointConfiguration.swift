@@ -41,8 +41,9 @@ package struct EndpointConfiguration: Sendable, Equatable {
     package let serverName: String?
     /// Where probes connect instead of resolving the URL's host (`address`, an IP address): SNI, `Host` and
     /// the policy still use the URL's name (or ``serverName``), and the reachability gate judges this address.
-    /// A redirect to another host or port is not affected. `nil` resolves the host.
-    package let address: IPAddress?
+    /// A redirect to another host or port is not affected. `nil` resolves the host. A target probe sets it to the
+    /// address its admission checked (``TargetAdmission``), so that a second DNS answer cannot change it.
+    package var address: IPAddress?
     /// For `tcp://`: the text sent after connecting (`send`).
     package let send: String?
     /// The client certificate presented when the server asks for one.
@@ -58,8 +59,8 @@ package struct EndpointConfiguration: Sendable, Equatable {
     /// Time between the starts of two probes. Default 60s; at least 1s.
     package let interval: Duration
     /// How long one probe may take. Default 10s, or the interval if that is shorter; never longer than the
-    /// interval, so probes of one endpoint never overlap.
-    package let timeout: Duration
+    /// interval, so probes of one endpoint never overlap. A target probe lowers it to the scraper's deadline.
+    package var timeout: Duration
     /// The `policy:` the endpoint names, if it names one.
     package let policyName: String?
     /// The security policy its handshakes are held to: the named one and the policies whose `hosts` match
@@ -92,6 +93,9 @@ package struct EndpointConfiguration: Sendable, Equatable {
     /// The credential defaults not applied to it (`headers.Authorization`, `client_certificate`): it is plain
     /// http, or in an included file not scoped to its host (``EndpointDefaults``). Shown by `--effective`.
     var withheldDefaults: [String] = []
+    /// Whether this is a module read with a scraper's target (`/probe`) rather than an endpoint: its redirects
+    /// stay on the host and port its admission checked (``TargetAdmission``).
+    package var isTargetProbe = false
 
     /// The headers to send, with the real values. Never print or log the result: unlike ``headers``, it
     /// does not redact.
@@ -111,7 +115,7 @@ package struct EndpointConfiguration: Sendable, Equatable {
 
 extension EndpointConfiguration {
     /// What the endpoints are checked against while they are read.
-    struct Context {
+    struct Context: Sendable {
         /// Valid policies, in file order.
         let policies: [PolicyConfiguration]
         /// Every policy name in the file, valid or not: a reference to one that had problems of its own is
@@ -147,30 +151,7 @@ extension ConfigurationDecoder {
     /// A non-empty name without control, bidi formatting or other invisible characters, not used by an earlier
     /// endpoint.
     func endpointName(_ node: Node, _ keyPath: String) -> String? {
-        guard let name = string(node, keyPath, "a name") else { return nil }
-        guard !name.isEmpty else {
-            report(.invalidValue, at: node, keyPath, "the name must be non-empty text on one line")
-            return nil
-        }
-        // Names reach terminals, metric labels and every event: a control (a line break, ESC, NEL) or a bidi
-        // override in one is a forgery waiting for a reader.
-        if let scalar = name.unicodeScalars.first(where: UntrustedText.needsEscape) {
-            let shown = UntrustedText.escaped(String(scalar))
-            report(
-                .invalidValue, at: node, keyPath,
-                "the name holds \(shown), a control or bidi formatting character; a name is one line of visible text")
-            return nil
-        }
-        // Invisible scalars (a zero-width space, a byte order mark, a tag character, a line separator) make a
-        // name that reads as another: an included file's `api` + U+200B beside the main file's `api`.
-        if let (scalar, what) = name.unicodeScalars.lazy.compactMap({ scalar in Self.invisibleKind(scalar).map { (scalar, $0) } }).first {
-            let code = String(scalar.value, radix: 16, uppercase: true)
-            report(
-                .invalidValue, at: node, keyPath,
-                "the name holds U+\(String(repeating: "0", count: max(0, 4 - code.count)) + code), \(what); a name is one line of visible text"
-            )
-            return nil
-        }
+        guard let name = string(node, keyPath, "a name"), isVisibleName(name, at: node, keyPath, what: "a name") else { return nil }
         if let first = endpointNames[name] {
             // Across files, the first one's whole position: both files may have the line.
             let mark = first.node.mark
@@ -184,6 +165,34 @@ extension ConfigurationDecoder {
         }
         endpointNames[name] = (file, node)
         return name
+    }
+
+    /// Whether `name` (of an endpoint, or `what` else names) is one line of visible text, reporting why not.
+    func isVisibleName(_ name: String, at node: Node, _ keyPath: String, what: String) -> Bool {
+        guard !name.isEmpty else {
+            report(.invalidValue, at: node, keyPath, "the name must be non-empty text on one line")
+            return false
+        }
+        // Names reach terminals, metric labels and every event: a control (a line break, ESC, NEL) or a bidi
+        // override in one is a forgery waiting for a reader.
+        if let scalar = name.unicodeScalars.first(where: UntrustedText.needsEscape) {
+            let shown = UntrustedText.escaped(String(scalar))
+            report(
+                .invalidValue, at: node, keyPath,
+                "the name holds \(shown), a control or bidi formatting character; \(what) is one line of visible text")
+            return false
+        }
+        // Invisible scalars (a zero-width space, a byte order mark, a tag character, a line separator) make a
+        // name that reads as another: an included file's `api` + U+200B beside the main file's `api`.
+        if let (scalar, kind) = name.unicodeScalars.lazy.compactMap({ scalar in Self.invisibleKind(scalar).map { (scalar, $0) } }).first {
+            let code = String(scalar.value, radix: 16, uppercase: true)
+            report(
+                .invalidValue, at: node, keyPath,
+                "the name holds U+\(String(repeating: "0", count: max(0, 4 - code.count)) + code), \(kind); \(what) is one line of visible text"
+            )
+            return false
+        }
+        return true
     }
 
     /// What `scalar` is when it is invisible but no control (Unicode's general categories Cf, Zl and Zp), or `nil`.

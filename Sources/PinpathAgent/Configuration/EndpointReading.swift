@@ -44,13 +44,21 @@ struct EndpointReading {
     var proxy: ProxyConfiguration
 
     /// Reads the keys of `place` from `fields`, each with its row of the table, in the table's order.
+    ///
+    /// A module gives `moduleKind` (its `kind:`, so that the kind-dependent rows refuse and read as for an endpoint of
+    /// that kind) and, when one of its targets is probed, `target`: the name and URL that it has no keys for.
     init(
-        _ fields: ConfigurationMapping, in place: EndpointKey.Place, context: EndpointConfiguration.Context, _ decoder: ConfigurationDecoder
+        _ fields: ConfigurationMapping, in place: EndpointKey.Place, context: EndpointConfiguration.Context,
+        _ decoder: ConfigurationDecoder,
+        moduleKind: ServiceKind? = nil, target: (name: String, url: URL)? = nil
     ) {
         self.decoder = decoder
         self.fields = fields
         self.context = context
         self.proxy = context.proxy
+        self.kind = target.flatMap { ServiceKind(scheme: $0.url.scheme) } ?? moduleKind
+        self.name = target?.name
+        self.url = target?.url
         withdrawMainFileOnlyKeys()
         for key in EndpointKey.keys(in: place) {
             let path = self.fields.path(key.name)

@@ -162,15 +162,20 @@ enum AgentEvents {
     /// chain is a summary (subject, pin, notAfter); RFC 7469's PEM arrays of both chains follow only when
     /// `includeCertificates` (`events.include_certificates`). A structured validated chain beside the account
     /// would say the same certificates twice in one line, and cost a two-certificate failure its 1.5 KB budget.
+    ///
+    /// A target probe's (`probe` given) names the module and the target (its URL as events show URLs, credentials
+    /// and query removed) instead of an endpoint.
     static func pinFailure(
         _ endpoint: EndpointConfiguration, _ evaluation: TrustEvaluation, suppressed: Int, connectivity: ConnectivityState?,
-        includeCertificates: Bool
+        includeCertificates: Bool, probe: (module: String, target: URL)? = nil
     ) -> AgentEvent {
         let report = evaluation.report.fields.filter { includeCertificates || !certificateReportFields.contains($0.name) }
         return AgentEvent(
             EventCatalog.pinFailure,
             [
-                ("endpoint", .string(endpoint.name)),
+                ("endpoint", probe == nil ? .string(endpoint.name) : .null),
+                ("module", .string(probe?.module)),
+                ("target", .string(probe.map { DisplayURL.redacting($0.target.absoluteString) })),
                 ("enforced", .bool(!evaluation.allowsConnection)),
                 ("message", outsideText(evaluation.failure?.message)),
                 ("profile", .string(evaluation.appliedProfile?.description)),

@@ -64,11 +64,13 @@ public enum EventCatalog {
     /// A pin mismatch (enforced or report-only), not suppressed. `message` is the failure's full account (the
     /// validated chain's pins and subjects, then the pins expected), written here only; `served_chain` summarizes
     /// each certificate the server sent. The fields after it are the pin failure report's (RFC 7469's and
-    /// TrustKit's names), its PEM arrays only with `events.include_certificates`.
+    /// TrustKit's names), its PEM arrays only with `events.include_certificates`. A failure seen by a probe of a
+    /// target a scraper named (`/probe`) has `endpoint` null and the `module` and `target`; an endpoint's has those
+    /// null.
     public static let pinFailure = EventKind(
         name: "pin.failure",
         fields: [
-            "endpoint", "enforced", "message", "profile", "connectivity", "suppressed", "served_chain", "date-time",
+            "endpoint", "module", "target", "enforced", "message", "profile", "connectivity", "suppressed", "served_chain", "date-time",
             "hostname", "port", "noted-hostname",
             "include-subdomains", "effective-expiration-date", "served-certificate-chain", "validated-certificate-chain",
             "known-pins", "enforce-pinning", "validation-result",

@@ -96,6 +96,15 @@ enum MetricsExposition {
                     endpoint += 1
                 }
                 if endpoint == rendered.count {
+                    // Target probes' pin failures (`/probe`) close their family, labelled by module only: the targets
+                    // a scraper names are unbounded, the modules are the configuration's.
+                    if families[family].name == "pinpath_pin_failures" {
+                        for entry in snapshot.targetPinFailures {
+                            let label = "module=\"\(MetricsExposition.escape(entry.module))\""
+                            out.sample("pinpath_pin_failures_total", label, "enforced", "true", Double(entry.enforced))
+                            out.sample("pinpath_pin_failures_total", label, "enforced", "false", Double(entry.reportOnly))
+                        }
+                    }
                     family += 1
                     familyStarted = false
                     endpoint = 0

@@ -87,6 +87,8 @@ struct MetricsSnapshot: Sendable {
     var eventsDropped: [(reason: String, count: Int)] = [("queue_full", 0), ("write_failed", 0)]
     /// Probe results recorded since start.
     var probes = 0
+    /// Pin failures seen by target probes (`/probe`), by module, in the order first seen.
+    var targetPinFailures: [(module: String, enforced: Int, reportOnly: Int)] = []
     /// How late probes started against their schedule.
     var lateness = SecondsHistogram(bounds: SecondsHistogram.latenessBounds)
     /// The `/probe` route's counters, when the listener serves it.

@@ -116,6 +116,22 @@ final class MetricsStore: Sendable {
         }
     }
 
+    /// Counts a pin failure seen by a probe of a module's target (`/probe`), under the module's name.
+    func targetPinFailed(module: String, enforced: Bool) {
+        state.withLock { state in
+            var counts = state.snapshot.targetPinFailures
+            let index =
+                counts.firstIndex { $0.module == module }
+                ?? {
+                    counts.append((module, 0, 0))
+                    return counts.count - 1
+                }()
+            if enforced { counts[index].enforced += 1 } else { counts[index].reportOnly += 1 }
+            state.snapshot.targetPinFailures = counts
+            state.version &+= 1
+        }
+    }
+
     /// Counts a failed write of the metrics textfile.
     func textfileWriteFailed() {
         state.withLock { state in

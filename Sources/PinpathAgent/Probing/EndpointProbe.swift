@@ -155,6 +155,7 @@ struct EndpointProbe: Sendable {
         options.policies = HostPolicySet(endpoint.redirectPolicies.map(\.hostPolicy))
         options.proxies = endpoint.proxy.settings
         options.serverName = endpoint.serverName
+        options.redirectsStayOnHostAndPort = endpoint.isTargetProbe
         // The URL's host is the one connected to (a server name stands for it): its address is pinned.
         if let address = endpoint.address, let host = endpoint.url.host(percentEncoded: false),
             let port = endpoint.url.port ?? endpoint.kind.defaultPort

@@ -6,7 +6,7 @@ import PinpathSecurity
 /// What one probe of an endpoint found.
 package struct ProbeResult: Sendable {
     /// How the probe ended, for the endpoint's state.
-    enum Outcome: String, Sendable {
+    package enum Outcome: String, Sendable {
         /// The response was acceptable (status, body, and the security policy, or report-only pins).
         case success
         /// The service failed: no connection, a TLS or pin rejection, a timeout, an unexpected answer.
@@ -15,32 +15,32 @@ package struct ProbeResult: Sendable {
         case unreachable
     }
 
-    var endpoint: String
+    package var endpoint: String
     /// What the probe did (the endpoint URL's scheme): which fields and phases apply.
-    var kind: ServiceKind = .https
-    var outcome: Outcome
+    package var kind: ServiceKind = .https
+    package var outcome: Outcome
     /// When the probe started.
-    var started: Date
+    package var started: Date
     /// The status code, when an HTTP response arrived (never for the other kinds).
-    var statusCode: Int?
+    package var statusCode: Int?
     /// Phase timings, when a response arrived.
-    var timings: PhaseTimings?
+    package var timings: PhaseTimings?
     /// The address connected to.
-    var remoteAddress: String?
+    package var remoteAddress: String?
     /// The negotiated TLS version.
-    var tlsVersion: String?
+    package var tlsVersion: String?
     /// Why it failed: the request core's ``HTTPError/code``, or what the endpoint's expectations found
     /// (``FailureCategory/unexpectedStatus`` and the others of that group).
-    var errorCategory: FailureCategory?
+    package var errorCategory: FailureCategory?
     /// A sentence for a person (never carrying header values or the query string).
-    var message: String?
+    package var message: String?
     /// The security policy's evaluation of the handshake, when one ran: pins, chains, report-only failures.
-    var evaluation: TrustEvaluation?
+    package var evaluation: TrustEvaluation?
     /// The monitor's verdict, when the endpoint was not reachable.
-    var reachability: TargetReachability?
+    package var reachability: TargetReachability?
 
     /// A pin failure to report: a rejected evaluation that is about pins (enforced or report-only).
-    var pinFailure: TrustEvaluation? {
+    package var pinFailure: TrustEvaluation? {
         guard let evaluation, let reason = evaluation.failure?.reason, reason == .pinMismatch else { return nil }
         return evaluation
     }

@@ -40,8 +40,9 @@ public enum FailureCategory: String, CaseIterable, ErrorCode {
     case revoked
     /// The security policy's pins rejected the server in the handshake: see ``HTTPError/evaluation``.
     case policyRejected = "policy_rejected"
-    /// An https request was redirected to an http URL and insecure redirects are not allowed: nothing was sent to
-    /// it. A TLS failure: the request would have lost its protection.
+    /// An https request was redirected to an http URL and insecure redirects are not allowed, or a request held to
+    /// its host and port (``RequestOptions/redirectsStayOnHostAndPort``) was redirected elsewhere: nothing was sent
+    /// to it. A TLS failure: the request would have lost its protection.
     case insecureRedirect = "insecure_redirect"
     /// A redirect to another origin would have sent the request body again, and the caller did not trust redirect
     /// targets with it (``RequestOptions/keepsHeadersAcrossOrigins``): nothing was sent there.

@@ -48,6 +48,10 @@ public struct RequestOptions: Sendable {
     /// ``HTTPError/Code/insecureRedirect`` before anything is sent to the http URL. When on, credential
     /// headers (``HeaderFields/isCredential(_:)``) are still never sent over the http hop.
     public var allowsInsecureRedirects = false
+    /// Follow redirects only to the first URL's host and port (where ``resolvedAddresses`` still applies): a
+    /// redirect elsewhere fails with ``HTTPError/Code/insecureRedirect`` before anything is sent to it. The agent's
+    /// target probes set it, since their admission checked only the target's own addresses. Off by default.
+    public var redirectsStayOnHostAndPort = false
     /// Keep every header the caller set when a redirect goes to another origin (scheme, host or port), as
     /// curl's `--location-trusted`. Off by default: such a hop keeps only headers that describe the client
     /// and the body (`Accept`, `Accept-Encoding`, `Accept-Language`, `User-Agent`, `Content-Type`,

@@ -133,6 +133,14 @@ public final class Session: Sendable {
             guard options.followRedirects, let next = try Redirect.next(after: request, response: response, options: options) else {
                 return response
             }
+            if options.redirectsStayOnHostAndPort, !Self.sameHostAndPort(next.url, originURL) {
+                throw HTTPError(
+                    .insecureRedirect,
+                    """
+                    \(request.method) \(request.displayURL): redirected to \(next.displayURL), another host or port, which was not \
+                    checked; not followed
+                    """, response: response)
+            }
             redirects += 1
             guard redirects <= options.maximumRedirects else {
                 throw HTTPError(
@@ -141,6 +149,13 @@ public final class Session: Sendable {
             }
             request = next
         }
+    }
+
+    /// Whether `a` and `b` name the same host (canonical) and port (the scheme's default when none is written).
+    private static func sameHostAndPort(_ a: URL, _ b: URL) -> Bool {
+        func port(_ url: URL) -> Int? { url.port ?? ServiceKind(scheme: url.scheme)?.defaultPort }
+        return a.host(percentEncoded: false).map(HostPattern.canonicalHost) == b.host(percentEncoded: false).map(HostPattern.canonicalHost)
+            && port(a) == port(b)
     }
 
     /// The per-host policies that apply to `request`'s host combined, with their trust store; `nil` when

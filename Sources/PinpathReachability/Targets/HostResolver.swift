@@ -4,7 +4,7 @@ import PinpathSupport
 /// Resolves host names with `getaddrinfo` on the blocking pool (``BlockingPool``), bounded in time. glibc's
 /// resolver cannot be cancelled, so a look-up that outlives the bound finishes on its pool thread and its answer
 /// is dropped; one whose bound passed before its turn is not started.
-enum HostResolver {
+package enum HostResolver {
     static func resolve(_ target: ReachabilityTarget, timeout: Duration) async -> WatchedTarget.Resolution {
         switch target {
         case .address(let address): return .resolved([address])
@@ -25,6 +25,15 @@ enum HostResolver {
         }
         defer { bound.cancel() }
         return await answer.value()
+    }
+
+    /// The addresses `name` resolves to, in the order the resolver prefers; `nil` when it does not resolve in
+    /// `timeout`. For the agent's target probes, which check every address before connecting to one of them.
+    package static func addresses(of name: String, timeout: Duration) async -> [IPAddress]? {
+        switch await resolve(name, timeout: timeout) {
+        case .resolved(let addresses): addresses
+        case .failed: nil
+        }
     }
 
     /// Blocking `getaddrinfo`, in the order the resolver prefers (RFC 6724), without duplicates.

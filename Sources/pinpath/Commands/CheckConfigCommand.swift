@@ -107,6 +107,17 @@ struct CheckConfigCommand: AsyncParsableCommand {
                 lines.append("    proxy: \(endpoint.proxy.summary(for: endpoint.url))")
             }
         }
+        if !configuration.modules.isEmpty {
+            lines.append("modules:   \(configuration.modules.count)")
+            for module in configuration.modules {
+                let kind = module.kind.map { "kind \($0.rawValue)" } ?? "kind from each target's scheme"
+                let admitted =
+                    module.targets.map { list in
+                        "targets \((list.hosts.map(\.description) + list.networks.map(\.description)).joined(separator: " "))"
+                    } ?? "any target but loopback, link-local and metadata addresses"
+                lines.append("  \(module.name): \(kind), \(admitted)")
+            }
+        }
         let targets = configuration.reachabilityTargets.map(\.description).joined(separator: " ")
         lines.append("targets:   \(configuration.reachabilityTargets.count)\(targets.isEmpty ? "" : " (\(targets))")")
         lines.append("metrics:   \(metricsSummary(configuration))")

@@ -1,0 +1,101 @@
+import FoundationEssentials
+import PinpathHTTP
+import PinpathReachability
+import PinpathSecurity
+import PinpathSupport
+
+/// The plain-text log of one target probe (`&debug=true`): the module and target, the timeout, the addresses
+/// resolved and the one connected to, the admission's and the reachability gate's decisions, the chains served
+/// and verified (subject, issuer, notAfter, SPKI pin), the policy's verdict, and the failure's category and
+/// message. Every text from outside (names, subjects, messages) is escaped (``UntrustedText``); the target is
+/// shown as events show URLs (no credentials, no query), and no header value is written.
+struct TargetProbeLog {
+    let enabled: Bool
+    private(set) var lines: [String]?
+
+    init(enabled: Bool) {
+        self.enabled = enabled
+        lines = enabled ? [] : nil
+    }
+
+    private mutating func add(_ line: String) {
+        if enabled { lines?.append(line) }
+    }
+
+    mutating func started(_ module: ModuleConfiguration, _ endpoint: EndpointConfiguration, moduleTimeout: Duration, deadline: Duration?) {
+        guard enabled else { return }
+        add("module \(escaped(module.name)): kind \(endpoint.kind.rawValue)\(module.kind == nil ? " (from the target's scheme)" : "")")
+        add("target \(escaped(DisplayURL.redacting(endpoint.url.absoluteString)))")
+        let deadlineText = deadline.map { ", the scraper's deadline \(DurationSyntax.format($0))" } ?? ", no scraper deadline"
+        add("timeout \(DurationSyntax.format(endpoint.timeout)) (the module's \(DurationSyntax.format(moduleTimeout))\(deadlineText))")
+        add("proxy \(escaped(endpoint.proxy.summary(for: endpoint.url)))")
+        add("policy \(endpoint.security.map { $0.names.map(escaped).joined(separator: " + ") } ?? "none (chain and host name verified)")")
+    }
+
+    mutating func admission(_ decision: TargetAdmission.Decision, took: Duration) {
+        guard enabled else { return }
+        switch decision {
+        case .admitted(let address, let resolved):
+            if !resolved.isEmpty {
+                add("resolved \(resolved.map(\.description).joined(separator: ", ")) in \(milliseconds(took)) ms")
+            }
+            add(
+                address.map { "admitted: connecting to \($0) only (later DNS answers are not used)" }
+                    ?? "admitted: through the proxy, which connects")
+        case .refused(let reason):
+            add("refused: \(escaped(reason)); nothing was connected to")
+        case .unresolved(let reason):
+            add("not resolved: \(escaped(reason)); nothing was connected to")
+        }
+    }
+
+    mutating func finished(_ result: ProbeResult, _ endpoint: EndpointConfiguration) {
+        guard enabled else { return }
+        if let reachability = result.reachability {
+            add(
+                "reachability gate: refused (\(reachability.reason?.rawValue ?? reachability.status.rawValue)); no connection was attempted"
+            )
+        } else if result.errorCategory != .resolveFailed {
+            add("reachability gate: admitted")
+        }
+        if let remote = result.remoteAddress { add("connected to \(escaped(remote))") }
+        if let timings = result.timings {
+            add(
+                "phases (ms) \(timings.phasesMillisecondsJSON(of: result.kind).encoded()), total \(timings.totalMillisecondsJSON.encoded())"
+            )
+        }
+        if let version = result.tlsVersion { add("tls \(escaped(version))") }
+        if let evaluation = result.evaluation {
+            chain("served chain", evaluation.servedChain)
+            chain("verified chain", evaluation.verifiedChain)
+            if let profile = evaluation.appliedProfile { add("profile \(escaped(profile.description))") }
+            if let failure = evaluation.failure {
+                // The failure's account is several lines (OkHttp's shape: each pin and subject, then the pins expected).
+                let account = failure.message.split(separator: "\n").map { escaped(String($0)) }
+                add("policy: \(evaluation.allowsConnection ? "report-only failure" : "rejected"): \(account.first ?? "")")
+                for line in account.dropFirst() { add("  \(line)") }
+            } else {
+                add("policy: trusted")
+            }
+        }
+        add("outcome \(result.outcome.rawValue)\(result.errorCategory.map { ", category \($0.rawValue)" } ?? "")")
+        if let message = result.message { add("message \(escaped(message))") }
+    }
+
+    private mutating func chain(_ title: String, _ certificates: [Certificate]) {
+        add("\(title): \(certificates.isEmpty ? "none" : "\(certificates.count) certificates")")
+        for (depth, certificate) in certificates.prefix(AgentEvents.servedChainLimit).enumerated() {
+            add(
+                """
+                  \(depth) subject \(escaped(certificate.subject)); issuer \(escaped(certificate.issuer)); notAfter \
+                \(certificate.notAfter.formatted(.iso8601)); \(certificate.spkiPin)
+                """)
+        }
+    }
+
+    private func escaped(_ text: String) -> String { UntrustedText.escaped(text) }
+
+    private func milliseconds(_ duration: Duration) -> String {
+        "\((duration / .microseconds(100)).rounded() / 10)"
+    }
+}

@@ -1,0 +1,246 @@
+import Foundation
+import PinpathHTTP
+import PinpathSecurity
+import PinpathTestSupport
+import Testing
+
+@testable import PinpathAgent
+
+/// Issue 26, items 2 to 5: the Agent's `probe(_:)`, the entry `/probe` calls, run in this process against real
+/// servers on loopback (`openssl s_server`, the recording Python server) with the test PKI: the same session,
+/// gate, policy and verifier as an endpoint; the admission before any connection; the security signals.
+@Suite("Target probes through the agent", .serialized)
+struct TargetProbeTests {
+    let pki = TestPKI.shared
+
+    /// An agent started in this process on a configuration, stopped by ``stop()``.
+    final class RunningAgent {
+        let directory: TemporaryDirectory
+        let agent: Agent
+        let run: Task<Bool, Never>
+
+        init(_ configuration: (TemporaryDirectory) throws -> String) async throws {
+            directory = try TemporaryDirectory("target-probe")
+            let text = "events: { output: \(directory.file("events.jsonl")), probes: all }\n" + (try configuration(directory))
+            try text.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+            do {
+                agent = try await Agent.start(configurationPath: directory.file("pinpath.yaml"))
+            } catch {
+                throw ShellError(description: "the agent did not start: \(error)")
+            }
+            let agent = self.agent
+            run = Task { await agent.run() }
+        }
+
+        func stop() async {
+            agent.stop(reason: "test")
+            _ = await run.value
+        }
+
+        func probe(_ module: String, _ target: String, deadline: Duration? = nil) async -> TargetProbeAnswer {
+            await agent.probe(TargetProbeRequest(module: module, target: target, deadline: deadline, debug: true))
+        }
+
+        var events: [[String: Any]] {
+            (directory.read("events.jsonl") ?? "").split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+        }
+
+        func of(_ type: String) -> [[String: Any]] { events.filter { $0["event"] as? String == type } }
+    }
+
+    func pins(_ names: [String]) throws -> String { try pki.chain(names).map { "\"\($0.spkiPin)\"" }.joined(separator: ", ") }
+
+    /// The server's chain pinned (`good`) and another CA's keys pinned (`wrong`, reporting to `reportURI`).
+    func policies(reportURI: String? = nil) throws -> String {
+        """
+        policies:
+          good: { mode: public_key, pins: [\(try pins(["inter", "root"]))], ca_file: \(pki.path("store")) }
+          wrong: { mode: public_key, pins: [\(try pins(["otherinter", "otherroot"]))], ca_file: \(pki.path("store"))\(reportURI.map { ", report_uri: \"\($0)\"" } ?? "") }
+          collector: { mode: none, hosts: ["::1"], ca_file: \(pki.path("store")) }
+
+        """
+    }
+
+    static func result(_ answer: TargetProbeAnswer) throws -> (ProbeResult, [String]) {
+        guard case .probed(let result, let log) = answer else { throw ShellError(description: "not probed: \(answer)") }
+        return (result, log ?? [])
+    }
+
+    static func refusal(_ answer: TargetProbeAnswer) -> String? {
+        if case .refused(let reason) = answer { return reason }
+        return nil
+    }
+
+    @Test(
+        """
+        A pinned https target succeeds and a tls:// host:port target too; a wrong pin fails as policy_rejected with a \
+        pin.failure naming module and target and a report to report_uri; no endpoint event is written
+        """)
+    func pinnedTargets() async throws {
+        let scratch = try TemporaryDirectory("target-servers")
+        let server = try TLSServer(certificate: pki.path("ip"), key: pki.path("ip", "key"), chain: [pki.path("inter")], in: scratch.path)
+        defer { server.stop() }
+        let collector = try RecordingServer(
+            address: "::1", certificate: (pki.path("ip"), pki.path("ip", "key"), [pki.path("inter")]), directory: scratch.path)
+        defer { collector.stop() }
+        let running = try await RunningAgent { _ in
+            try policies(reportURI: "\(collector.origin)/report")
+                + """
+                modules:
+                  web: { kind: https, policy: good, targets: [127.0.0.0/8] }
+                  bad: { kind: https, policy: wrong, targets: [127.0.0.0/8] }
+                  raw: { kind: tls, policy: good, targets: [127.0.0.0/8] }
+                """
+        }
+        let good = try Self.result(await running.probe("web", "127.0.0.1:\(server.port)"))
+        #expect(good.0.outcome == .success, "\(good.0.message ?? "") \(good.1)")
+        #expect(good.0.evaluation?.verifiedChain.count == 3)
+        #expect(good.1.contains("admitted: connecting to 127.0.0.1 only (later DNS answers are not used)"), "\(good.1)")
+        #expect(good.1.contains { $0.hasPrefix("verified chain: 3 certificates") }, "\(good.1)")
+        #expect(good.1.contains { $0.contains("subject CN=Loopback; issuer CN=Pinpath Test Intermediate") }, "\(good.1)")
+        #expect(good.1.contains("policy: trusted"), "\(good.1)")
+
+        let raw = try Self.result(await running.probe("raw", "127.0.0.1:\(server.port)"))
+        #expect(raw.0.outcome == .success && raw.0.kind == .tls, "\(raw.0.message ?? "")")
+
+        let bad = try Self.result(await running.probe("bad", "127.0.0.1:\(server.port)"))
+        #expect(bad.0.outcome == .failure)
+        #expect(bad.0.errorCategory == .policyRejected)
+        #expect(bad.1.contains { $0.hasPrefix("policy: rejected: 127.0.0.1: certificate pinning failure") }, "\(bad.1)")
+        #expect(bad.1.contains("outcome failure, category policy_rejected"), "\(bad.1)")
+        let failure = try #require(running.of("pin.failure").first, "\(running.events)")
+        #expect(failure["module"] as? String == "bad")
+        #expect(failure["target"] as? String == "https://127.0.0.1:\(server.port)")
+        #expect(failure["endpoint"] is NSNull)
+        #expect(failure["validation-result"] as? Int == 1)
+        // The report arrives at the policy's collector, as an endpoint's does.
+        let deadline = ContinuousClock.now + .seconds(20)
+        while collector.requests.isEmpty && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(100)) }
+        let report = try #require(collector.requests.first, "no report arrived")
+        #expect(report.method == "POST" && report.path == "/report")
+        #expect(report.body.contains("\"known-pins\""))
+
+        await running.stop()
+        let names = Set(running.events.compactMap { $0["event"] as? String })
+        #expect(names.isDisjoint(with: ["endpoint.state_changed", "probe.completed", "certificate.expiring"]), "\(names)")
+        #expect(running.of("agent.stopping").first?["pin_failures"] as? Int == 1)
+    }
+
+    @Test("A closed port fails as connect_failed; the scraper's deadline lowers the module's timeout")
+    func closedPortAndDeadline() async throws {
+        let port = try TLSServer.freePort()
+        let running = try await RunningAgent { _ in
+            "modules:\n  raw: { kind: tcp, timeout: 5s, targets: [127.0.0.0/8] }\n"
+        }
+        let (result, log) = try Self.result(await running.probe("raw", "127.0.0.1:\(port)", deadline: .milliseconds(1500)))
+        #expect(result.outcome == .failure && result.errorCategory == .connectFailed, "\(result.errorCategory?.rawValue ?? "") \(log)")
+        #expect(log.contains("timeout 1500ms (the module's 5s, the scraper's deadline 1500ms)"), "\(log)")
+        await running.stop()
+    }
+
+    @Test(
+        """
+        Refused targets make no connection: outside targets:, loopback and localhost without targets:, the metadata \
+        address; an unknown module and a target that does not parse are invalid
+        """)
+    func refusals() async throws {
+        let scratch = try TemporaryDirectory("target-refusals")
+        let server = try RecordingServer(directory: scratch.path)
+        defer { server.stop() }
+        let running = try await RunningAgent { _ in
+            """
+            modules:
+              open: { kind: http }
+              lan: { kind: http, targets: [10.0.0.0/8] }
+              local: { kind: http, targets: [127.0.0.1/32] }
+            """
+        }
+        let outside = Self.refusal(await running.probe("lan", "127.0.0.1:\(server.port)"))
+        #expect(outside?.contains("127.0.0.1 is a loopback address") == true, "\(String(describing: outside))")
+        let loopback = Self.refusal(await running.probe("open", "127.0.0.1:\(server.port)"))
+        #expect(loopback?.contains("loopback") == true, "\(String(describing: loopback))")
+        let byName = Self.refusal(await running.probe("open", "http://localhost:\(server.port)/"))
+        #expect(byName?.contains("localhost resolved to 127.0.0.1") == true, "\(String(describing: byName))")
+        let metadata = Self.refusal(await running.probe("open", "http://169.254.169.254/latest/meta-data/"))
+        #expect(metadata?.contains("metadata") == true, "\(String(describing: metadata))")
+        if case .invalid(let message) = await running.probe("nope", "127.0.0.1:1") {
+            #expect(message.contains(#"unknown module "nope""#), "\(message)")
+        } else {
+            Issue.record("an unknown module was not invalid")
+        }
+        if case .invalid(let message) = await running.probe("open", "ftp://example.test/") {
+            #expect(message.contains("probes http://"), "\(message)")
+        } else {
+            Issue.record("a target of another kind was not invalid")
+        }
+        #expect(server.requests.isEmpty, "a refused target was connected to: \(server.requests.map(\.path))")
+
+        // Admitted by its range, through a name: the connection goes to the address checked, shown in the log.
+        let (result, log) = try Self.result(await running.probe("local", "http://localhost:\(server.port)/pinned"))
+        #expect(result.outcome == .success, "\(result.message ?? "") \(log)")
+        #expect(log.contains("admitted: connecting to 127.0.0.1 only (later DNS answers are not used)"), "\(log)")
+        #expect(result.remoteAddress == "127.0.0.1:\(server.port)")
+        #expect(server.requests.map(\.path) == ["/pinned"])
+        #expect(server.requests.first?.header("Host") == "localhost:\(server.port)")
+        await running.stop()
+    }
+
+    @Test("A name that does not resolve fails as resolve_failed without a connection")
+    func unresolved() async throws {
+        let running = try await RunningAgent { _ in "modules:\n  open: { kind: http }\n" }
+        let (result, log) = try Self.result(await running.probe("open", "http://nothing.invalid/"))
+        #expect(result.outcome == .failure && result.errorCategory == .resolveFailed, "\(log)")
+        #expect(log.contains("not resolved: nothing.invalid did not resolve; nothing was connected to"), "\(log)")
+        await running.stop()
+    }
+
+    @Test("A reload replaces the modules; a rejected reload keeps the running ones")
+    func reload() async throws {
+        let running = try await RunningAgent { _ in "modules:\n  first: { kind: http }\n" }
+        let file = running.directory.file("pinpath.yaml")
+        let events = "events: { output: \(running.directory.file("events.jsonl")), probes: all }\n"
+        func isUnknown(_ answer: TargetProbeAnswer) -> Bool {
+            if case .invalid(let message) = answer { return message.contains("unknown module") }
+            return false
+        }
+        try (events + "modules:\n  second: { kind: http }\n").write(toFile: file, atomically: true, encoding: .utf8)
+        running.agent.reload()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while isUnknown(await running.probe("second", "http://nothing.invalid/")) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(!isUnknown(await running.probe("second", "http://nothing.invalid/")))
+        #expect(isUnknown(await running.probe("first", "http://nothing.invalid/")))
+
+        try (events + "modules:\n  third: { kind: http, url: \"http://x/\" }\n").write(toFile: file, atomically: true, encoding: .utf8)
+        running.agent.reload()
+        while running.of("config.rejected").isEmpty && ContinuousClock.now < deadline + .seconds(10) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(running.of("config.rejected").count == 1)
+        #expect(!isUnknown(await running.probe("second", "http://nothing.invalid/")), "the running modules stay")
+        await running.stop()
+    }
+
+    @Test("A redirect to another host or port is not followed: its address was never checked")
+    func redirectsStay() async throws {
+        let scratch = try TemporaryDirectory("target-redirect")
+        let server = try RecordingServer(directory: scratch.path)
+        defer { server.stop() }
+        let elsewhere = try RecordingServer(directory: scratch.path)
+        defer { elsewhere.stop() }
+        let running = try await RunningAgent { _ in "modules:\n  local: { kind: http, targets: [127.0.0.0/8] }\n" }
+        let (result, log) = try Self.result(
+            await running.probe("local", server.redirect(302, to: "http://169.254.169.254:\(elsewhere.port)/latest/meta-data/")))
+        #expect(result.outcome == .failure && result.errorCategory == .insecureRedirect, "\(log)")
+        #expect(result.message?.contains("another host or port, which was not checked; not followed") == true, "\(result.message ?? "")")
+        // On the same host and port, a redirect is followed.
+        let (same, _) = try Self.result(await running.probe("local", server.redirect(302, to: "\(server.origin)/after")))
+        #expect(same.outcome == .success, "\(same.message ?? "")")
+        #expect(server.requests.last?.path == "/after")
+        #expect(elsewhere.requests.isEmpty)
+        await running.stop()
+    }
+}
