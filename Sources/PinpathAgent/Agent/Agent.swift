@@ -89,7 +89,7 @@ public final class Agent: Sendable {
         var metricsServer: MetricsServer?
         if let address = configuration.metricsListen, !once {
             do {
-                metricsServer = try await MetricsServer.start(address, store: metrics)
+                metricsServer = try await MetricsServer.start(address, store: metrics, access: configuration.metricsAccess)
             } catch {
                 _ = writer.close(timeout: .seconds(1))
                 throw .output(error.description)
@@ -228,6 +228,8 @@ public final class Agent: Sendable {
         for target in change.removedTargets { monitor.removeTarget(target) }
         for target in change.addedTargets { _ = try? await monitor.addTarget(target) }
         await core.replace(with: configuration, change: change)
+        // Credentials apply at once; a new listen address waits for a restart (the change says so).
+        if !change.restartRequired.contains("metrics") { metricsServer?.replaceAccess(with: configuration.metricsAccess) }
         writer.emit(AgentEvents.reloaded(configurationPath: configurationPath, configuration: configuration, change: change))
     }
 
