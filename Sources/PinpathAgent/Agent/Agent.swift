@@ -228,8 +228,9 @@ public final class Agent: Sendable {
         for target in change.removedTargets { monitor.removeTarget(target) }
         for target in change.addedTargets { _ = try? await monitor.addTarget(target) }
         await core.replace(with: configuration, change: change)
-        // Credentials apply at once; a new listen address waits for a restart (the change says so).
-        if !change.restartRequired.contains("metrics") { metricsServer?.replaceAccess(with: configuration.metricsAccess) }
+        // Credentials and TLS files apply to the running listener at once, even when a new listen address waits for
+        // a restart: the newest credentials are the ones the operator meant.
+        metricsServer?.replaceAccess(with: configuration.metricsAccess)
         writer.emit(AgentEvents.reloaded(configurationPath: configurationPath, configuration: configuration, change: change))
     }
 

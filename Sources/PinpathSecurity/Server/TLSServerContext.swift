@@ -39,7 +39,7 @@ package final class TLSServerContext: @unchecked Sendable {
         do {
             keyBytes = try readWholeFile(keyPath)
         } catch {
-            throw SecurityError(.unusableServerKey, "cannot read the key \(keyPath): \(error)")
+            throw SecurityError(.unusableServerKey, "cannot read the private key: \(error)")
         }
         let key = keyBytes.withUnsafeBytes { buffer -> OpaquePointer? in
             let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count))
@@ -102,7 +102,7 @@ package final class TLSServerContext: @unchecked Sendable {
         do {
             bytes = try readWholeFile(path)
         } catch {
-            throw SecurityError(code ?? .unreadableFile, "cannot read \(path): \(error)")
+            throw SecurityError(code ?? .unreadableFile, "cannot read the certificates: \(error)")
         }
         let certificates = bytes.withUnsafeBytes { buffer -> [OpaquePointer] in
             let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count))
