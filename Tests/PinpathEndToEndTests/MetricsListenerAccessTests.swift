@@ -215,6 +215,44 @@ struct MetricsListenerAccessTests {
         #expect(otherFirst.0 == 200)
     }
 
+    @Test("A TLS client that stalls in the handshake or sends garbage is closed; the listener goes on serving")
+    func hostileTLSClients() async throws {
+        let localhost = LocalhostPKI.shared
+        let chain = try localhost.chainFile(
+            "hostile-chain-\(UUID().uuidString).pem", [localhost.path("valid"), TestPKI.shared.path("inter")])
+        let agent = try Agent(metrics: "  tls: { certificate: \(chain), key: \(localhost.path("valid", "key")) }")
+        let port = try #require(agent.listen.split(separator: ":").last)
+        let healthz = [
+            "/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "--cacert", TestPKI.shared.path("root"),
+        ]
+        try await MetricsEndpointTests.wait("the listener") {
+            try Shell.run(healthz + ["https://localhost:\(port)/healthz"]).stdout == "200"
+        }
+        // Each client: what it sends, then how long until the listener closed (or 20 s: a hang).
+        let script = #"""
+            import socket, sys, time, os
+            host, port, what = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+            s = socket.create_connection((host, port))
+            s.settimeout(20)
+            if what == "stall": s.sendall(bytes([0x16, 0x03, 0x01]))
+            else: s.sendall(os.urandom(65536))
+            start = time.monotonic()
+            try:
+                while s.recv(4096): pass
+                print("closed %.2f" % (time.monotonic() - start))
+            except ConnectionResetError:
+                print("reset %.2f" % (time.monotonic() - start))
+            except socket.timeout:
+                print("hang")
+            """#
+        for behaviour in ["stall", "garbage"] {
+            let result = try Shell.run(["/usr/bin/python3", "-c", script, "127.0.0.1", String(port), behaviour])
+            print("TLS listener, \(behaviour) client: \(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines))")
+            #expect(result.stdout.hasPrefix("closed") || result.stdout.hasPrefix("reset"), "\(behaviour): \(result.stdout)")
+        }
+        #expect(try Shell.run(healthz + ["https://localhost:\(port)/healthz"]).stdout == "200")
+    }
+
     @Test("min_version: TLS13 turns away a TLS 1.2 client; the default (TLS12) serves it")
     func minimumVersion() async throws {
         let localhost = LocalhostPKI.shared
