@@ -49,7 +49,9 @@ let package = Package(
         .systemLibrary(name: "CPCRE2", pkgConfig: "libpcre2-8", providers: [.apt(["libpcre2-dev"])]),
         // Pass-throughs for what Swift cannot import (variadics, function-like macros, _GNU_SOURCE-only symbols),
         // one target per C library so that each layer needs only its own library's headers.
-        .target(name: "CLinuxShims"),  // glibc: setns, eventfd, recvmmsg, thread names, mallopt; sock_diag's structures
+        // glibc: setns, eventfd, recvmmsg, thread names, mallopt; sock_diag's structures; libcrypt's crypt_rn (bcrypt
+        // for metrics.basic_auth: libcrypt1 is part of every Debian system, libcrypt-dev comes with libc6-dev).
+        .target(name: "CLinuxShims", linkerSettings: [.linkedLibrary("crypt")]),
         .target(name: "COpenSSLShims", dependencies: ["COpenSSL"]),
         .target(name: "CCurlShims", dependencies: ["CCurl"]),
 
@@ -79,7 +81,8 @@ let package = Package(
             name: "PinpathAgent",
             dependencies: [
                 "PinpathSupport", "PinpathReachability", "PinpathSecurity", "PinpathHTTP", "PinpathYAML", "CPCRE2",
-                "CLinuxShims",
+                // COpenSSL: the credential cache's SHA-256 and constant-time comparison (metrics.basic_auth).
+                "CLinuxShims", "COpenSSL",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),

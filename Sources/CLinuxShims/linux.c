@@ -1,5 +1,7 @@
 #define _GNU_SOURCE
+#include <crypt.h>
 #include <malloc.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/eventfd.h>
@@ -55,4 +57,19 @@ void pinpath_tsan_release(void *address) {
 
 void pinpath_tsan_acquire(void *address) {
     if (__tsan_acquire) __tsan_acquire(address);
+}
+
+int pinpath_crypt(const char *phrase, const char *setting, char *output, size_t output_size) {
+    struct crypt_data *data = calloc(1, sizeof *data);
+    if (!data) return -1;
+    int result = -1;
+    // crypt_rn returns NULL on failure, never a "*0"-style failure token as crypt does.
+    const char *hashed = crypt_rn(phrase, setting, data, (int)sizeof *data);
+    if (hashed && strlen(hashed) < output_size) {
+        memcpy(output, hashed, strlen(hashed) + 1);
+        result = 0;
+    }
+    explicit_bzero(data, sizeof *data);
+    free(data);
+    return result;
 }

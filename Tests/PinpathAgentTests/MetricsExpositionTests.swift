@@ -109,6 +109,10 @@ struct MetricsExpositionTests {
                 # HELP pinpath_metrics_write_failures_total Failed writes of the metrics textfile.
                 # TYPE pinpath_metrics_write_failures_total counter
                 pinpath_metrics_write_failures_total 1
+                # HELP pinpath_metrics_auth_failures_total Requests the metrics listener refused for their credentials (metrics.basic_auth), by reason.
+                # TYPE pinpath_metrics_auth_failures_total counter
+                pinpath_metrics_auth_failures_total{reason="missing"} 0
+                pinpath_metrics_auth_failures_total{reason="wrong"} 0
                 # HELP pinpath_build_info The agent's build: always 1, the labels say which.
                 # TYPE pinpath_build_info gauge
                 pinpath_build_info{version="9.9.9"} 1

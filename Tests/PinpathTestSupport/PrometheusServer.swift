@@ -13,17 +13,35 @@ public final class PrometheusServer {
 
     /// Starts Prometheus scraping `target` (`HOST:PORT`) at `metrics_path: /metrics` every `interval` (a
     /// Prometheus duration, with the same timeout) as job `job`, and waits up to 20 s for it to be ready.
-    public init(scraping target: String, job: String = "pinpath", interval: String = "1s", directory: String) throws {
+    public convenience init(scraping target: String, job: String = "pinpath", interval: String = "1s", directory: String) throws {
+        try self.init(jobs: [Job(name: job, target: target)], interval: interval, directory: directory)
+    }
+
+    /// One scrape job: its target (`HOST:PORT`) and more of its settings as YAML flow mappings, one per key
+    /// (`scheme: https`, `basic_auth: { username: u, password: p }`, `tls_config: { ca_file: … }`).
+    public struct Job {
+        public var name: String
+        public var target: String
+        public var settings: [String]
+
+        public init(name: String, target: String, settings: [String] = []) {
+            self.name = name
+            self.target = target
+            self.settings = settings
+        }
+    }
+
+    /// Starts Prometheus scraping each of `jobs` every `interval`, and waits up to 20 s for it to be ready.
+    public init(jobs: [Job], interval: String = "1s", directory: String) throws {
         guard let executable = Self.executable else { throw ShellError(description: "prometheus is not installed") }
         let home = "\(directory)/prometheus-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: "\(home)/data", withIntermediateDirectories: true)
-        try """
-        global: { scrape_interval: \(interval), scrape_timeout: \(interval) }
-        scrape_configs:
-          - job_name: \(job)
-            static_configs: [{ targets: ["\(target)"] }]
-
-        """.write(toFile: "\(home)/prometheus.yml", atomically: true, encoding: .utf8)
+        var configuration = "global: { scrape_interval: \(interval), scrape_timeout: \(interval) }\nscrape_configs:\n"
+        for job in jobs {
+            configuration += "  - job_name: \(job.name)\n    static_configs: [{ targets: [\"\(job.target)\"] }]\n"
+            for setting in job.settings { configuration += "    \(setting)\n" }
+        }
+        try configuration.write(toFile: "\(home)/prometheus.yml", atomically: true, encoding: .utf8)
         port = try TLSServer.freePort()
         let log = open("\(home)/prometheus.log", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         defer { close(log) }

@@ -47,4 +47,11 @@ const char *pinpath_linked_build_commit(void);
 void pinpath_tsan_release(void *address);
 void pinpath_tsan_acquire(void *address);
 
+// crypt(3) from libcrypt (libxcrypt on Debian 12, which knows bcrypt): its `struct crypt_data` is 32 KiB of
+// char arrays, which Swift would import as tuples of 30,720 elements, so the state lives here. Hashes
+// `phrase` with `setting` (a whole stored hash works as its own setting) into `output`, NUL-terminated, and wipes
+// the state, which held the phrase. Returns 0, or -1 when libcrypt refused (an unknown method, a bad setting)
+// or `output` is too small.
+int pinpath_crypt(const char *phrase, const char *setting, char *output, size_t output_size);
+
 #endif

@@ -79,4 +79,18 @@ static inline const char *pinpath_sk_OPENSSL_STRING_value(const STACK_OF(OPENSSL
     return sk_OPENSSL_STRING_value(stack, index);
 }
 
+// SSL_CTX_set_min_proto_version is a macro over SSL_CTX_ctrl (the metrics listener's `min_version`).
+static inline int pinpath_SSL_CTX_set_min_proto_version(SSL_CTX *context, int version) {
+    return (int)SSL_CTX_set_min_proto_version(context, version);
+}
+
+// The client CA names a TLS server lists in its CertificateRequest: a stack's macros.
+static inline STACK_OF(X509_NAME) *pinpath_sk_X509_NAME_new_null(void) { return sk_X509_NAME_new_null(); }
+static inline int pinpath_sk_X509_NAME_push(STACK_OF(X509_NAME) *stack, X509_NAME *name) { return sk_X509_NAME_push(stack, name); }
+
+// SSL_CTX_add1_chain_cert is a macro over SSL_CTX_ctrl: the intermediates a TLS server sends.
+static inline int pinpath_SSL_CTX_add1_chain_cert(SSL_CTX *context, X509 *certificate) {
+    return (int)SSL_CTX_add1_chain_cert(context, certificate);
+}
+
 #endif

@@ -93,7 +93,7 @@ public final class Agent: Sendable {
                 // `/probe` reaches the agent made below; until then (and after a failed start) it has no agent.
                 metricsServer = try await MetricsServer.start(
                     address, store: metrics, probe: { await agentBox.agent?.probe($0) ?? .invalid("the agent is starting") },
-                    probeMaxInFlight: configuration.metricsProbeMaxInFlight)
+                    probeMaxInFlight: configuration.metricsProbeMaxInFlight, access: configuration.metricsAccess)
             } catch {
                 _ = writer.close(timeout: .seconds(1))
                 throw .output(error.description)
@@ -233,6 +233,9 @@ public final class Agent: Sendable {
         for target in change.removedTargets { monitor.removeTarget(target) }
         for target in change.addedTargets { _ = try? await monitor.addTarget(target) }
         await core.replace(with: configuration, change: change)
+        // Credentials and TLS files apply to the running listener at once, even when a new listen address waits for
+        // a restart: the newest credentials are the ones the operator meant.
+        metricsServer?.replaceAccess(with: configuration.metricsAccess)
         writer.emit(AgentEvents.reloaded(configurationPath: configurationPath, configuration: configuration, change: change))
     }
 

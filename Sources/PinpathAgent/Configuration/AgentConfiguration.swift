@@ -29,6 +29,19 @@ public struct AgentConfiguration: Sendable {
     package var metricsProbeMaxInFlight = AgentConfiguration.defaultProbeMaxInFlight
     /// blackbox_exporter's users scrape a few dozen targets per Prometheus at once; a probe costs a handshake.
     package static let defaultProbeMaxInFlight = 64
+    /// Who may use the listener (`metrics.basic_auth`, `metrics.probe_unauthenticated`); a reload applies it
+    /// without a restart.
+    var metricsAccess = ListenerAccess()
+    /// The users of `metrics.basic_auth`, sorted (their hashes are never shown); `nil` when it is not set.
+    package var metricsBasicAuthUsers: [String]? { metricsAccess.basicAuth?.users }
+    /// `metrics.tls` in words (`tls CERT, key KEY, client_ca CA, min TLS12`); `nil` for plain HTTP.
+    package var metricsTLSSummary: String? {
+        metricsAccess.tls.map { tls in
+            "tls \(tls.certificate), key \(tls.key)\(tls.clientCA.map { ", client_ca \($0) (client certificates required)" } ?? ""), min \(tls.minimumVersion.rawValue)"
+        }
+    }
+    /// `metrics.probe_unauthenticated`.
+    package var metricsProbeUnauthenticated: Bool { metricsAccess.probeUnauthenticated }
     /// The proxies endpoints without a `proxy:` of their own go through (the top-level `proxy:`, else the
     /// environment's).
     package let proxy: ProxyConfiguration
@@ -140,8 +153,8 @@ public struct AgentConfiguration: Sendable {
         return AgentConfiguration(
             file: file, events: events, policies: policies, endpoints: endpoints, reachabilityTargets: targets,
             metricsTextfile: metrics?.textfile, metricsListen: metrics?.listen,
-            metricsProbeMaxInFlight: metrics?.probeMaxInFlight ?? AgentConfiguration.defaultProbeMaxInFlight, proxy: proxy,
-            connectivity: connectivity, modules: modules,
+            metricsProbeMaxInFlight: metrics?.probeMaxInFlight ?? AgentConfiguration.defaultProbeMaxInFlight,
+            metricsAccess: metrics?.access ?? ListenerAccess(), proxy: proxy, connectivity: connectivity, modules: modules,
             warnings: ConfigurationError(problems: decoder.warnings).problems)
     }
 }
@@ -161,12 +174,11 @@ extension ConfigurationDecoder {
         }
     }
 
-    /// `metrics: { textfile: …, listen: …, probe_max_in_flight: … }`: a node_exporter textfile, where `/metrics`
-    /// listens, and how many `/probe` requests run at once.
-    func metrics(_ node: Node) -> (textfile: String?, listen: MetricsListenAddress?, probeMaxInFlight: Int?) {
-        guard let fields = mapping(node, "metrics", known: ["textfile", "listen", "probe_max_in_flight"]) else {
-            return (nil, nil, nil)
-        }
+    /// `metrics: { textfile: …, listen: …, tls: …, basic_auth: …, probe_unauthenticated: …, probe_max_in_flight: … }`:
+    /// a node_exporter textfile, where `/metrics` listens, who may use it, and how many `/probe` requests run at once.
+    func metrics(_ node: Node) -> (textfile: String?, listen: MetricsListenAddress?, probeMaxInFlight: Int?, access: ListenerAccess) {
+        let known = ["textfile", "listen", "tls", "basic_auth", "probe_unauthenticated", "probe_max_in_flight"]
+        guard let fields = mapping(node, "metrics", known: known) else { return (nil, nil, nil, ListenerAccess()) }
         // Each probe holds a connection and a transfer: thousands at once would exhaust descriptors first.
         let probeMaxInFlight = fields["probe_max_in_flight"].flatMap {
             integer($0, fields.path("probe_max_in_flight"), in: 1...4096)
@@ -179,7 +191,90 @@ extension ConfigurationDecoder {
             if case .unix(let path) = address { reportUnwritableDirectory(of: path, at: value, fields.path("listen")) }
             return address
         }
-        return (textfile, listen, probeMaxInFlight)
+        let users = fields["basic_auth"].flatMap { basicAuth($0, fields.path("basic_auth")) }
+        let probeUnauthenticated = fields["probe_unauthenticated"].flatMap { bool($0, fields.path("probe_unauthenticated")) } ?? false
+        let tls = fields["tls"].flatMap { listenerTLS($0, fields.path("tls")) }
+        let access = ListenerAccess(basicAuth: users, tls: tls, probeUnauthenticated: probeUnauthenticated, listen: listen)
+        if let listen, let refusal = access.probeRefusal {
+            // A warning, not an error: configurations written before /probe listen on every address and serve only
+            // their own metrics, which stay served; /probe answers 403 with the same sentence.
+            warn(.unprotectedListener, at: fields["listen"], fields.path("listen"), "\(listen) is reachable from other hosts: \(refusal)")
+        }
+        return (textfile, listen, probeMaxInFlight, access)
+    }
+
+    /// `metrics.tls: { certificate: …, key: …, client_ca: …, min_version: TLS12 }`, as exporter-toolkit's
+    /// `tls_server_config` (`cert_file`, `key_file`, `client_ca_file` with `RequireAndVerifyClientCert`,
+    /// `min_version`). The files are read and checked now, so a problem has the position of the key that names it.
+    private func listenerTLS(_ node: Node, _ keyPath: String) -> ListenerTLS? {
+        guard let fields = mapping(node, keyPath, known: ["certificate", "key", "client_ca", "min_version"]) else { return nil }
+        let certificateNode = required(fields, "certificate", "the server's certificate, PEM, with its intermediates after it")
+        let keyNode = required(fields, "key", "the certificate's private key, PEM, not encrypted")
+        let certificate = certificateNode.flatMap { string($0, fields.path("certificate"), "a PEM file path") }.map(resolve(path:))
+        let key = keyNode.flatMap { string($0, fields.path("key"), "a PEM file path") }.map(resolve(path:))
+        let clientCANode = fields["client_ca"]
+        let clientCA = clientCANode.flatMap { string($0, fields.path("client_ca"), "a PEM file path") }.map(resolve(path:))
+        var minimumVersion = TLSServerContext.MinimumVersion.tls12
+        if let versionNode = fields["min_version"], let text = string(versionNode, fields.path("min_version"), "TLS12 or TLS13") {
+            guard let version = TLSServerContext.MinimumVersion(rawValue: text) else {
+                report(
+                    .invalidValue, at: versionNode, fields.path("min_version"),
+                    "\(ConfigurationProblem.quoted(text)) is not a TLS version the listener accepts; use TLS12 (the default) or TLS13")
+                return nil
+            }
+            minimumVersion = version
+        }
+        guard let certificate, let key, let certificateNode, let keyNode, clientCANode == nil || clientCA != nil else { return nil }
+        do throws(SecurityError) {
+            let context = try TLSServerContext(
+                certificatePath: certificate, keyPath: key, clientCAPath: clientCA, minimumVersion: minimumVersion)
+            return ListenerTLS(certificate: certificate, key: key, clientCA: clientCA, minimumVersion: minimumVersion, context: context)
+        } catch {
+            let (node, name): (Node, String) =
+                switch error.code {
+                case .unusableServerKey: (keyNode, "key")
+                case .unusableClientCA: (clientCANode ?? certificateNode, "client_ca")
+                default: (certificateNode, "certificate")
+                }
+            report(.unusableFile, at: node, fields.path(name), error.message)
+            return nil
+        }
+    }
+
+    /// `metrics.basic_auth: { users: { NAME: BCRYPT_HASH, … } }`, as exporter-toolkit's `basic_auth_users`.
+    private func basicAuth(_ node: Node, _ keyPath: String) -> BasicAuthUsers? {
+        guard let fields = mapping(node, keyPath, known: ["users"]),
+            let usersNode = required(fields, "users", "a mapping of user names to bcrypt hashes"),
+            let entries = namedEntries(usersNode, fields.path("users"))
+        else { return nil }
+        var hashes: [String: BcryptHash] = [:]
+        var valid = true
+        for (user, key, value) in entries {
+            let path = ConfigurationDecoder.keyPath(fields.path("users"), user)
+            guard !user.isEmpty, !user.contains(":"), user.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7f }) else {
+                // A colon ends the user name in an Authorization header (RFC 7617); a control cannot be sent in one.
+                report(.invalidValue, at: key, path, "a user name cannot be empty nor hold a colon or a control character")
+                valid = false
+                continue
+            }
+            guard let text = string(value, path, "a bcrypt hash") else {
+                valid = false
+                continue
+            }
+            do {
+                hashes[user] = try BcryptHash(parsing: text)
+            } catch {
+                // The message never quotes the value: it may be a password written by mistake.
+                report(.invalidValue, at: value, path, "user \(ConfigurationProblem.quoted(user)): \(error.description)")
+                valid = false
+            }
+        }
+        if entries.isEmpty {
+            report(
+                .missingKey, at: usersNode, fields.path("users"), "no users: list at least one (NAME: BCRYPT_HASH), or remove basic_auth")
+            return nil
+        }
+        return valid ? BasicAuthUsers(hashes: hashes) : nil
     }
 
     /// `metrics.textfile`: a `.prom` file, the only name node_exporter's textfile collector reads.

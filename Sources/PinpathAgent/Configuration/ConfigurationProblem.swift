@@ -59,6 +59,9 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
         /// The configuration stands for more than pinpath reads: `defaults:` copied into the endpoints past the
         /// limit (the nodes the files write, ten times over).
         public static let tooLarge = Code(name: "too_large")
+        /// A warning: the metrics listener is reachable from other hosts with neither credentials nor
+        /// `probe_unauthenticated`, so `/probe` is refused there.
+        public static let unprotectedListener = Code(name: "unprotected_listener")
     }
 
     /// The configuration file, as it was given (relative paths stay relative).

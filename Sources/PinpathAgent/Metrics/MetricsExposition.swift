@@ -151,6 +151,12 @@ enum MetricsExposition {
         if let route = snapshot.probeRoute { renderProbeRouteFamilies(route, into: &out) }
         out.family("pinpath_metrics_write_failures", .counter, "Failed writes of the metrics textfile.")
         out.sample("pinpath_metrics_write_failures_total", "", Double(snapshot.textfileWriteFailures))
+        out.family(
+            "pinpath_metrics_auth_failures", .counter,
+            "Requests the metrics listener refused for their credentials (metrics.basic_auth), by reason.")
+        for (reason, count) in snapshot.listenerAuthFailures.sorted(by: { $0.key < $1.key }) {
+            out.sample("pinpath_metrics_auth_failures_total", "reason=\"\(escape(reason))\"", Double(count))
+        }
         out.family("pinpath_build_info", .gauge, "The agent's build: always 1, the labels say which.")
         out.sample(
             "pinpath_build_info", snapshot.buildLabels.map { "\($0.name)=\"\(escape($0.value))\"" }.joined(separator: ","), 1)

@@ -2,6 +2,7 @@ import Glibc
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import PinpathSecurity
 import PinpathSupport
 
 /// Serves `/metrics` (Prometheus text or OpenMetrics, by `Accept`), `/healthz`, `/readyz` and `/probe` over
@@ -20,27 +21,35 @@ final class MetricsServer: Sendable {
     private let channel: any Channel
     private let address: MetricsListenAddress
     private let probeRoute: ProbeRoute?
+    private let gate: ListenerGate
 
-    private init(group: MultiThreadedEventLoopGroup, channel: any Channel, address: MetricsListenAddress, probeRoute: ProbeRoute?) {
+    private init(
+        group: MultiThreadedEventLoopGroup, channel: any Channel, address: MetricsListenAddress, probeRoute: ProbeRoute?,
+        gate: ListenerGate
+    ) {
         self.group = group
         self.channel = channel
         self.address = address
         self.probeRoute = probeRoute
+        self.gate = gate
     }
 
-    /// Binds `address` and starts serving `store`'s metrics, and `/probe` through `probe` when given.
+    /// Binds `address` and starts serving `store`'s metrics, and `/probe` through `probe` when given, to the
+    /// clients `access` lets in.
     /// - Parameters:
     ///   - probe: the agent's target probe; nil: `/probe` is not found (404).
     ///   - probeMaxInFlight: how many `/probe` probes may run at once (`metrics.probe_max_in_flight`).
+    ///   - access: who may use which route (`metrics.tls`, `metrics.basic_auth`, `metrics.probe_unauthenticated`).
     /// - Throws: ``StartError`` naming the address and the system's reason (`Address already in use`).
     static func start(
         _ address: MetricsListenAddress, store: MetricsStore, probe: ProbeRoute.Probe? = nil,
-        probeMaxInFlight: Int = AgentConfiguration.defaultProbeMaxInFlight,
+        probeMaxInFlight: Int = AgentConfiguration.defaultProbeMaxInFlight, access: ListenerAccess = ListenerAccess(),
         slotLimits: MetricsConnectionSlots.Limits = MetricsConnectionSlots.Limits()
     ) async throws(StartError) -> MetricsServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let slots = MetricsConnectionSlots(slotLimits)
         let probeRoute = probe.map { ProbeRoute(probe: $0, maxInFlight: probeMaxInFlight, metrics: store.probeRoute) }
+        let gate = ListenerGate(access, store: store)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 64)
@@ -53,8 +62,13 @@ final class MetricsServer: Sendable {
                     slots.admit(channel, peer: peer)
                     return channel.eventLoop.makeCompletedFuture {
                         let pipeline = channel.pipeline.syncOperations
+                        // The context of the configuration running now: a reload's new certificate serves the next
+                        // connection.
+                        if let tls = gate.current.tls {
+                            try pipeline.addHandler(ListenerTLSHandler(try TLSServerConnection(tls.context)))
+                        }
                         try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: true)
-                        try pipeline.addHandler(MetricsHTTPHandler(store: store, slots: slots, probeRoute: probeRoute))
+                        try pipeline.addHandler(MetricsHTTPHandler(store: store, slots: slots, probeRoute: probeRoute, gate: gate))
                     }
                 }
             }
@@ -67,9 +81,10 @@ final class MetricsServer: Sendable {
                 // An old socket file (a previous run that was killed) is replaced; any other file is refused by NIO.
                 channel = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).get()
             }
-            return MetricsServer(group: group, channel: channel, address: address, probeRoute: probeRoute)
+            return MetricsServer(group: group, channel: channel, address: address, probeRoute: probeRoute, gate: gate)
         } catch {
             try? await group.shutdownGracefully()
+            await gate.close()
             let reason = (error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(error)"
             throw StartError(description: "cannot listen for metrics on \(address) (metrics.listen): \(reason)")
         }
@@ -81,11 +96,16 @@ final class MetricsServer: Sendable {
         // Probes still running are cancelled and awaited: their answers are written on the loop, which must outlive them.
         await probeRoute?.close()
         try? await group.shutdownGracefully()
+        await gate.close()
         if case .unix(let path) = address {
             var status = stat()
             if lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFSOCK { unlink(path) }
         }
     }
+
+    /// Takes a reloaded configuration's `metrics.basic_auth` and `metrics.probe_unauthenticated` (SIGHUP): the next
+    /// request is checked against them.
+    func replaceAccess(with access: ListenerAccess) { gate.replace(with: access) }
 
     /// Why the server could not start, in one sentence.
     struct StartError: Error, CustomStringConvertible {
@@ -114,6 +134,7 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     private let probeRoute: ProbeRoute?
     /// The `/probe` probe running for this connection: cancelled when its client goes.
     private var probeTask: Task<Void, Never>?
+    private let gate: ListenerGate
     private var request: HTTPRequestHead?
     private var answered = false
     /// The rest of a `/metrics` body being written, and whether ``writeBody(_:)`` is running (a flush can report
@@ -125,10 +146,11 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Whether the client shut its side.
     private var inputClosed = false
 
-    init(store: MetricsStore, slots: MetricsConnectionSlots, probeRoute: ProbeRoute?) {
+    init(store: MetricsStore, slots: MetricsConnectionSlots, probeRoute: ProbeRoute?, gate: ListenerGate) {
         self.store = store
         self.slots = slots
         self.probeRoute = probeRoute
+        self.gate = gate
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -149,7 +171,35 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .end:
             guard let head = request else { return }
             slots.requestReceived(context.channel)
-            answer(head, context)
+            admit(head, context)
+        }
+    }
+
+    /// Runs the listener's gate (``ListenerAccess``) before any route: 401 with a challenge for missing or wrong
+    /// credentials, 403 for a route this listener refuses, 503 when too many credential checks wait. No route runs
+    /// for a refused request and the answer carries nothing of it.
+    private func admit(_ head: HTTPRequestHead, _ context: ChannelHandlerContext) {
+        answered = true  // nothing read from now on is answered, whatever the gate says
+        let path = String(head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+        let verdict = gate.decide(route: path, authorization: head.headers.first(name: "authorization"), on: context.channel)
+        verdict.assumeIsolated().whenComplete { result in
+            guard context.channel.isActive else { return }
+            switch result {
+            case .success(.allowed):
+                self.answer(head, context)
+            case .success(.unauthorized):
+                var headers = HTTPHeaders()
+                headers.add(name: "WWW-Authenticate", value: ListenerAccess.challenge)
+                self.respond(
+                    context, status: .unauthorized, body: "credentials required (metrics.basic_auth)\n", head: head, headers: headers)
+            case .success(.refused(let reason)):
+                self.respond(context, status: .forbidden, body: reason + "\n", head: head)
+            case .success(.busy), .failure:
+                var headers = HTTPHeaders()
+                headers.add(name: "Retry-After", value: "1")
+                self.respond(
+                    context, status: .serviceUnavailable, body: "too many credential checks at once; retry\n", head: head, headers: headers)
+            }
         }
     }
 

@@ -95,6 +95,8 @@ struct MetricsSnapshot: Sendable {
     var probeRoute: ProbeRouteMetrics.Snapshot?
     /// Failed writes of the metrics textfile since start.
     var textfileWriteFailures = 0
+    /// Requests the metrics listener refused for their credentials, by reason (`missing`, `wrong`).
+    var listenerAuthFailures: [String: Int] = ["missing": 0, "wrong": 0]
     /// The labels of `pinpath_build_info`: the version and the commit `pinpath --version` names (`unknown` for a
     /// build made outside a git checkout, so that the series keeps one set of labels).
     var buildLabels: [(name: String, value: String)] = [

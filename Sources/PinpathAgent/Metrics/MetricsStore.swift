@@ -133,6 +133,15 @@ final class MetricsStore: Sendable {
     }
 
     /// Counts a failed write of the metrics textfile.
+    /// A request to the metrics listener was refused for its credentials: `missing` (none, or not Basic) or
+    /// `wrong` (an unknown user or a wrong password), for `pinpath_metrics_auth_failures_total`.
+    func listenerAuthFailed(reason: String) {
+        state.withLock { state in
+            state.snapshot.listenerAuthFailures[reason, default: 0] += 1
+            state.version &+= 1
+        }
+    }
+
     func textfileWriteFailed() {
         state.withLock { state in
             state.snapshot.textfileWriteFailures += 1

@@ -27,6 +27,11 @@ public struct SecurityErrorCode: ErrorCode {
     /// encrypted without the right password, or not the certificate's key (``ClientIdentity/check``). Callers
     /// that name the key's option or configuration key branch on it.
     public static let unusableClientKey = Self(name: "unusable_client_key")
+    /// A TLS server's private key cannot be used (``TLSServerContext``): unreadable, no PEM key, encrypted, or
+    /// not the certificate's key. Callers that name the key's configuration key branch on it.
+    public static let unusableServerKey = Self(name: "unusable_server_key")
+    /// A TLS server's client CA file cannot be used (``TLSServerContext``): unreadable or no PEM certificate.
+    public static let unusableClientCA = Self(name: "unusable_client_ca")
     /// OpenSSL itself failed (out of memory, a missing algorithm).
     public static let openSSLFailure = Self(name: "openssl_failure")
 }

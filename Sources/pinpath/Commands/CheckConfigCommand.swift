@@ -122,7 +122,10 @@ struct CheckConfigCommand: AsyncParsableCommand {
         lines.append("targets:   \(configuration.reachabilityTargets.count)\(targets.isEmpty ? "" : " (\(targets))")")
         lines.append("metrics:   \(metricsSummary(configuration))")
         lines.append("proxy:     \(proxySummary(configuration.proxy))")
-        if let listen = configuration.metricsListen { lines.append("listen:    \(listen) (/metrics, /healthz, /readyz)") }
+        if let listen = configuration.metricsListen {
+            lines.append("listen:    \(listen) (/metrics, /healthz, /readyz)")
+            lines.append("access:    \(accessSummary(configuration))")
+        }
         if let connectivity = configuration.connectivity { lines.append("connectivity: \(connectivitySummary(connectivity))") }
         return UntrustedText.escapedLines(lines)
     }
@@ -134,6 +137,15 @@ struct CheckConfigCommand: AsyncParsableCommand {
         ]
         .compactMap { $0 }
         return outputs.isEmpty ? "none" : outputs.joined(separator: ", ")
+    }
+
+    /// Who may use the listener: its TLS files, `basic_auth alice, bob (hashes set)`, and whether `/probe` is served
+    /// without credentials. Hashes are never shown.
+    static func accessSummary(_ configuration: AgentConfiguration) -> String {
+        var parts = [configuration.metricsTLSSummary ?? "plain HTTP (no tls)"]
+        parts.append(configuration.metricsBasicAuthUsers.map { "basic_auth \($0.joined(separator: ", ")) (hashes set)" } ?? "no basic_auth")
+        if configuration.metricsProbeUnauthenticated { parts.append("probe_unauthenticated") }
+        return parts.joined(separator: "; ")
     }
 
     /// The default proxies without credentials: `http://proxy:3128 (configuration)`, or for the environment
@@ -207,6 +219,9 @@ struct CheckConfigCommand: AsyncParsableCommand {
             ("targets", .array(configuration.reachabilityTargets.map { .string($0.description) })),
             ("metrics_textfile", .string(configuration.metricsTextfile)),
             ("metrics_listen", .string(configuration.metricsListen?.description)),
+            ("metrics_basic_auth_users", configuration.metricsBasicAuthUsers.map { .array($0.map { .string($0) }) } ?? .null),
+            ("metrics_probe_unauthenticated", .bool(configuration.metricsProbeUnauthenticated)),
+            ("metrics_tls", .string(configuration.metricsTLSSummary)),
             ("connectivity", .string(configuration.connectivity.map(connectivitySummary))),
             ("warnings", .array(configuration.warnings.map(\.jsonValue))),
         ])
