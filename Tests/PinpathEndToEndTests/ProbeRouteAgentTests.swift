@@ -98,7 +98,7 @@ struct ProbeRouteAgentTests {
         "With a module: the timeout header bounds a probe of a silent server, and above the limit 503 with Retry-After; a client that goes frees its slot"
     )
     func timeoutAndLimit() async throws {
-        let scene = try Scene(extra: "modules:\n  tcp_slow: { kind: tcp, timeout: 20s, send: \"ping\\n\", expect: { banner: pong } }\n")
+        let scene = try Scene(extra: "modules:\n  tcp_slow: { kind: tcp, timeout: 20s, send: \"ping\\n\", expect: { banner: pong }, targets: [\"127.0.0.0/8\"] }\n")
         let yaml = try String(contentsOfFile: scene.directory.file("pinpath.yaml"), encoding: .utf8)
         try (yaml + "  probe_max_in_flight: 4\n").write(toFile: scene.directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
         try await scene.start()

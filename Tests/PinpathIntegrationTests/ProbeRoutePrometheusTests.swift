@@ -84,9 +84,9 @@ struct ProbeRoutePrometheusTests {
           pinned: { mode: public_key, ca_file: \(store), pins: ["sha256/\(goodPin)", "sha256/\(backupPin)"] }
           wrong: { mode: public_key, ca_file: \(store), pins: ["sha256/\(wrongPins.0)", "sha256/\(wrongPins.1)"] }
         modules:
-          https_pinned: { policy: pinned, timeout: 3s, targets: ["localhost", "198.51.100.0/24"] }
-          https_wrong_pin: { policy: wrong, timeout: 3s, targets: ["localhost"] }
-          tls_pinned: { policy: pinned, timeout: 3s, targets: ["localhost"] }
+          https_pinned: { policy: pinned, timeout: 3s, targets: ["127.0.0.0/8", "198.51.100.0/24"] }
+          https_wrong_pin: { policy: wrong, timeout: 3s, targets: ["127.0.0.0/8"] }
+          tls_pinned: { policy: pinned, timeout: 3s, targets: ["127.0.0.0/8"] }
         metrics:
           listen: "127.0.0.1:\(listenPort)"
 

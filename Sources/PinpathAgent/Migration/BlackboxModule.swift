@@ -37,6 +37,7 @@ struct BlackboxModule {
             return ConvertedYAML.Entry(comments: ["module \(quotedName) skipped: prober \(ConvertedYAML.quoted(prober)): \(reason)"])
         }
         module.moduleOptions(fields)
+        module.noteCredentialTargets()
         names = module.names
         return ConvertedYAML.Entry(comments: module.notes, key: name, value: .mapping(module.values()))
     }
@@ -71,10 +72,34 @@ struct ConvertedModule {
         let expectOrder = ResponseExpectation.Key.all.map(\.name)
         let expectPairs = expectOrder.compactMap { key in expect[key].map { (key, $0) } }
         if !expectPairs.isEmpty { keys["expect"] = .mapping(expectPairs) }
-        let order = ["kind"] + EndpointKey.names(in: .module).filter { $0 != "kind" }
+        if sendsCredentials {
+            keys["targets"] = .list([.text(Self.credentialTargetsPlaceholder)])
+        }
+        let order = ["kind"] + EndpointKey.names(in: .module).filter { $0 != "kind" } + ["targets"]
         let known: [(key: String, value: ConvertedYAML.Value)] = order.compactMap { key in keys[key].map { (key: key, value: $0) } }
         let others = keys.filter { !order.contains($0.key) }.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }
         return known + others
+    }
+
+    /// What a module that sends credentials lists in `targets:` until the operator names its hosts: a name no
+    /// target can have (`.invalid`, RFC 2606), so that the converted module is accepted and probes nothing.
+    /// blackbox sends a module's credentials to any target a scraper names; pinpath only to the hosts listed.
+    static let credentialTargetsPlaceholder = "list-the-hosts-this-module-may-send-credentials-to.invalid"
+
+    /// Whether the module sends credentials (a credential header, a client certificate), which pinpath sends only
+    /// to the hosts its `targets:` lists.
+    private var sendsCredentials: Bool {
+        headers.contains { HeaderFields.isCredential($0.key) } || keys["client_certificate"] != nil
+    }
+
+    /// The comment that says why `targets:` holds a placeholder.
+    mutating func noteCredentialTargets() {
+        guard sendsCredentials else { return }
+        notes.append(
+            """
+            targets: blackbox sends this module's credentials to any target; pinpath sends them only to the hosts \
+            listed here: replace the placeholder with them (until then the module probes nothing)
+            """)
     }
 
     private mutating func note(_ option: String, _ reason: String) { notes.append("\(option): not converted: \(reason)") }
