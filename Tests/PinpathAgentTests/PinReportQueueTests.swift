@@ -57,6 +57,43 @@ struct PinReportQueueTests {
         await delivery.shutdown(grace: .zero)
     }
 
+    /// Attacker's review of issue 26: `/probe` pin failures filled the one queue of 100, and a real endpoint's
+    /// report was dropped. Target probe reports now have their own share, and endpoint reports go first.
+    @Test("Target probe reports that fill their share leave room for an endpoint's report, which is sent before theirs")
+    func targetProbesCannotCrowdOutEndpoints() async throws {
+        let directory = try TemporaryDirectory()
+        let collector = try RecordingServer(directory: directory.path, failing: (503, Int.max))
+        defer { collector.stop() }
+        let session = try Session()
+        defer { session.shutdown() }
+        let written = Written()
+        let delivery = PinReportDelivery(
+            session: session, capacity: 2, retry: ReportRetry(attempts: 1, firstDelay: .milliseconds(200))
+        ) { written.append($0) }
+        let probes = try jobs(5, to: "\(collector.origin)/r").map { job in
+            var job = job
+            job.origin = .targetProbe
+            return job
+        }
+        delivery.submit(probes)
+        let endpoint = PinReportJob(
+            endpoint: "main", hostname: "main.test", port: 443, body: Array(#"{"main":1}"#.utf8), collector: probes[0].collector)
+        delivery.submit([endpoint])
+        try await written.waitForCount(3)
+
+        let events = written.all
+        let endpoints = events.compactMap { Self.field($0, "endpoint") }
+        #expect(endpoints.contains(.string("main")), "the endpoint's report was dropped: \(endpoints)")
+        #expect(endpoints.filter { $0 != .string("main") } == [.string("e0"), .string("e1")], "the probes' first two kept, in order")
+        #expect(endpoints.firstIndex(of: .string("main"))! < endpoints.firstIndex(of: .string("e1"))!, "endpoint reports go first")
+        let dropped = events.compactMap { event -> Int? in
+            if case .int(let count) = Self.field(event, "dropped") { return count }
+            return nil
+        }
+        #expect(dropped.reduce(0, +) == 3, "\(dropped)")
+        await delivery.shutdown(grace: .zero)
+    }
+
     @Test("Stopping with reports on a collector that never answers: each is reported lost with reason shutdown, and later ones are refused")
     func shutdownAbandons() async throws {
         let silent = try SilentServer()

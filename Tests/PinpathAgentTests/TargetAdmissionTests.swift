@@ -83,6 +83,23 @@ struct TargetAdmissionTests {
                 == nil)
     }
 
+    /// Attacker's review of issue 26: `target=http://<eth0's address>:PORT/` reached a service bound to 0.0.0.0,
+    /// over `lo`, past firewall rules meant for loopback.
+    @Test(
+        "Without targets:, this machine's own addresses are refused, IPv4, IPv6 and IPv4-mapped; only a range of targets: admits one",
+        arguments: ["192.0.2.2", "[2001:db8::2]", "[::ffff:192.0.2.2]"])
+    func ownAddresses(host: String) async throws {
+        let local = ["127.0.0.1", "192.0.2.2", "2001:db8::2"]
+        let reason = try #require(Self.refusal(try await decide("http://\(host):8080/", local: local)))
+        #expect(reason.contains("an address of this machine"), "\(reason)")
+        #expect(reason.contains("targets:"), "the reason says how to allow it: \(reason)")
+        // Another address of the same networks is not this machine's.
+        #expect(Self.refusal(try await decide("http://192.0.2.3:8080/", local: local)) == nil)
+        // A range of targets: that contains the address admits it.
+        let byRange = "modules:\n  web: { kind: http, targets: [192.0.2.0/24, \"2001:db8::/64\"] }\n"
+        #expect(Self.refusal(try await decide("http://\(host):8080/", module: byRange, local: local)) == nil)
+    }
+
     @Test("Through a proxy a name is admitted only by a host pattern, and nothing is pinned; an address literal is still checked")
     func throughProxy() async throws {
         let module = "modules:\n  web: { kind: http, proxy: \"http://192.0.2.10:3128\", targets: [\"**.example.test\"] }\n"

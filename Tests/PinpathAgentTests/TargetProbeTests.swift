@@ -128,6 +128,65 @@ struct TargetProbeTests {
         #expect(running.of("agent.stopping").first?["pin_failures"] as? Int == 1)
     }
 
+    /// Attacker's review of issue 26: 150 `/probe` pin failures on 127.0.1.i filled the collector's one queue of 100
+    /// while it never answered, and a real endpoint's MITM then wrote `pin.failure` but its report was dropped
+    /// (`dropped: 51`). Target probe reports now have their own share of the queue.
+    @Test("Attack: 150 target probe pin failures to a collector that never answers leave room for an endpoint's report")
+    func targetProbesCannotCrowdOutEndpointReports() async throws {
+        let scratch = try TemporaryDirectory("target-flood")
+        let collector = try SilentServer()
+        defer { collector.stop() }
+        // A leaf for 127.0.0.1 and 127.0.1.1-150 from the test intermediate: chain and host name hold, only the pins fail.
+        let sans = (["IP:127.0.0.1"] + (1...150).map { "IP:127.0.1.\($0)" }).joined(separator: ",")
+        try "basicConstraints = CA:false\nextendedKeyUsage = serverAuth\nsubjectAltName = \(sans)\n".write(
+            toFile: scratch.file("leaf.cnf"), atomically: true, encoding: .utf8)
+        try Shell.check([
+            "sh", "-c",
+            """
+            cd '\(scratch.path)' && openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout leaf.key \
+              -subj /CN=flood -out leaf.csr 2>/dev/null && openssl x509 -req -in leaf.csr -CA '\(pki.path("inter"))' \
+              -CAkey '\(pki.path("inter", "key"))' -set_serial 26150 -days 30 -extfile leaf.cnf -out leaf.pem 2>/dev/null
+            """,
+        ])
+        // On every address, so that 127.0.1.i reaches it: each i is another host:port, which no deduplication merges.
+        let port = try TLSServer.freePort()
+        let server = try Shell.spawn([
+            "openssl", "s_server", "-quiet", "-www", "-accept", "0.0.0.0:\(port)", "-cert", scratch.file("leaf.pem"), "-key",
+            scratch.file("leaf.key"), "-cert_chain", pki.path("inter"),
+        ])
+        defer { Shell.kill(server) }
+        for _ in 0..<200 where (try? TLSServer.connectLoopback(port: port)).map({ close($0) }) == nil { usleep(10_000) }
+        let policies = try policies(reportURI: "http://127.0.0.1:\(collector.port)/report")
+        let modules = "modules:\n  bad: { kind: https, policy: wrong, timeout: 5s, targets: [127.0.0.0/8] }\n"
+        let running = try await RunningAgent { _ in policies + modules }
+        for index in 1...150 {
+            let (result, log) = try Self.result(await running.probe("bad", "127.0.1.\(index):\(port)"))
+            #expect(result.errorCategory == .policyRejected, "\(result.message ?? "") \(log)")
+        }
+        #expect(running.of("pin.failure").count == 150)
+
+        // Now a configured endpoint behind the same interceptor.
+        let endpoint = "endpoints:\n  - { name: main, url: \"https://127.0.0.1:\(port)/\", policy: wrong, interval: 1s }\n"
+        try (String(contentsOfFile: running.directory.file("pinpath.yaml"), encoding: .utf8) + endpoint)
+            .write(toFile: running.directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
+        running.agent.reload()
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !running.of("pin.failure").contains(where: { $0["endpoint"] as? String == "main" }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let others = running.events.filter { $0["event"] as? String != "pin.failure" }
+        let written = running.of("pin.failure").contains { $0["endpoint"] as? String == "main" }
+        #expect(written, "the endpoint's pin.failure was not written: \(others)")
+
+        // The collector still holds the first report; stopping writes an event for every report still held.
+        await running.stop()
+        let reports = running.events.filter { ($0["event"] as? String)?.hasPrefix("report.") == true }
+        #expect(
+            reports.contains { $0["endpoint"] as? String == "main" },
+            "the endpoint's report was dropped: \(reports.compactMap { $0["dropped"] as? Int }.filter { $0 > 0 }) dropped")
+        #expect(reports.compactMap { $0["dropped"] as? Int }.reduce(0, +) == 50, "the probes' own share (100) was bounded")
+    }
+
     @Test("A closed port fails as connect_failed; the scraper's deadline lowers the module's timeout")
     func closedPortAndDeadline() async throws {
         let port = try TLSServer.freePort()

@@ -380,10 +380,70 @@ struct BlackboxConversionTests {
         #expect(
             Self.scalar(modules, "http_with_header_from_files", "headers", "X-API-Key")
                 == "${BLACKBOX_HTTP_WITH_HEADER_FROM_FILES_X_API_KEY}")
-        #expect(Self.scalar(modules, "http_bearer", "proxy") == "http://prober:${BLACKBOX_HTTP_BEARER_PROXY_PASSWORD}@127.0.0.1:3129")
+        #expect(
+            Self.scalar(modules, "http_bearer", "proxy")
+                == "http://${BLACKBOX_HTTP_BEARER_PROXY_USER}:${BLACKBOX_HTTP_BEARER_PROXY_PASSWORD}@127.0.0.1:3129")
         let comments = Self.comments(of: "http_basic_auth_example", in: output)
         #expect(
             comments.contains { $0.hasPrefix("basic_auth: the secret was not copied: set BLACKBOX_HTTP_BASIC_AUTH_EXAMPLE_AUTHORIZATION") })
+    }
+
+    /// Attacker's review of issue 26: `authorization.type` was copied into the header before its `${…}`, so
+    /// `type: "${AWS_SECRET_ACCESS_KEY}"` made pinpath send that variable of its own environment; a proxy URL's user
+    /// name alone (often a token) was copied as it was.
+    @Test("Attack: an authorization type that is not a scheme name writes no header; a proxy's user name alone is read from ${NAME}")
+    func authorizationTypeAndProxyUser() throws {
+        let directory = try TemporaryDirectory("blackbox")
+        let input = directory.file("blackbox.yml")
+        try #"""
+        modules:
+          typed:
+            prober: http
+            http:
+              authorization: { type: "${AWS_SECRET_ACCESS_KEY}", credentials: "typed-token-do-not-copy" }
+              method: HEAD
+          spaced:
+            prober: http
+            http:
+              authorization: { type: "Bearer x", credentials: "spaced-token-do-not-copy" }
+              method: HEAD
+          custom:
+            prober: http
+            http:
+              authorization: { type: "Token", credentials: "custom-token-do-not-copy" }
+          proxied:
+            prober: http
+            http:
+              proxy_url: "http://proxytoken123@127.0.0.1:3128"
+        """#.write(toFile: input, atomically: true, encoding: .utf8)
+        let result = try Shell.run([Shell.pinpath, "modules", "--from-blackbox", input])
+        #expect(result.status == 0, "\(result.stderr)")
+        let output = result.stdout
+        let modules = try #require(try Parser(yaml: output).singleRoot()?.mapping?["modules"]?.mapping, "\(output)")
+        for name in ["typed", "spaced"] {
+            #expect(Self.scalar(modules, name, "headers", "Authorization") == nil, "\(name): \(output)")
+            let comments = Self.comments(of: name, in: output)
+            #expect(
+                comments.contains { $0.hasPrefix("authorization.type: not converted: not an authentication scheme") }, "\(name): \(output)")
+        }
+        #expect(!output.contains("AWS_SECRET_ACCESS_KEY"), "\(output)")
+        #expect(Self.scalar(modules, "custom", "headers", "Authorization") == "Token ${BLACKBOX_CUSTOM_AUTHORIZATION}")
+        #expect(Self.scalar(modules, "proxied", "proxy") == "http://${BLACKBOX_PROXIED_PROXY_USER}@127.0.0.1:3128")
+        #expect(!output.contains("proxytoken123") && !output.contains("-do-not-copy"), "\(output)")
+        #expect(
+            Self.comments(of: "proxied", in: output).contains {
+                $0.hasPrefix("proxy_url: its user information was not copied: set the user name to BLACKBOX_PROXIED_PROXY_USER")
+            }, "\(output)")
+
+        // What pinpath would send: check-config accepts the output, and with the attacker's variable set the typed
+        // module has no header that could carry it.
+        try output.write(toFile: directory.file("modules.yaml"), atomically: true, encoding: .utf8)
+        let checked = try Shell.run([
+            "env", "AWS_SECRET_ACCESS_KEY=aws-secret-do-not-send", "BLACKBOX_CUSTOM_AUTHORIZATION=x", "BLACKBOX_PROXIED_PROXY_USER=u",
+            Shell.pinpath, "check-config", "--effective", "--config", directory.file("modules.yaml"),
+        ])
+        #expect(checked.status == 0, "\(checked.stderr)\n\(output)")
+        #expect(!checked.stdout.contains("aws-secret") && !checked.stderr.contains("aws-secret"))
     }
 
     @Test("tcp: tls: true is a tls module, STARTTLS exchanges smtp and imap, tls_config's files and server name carried over")

@@ -177,7 +177,9 @@ actor AgentCore {
                     endpoint, evaluation, suppressed: suppressed, connectivity: connectivity,
                     includeCertificates: configuration.events.includeCertificates, probe: (module, endpoint.url))
             ])
-            reports.submit(PinReportJob.jobs(evaluation.report, endpoint: endpoint.name, collectors: endpoint.reportCollectors))
+            // Their own share of each collector's queue: a scraper cannot crowd out the endpoints' reports.
+            reports.submit(
+                PinReportJob.jobs(evaluation.report, endpoint: endpoint.name, collectors: endpoint.reportCollectors, origin: .targetProbe))
         case .suppress:
             break
         }

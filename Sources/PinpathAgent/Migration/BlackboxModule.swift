@@ -156,7 +156,18 @@ struct ConvertedModule {
             case "bearer_token", "bearer_token_file":
                 credentialHeader("Authorization", scheme: "Bearer", from: option)
             case "authorization":
-                let scheme = value.mapping?["type"]?.string ?? "Bearer"
+                // blackbox's default scheme, also for an empty type.
+                let type = value.mapping?["type"]?.string ?? ""
+                let scheme = type.isEmpty ? "Bearer" : type
+                // Copied into the header before its ${…}: anything but a scheme name could be a ${…} of its own,
+                // which pinpath would expand from its environment and send.
+                guard HeaderFields.isToken(scheme) else {
+                    note(
+                        "authorization.type",
+                        "not an authentication scheme (letters, digits and !#$%&'*+-.^_`|~ only, as Bearer): no Authorization header"
+                    )
+                    continue
+                }
                 credentialHeader("Authorization", scheme: scheme, from: "authorization")
             case "fail_if_not_ssl":
                 guard bool(value) == true else { continue }
@@ -351,14 +362,35 @@ struct ConvertedModule {
         guard let url = text(node), url.hasPrefix("http://") || url.hasPrefix("https://"), let scheme = url.firstRange(of: "://") else {
             return note("proxy_url", "pinpath goes through http:// and https:// proxies only")
         }
-        // A password in the proxy's URL is a secret: pinpath reads it from the environment.
+        // Any user information in the proxy's URL is a secret (a user name alone is often a token): pinpath reads the
+        // user name and the password from the environment.
         let authority = url[scheme.upperBound...].prefix { $0 != "/" }
-        if let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") {
-            let variable = environmentVariable(for: "proxy_password")
-            keys["proxy"] = .text(String(url[..<colon]) + ":${\(variable)}" + String(url[at...]))
-            notes.append("proxy_url: the password was not copied: set \(variable) in the agent's environment")
-        } else {
+        guard let at = authority.lastIndex(of: "@") else {
             keys["proxy"] = .text(url)
+            return
+        }
+        let userInformation = authority[..<at]
+        let colon = userInformation.firstIndex(of: ":")
+        var parts: [(name: String, present: Bool)] = [("user", !userInformation[..<(colon ?? at)].isEmpty)]
+        if let colon { parts.append(("password", !userInformation[userInformation.index(after: colon)...].isEmpty)) }
+        var written: [String] = []
+        var replaced: [String] = []
+        for part in parts {
+            guard part.present else {
+                written.append("")
+                continue
+            }
+            let variable = environmentVariable(for: "proxy_\(part.name)")
+            written.append("${\(variable)}")
+            replaced.append("the \(part.name == "user" ? "user name" : "password") to \(variable)")
+        }
+        keys["proxy"] = .text(String(url[..<scheme.upperBound]) + written.joined(separator: ":") + String(url[at...]))
+        if !replaced.isEmpty {
+            notes.append(
+                """
+                proxy_url: its user information was not copied: set \(replaced.joined(separator: " and ")) in the agent's \
+                environment, percent-decoded (%40 as @)
+                """)
         }
     }
 

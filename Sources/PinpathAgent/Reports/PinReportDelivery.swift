@@ -5,6 +5,13 @@ import Synchronization
 
 /// One pin failure report on its way to one collector: the body to POST, and what its events name.
 struct PinReportJob: Sendable {
+    /// Whose probe failed: one of the configuration's endpoints, or a target a scraper named (`/probe`). Each has
+    /// its own share of a collector's queue.
+    enum Origin: Sendable {
+        case endpoint
+        case targetProbe
+    }
+
     /// The endpoint whose probe failed.
     let endpoint: String
     /// The host and port the report is about.
@@ -13,13 +20,18 @@ struct PinReportJob: Sendable {
     /// RFC 7469's report as JSON.
     let body: [UInt8]
     let collector: ReportCollector
+    var origin = Origin.endpoint
 
     /// `report` for each of `collectors`, its body encoded once: RFC 7469's JSON object, the fields `pin.failure`
     /// carries after `suppressed`.
-    static func jobs(_ report: PinFailureReport, endpoint: String, collectors: [ReportCollector]) -> [PinReportJob] {
+    static func jobs(
+        _ report: PinFailureReport, endpoint: String, collectors: [ReportCollector], origin: Origin = .endpoint
+    ) -> [PinReportJob] {
         guard !collectors.isEmpty else { return [] }
         let body = Array(AgentEvents.reportBody(report).encoded().utf8)
-        return collectors.map { PinReportJob(endpoint: endpoint, hostname: report.hostname, port: report.port, body: body, collector: $0) }
+        return collectors.map {
+            PinReportJob(endpoint: endpoint, hostname: report.hostname, port: report.port, body: body, collector: $0, origin: origin)
+        }
     }
 }
 
@@ -27,9 +39,12 @@ struct PinReportJob: Sendable {
 /// away from the probes: ``submit(_:)`` only queues, and each collector has a task of its own that sends its
 /// queue in order, so a slow or dead collector delays neither the probes nor another collector.
 ///
-/// - Each collector's queue holds at most `capacity` reports (sent or waiting). A report arriving at a full
-///   queue is dropped, the newest rather than the oldest, so that failures provoked later cannot push out the
-///   reports of the first ones; the drops are counted and carried by that collector's next `report.*` event.
+/// - Each collector's queue holds at most `capacity` reports (sent or waiting) of the configuration's endpoints,
+///   and apart from them at most `capacity` of target probes (`/probe`): whoever can scrape `/probe` can provoke
+///   pin failures at will, and must not take the room of an endpoint's report. Endpoint reports are sent first.
+///   A report arriving at its full share is dropped, the newest rather than the oldest, so that failures provoked
+///   later cannot push out the reports of the first ones; the drops are counted and carried by that collector's
+///   next `report.*` event.
 /// - A report is tried up to ``ReportRetry/attempts`` times, with backoff and jitter between tries, while the
 ///   failure is transient; then `report.delivery_failed` is written once. `report.delivered` says it arrived.
 /// - A failed delivery never causes another report: a collector whose certificate its own policy refuses
@@ -42,10 +57,32 @@ final class PinReportDelivery: Sendable {
     }
 
     private struct Queue {
-        var pending: [PinReportJob] = []
-        var inFlight = false
+        /// Endpoint reports, then target probe reports: each list is sent in order, the first before the second.
+        var endpointReports: [PinReportJob] = []
+        var targetProbeReports: [PinReportJob] = []
+        /// Whose report is being sent, if one is.
+        var inFlight: PinReportJob.Origin?
         var dropped = 0
         var worker: Task<Void, Never>?
+
+        /// Reports of `origin` held (the one being sent included).
+        func held(_ origin: PinReportJob.Origin) -> Int {
+            (origin == .endpoint ? endpointReports.count : targetProbeReports.count) + (inFlight == origin ? 1 : 0)
+        }
+
+        mutating func append(_ job: PinReportJob) {
+            switch job.origin {
+            case .endpoint: endpointReports.append(job)
+            case .targetProbe: targetProbeReports.append(job)
+            }
+        }
+
+        /// The next report to send, endpoint reports first.
+        mutating func takeNext() -> PinReportJob? {
+            if !endpointReports.isEmpty { return endpointReports.removeFirst() }
+            if !targetProbeReports.isEmpty { return targetProbeReports.removeFirst() }
+            return nil
+        }
     }
 
     private struct State {
@@ -53,7 +90,8 @@ final class PinReportDelivery: Sendable {
         var stopping = false
     }
 
-    /// Reports held per collector (the one being sent included). Default 100.
+    /// Reports held per collector (the one being sent included), for endpoints and, apart, for target probes.
+    /// Default 100 each.
     let capacity: Int
     let retry: ReportRetry
     private let session: Session
@@ -81,10 +119,10 @@ final class PinReportDelivery: Sendable {
             state.withLock { state in
                 guard !state.stopping else { return }
                 var queue = state.queues[key] ?? Queue()
-                if queue.pending.count + (queue.inFlight ? 1 : 0) >= capacity {
+                if queue.held(job.origin) >= capacity {
                     queue.dropped += 1
                 } else {
-                    queue.pending.append(job)
+                    queue.append(job)
                 }
                 if queue.worker == nil { queue.worker = Task { await self.work(key) } }
                 state.queues[key] = queue
@@ -126,12 +164,11 @@ final class PinReportDelivery: Sendable {
     /// The next report of `key`'s queue, or `nil` (and the queue is gone) when it is empty.
     private func next(_ key: String) -> PinReportJob? {
         state.withLock { state in
-            guard var queue = state.queues[key], !queue.pending.isEmpty else {
+            guard var queue = state.queues[key], let job = queue.takeNext() else {
                 state.queues[key] = nil
                 return nil
             }
-            let job = queue.pending.removeFirst()
-            queue.inFlight = true
+            queue.inFlight = job.origin
             state.queues[key] = queue
             return job
         }
@@ -142,7 +179,7 @@ final class PinReportDelivery: Sendable {
         let dropped = state.withLock { state in
             let dropped = state.queues[key]?.dropped ?? 0
             state.queues[key]?.dropped = 0
-            state.queues[key]?.inFlight = false
+            state.queues[key]?.inFlight = nil
             return dropped
         }
         switch outcome {

@@ -13,7 +13,8 @@ import PinpathSecurity
 ///   is admitted. An address refused by default (below) is admitted only by a range that contains it: a host
 ///   pattern names hosts, not the metadata service one of them may resolve to.
 /// - Without `targets:`, an address refused by default refuses the target: loopback, link-local, the unspecified
-///   addresses, the cloud metadata services, and their IPv4-mapped forms.
+///   addresses, the cloud metadata services, this machine's own addresses (every address of every interface:
+///   traffic to them goes over `lo`, past firewall rules written for loopback), and their IPv4-mapped forms.
 /// - The agent's own listener is refused whatever `targets:` says: `/probe` probing `/probe` would recurse.
 /// - Through a proxy the proxy resolves the name, so no address of a name can be checked: a name is admitted only
 ///   by a host pattern; an address literal is checked as above.
@@ -35,7 +36,9 @@ struct TargetAdmission: Sendable {
     let allowList: TargetAllowList?
     /// Where the agent's own listener is, when on TCP: a probe of it would make the agent scrape itself.
     let listener: (address: IPAddress, port: Int)?
-    /// This machine's own addresses: with a listener on the unspecified address, they are the listener too.
+    /// This machine's own addresses, every interface's, IPv4 and IPv6: refused by default (a connection to one of
+    /// them is a connection to this machine, over `lo`); with a listener on the unspecified address, they are the
+    /// listener too.
     let localAddresses: [IPAddress]
 
     /// The ranges refused when a module has no `targets:`, with what each is.
@@ -109,6 +112,9 @@ struct TargetAdmission: Sendable {
             if let (_, what) = Self.refusedByDefault.first(where: { $0.network.contains(address) }) {
                 return "\(address) is \(what)\(resolvedFrom); \(allowedOnly)"
             }
+            if isLocal(address) {
+                return "\(address) is an address of this machine, reached over loopback\(resolvedFrom); \(allowedOnly)"
+            }
             if allowList != nil, !byPattern {
                 return "\(address) is outside module \(quoted(module))'s targets:\(resolvedFrom)"
             }
@@ -123,9 +129,14 @@ struct TargetAdmission: Sendable {
 
     private func isListener(_ address: IPAddress, port: Int) -> Bool {
         guard let listener, listener.port == port else { return false }
+        if listener.address.bytes.allSatisfy({ $0 == 0 }) { return isLocal(address) }
+        return listener.address == address.unmapped
+    }
+
+    /// Whether `address` (or the IPv4 address it maps) is one of this machine's.
+    private func isLocal(_ address: IPAddress) -> Bool {
         let address = address.unmapped
-        if listener.address.bytes.allSatisfy({ $0 == 0 }) { return localAddresses.contains(address) }
-        return listener.address == address
+        return localAddresses.contains { $0.unmapped == address }
     }
 
     private func list(_ addresses: [IPAddress]) -> String { addresses.map(\.description).joined(separator: ", ") }

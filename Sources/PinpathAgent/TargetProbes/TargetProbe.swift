@@ -20,7 +20,8 @@ struct TargetProbe {
     let probe: EndpointProbe
     /// The agent's own listener (`metrics.listen` on TCP).
     let listener: MetricsListenAddress?
-    /// This machine's addresses, for a listener on the unspecified address.
+    /// This machine's addresses (every interface's), refused by default and, with a listener on the unspecified
+    /// address, the listener's.
     let localAddresses: [IPAddress]
 
     func run(_ request: TargetProbeRequest) async -> Outcome {

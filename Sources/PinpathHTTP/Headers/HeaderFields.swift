@@ -107,7 +107,7 @@ public struct HeaderFields: Sendable, Equatable, Sequence, ExpressibleByDictiona
     /// - Throws: ``HTTPError`` `invalidHeader`, naming the field.
     public func validate() throws(HTTPError) {
         for (name, value) in fields {
-            guard !name.isEmpty, name.utf8.allSatisfy(Self.isTokenCharacter) else {
+            guard Self.isToken(name) else {
                 throw HTTPError(
                     .invalidHeader,
                     "header name \"\(UntrustedText.escaped(name))\" is not a valid token (letters, digits and !#$%&'*+-.^_`|~ only)")
@@ -132,6 +132,9 @@ public struct HeaderFields: Sendable, Equatable, Sequence, ExpressibleByDictiona
         let lower: (UInt8) -> UInt8 = { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
         return lhs.count == rhs.count && zip(lhs, rhs).allSatisfy { lower($0) == lower($1) }
     }
+
+    /// Whether `text` is an RFC 9110 token (§5.6.2): a header name, an authentication scheme.
+    package static func isToken(_ text: some StringProtocol) -> Bool { !text.isEmpty && text.utf8.allSatisfy(isTokenCharacter) }
 
     private static func isTokenCharacter(_ byte: UInt8) -> Bool {
         byte.isASCIIAlphanumeric || "!#$%&'*+-.^_`|~".utf8.contains(byte)
