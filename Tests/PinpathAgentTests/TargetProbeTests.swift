@@ -226,6 +226,8 @@ struct TargetProbeTests {
         #expect(metadata?.contains("metadata") == true, "\(String(describing: metadata))")
         if case .invalid(let message) = await running.probe("nope", "127.0.0.1:1") {
             #expect(message.contains(#"unknown module "nope""#), "\(message)")
+            // Any client may ask: the configuration's module names are not told.
+            #expect(!message.contains("lan") && !message.contains("open"), "\(message)")
         } else {
             Issue.record("an unknown module was not invalid")
         }

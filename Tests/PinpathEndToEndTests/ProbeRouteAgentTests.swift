@@ -29,10 +29,12 @@ struct ProbeRouteAgentTests {
             """.write(toFile: directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
         }
 
-        func start() async throws {
+        /// Starts the agent; with `descriptorLimit`, under `prlimit --nofile` (its pid is the agent's: prlimit execs it).
+        func start(descriptorLimit: Int? = nil) async throws {
             let devNull = open("/dev/null", O_WRONLY)
             defer { close(devNull) }
-            agent = try Shell.spawn([Shell.pinpath, "run", "--config", directory.file("pinpath.yaml")], stdout: devNull)
+            let limit = descriptorLimit.map { ["/usr/bin/prlimit", "--nofile=\($0)", "--"] } ?? []
+            agent = try Shell.spawn(limit + [Shell.pinpath, "run", "--config", directory.file("pinpath.yaml")], stdout: devNull)
             try await MetricsEndpointTests.wait("the listener") { try MetricsEndpointTests.fetch(listen, "/healthz")?.status == 200 }
         }
 
@@ -48,7 +50,7 @@ struct ProbeRouteAgentTests {
 
     @Test("Malformed queries, a bad timeout header and an unknown module are 400 with one line; HEAD, POST; counted in /metrics")
     func refusedRequests() async throws {
-        let scene = try Scene()
+        let scene = try Scene(extra: "modules:\n  internal_db_check: { kind: tcp, timeout: 2s }\n")
         try await scene.start()
         let cases: [(path: String, options: [String], reason: String?)] = [
             ("/probe?module=tcp", [], "target: missing (add target=… to the query)"),
@@ -60,8 +62,21 @@ struct ProbeRouteAgentTests {
                 "/probe?target=127.0.0.1:1&module=tcp", ["-H", "X-Prometheus-Scrape-Timeout-Seconds: -2"],
                 "X-Prometheus-Scrape-Timeout-Seconds: expected a number of seconds, 0 or more"
             ),
-            // Well formed, other parameters ignored: the agent has no such module.
-            ("/probe?target=127.0.0.1:1&module=no-such-module&hostname=x", [], nil),
+            (
+                "/probe?target=127.0.0.1:1&module=tcp",
+                ["-H", "X-Prometheus-Scrape-Timeout-Seconds: 2", "-H", "X-Prometheus-Scrape-Timeout-Seconds: 30"],
+                "X-Prometheus-Scrape-Timeout-Seconds: given more than once"
+            ),
+            // Well formed, other parameters ignored: the agent has no such module, and does not say which it has.
+            (
+                "/probe?target=127.0.0.1:1&module=no-such-module&hostname=x", [],
+                #"unknown module "no-such-module" (pinpath check-config lists the modules)"#
+            ),
+            // A quote and a backslash in the name are escaped: the quoted name cannot seem to end early.
+            (
+                "/probe?target=127.0.0.1:1&module=a%22b%5Cc", [],
+                #"unknown module "a\"b\\c" (pinpath check-config lists the modules)"#
+            ),
         ]
         for (path, options, reason) in cases {
             let answer = try scene.fetch(path, options)
@@ -79,6 +94,8 @@ struct ProbeRouteAgentTests {
         #expect(MetricsEndpointTests.value("pinpath_probe_in_flight", in: metrics) == 0)
         #expect(MetricsEndpointTests.value("pinpath_probe_over_limit_total", in: metrics) == 0)
         #expect(!metrics.contains("no-such-module"), "a module the agent does not have is never a label")
+        let listen = try Shell.run([Shell.pinpath, "check-config", "--config", scene.directory.file("pinpath.yaml")]).stdout
+        #expect(listen.contains("listen:    \(scene.listen) (/metrics, /healthz, /readyz, /probe)"), "\(listen)")
         #expect(try ExpositionReaders.promtoolCheck(metrics).status == 0)
     }
 
@@ -98,7 +115,10 @@ struct ProbeRouteAgentTests {
         "With a module: the timeout header bounds a probe of a silent server, and above the limit 503 with Retry-After; a client that goes frees its slot"
     )
     func timeoutAndLimit() async throws {
-        let scene = try Scene(extra: "modules:\n  tcp_slow: { kind: tcp, timeout: 20s, send: \"ping\\n\", expect: { banner: pong }, targets: [\"127.0.0.0/8\"] }\n")
+        let scene = try Scene(
+            extra:
+                "modules:\n  tcp_slow: { kind: tcp, timeout: 20s, send: \"ping\\n\", expect: { banner: pong }, targets: [\"127.0.0.0/8\"] }\n"
+        )
         let yaml = try String(contentsOfFile: scene.directory.file("pinpath.yaml"), encoding: .utf8)
         try (yaml + "  probe_max_in_flight: 4\n").write(toFile: scene.directory.file("pinpath.yaml"), atomically: true, encoding: .utf8)
         try await scene.start()
@@ -124,5 +144,60 @@ struct ProbeRouteAgentTests {
         try await MetricsEndpointTests.wait("the slot freed") {
             MetricsEndpointTests.value("pinpath_probe_in_flight", in: try scene.fetch("/metrics").body) == 3
         }
+    }
+
+    /// The attacker's review of issue 26: a `/probe` connection used to give up its slot for good, so clients that
+    /// asked and held their sockets open took a descriptor of the agent each until its 1,024 ran out, and `/healthz`
+    /// went unanswered. Now it holds no slot only while its probe runs.
+    @Test("A flood of /probe requests held open takes no more of the agent's descriptors than its slots; /healthz answers")
+    func probeFloodHeldOpen() async throws {
+        let scene = try Scene(extra: "modules:\n  tcp_quick: { kind: tcp, timeout: 2s }\n")
+        try await scene.start(descriptorLimit: 1024)
+        let before = try Self.descriptors(of: scene.agent)
+        // Two clients of another local user, each connecting, asking and keeping up to 900 sockets open, for 10 s.
+        let script = #"""
+            import socket, sys, time, resource
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(4096, hard), hard))
+            port, end = int(sys.argv[1]), time.monotonic() + float(sys.argv[2])
+            request = b"GET /probe?target=a&module=b HTTP/1.1\r\nHost: x\r\n\r\n"
+            held, opened = [], 0
+            while time.monotonic() < end:
+                try:
+                    s = socket.create_connection(("127.0.0.1", port), timeout=2)
+                    s.sendall(request)
+                    held.append(s)
+                    opened += 1
+                except OSError:
+                    time.sleep(0.01)
+                if len(held) >= 900:
+                    held.pop(0).close()
+            print(opened)
+            """#
+        let pids = try (0..<2).map { _ in
+            try Shell.spawn([
+                "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script,
+                String(scene.port), "10",
+            ])
+        }
+        defer { for pid in pids { Shell.kill(pid) } }
+        var most = before
+        var healthz: [Int] = []
+        let end = ContinuousClock.now + .seconds(9)
+        try await Task.sleep(for: .seconds(1))
+        while ContinuousClock.now < end {
+            most = max(most, try Self.descriptors(of: scene.agent))
+            healthz.append(try MetricsEndpointTests.fetch(scene.listen, "/healthz", ["--max-time", "2"])?.status ?? 0)
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        print("/probe flood held open: the agent's descriptors \(before) before, at most \(most) during; /healthz \(healthz)")
+        // The listener's 32 slots and the default 64 probes in flight, and a few sockets of the agent's own work.
+        #expect(most <= before + 32 + 64 + 16, "the agent's descriptors reached \(most)")
+        #expect(!healthz.isEmpty && healthz.allSatisfy { $0 == 200 }, "/healthz during the flood: \(healthz)")
+    }
+
+    /// The number of descriptors process `pid` has open.
+    static func descriptors(of pid: pid_t) throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
     }
 }

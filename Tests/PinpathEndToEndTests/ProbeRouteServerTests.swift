@@ -9,7 +9,7 @@ import Testing
 /// `/probe` on the metrics listener, asked by real HTTP clients (curl, and plain TCP clients holding requests open)
 /// over loopback TCP. The agent behind it is a stand-in closure, so that the route's own rules (limit, cancellation,
 /// answers) are seen apart from any probe: a target `hold:1` waits until its client goes away (a probe against a
-/// server that never answers), `quick:1` succeeds at once, `refuse:1` is refused, `bad:1` invalid.
+/// server that never answers), `slow:1` succeeds after 2 s, `quick:1` at once, `refuse:1` is refused, `bad:1` invalid.
 @Suite("/probe route on the listener", .serialized)
 struct ProbeRouteServerTests {
     /// The requests the stand-in saw, and how many of its held probes were cancelled.
@@ -27,6 +27,9 @@ struct ProbeRouteServerTests {
                 result.outcome = .failure
                 result.errorCategory = .timedOut
                 return .probed(result, log: nil)
+            case "slow:1":
+                try? await Task.sleep(for: .seconds(2))
+                return .probed(result, log: nil)
             case "refuse:1": return .refused("refuse:1 is not in the module's targets")
             case "bad:1": return .invalid("bad:1 does not parse\nfor module \u{1b}[31m")
             default: return .probed(result, log: request.debug ? ["connected to 127.0.0.1:1", "status 200"] : nil)
@@ -40,12 +43,15 @@ struct ProbeRouteServerTests {
         let server: MetricsServer
         let listen: String
 
-        init() async throws {
-            let port = try TLSServer.freePort()
+        let port: UInt16
+
+        init(slotLimits: MetricsConnectionSlots.Limits = MetricsConnectionSlots.Limits()) async throws {
+            port = try TLSServer.freePort()
             listen = "127.0.0.1:\(port)"
             let recorder = self.recorder
             server = try await MetricsServer.start(
-                .tcp(host: "127.0.0.1", port: Int(port)), store: store, probe: { await recorder.probe($0) })
+                .tcp(host: "127.0.0.1", port: Int(port)), store: store, probe: { await recorder.probe($0) },
+                slotLimits: slotLimits)
         }
 
         func fetch(_ path: String, _ options: [String] = []) throws -> MetricsEndpointTests.Answer {
@@ -76,6 +82,34 @@ struct ProbeRouteServerTests {
         }
 
         func close() { _ = Glibc.close(descriptor) }
+    }
+
+    @Test("A probe longer than a connection's lifetime is answered; once answered, the connection has its lifetime again")
+    func lifetimeFollowsTheProbe() async throws {
+        var limits = MetricsConnectionSlots.Limits()
+        limits.lifetime = .seconds(1)
+        let scene = try await Scene(slotLimits: limits)
+        // The probe takes 2 s: the 1 s lifetime stops while it runs.
+        let answer = try scene.fetch("/probe?target=slow:1&module=m")
+        #expect(answer.status == 200 && answer.body.contains("probe_success 1"), "\(answer.status) \(answer.body)")
+        // A client that has its answer and holds the socket open is reset when its new lifetime ends: its socket,
+        // which read the answer and the listener's end of file, hangs up.
+        let held = try HeldRequest(port: scene.port, path: "/probe?target=quick:1&module=m")
+        defer { held.close() }
+        let started = ContinuousClock.now
+        var received = 0
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var waiting = pollfd(fd: held.descriptor, events: Int16(POLLIN), revents: 0)
+        while ContinuousClock.now - started < .seconds(10), poll(&waiting, 1, 100) >= 0 {
+            if waiting.revents & Int16(POLLHUP) != 0 { break }
+            if waiting.revents & Int16(POLLIN) != 0 {
+                let count = recv(held.descriptor, &buffer, buffer.count, 0)
+                if count > 0 { received += count } else { waiting.events = 0 }  // the end of file: wait for the hang-up
+            }
+        }
+        let elapsed = ContinuousClock.now - started
+        #expect(received > 0, "the answer was not received")
+        #expect(waiting.revents & Int16(POLLHUP) != 0 && elapsed < .seconds(5), "no reset after \(elapsed)")
     }
 
     @Test("64 probes held open, the 65th gets 503 with Retry-After: 1 and is counted; a client that goes away frees its slot")

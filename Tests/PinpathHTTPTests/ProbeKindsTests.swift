@@ -183,6 +183,23 @@ struct ProbeKindsTests {
         await #expect { _ = try await probe.value } throws: { Self.code($0) == .cancelled }
     }
 
+    @Test("Cancelling the task of a tcp:// exchange with a silent server ends it at once, cancelled, not at its deadline")
+    func tcpExchangeCancelled() async throws {
+        let server = try HostileServer(.silent)
+        defer { server.stop() }
+        var longOptions = options(exchange: TCPExchange(send: Array("ping\n".utf8), readUntil: "pong"))
+        longOptions.timeout = .seconds(20)
+        let session = try session()
+        let request = check("tcp://127.0.0.1:\(server.port)")
+        let probe = Task { try await session.send(request, options: longOptions) }
+        try await Task.sleep(for: .milliseconds(500))  // connected, and waiting for the answer
+        let cancelled = ContinuousClock.now
+        probe.cancel()
+        await #expect { _ = try await probe.value } throws: { Self.code($0) == .cancelled }
+        let waited = ContinuousClock.now - cancelled
+        #expect(waited < .seconds(5), "the exchange ended \(waited) after its task was cancelled")
+    }
+
     @Test("tcp:// to a closed port fails to connect")
     func tcpRefused() async throws {
         let port = try TLSServer.freePort()

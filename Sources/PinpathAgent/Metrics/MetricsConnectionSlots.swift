@@ -13,6 +13,9 @@ import Synchronization
 /// A connection whose request is not complete ``Limits/requestTimeout`` after it was accepted is closed, and every
 /// connection ``Limits/lifetime`` after it was accepted whatever it sends (a read timeout alone would be reset by
 /// one byte every few seconds). Answers close their connection, so no connection sits idle between requests.
+/// A `/probe` connection holds no slot and no lifetime only while its probe runs (``handOver(_:)``): then it takes
+/// a slot and a lifetime again to deliver its answer (``reclaim(_:)``), so a client that asks and holds the socket
+/// open holds no more than any other.
 final class MetricsConnectionSlots: Sendable {
     /// The numbers the slots keep to.
     struct Limits: Sendable {
@@ -30,9 +33,18 @@ final class MetricsConnectionSlots: Sendable {
     private let state: Mutex<State>
     private let owners = ConnectionOwners()
 
+    /// A connection the listener has open: in the slot table, or handed over to its `/probe` probe.
+    private struct Connection {
+        let channel: any Channel
+        let peer: MetricsSlotTable.Peer
+        /// Its lifetime's end; suspended while its probe runs.
+        var lifetime: Scheduled<Void>?
+    }
+
     private struct State {
         var table: MetricsSlotTable
-        var channels: [ObjectIdentifier: any Channel] = [:]
+        var holding: [ObjectIdentifier: Connection] = [:]
+        var handedOver: [ObjectIdentifier: Connection] = [:]
     }
 
     init(_ limits: Limits = Limits()) {
@@ -43,22 +55,21 @@ final class MetricsConnectionSlots: Sendable {
     /// Gives `channel` a slot, resetting the connection whose slot it takes, and schedules its deadlines.
     func admit(_ channel: any Channel, peer: MetricsSlotTable.Peer) {
         let id = ObjectIdentifier(channel)
-        let evicted = state.withLock { state -> (any Channel)? in
+        let lifetime = scheduleLifetime(channel)
+        let evicted = state.withLock { state -> Connection? in
             let evicting = state.table.admit(id, peer: peer, now: .now)
-            state.channels[id] = channel
-            return evicting.flatMap { state.channels.removeValue(forKey: $0) }
+            state.holding[id] = Connection(channel: channel, peer: peer, lifetime: lifetime)
+            return evicting.flatMap { state.holding.removeValue(forKey: $0) }
         }
-        if let evicted { Self.reset(evicted) }
+        if let evicted { Self.evict(evicted) }
         let requestDeadline = channel.eventLoop.scheduleTask(in: limits.requestTimeout) {
             if self.isAwaitingRequest(channel) { channel.close(promise: nil) }
         }
-        let lifetime = channel.eventLoop.scheduleTask(in: limits.lifetime) { Self.reset(channel) }
         channel.closeFuture.whenComplete { _ in
-            self.release(channel)
             // A closed connection is not kept for its deadlines: a client opening hundreds a second would
             // otherwise keep thousands of them alive.
+            self.release(channel)?.cancel()
             requestDeadline.cancel()
-            lifetime.cancel()
         }
     }
 
@@ -69,9 +80,37 @@ final class MetricsConnectionSlots: Sendable {
 
     /// `channel` waits on a `/probe` probe, not on its client: it gives up its slot, which a newcomer could
     /// otherwise take from it (a Prometheus scraping many targets at once holds more connections than a peer's
-    /// share). The route's in-flight limit bounds such connections instead; their lifetime still ends them.
+    /// share), and its lifetime stops running: the route's in-flight limit bounds such connections, and the probe's
+    /// own timeout (the module's, or the scraper's deadline, however long) ends each. ``reclaim(_:)`` when the
+    /// probe has returned.
     func handOver(_ channel: any Channel) {
-        release(channel)
+        let id = ObjectIdentifier(channel)
+        let lifetime = state.withLock { state -> Scheduled<Void>? in
+            guard let connection = state.holding[id], connection.channel === channel else { return nil }
+            state.holding[id] = nil
+            state.table.release(id)
+            state.handedOver[id] = Connection(channel: channel, peer: connection.peer, lifetime: nil)
+            return connection.lifetime
+        }
+        lifetime?.cancel()
+    }
+
+    /// The probe of `channel` returned: the connection waits on its client again to take the answer, so it takes a
+    /// slot as a newcomer does (the stalest connection of its peer, or of the largest peer, loses its own) with a
+    /// whole lifetime to be read in; a client that asks and never reads or closes holds no more than any other.
+    func reclaim(_ channel: any Channel) {
+        let id = ObjectIdentifier(channel)
+        let lifetime = scheduleLifetime(channel)
+        let evicted = state.withLock { state -> Connection?? in
+            guard let connection = state.handedOver[id], connection.channel === channel else { return .none }
+            state.handedOver[id] = nil
+            let evicting = state.table.admit(id, peer: connection.peer, now: .now)
+            state.table.requestReceived(id, now: .now)
+            state.holding[id] = Connection(channel: channel, peer: connection.peer, lifetime: lifetime)
+            return .some(evicting.flatMap { state.holding.removeValue(forKey: $0) })
+        }
+        guard let evicted else { return lifetime.cancel() }  // closed meanwhile
+        if let evicted { Self.evict(evicted) }
     }
 
     /// The client of `channel` took part of its answer.
@@ -79,17 +118,34 @@ final class MetricsConnectionSlots: Sendable {
         state.withLock { $0.table.progressed(ObjectIdentifier(channel), now: .now) }
     }
 
+    /// Resets a connection whose slot a newcomer took; its lifetime is not kept waiting for it.
+    private static func evict(_ connection: Connection) {
+        connection.lifetime?.cancel()
+        reset(connection.channel)
+    }
+
+    private func scheduleLifetime(_ channel: any Channel) -> Scheduled<Void> {
+        channel.eventLoop.scheduleTask(in: limits.lifetime) { Self.reset(channel) }
+    }
+
     private func isAwaitingRequest(_ channel: any Channel) -> Bool {
         state.withLock { $0.table.phase(of: ObjectIdentifier(channel)) == .awaitingRequest }
     }
 
-    private func release(_ channel: any Channel) {
+    /// Forgets `channel`, freeing its slot if it holds one.
+    /// - Returns: its lifetime's end, for the caller to cancel.
+    private func release(_ channel: any Channel) -> Scheduled<Void>? {
         let id = ObjectIdentifier(channel)
-        state.withLock { state in
+        return state.withLock { state -> Scheduled<Void>? in
             // A connection evicted for another has no slot left; the identifier may by now be a newer channel's.
-            guard state.channels[id] === channel else { return }
-            state.channels[id] = nil
+            if let connection = state.handedOver[id], connection.channel === channel {
+                state.handedOver[id] = nil
+                return nil
+            }
+            guard let connection = state.holding[id], connection.channel === channel else { return nil }
+            state.holding[id] = nil
             state.table.release(id)
+            return connection.lifetime
         }
     }
 

@@ -11,8 +11,9 @@ import PinpathSupport
 ///
 /// Each connection gets one request and is closed after the answer; request bodies are refused (413), other
 /// paths are 404, other methods 405. ``MetricsConnectionSlots`` shares the connections out: a request must be
-/// complete 5 s after the connection was accepted, every connection is closed after 30 s, at most 32 are open and
-/// 8 from one peer (a local user, an IPv4 address, an IPv6 /64), and a newcomer takes the slot of the connection
+/// complete 5 s after the connection was accepted, every connection is closed after 30 s (a `/probe` connection
+/// 30 s after its probe returned: its probe's own timeout bounds the wait), at most 32 are open and 8 from one
+/// peer (a local user, an IPv4 address, an IPv6 /64), and a newcomer takes the slot of the connection
 /// whose client has kept the server waiting longest (its request, or the answer it does not take), so that a
 /// scraper is answered whatever other clients hold. NIO's decoder (llhttp) parses the requests and bounds their
 /// headers (80 KiB).
@@ -68,7 +69,8 @@ final class MetricsServer: Sendable {
                             try pipeline.addHandler(ListenerTLSHandler(try TLSServerConnection(tls.context)))
                         }
                         try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: true)
-                        try pipeline.addHandler(MetricsHTTPHandler(store: store, slots: slots, probeRoute: probeRoute, gate: gate))
+                        try pipeline.addHandler(
+                            MetricsHTTPHandler(store: store, slots: slots, peer: peer, probeRoute: probeRoute, gate: gate))
                     }
                 }
             }
@@ -131,6 +133,8 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private let store: MetricsStore
     private let slots: MetricsConnectionSlots
+    /// Who the client is, as the slots count it (and the gate queues its credential checks).
+    private let peer: MetricsSlotTable.Peer
     private let probeRoute: ProbeRoute?
     /// The `/probe` probe running for this connection: cancelled when its client goes.
     private var probeTask: Task<Void, Never>?
@@ -146,9 +150,13 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Whether the client shut its side.
     private var inputClosed = false
 
-    init(store: MetricsStore, slots: MetricsConnectionSlots, probeRoute: ProbeRoute?, gate: ListenerGate) {
+    init(
+        store: MetricsStore, slots: MetricsConnectionSlots, peer: MetricsSlotTable.Peer, probeRoute: ProbeRoute?,
+        gate: ListenerGate
+    ) {
         self.store = store
         self.slots = slots
+        self.peer = peer
         self.probeRoute = probeRoute
         self.gate = gate
     }
@@ -176,12 +184,13 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// Runs the listener's gate (``ListenerAccess``) before any route: 401 with a challenge for missing or wrong
-    /// credentials, 403 for a route this listener refuses, 503 when too many credential checks wait. No route runs
+    /// credentials, 403 for a route this listener refuses, 503 when too many of this peer's credential checks wait. No route runs
     /// for a refused request and the answer carries nothing of it.
     private func admit(_ head: HTTPRequestHead, _ context: ChannelHandlerContext) {
         answered = true  // nothing read from now on is answered, whatever the gate says
         let path = String(head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
-        let verdict = gate.decide(route: path, authorization: head.headers.first(name: "authorization"), on: context.channel)
+        let verdict = gate.decide(
+            route: path, authorization: head.headers.first(name: "authorization"), peer: peer, on: context.channel)
         verdict.assumeIsolated().whenComplete { result in
             guard context.channel.isActive else { return }
             switch result {
@@ -283,7 +292,7 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         let request: TargetProbeRequest
         do {
             let parsed = try ProbeQuery(parsing: query)
-            let deadline = try ScrapeDeadline.deadline(header: head.headers.first(name: ScrapeDeadline.header))
+            let deadline = try ScrapeDeadline.deadline(headers: head.headers[ScrapeDeadline.header])
             request = TargetProbeRequest(module: parsed.module, target: parsed.target, deadline: deadline, debug: parsed.debug)
         } catch {
             route.metrics.badRequest()
@@ -298,19 +307,22 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             return
         }
         answered = true  // anything pipelined behind it is dropped, as for every request
-        // The connection now waits on the probe, not on its client: the in-flight limit bounds it, not the slots.
-        slots.handOver(context.channel)
         let promise = context.eventLoop.makePromise(of: (TargetProbeAnswer, Double).self)
         guard let task = route.start(request, done: { promise.succeed(($0, $1)) }) else {
             // The listener is closing.
             route.metrics.release()
-            promise.succeed((.invalid("the agent is stopping"), 0))
-            return promise.futureResult.assumeIsolated().whenSuccess { _ in context.close(promise: nil) }
+            return context.close(promise: nil)
         }
+        // The connection now waits on the probe, not on its client: the in-flight limit bounds it, not the slots,
+        // until the answer is ready.
+        slots.handOver(context.channel)
         probeTask = task
         promise.futureResult.assumeIsolated().whenSuccess { answer, seconds in
             self.probeTask = nil
             guard context.channel.isActive else { return }
+            // From here the connection waits on its client again (to take the answer and go): it holds a slot.
+            self.slots.reclaim(context.channel)
+            guard context.channel.isActive else { return }  // its slot went to a newcomer's
             self.writeProbeAnswer(answer, seconds: seconds, debug: request.debug, head: head, context)
         }
     }

@@ -115,6 +115,14 @@ enum ScrapeDeadline {
     /// A deadline longer than this is this: the module's timeout is the smaller anyway, and `Duration` stays exact.
     static let maximumSeconds = 86_400.0
 
+    /// The deadline for the header's values in a request (none, one, or a repeated header).
+    /// - Throws: ``ProbeQuery/Problem`` naming the header when it is repeated (as a repeated query parameter is:
+    ///   which one a proxy or the scraper meant cannot be told), or as ``deadline(header:)`` does.
+    static func deadline(headers values: [String]) throws(ProbeQuery.Problem) -> Duration? {
+        guard values.count <= 1 else { throw ProbeQuery.Problem(parameter: header, reason: "given more than once") }
+        return try deadline(header: values.first)
+    }
+
     /// The deadline for a header value (nil for no header).
     /// - Returns: nil when the header is absent, zero or not above the offset: the module's timeout then holds.
     /// - Throws: ``ProbeQuery/Problem`` naming the header when its value is not a finite, non-negative number.

@@ -27,8 +27,12 @@ struct TargetProbe {
     func run(_ request: TargetProbeRequest) async -> Outcome {
         var log = TargetProbeLog(enabled: request.debug)
         guard let module = modules.first(where: { $0.name == request.module }) else {
-            let known = modules.isEmpty ? "the configuration has no modules:" : "modules: \(modules.map(\.name).joined(separator: ", "))"
-            return Outcome(answer: .invalid("unknown module \(ConfigurationProblem.quoted(request.module)) (\(known))"), endpoint: nil)
+            // The configuration's module names are not told to any client; `pinpath check-config` lists them.
+            // A quote or backslash in the name is escaped, so the quoted name cannot seem to end early.
+            let name = request.module.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"")
+            return Outcome(
+                answer: .invalid("unknown module \(ConfigurationProblem.quoted(name)) (pinpath check-config lists the modules)"),
+                endpoint: nil)
         }
         if let deadline = request.deadline, deadline <= .zero {
             return Outcome(answer: .invalid("the scrape timeout leaves no time for a probe"), endpoint: nil)

@@ -1,5 +1,6 @@
 import CCurl
 import Glibc
+import Synchronization
 
 /// The one exchange of a `tcp://` check (``TCPExchange``) on the socket libcurl connected: libcurl has no
 /// protocol for "send these bytes, read an answer", so it runs here, on the engine's thread between libcurl's
@@ -8,6 +9,7 @@ import Glibc
 final class TCPSocketExchange {
     let socket: Int32
     let deadline: ContinuousClock.Instant
+    let cancellation: Cancellation
     private let exchange: TCPExchange
     private let label: String
     private var completion: ((Result<String?, HTTPError>) -> Void)?
@@ -22,9 +24,10 @@ final class TCPSocketExchange {
     ///   `readUntil` is not met), `protocolError` when the socket fails, `cancelled` when the engine stops.
     init(
         socket: Int32, exchange: TCPExchange, deadline: ContinuousClock.Instant, label: String,
-        completion: @escaping (Result<String?, HTTPError>) -> Void
+        cancellation: Cancellation = Cancellation(), completion: @escaping (Result<String?, HTTPError>) -> Void
     ) {
         self.socket = socket
+        self.cancellation = cancellation
         self.exchange = exchange
         self.deadline = deadline
         self.label = label
@@ -40,6 +43,10 @@ final class TCPSocketExchange {
     /// Goes on as far as the socket allows without blocking, and past the deadline only with what it has.
     /// - Returns: whether the exchange is over (its completion was called and its socket closed).
     func advance(now: ContinuousClock.Instant) -> Bool {
+        if cancellation.isRequested {
+            finish(.failure(HTTPError(.cancelled, "\(label): cancelled")))
+            return true
+        }
         do throws(HTTPError) {
             guard let banner = try step(now: now) else { return false }
             finish(.success(banner))
@@ -47,6 +54,15 @@ final class TCPSocketExchange {
             finish(.failure(error))
         }
         return true
+    }
+
+    /// Whether the task awaiting the exchange was cancelled: set from any thread, read by the engine's.
+    final class Cancellation: Sendable {
+        private let requested = Atomic<Bool>(false)
+
+        var isRequested: Bool { requested.load(ordering: .acquiring) }
+
+        func request() { requested.store(true, ordering: .releasing) }
     }
 
     /// Ends the exchange with `result` unless it has ended.

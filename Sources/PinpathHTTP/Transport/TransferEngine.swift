@@ -23,10 +23,14 @@ final class TransferEngine: Sendable {
         var added: [Transfer] = []
         var cancelled: [Transfer] = []
         var exchanges: [TCPSocketExchange] = []
+        /// An exchange's task was cancelled: the thread wakes to end it (``TCPSocketExchange/Cancellation``).
+        var exchangeCancelled = false
         /// Tasks to run on the engine thread (``Shared`` as their executor).
         var jobs: [UnownedJob] = []
 
-        var isEmpty: Bool { jobs.isEmpty && added.isEmpty && cancelled.isEmpty && exchanges.isEmpty }
+        var isEmpty: Bool {
+            jobs.isEmpty && added.isEmpty && cancelled.isEmpty && exchanges.isEmpty && !exchangeCancelled
+        }
     }
 
     /// What the engine thread shares with the callers. It owns the multi handle: the loop holds it until it
@@ -114,27 +118,39 @@ final class TransferEngine: Sendable {
     }
 
     /// Runs the exchange of a `tcp://` check on `socket` (which it closes in every case) on the engine thread,
-    /// bounded by `deadline`.
+    /// bounded by `deadline`; cancelling the task ends it at once.
     /// - Returns: what the server answered (possibly `nil`: it closed without a word), as text.
     /// - Throws: ``HTTPError`` `timedOut` when nothing arrives before the deadline (and `readUntil` is not met),
-    ///   `protocolError` when the socket fails, `cancelled` when the session is shutting down.
+    ///   `protocolError` when the socket fails, `cancelled` when the task is cancelled or the session is shutting
+    ///   down.
     func exchange(
         socket: Int32, _ exchange: TCPExchange, deadline: ContinuousClock.Instant, label: String
     ) async throws(HTTPError) -> String? {
         let handOff = shared  // one address for ThreadSanitizer's edge from the engine thread to this task
-        let result: Result<String?, HTTPError> = await withCheckedContinuation { continuation in
-            let running = TCPSocketExchange(
-                socket: socket, exchange: exchange, deadline: deadline, label: label,
-                completion: { result in
-                    SanitizerEdge.release(handOff)
-                    continuation.resume(returning: result)
-                })
-            let accepted = shared.service.post { inbox, phase in
-                guard phase == .running else { return false }
-                inbox.exchanges.append(running)
+        let cancellation = TCPSocketExchange.Cancellation()
+        let service = shared.service
+        let result: Result<String?, HTTPError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let running = TCPSocketExchange(
+                    socket: socket, exchange: exchange, deadline: deadline, label: label, cancellation: cancellation,
+                    completion: { result in
+                        SanitizerEdge.release(handOff)
+                        continuation.resume(returning: result)
+                    })
+                let accepted = service.post { inbox, phase in
+                    guard phase == .running else { return false }
+                    inbox.exchanges.append(running)
+                    return true
+                }
+                if !accepted { running.finish(.failure(HTTPError(.cancelled, "\(label): the session is shutting down"))) }
+            }
+        } onCancel: {
+            // A probe whose client went (the /probe route) frees its in-flight place now, not at its deadline.
+            cancellation.request()
+            _ = service.post { inbox, _ in
+                inbox.exchangeCancelled = true
                 return true
             }
-            if !accepted { running.finish(.failure(HTTPError(.cancelled, "\(label): the session is shutting down"))) }
         }
         SanitizerEdge.acquire(handOff)
         return try result.get()
@@ -197,6 +213,7 @@ final class TransferEngine: Sendable {
                 swap(&added, &inbox.added)
                 swap(&cancelled, &inbox.cancelled)
                 swap(&newExchanges, &inbox.exchanges)
+                inbox.exchangeCancelled = false  // each exchange reads its own cancellation below
             }
             let stopping = service.phase != .running
             for transfer in added {
@@ -271,7 +288,9 @@ final class TransferEngine: Sendable {
             var kept = 0
             for (index, exchange) in exchanges.enumerated() {
                 let ready = waited != nil && waits[index].revents != 0
-                if (ready || now >= exchange.deadline) && exchange.advance(now: now) { continue }
+                if (ready || now >= exchange.deadline || exchange.cancellation.isRequested) && exchange.advance(now: now) {
+                    continue
+                }
                 exchanges[kept] = exchange
                 kept += 1
             }
