@@ -221,7 +221,9 @@ struct PatternLimitAttackTests {
         defer { close(devNull) }
         let agent = try Shell.spawn([Shell.pinpath, "run", "--config", directory.file("pinpath.yaml")], stdout: devNull)
         defer { Shell.stopIfRunning(agent) }
-        try await MetricsEndpointTests.wait("the hostile searches at their limit") {
+        // 20 searches of up to 2 s of CPU each, one lane at a time: the bound on a hang leaves room for a loaded
+        // machine (scripts/test runs three shards at once); what is asserted is the victim's 16 s after.
+        try await MetricsEndpointTests.wait("the hostile searches at their limit", timeout: .seconds(90)) {
             Self.events(directory).filter {
                 ($0["endpoint"] as? String)?.hasPrefix("h") == true && $0["error_category"] as? String == "pattern_limit"
             }

@@ -144,7 +144,7 @@ final class ConfigurationDecoder {
         var fields = ConfigurationMapping(keyPath: keyPath, node: node)
         for (key, value) in entries(of: mapping, keyPath) {
             if key.text == "<<" {
-                // Yams composes nodes without applying YAML 1.1 merge keys, so `<<` would be silently wrong.
+                // PinpathYAML composes nodes without applying YAML 1.1 merge keys, so `<<` would be silently wrong.
                 report(
                     .unknownKey, at: key.node, fields.path(key.text),
                     "merge keys (<<) are not supported; repeat the keys, or use an alias (*name) for a whole value")

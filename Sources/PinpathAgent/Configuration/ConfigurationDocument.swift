@@ -139,7 +139,7 @@ enum ConfigurationDocument {
                 file: file, line: mark.line, column: mark.column, keyPath: "", code: .syntax,
                 message: "invalid YAML: \(problem)\(detail)")
         case .reader(let problem, _, _, _):
-            // Yams gives the offset in Characters, where CR LF is one and a prepended mark hides the character
+            // PinpathYAML gives the offset in Characters, where CR LF is one and a prepended mark hides the character
             // refused; the first scalar outside YAML's printable set is the one libyaml stopped at.
             let position = firstUnprintablePosition(yaml)
             return ConfigurationProblem(
