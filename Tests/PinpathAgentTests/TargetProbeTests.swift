@@ -110,6 +110,9 @@ struct TargetProbeTests {
         #expect(bad.0.errorCategory == .policyRejected)
         #expect(bad.1.contains { $0.hasPrefix("policy: rejected: 127.0.0.1: certificate pinning failure") }, "\(bad.1)")
         #expect(bad.1.contains("outcome failure, category policy_rejected"), "\(bad.1)")
+        // The event writer is a thread of its own: the line is written shortly after the probe returns.
+        let written = ContinuousClock.now + .seconds(10)
+        while running.of("pin.failure").isEmpty && ContinuousClock.now < written { try await Task.sleep(for: .milliseconds(50)) }
         let failure = try #require(running.of("pin.failure").first, "\(running.events)")
         #expect(failure["module"] as? String == "bad")
         #expect(failure["target"] as? String == "https://127.0.0.1:\(server.port)")
@@ -163,6 +166,8 @@ struct TargetProbeTests {
             let (result, log) = try Self.result(await running.probe("bad", "127.0.1.\(index):\(port)"))
             #expect(result.errorCategory == .policyRejected, "\(result.message ?? "") \(log)")
         }
+        let allWritten = ContinuousClock.now + .seconds(10)
+        while running.of("pin.failure").count < 150 && ContinuousClock.now < allWritten { try await Task.sleep(for: .milliseconds(50)) }
         #expect(running.of("pin.failure").count == 150)
 
         // Now a configured endpoint behind the same interceptor.
