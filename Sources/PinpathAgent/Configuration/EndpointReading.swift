@@ -120,12 +120,16 @@ struct EndpointReading {
     }
 
     /// The endpoint, after the rules that join its keys; `nil` when a problem was reported since `problemsBefore`.
-    mutating func endpoint(problemsBefore: Int) -> EndpointConfiguration? {
+    ///
+    /// A module, which has no name or URL of its own, gives `standIn` to get the endpoint its keys make
+    /// (for `check-config --effective`) without a target: the stand-in's host selects no policy.
+    mutating func endpoint(problemsBefore: Int, standIn: (name: String, url: URL)? = nil) -> EndpointConfiguration? {
         requireStartTLS()
         let timeout = checkedTimeout()
         let security = appliedPolicy()
         let address = address.flatMap { checkedAddress($0.value, at: $0.node) }
-        guard decoder.problems.count == problemsBefore, let name, let url else { return nil }
+        guard decoder.problems.count == problemsBefore, let name = name ?? standIn?.name, let url = url ?? standIn?.url
+        else { return nil }
         var collectors: [ReportCollector] = []
         for source in security?.sources ?? [] {
             for collector in context.collectors[source.name] ?? [] where !collectors.contains(where: { $0.url == collector.url }) {

@@ -20,6 +20,11 @@ package struct ModuleConfiguration: Sendable {
     package let kind: ServiceKind?
     /// `targets:`; `nil` admits any target but those refused by default (``TargetAdmission``).
     package let targets: TargetAllowList?
+    /// The keys the module writes: a module without `kind:` shows these and the keys of every kind (``effectiveValues``).
+    let writtenKeys: Set<String>
+    /// The endpoint the module's keys make, with the module's name and a stand-in target (`target.invalid`, of the
+    /// module's kind, or https): what ``effectiveValues`` shows. Probes use ``endpoint(forTarget:)``.
+    let template: EndpointConfiguration
     /// The module's mapping as written, read again for each target.
     private let node: Node
     private let keyPath: String
@@ -112,8 +117,9 @@ extension ModuleConfiguration {
         }
         var reading = EndpointReading(fields, in: .module, context: context, decoder, moduleKind: kind)
         // The rules that join keys (starttls required, the timeout, the named policy's kind); a module has no
-        // name or URL, so no endpoint comes of it.
-        _ = reading.endpoint(problemsBefore: before)
+        // name or URL, so the endpoint that comes of it stands in for its targets (`--effective` shows its values).
+        let standIn = URL(string: "\((kind ?? .https).rawValue)://target.invalid")
+        let template = standIn.flatMap { reading.endpoint(problemsBefore: before, standIn: (named.name, $0)) }
         let targets = fields["targets"].flatMap { TargetAllowList(reading: $0, at: fields.path("targets"), decoder) }
         if let targets, !targets.networks.isEmpty, reading.proxy.settings != .direct {
             decoder.report(
@@ -135,9 +141,10 @@ extension ModuleConfiguration {
                 hosts it may send them to in targets:
                 """)
         }
-        guard nameIsVisible, decoder.problems.count == before else { return nil }
+        guard nameIsVisible, decoder.problems.count == before, let template else { return nil }
         self.init(
-            name: named.name, kind: kind, targets: targets, node: value, keyPath: keyPath, context: context, file: decoder.file,
+            name: named.name, kind: kind, targets: targets, writtenKeys: Set(fields.values.keys), template: template, node: value,
+            keyPath: keyPath, context: context, file: decoder.file,
             baseDirectory: decoder.baseDirectory, environment: decoder.environment)
     }
 }

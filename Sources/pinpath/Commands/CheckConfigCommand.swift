@@ -19,7 +19,8 @@ struct CheckConfigCommand: AsyncParsableCommand {
             {"valid":true,…,"warnings":[…]} or {"valid":false,"problems":[…]}. Warnings (pins already \
             expired, …) are printed as `pinpath: warning: …` on stderr and do not change the exit code.
             With --effective, every endpoint's keys with the values its probes use (after defaults: and \
-            the built-in defaults; secrets redacted), as text or as an "effective" object per endpoint.
+            the built-in defaults; secrets redacted), then every module's (its kind, targets and keys), as \
+            text or as an "effective" object per endpoint and per module.
             Exit codes: 0 valid (warnings or not), 64 usage error, 74 output error, 78 invalid.
             """)
 
@@ -32,7 +33,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
-    @Flag(help: "Also print every endpoint's effective values, after defaults: and the built-in defaults.")
+    @Flag(help: "Also print every endpoint's and module's effective values, after defaults: and the built-in defaults.")
     var effective = false
 
     func run() async throws {
@@ -162,12 +163,16 @@ struct CheckConfigCommand: AsyncParsableCommand {
             """
     }
 
-    /// Each endpoint's effective values, one `key: value` line each (values other than text in JSON), escaped.
+    /// Each endpoint's and then each module's effective values, one `key: value` line each (values other than
+    /// text in JSON), escaped.
     static func effectiveText(_ configuration: AgentConfiguration) -> String {
         var lines = ["effective values:"]
-        for endpoint in configuration.endpoints {
-            lines.append("  \(endpoint.name):")
-            for (key, value) in endpoint.effectiveValues where key != "name" {
+        let entries =
+            configuration.endpoints.map { ($0.name, $0.effectiveValues) }
+            + configuration.modules.map { ("module \($0.name)", $0.effectiveValues) }
+        for (title, values) in entries {
+            lines.append("  \(title):")
+            for (key, value) in values where key != "name" {
                 let shown = if case .string(let text) = value { text } else { value.encoded() }
                 lines.append("    \(key): \(shown)")
             }
@@ -213,6 +218,15 @@ struct CheckConfigCommand: AsyncParsableCommand {
                             ("proxy_source", .string(endpoint.proxy.source.rawValue)),
                         ]
                         if effective { fields.append(("effective", .object(endpoint.effectiveValues.map { ($0.key, $0.value) }))) }
+                        return .object(fields)
+                    })
+            ),
+            (
+                "modules",
+                .array(
+                    configuration.modules.map { module -> JSONValue in
+                        var fields: [(String, JSONValue)] = [("name", .string(module.name)), ("kind", .string(module.kind?.rawValue))]
+                        if effective { fields.append(("effective", .object(module.effectiveValues.map { ($0.key, $0.value) }))) }
                         return .object(fields)
                     })
             ),
