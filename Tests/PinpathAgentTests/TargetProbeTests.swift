@@ -101,6 +101,15 @@ struct TargetProbeTests {
         #expect(good.1.contains { $0.hasPrefix("verified chain: 3 certificates") }, "\(good.1)")
         #expect(good.1.contains { $0.contains("subject CN=Loopback; issuer CN=Pinpath Test Intermediate") }, "\(good.1)")
         #expect(good.1.contains("policy: trusted"), "\(good.1)")
+        // Each rule's verdict, in pinpath verify's words: the intermediate's pin is the first that matches.
+        let intermediatePin = try pki.chain(["inter"])[0].spkiPin
+        for line in [
+            "rule chain: valid", "rule host: valid for 127.0.0.1", "rule ocsp: none",
+            "rule pins: \(intermediatePin) matched at depth 1 (CN=Pinpath Test Intermediate)",
+        ] {
+            #expect(good.1.contains(line), "\(line): \(good.1)")
+        }
+        #expect(good.1.contains { $0.hasPrefix("rule profile: ") && !$0.hasPrefix("rule profile: none") }, "\(good.1)")
 
         let raw = try Self.result(await running.probe("raw", "127.0.0.1:\(server.port)"))
         #expect(raw.0.outcome == .success && raw.0.kind == .tls, "\(raw.0.message ?? "")")
@@ -110,6 +119,11 @@ struct TargetProbeTests {
         #expect(bad.0.errorCategory == .policyRejected)
         #expect(bad.1.contains { $0.hasPrefix("policy: rejected: 127.0.0.1: certificate pinning failure") }, "\(bad.1)")
         #expect(bad.1.contains("outcome failure, category policy_rejected"), "\(bad.1)")
+        // The chain and the host passed; the pins rule failed, with OkHttp's account (the pins expected follow).
+        #expect(bad.1.contains("rule chain: valid") && bad.1.contains("rule host: valid for 127.0.0.1"), "\(bad.1)")
+        let pinsLine = try #require(bad.1.firstIndex { $0.hasPrefix("rule pins: 127.0.0.1: certificate pinning failure") }, "\(bad.1)")
+        let otherPin = try pki.chain(["otherinter"])[0].spkiPin
+        #expect(bad.1[pinsLine...].contains { $0.hasPrefix("  ") && $0.contains(otherPin.description) }, "\(bad.1)")
         // The event writer is a thread of its own: the line is written shortly after the probe returns.
         let written = ContinuousClock.now + .seconds(10)
         while running.of("pin.failure").isEmpty && ContinuousClock.now < written { try await Task.sleep(for: .milliseconds(50)) }

@@ -6,8 +6,9 @@ import PinpathSupport
 
 /// The plain-text log of one target probe (`&debug=true`): the module and target, the timeout, the addresses
 /// resolved and the one connected to, the admission's and the reachability gate's decisions, the chains served
-/// and verified (subject, issuer, notAfter, SPKI pin), the policy's verdict, and the failure's category and
-/// message. Every text from outside (names, subjects, messages) is escaped (``UntrustedText``); the target is
+/// and verified (subject, issuer, notAfter, SPKI pin), each rule's verdict (chain, host, profile, pins, OCSP,
+/// revocation, the client certificate) in `pinpath verify`'s words, the policy's verdict, and the failure's
+/// category and message. Every text from outside (names, subjects, messages) is escaped (``UntrustedText``); the target is
 /// shown as events show URLs (no credentials, no query), and no header value is written.
 struct TargetProbeLog {
     let enabled: Bool
@@ -68,7 +69,7 @@ struct TargetProbeLog {
         if let evaluation = result.evaluation {
             chain("served chain", evaluation.servedChain)
             chain("verified chain", evaluation.verifiedChain)
-            if let profile = evaluation.appliedProfile { add("profile \(escaped(profile.description))") }
+            rules(evaluation, endpoint)
             if let failure = evaluation.failure {
                 // The failure's account is several lines (OkHttp's shape: each pin and subject, then the pins expected).
                 let account = failure.message.split(separator: "\n").map { escaped(String($0)) }
@@ -80,6 +81,35 @@ struct TargetProbeLog {
         }
         add("outcome \(result.outcome.rawValue)\(result.errorCategory.map { ", category \($0.rawValue)" } ?? "")")
         if let message = result.message { add("message \(escaped(message))") }
+    }
+
+    /// One line per rule of the evaluation with its verdict, in `pinpath verify`'s words (``TrustEvaluation``'s
+    /// summaries). The handshake's evaluation stops at its first failure: the chain and the host are judged in
+    /// one OpenSSL verification, so when one of them failed the other reads "not checked" (verify, which runs
+    /// each alone, can say more).
+    private mutating func rules(_ evaluation: TrustEvaluation, _ endpoint: EndpointConfiguration) {
+        let host = evaluation.host
+        let chain: TrustEvaluation.Verdict?
+        let hostName: TrustEvaluation.Verdict?
+        switch evaluation.failure {
+        case .none: (chain, hostName) = (.trusted, .trusted)
+        case .some(let failure) where failure.reason == .hostMismatch: (chain, hostName) = (nil, .rejected(failure))
+        case .some: (chain, hostName) = evaluation.chainValidated ? (.trusted, .trusted) : (evaluation.verdict, nil)
+        }
+        let anchors = evaluation.policy.mode == .certificate ? "valid (to a pinned certificate)" : "valid"
+        add("rule chain: \(escaped(chain?.summary(passed: anchors) ?? "not checked"))")
+        add("rule host: \(escaped(hostName?.summary(passed: "valid for \(host)") ?? "not checked"))")
+        add("rule profile: \(escaped(evaluation.profileSummary))")
+        let pins = evaluation.pinsSummary.map(escaped)
+        if let first = pins.first {
+            add("rule pins: \(first)")
+            for line in pins.dropFirst() { add("  \(line)") }
+        }
+        add("rule ocsp: \(escaped(evaluation.stapleSummary))")
+        if let check = evaluation.ocspCheck { add("rule revocation: \(escaped(check.summary))") }
+        if let client = endpoint.clientCertificate {
+            add("client certificate: \(escaped(client.certificate)) (sent when the server asks for one)")
+        }
     }
 
     private mutating func chain(_ title: String, _ certificates: [Certificate]) {

@@ -128,18 +128,9 @@ public struct TLSAudit: Sendable {
         }
     }
 
-    /// The certificates of the verified chain that satisfy the pins: by public key in `public_key` mode, by
-    /// the whole certificate in `certificate` mode. Empty without pins, or when the chain did not verify.
-    public var pinMatches: [PinMatch] {
-        guard let evaluation, evaluation.policy.mode != .none else { return [] }
-        let policy = evaluation.policy
-        return evaluation.verifiedChain.enumerated().compactMap { depth, certificate in
-            let matches =
-                policy.mode == .certificate
-                ? policy.pinnedCertificates.contains(certificate) : policy.pins.contains(certificate.spkiPin)
-            return matches ? PinMatch(depth: depth, pin: certificate.spkiPin, subject: certificate.subject) : nil
-        }
-    }
+    /// The certificates of the verified chain that satisfy the pins (``TrustEvaluation/pinMatches``). Empty
+    /// without pins, or when the chain did not verify.
+    public var pinMatches: [PinMatch] { evaluation?.pinMatches ?? [] }
 
     /// Connects, handshakes and evaluates. Never throws: every failure is part of the result.
     ///

@@ -49,12 +49,10 @@ enum AuditText {
         // Which rules the path was held to and why; a rule may reject a path whose chain and host verdicts,
         // each judged alone, passed (a name rule).
         if let evaluation = audit.evaluation {
-            let applied = evaluation.appliedProfile?.description ?? "none (no chain verified)"
-            let violation = evaluation.failure?.violation.map { ": \($0)" } ?? ""
-            lines.append(field("profile", applied + violation))
+            lines.append(field("profile", evaluation.profileSummary))
+            lines.append(field("ocsp", evaluation.stapleSummary))
         }
-        if let evaluation = audit.evaluation { lines.append(field("ocsp", stapleText(evaluation))) }
-        if let check = audit.evaluation?.ocspCheck { lines.append(field("revocation", ocspCheckText(check))) }
+        if let check = audit.evaluation?.ocspCheck { lines.append(field("revocation", check.summary)) }
         lines += pinLines(audit)
         if let error = audit.evaluationError { lines.append(field("error", error.message)) }
         lines += resultLines(audit)
@@ -226,42 +224,13 @@ enum AuditText {
 
     /// `pins` lines: which pin matched at which depth, or OkHttp's failure message, or why pins were not checked.
     private static func pinLines(_ audit: TLSAudit) -> [String] {
-        guard let evaluation = audit.evaluation, evaluation.policy.mode != .none else { return [] }
-        switch evaluation.failure?.reason {
-        case .none:
-            return audit.pinMatches.enumerated().map { index, match in
-                field(index == 0 ? "pins" : "", "\(match.pin) matched at depth \(match.depth) (\(match.subject))")
-            }
-        case .some(.pinMismatch):
-            let message = evaluation.failure?.message.split(separator: "\n").map(String.init) ?? []
-            return [field("pins", message.first ?? "")] + message.dropFirst().map { "  " + $0 }
-        default:
-            return [field("pins", "not checked: the chain or the host failed first")]
+        guard let evaluation = audit.evaluation else { return [] }
+        let lines = evaluation.pinsSummary
+        // OkHttp's message keeps its own indentation under the field; matches line up as the field's values.
+        if evaluation.failure?.reason == .pinMismatch {
+            return lines.first.map { [field("pins", $0)] + lines.dropFirst().map { "  " + $0 } } ?? [field("pins", "")]
         }
-    }
-
-    /// The stapled OCSP response: its status, producer and validity, and the policy's refusal when it made one.
-    private static func stapleText(_ evaluation: TrustEvaluation) -> String {
-        var text = "none"
-        if let staple = evaluation.ocspStaple {
-            let until = staple.nextUpdate.map(rfc3339) ?? "no nextUpdate"
-            text = "\(staple.status) from \(staple.responder), valid \(staple.thisUpdate.map(rfc3339) ?? "?") to \(until)"
-            if let revokedAt = staple.revokedAt { text += ", revoked at \(rfc3339(revokedAt))" }
-            if let problem = staple.problem { text += " (unverified: \(problem))" }
-        }
-        if let failure = evaluation.failure, failure.concernsStaple { text += "; REJECTED: \(failure.message)" }
-        return text
-    }
-
-    /// What `revocation: ocsp` found: the status, where it came from, until when it stands, and a soft failure.
-    private static func ocspCheckText(_ check: OCSPCheck) -> String {
-        let source = check.stapled ? "the staple" : check.responderURL.map { "the responder \($0.absoluteString)" } ?? "no responder"
-        var text = "\(check.status) (OCSP, from \(source)"
-        if let nextUpdate = check.nextUpdate { text += ", until \(rfc3339(nextUpdate))" }
-        text += ")"
-        if check.softFailed { text += "; WARNING: soft fail let it pass" }
-        if check.status == .unavailable, let detail = check.detail { text += ": \(detail)" }
-        return text
+        return lines.enumerated().map { index, line in field(index == 0 ? "pins" : "", line) }
     }
 
     private static func ocspCheckJSON(_ check: OCSPCheck) -> JSONValue {
@@ -288,11 +257,7 @@ enum AuditText {
     }
 
     private static func verdictText(_ verdict: TrustEvaluation.Verdict?, passed: String = "valid") -> String {
-        switch verdict {
-        case .none: return "not checked"
-        case .some(.trusted): return passed
-        case .some(.rejected(let failure)): return "INVALID: \(failure.message)"
-        }
+        verdict?.summary(passed: passed) ?? "not checked"
     }
 
     private static func verdictJSON(_ verdict: TrustEvaluation.Verdict?) -> JSONValue {
