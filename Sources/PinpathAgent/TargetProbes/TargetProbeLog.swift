@@ -71,10 +71,10 @@ struct TargetProbeLog {
             chain("verified chain", evaluation.verifiedChain)
             rules(evaluation, endpoint)
             if let failure = evaluation.failure {
-                // The failure's account is several lines (OkHttp's shape: each pin and subject, then the pins expected).
-                let account = failure.message.split(separator: "\n").map { escaped(String($0)) }
-                add("policy: \(evaluation.allowsConnection ? "report-only failure" : "rejected"): \(account.first ?? "")")
-                for line in account.dropFirst() { add("  \(line)") }
+                // The whole account (OkHttp's shape for pins: each pin and subject, then the pins expected) is the
+                // failing rule's, above; the decision names its first line.
+                let summary = failure.message.split(separator: "\n").first.map(String.init) ?? ""
+                add("policy: \(evaluation.allowsConnection ? "report-only failure" : "rejected"): \(escaped(summary))")
             } else {
                 add("policy: trusted")
             }
@@ -97,19 +97,22 @@ struct TargetProbeLog {
         case .some: (chain, hostName) = evaluation.chainValidated ? (.trusted, .trusted) : (evaluation.verdict, nil)
         }
         let anchors = evaluation.policy.mode == .certificate ? "valid (to a pinned certificate)" : "valid"
-        add("rule chain: \(escaped(chain?.summary(passed: anchors) ?? "not checked"))")
-        add("rule host: \(escaped(hostName?.summary(passed: "valid for \(host)") ?? "not checked"))")
-        add("rule profile: \(escaped(evaluation.profileSummary))")
-        let pins = evaluation.pinsSummary.map(escaped)
-        if let first = pins.first {
-            add("rule pins: \(first)")
-            for line in pins.dropFirst() { add("  \(line)") }
-        }
-        add("rule ocsp: \(escaped(evaluation.stapleSummary))")
-        if let check = evaluation.ocspCheck { add("rule revocation: \(escaped(check.summary))") }
+        rule("chain", [chain?.summary(passed: anchors) ?? "not checked"])
+        rule("host", [hostName?.summary(passed: "valid for \(host)") ?? "not checked"])
+        rule("profile", [evaluation.profileSummary])
+        if !evaluation.pinsSummary.isEmpty { rule("pins", evaluation.pinsSummary) }
+        rule("ocsp", [evaluation.stapleSummary])
+        if let check = evaluation.ocspCheck { rule("revocation", [check.summary]) }
         if let client = endpoint.clientCertificate {
             add("client certificate: \(escaped(client.certificate)) (sent when the server asks for one)")
         }
+    }
+
+    /// `rule NAME: ` and the verdict's first line; its other lines (a message of several lines) indented below.
+    private mutating func rule(_ name: String, _ verdict: [String]) {
+        let lines = verdict.flatMap { $0.split(separator: "\n", omittingEmptySubsequences: false) }.map { escaped(String($0)) }
+        add("rule \(name): \(lines.first ?? "")")
+        for line in lines.dropFirst() { add("  \(line)") }
     }
 
     private mutating func chain(_ title: String, _ certificates: [Certificate]) {
