@@ -86,7 +86,13 @@ struct ProbeRouteUnroutableTests {
         }
 
         let query = "/probe?module=web&target=valid.test:\(serverPort)"
-        let refused = try Self.fetch(network, port: listenPort, query)
+        // The listener is up a moment before the agent behind it: /probe answers 400 "the agent is starting" then.
+        var refused = try Self.fetch(network, port: listenPort, query)
+        let started = ContinuousClock.now + .seconds(30)
+        while refused.body.contains("the agent is starting") && ContinuousClock.now < started {
+            try await Task.sleep(for: .milliseconds(100))
+            refused = try Self.fetch(network, port: listenPort, query)
+        }
         #expect(refused.status == 200, "\(refused)")
         #expect(refused.body.contains("\nprobe_success 0\n"), "\(refused.body)")
         #expect(refused.body.contains(#"pinpath_probe_failure_info{category="unreachable"} 1"#), "\(refused.body)")
