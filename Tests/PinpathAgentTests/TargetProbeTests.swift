@@ -12,6 +12,7 @@ import Testing
 @Suite("Target probes through the agent", .serialized)
 struct TargetProbeTests {
     let pki = TestPKI.shared
+    let clients = ClientCertificatePKI.shared
 
     /// An agent started in this process on a configuration, stopped by ``stop()``.
     final class RunningAgent {
@@ -92,6 +93,7 @@ struct TargetProbeTests {
                   web: { kind: https, policy: good, targets: [127.0.0.0/8] }
                   bad: { kind: https, policy: wrong, targets: [127.0.0.0/8] }
                   raw: { kind: tls, policy: good, targets: [127.0.0.0/8] }
+                  mtls: { kind: https, policy: good, targets: [127.0.0.0/8], client_certificate: \(clients.path("client")), client_key: \(clients.path("client", "key")) }
                 """
         }
         let good = try Self.result(await running.probe("web", "127.0.0.1:\(server.port)"))
@@ -110,6 +112,12 @@ struct TargetProbeTests {
             #expect(good.1.contains(line), "\(line): \(good.1)")
         }
         #expect(good.1.contains { $0.hasPrefix("rule profile: ") && !$0.hasPrefix("rule profile: none") }, "\(good.1)")
+
+        #expect(!good.1.contains { $0.hasPrefix("client certificate:") }, "the module has none: \(good.1)")
+        let mutual = try Self.result(await running.probe("mtls", "127.0.0.1:\(server.port)"))
+        #expect(mutual.0.outcome == .success, "\(mutual.0.message ?? "") \(mutual.1)")
+        #expect(
+            mutual.1.contains("client certificate: \(clients.path("client")) (sent when the server asks for one)"), "\(mutual.1)")
 
         let raw = try Self.result(await running.probe("raw", "127.0.0.1:\(server.port)"))
         #expect(raw.0.outcome == .success && raw.0.kind == .tls, "\(raw.0.message ?? "")")

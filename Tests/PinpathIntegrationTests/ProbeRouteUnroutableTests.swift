@@ -98,6 +98,9 @@ struct ProbeRouteUnroutableTests {
         #expect(refused.body.contains(#"pinpath_probe_failure_info{category="unreachable"} 1"#), "\(refused.body)")
         let debug = try Self.fetch(network, port: listenPort, query + "&debug=true")
         #expect(debug.status == 200, "\(debug)")
+        for line in debug.body.split(separator: "\n") where line.hasPrefix("reachability gate") || line.hasPrefix("outcome ") {
+            print("/probe debug without a route: \(line)")
+        }
         #expect(debug.body.contains("admitted: connecting to \(Self.serverAddress) only"), "\(debug.body)")
         #expect(
             debug.body.split(separator: "\n").contains {
