@@ -92,7 +92,8 @@ public final class Agent: Sendable {
             do {
                 // `/probe` reaches the agent made below; until then (and after a failed start) it has no agent.
                 metricsServer = try await MetricsServer.start(
-                    address, store: metrics, probe: { await agentBox.agent?.probe($0) ?? .invalid("the agent is starting") },
+                    address, store: metrics,
+                    probe: { await agentBox.agent?.probe($0) ?? .unavailable("the agent is starting; retry in a second") },
                     probeMaxInFlight: configuration.metricsProbeMaxInFlight, access: configuration.metricsAccess)
             } catch {
                 _ = writer.close(timeout: .seconds(1))

@@ -345,6 +345,10 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             respond(context, status: .forbidden, body: UntrustedText.escaped(reason, limit: 1024) + "\n", head: head)
         case .invalid(let reason):
             respond(context, status: .badRequest, body: UntrustedText.escaped(reason, limit: 1024) + "\n", head: head)
+        case .unavailable(let reason):
+            var headers = HTTPHeaders()
+            headers.add(name: "Retry-After", value: "1")
+            respond(context, status: .serviceUnavailable, body: reason + "\n", head: head, headers: headers)
         }
     }
 

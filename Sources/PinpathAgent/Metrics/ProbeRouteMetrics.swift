@@ -92,6 +92,8 @@ final class ProbeRouteMetrics: Sendable {
                 state.refused[module, default: 0] += 1
             case .invalid:
                 state.badRequests += 1
+            case .unavailable:
+                break  // not the client's doing, and no probe ran: its duration is still observed
             }
             state.durations.observe(seconds)
             state.version &+= 1

@@ -30,4 +30,7 @@ package enum TargetProbeAnswer: Sendable {
     case refused(String)
     /// The module is unknown or the target does not parse for it: 400 and a one-line reason.
     case invalid(String)
+    /// The agent cannot probe yet (it is starting): 503 with `Retry-After`, a condition of the server rather than
+    /// of the request.
+    case unavailable(String)
 }
