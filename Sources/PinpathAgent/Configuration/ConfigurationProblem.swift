@@ -62,6 +62,9 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
         /// A warning: the metrics listener is reachable from other hosts with neither credentials nor
         /// `probe_unauthenticated`, so `/probe` is refused there.
         public static let unprotectedListener = Code(name: "unprotected_listener")
+        /// A warning of a reload: `metrics.listen` changed or was removed, which waits for a restart, so the running
+        /// listener keeps the access (`tls`, `basic_auth`, `probe_unauthenticated`) it had; the rest applies.
+        public static let listenerAccessKept = Code(name: "listener_access_kept")
     }
 
     /// The configuration file, as it was given (relative paths stay relative).

@@ -105,9 +105,23 @@ final class MetricsServer: Sendable {
         }
     }
 
-    /// Takes a reloaded configuration's `metrics.basic_auth` and `metrics.probe_unauthenticated` (SIGHUP): the next
-    /// request is checked against them.
-    func replaceAccess(with access: ListenerAccess) { gate.replace(with: access) }
+    /// The address this listener is bound to: a reload's pending `metrics.listen` is not it until a restart.
+    var boundAddress: MetricsListenAddress { address }
+
+    /// Takes a reloaded configuration's access (`metrics.tls`, `metrics.basic_auth`, `metrics.probe_unauthenticated`,
+    /// SIGHUP) when its `metrics.listen` is the address bound: the next request is checked against it. A reload that
+    /// changes or removes `metrics.listen` waits for a restart, and so does its access: rules written for another
+    /// address (loopback, or no listener at all) would open this one. Whether the listener is local-only is always
+    /// judged from the bound address.
+    /// - Returns: whether the access was taken.
+    @discardableResult
+    func replaceAccess(with access: ListenerAccess, listen: MetricsListenAddress?) -> Bool {
+        guard listen == address else { return false }
+        var access = access
+        access.isLocalOnly = ListenerAccess.isLocalOnly(address)
+        gate.replace(with: access)
+        return true
+    }
 
     /// Why the server could not start, in one sentence.
     struct StartError: Error, CustomStringConvertible {
