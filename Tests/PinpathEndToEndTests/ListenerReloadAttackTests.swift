@@ -5,7 +5,7 @@ import Testing
 /// Issue 26, the attacker's second review: a reload that changed or removed `metrics.listen` applied the new file's
 /// access to the listener still bound (none at all without `metrics:`, or "local only" for a pending loopback
 /// address), and `/probe` reached the agent's own listener through addresses the own-listener check did not know.
-@Suite("Listener access across reloads; the own listener under every address", .serialized)
+@Suite("The attacker's second review of issue 26: listener access across reloads, the own listener, mixed costs", .serialized)
 struct ListenerReloadAttackTests {
     /// `pinpath run` with a module `web` and the `metrics:` block given; `write` replaces the file for a reload.
     final class Agent {
@@ -152,5 +152,36 @@ struct ListenerReloadAttackTests {
         let other = try MetricsEndpointTests.fetch(listen, "/probe?module=all&target=http://0.0.0.0:\(try TLSServer.freePort())/")
         #expect(other?.status == 200)
         #expect(other?.body.contains("probe_success 0") == true, "\(other?.body ?? "")")
+    }
+
+    @Test("Attack: users of different bcrypt costs are warned about (mixed_bcrypt_costs) by check-config and run; one cost is not")
+    func mixedBcryptCosts() async throws {
+        let cheap = try MetricsListenerAccessTests.bcrypt("a", cost: 4)
+        let dear = try MetricsListenerAccessTests.bcrypt("b", cost: 5)
+        let same = try MetricsListenerAccessTests.bcrypt("c", cost: 4)
+        let directory = try TemporaryDirectory()
+        func checkConfig(_ users: String) throws -> (codes: [String], stderr: String) {
+            try "reachability: { targets: [127.0.0.1] }\nmetrics: { listen: \"127.0.0.1:9818\", basic_auth: { users: \(users) } }\n"
+                .write(toFile: directory.file("p.yaml"), atomically: true, encoding: .utf8)
+            let json = try Shell.run([Shell.pinpath, "check-config", "--json", "--config", directory.file("p.yaml")])
+            let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+            let text = try Shell.run([Shell.pinpath, "check-config", "--config", directory.file("p.yaml")])
+            #expect(json.status == 0 && text.status == 0, "a warning, not an error")
+            return (Self.warningCodes(object ?? [:]), text.stderr)
+        }
+        let mixed = try checkConfig("{ alice: \"\(cheap)\", bob: \"\(dear)\" }")
+        #expect(mixed.codes.contains("mixed_bcrypt_costs"), "\(mixed.codes)")
+        #expect(mixed.stderr.contains("metrics.basic_auth.users: the users' bcrypt hashes have different costs (4, 5)"), "\(mixed.stderr)")
+        #expect(mixed.stderr.contains("tells which users exist"))
+        #expect(!mixed.stderr.contains(String(cheap.dropFirst(7))), "no hash shown")
+        let even = try checkConfig("{ alice: \"\(cheap)\", carol: \"\(same)\" }")
+        #expect(!even.codes.contains("mixed_bcrypt_costs"), "\(even.codes)")
+        // pinpath run: agent.started carries it.
+        let agent = try Agent(
+            metrics:
+                "metrics: { listen: \"127.0.0.1:\(try TLSServer.freePort())\", basic_auth: { users: { alice: \"\(cheap)\", bob: \"\(dear)\" } } }"
+        )
+        try await MetricsEndpointTests.wait("agent.started") { !agent.events("agent.started").isEmpty }
+        #expect(Self.warningCodes(agent.events("agent.started").first ?? [:]).contains("mixed_bcrypt_costs"))
     }
 }
