@@ -313,18 +313,25 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             respond(context, status: .badRequest, body: "\(error)\n", head: head)
             return
         }
-        guard route.metrics.admit(limit: route.maxInFlight) else {
+        do {
+            try route.admit(peer)
+        } catch {
             var headers = HTTPHeaders()
             headers.add(name: "Retry-After", value: "1")
-            let reason = "\(route.maxInFlight) probes are running (metrics.probe_max_in_flight); retry in a second\n"
+            let reason =
+                switch error {
+                case .limit: "\(route.maxInFlight) probes are running (metrics.probe_max_in_flight); retry in a second\n"
+                case .peerShare:
+                    "this client runs \(route.maxInFlightPerPeer) probes, its share of metrics.probe_max_in_flight (\(route.maxInFlight)); retry in a second\n"
+                }
             respond(context, status: .serviceUnavailable, body: reason, head: head, headers: headers)
             return
         }
         answered = true  // anything pipelined behind it is dropped, as for every request
         let promise = context.eventLoop.makePromise(of: (TargetProbeAnswer, Double).self)
-        guard let task = route.start(request, done: { promise.succeed(($0, $1)) }) else {
+        guard let task = route.start(request, peer: peer, done: { promise.succeed(($0, $1)) }) else {
             // The listener is closing.
-            route.metrics.release()
+            route.release(peer)
             return context.close(promise: nil)
         }
         // The connection now waits on the probe, not on its client: the in-flight limit bounds it, not the slots,
