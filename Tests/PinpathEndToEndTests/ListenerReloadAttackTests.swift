@@ -134,13 +134,16 @@ struct ListenerReloadAttackTests {
         #expect(try Self.status(listen, "/metrics") == 401)
     }
 
-    @Test("Attack: /probe of the agent's own listener through 0.0.0.0, 0, [::ffff:0.0.0.0] and 127.0.0.2 is refused (403)")
+    @Test(
+        "Attack: /probe of the agent's own listener through 0.0.0.0, 0, [::ffff:0.0.0.0] and 127.0.0.2 is refused (403); so is GCP's metadata address fd20:ce::254"
+    )
     func ownListenerEveryAddress() async throws {
         let port = try TLSServer.freePort()
         let listen = "127.0.0.1:\(port)"
         let agent = try Agent(
             metrics: "metrics: { listen: \"\(listen)\" }",
-            modules: "modules:\n  all: { kind: http, timeout: 2s, targets: [\"0.0.0.0/0\", \"::/0\"] }\n")
+            modules:
+                "modules:\n  all: { kind: http, timeout: 2s, targets: [\"0.0.0.0/0\", \"::/0\"] }\n  web: { kind: http, timeout: 2s }\n")
         defer { withExtendedLifetime(agent) {} }
         try await MetricsEndpointTests.wait("the listener") { try Self.status(listen, "/healthz") == 200 }
         for host in ["127.0.0.1", "0.0.0.0", "0", "[::ffff:0.0.0.0]", "127.0.0.2", "[::ffff:127.0.0.1]", "[::1]", "[::]"] {
@@ -148,6 +151,9 @@ struct ListenerReloadAttackTests {
             #expect(answer?.status == 403, "\(host): \(answer.map { "\($0.status) \($0.body)" } ?? "no answer")")
             #expect(answer?.body.contains("own listener") == true, "\(host)")
         }
+        // GCP's IPv6 metadata address: refused by default, before any connection.
+        let web = try MetricsEndpointTests.fetch(listen, "/probe?module=web&target=http://[fd20:ce::254]/computeMetadata/v1/")
+        #expect(web?.status == 403 && web?.body.contains("the GCP metadata service's IPv6 address") == true, "\(web?.body ?? "")")
         // Another port of the same addresses is probed (nothing listens there: a failed probe, not a refusal).
         let other = try MetricsEndpointTests.fetch(listen, "/probe?module=all&target=http://0.0.0.0:\(try TLSServer.freePort())/")
         #expect(other?.status == 200)
