@@ -176,6 +176,22 @@ struct ProbeMaxInFlightConfigurationTests {
         #expect(ConfigurationChange(from: try Self.load(""), to: eight).restartRequired == ["events", "metrics"])
     }
 
+    @Test(
+        "One peer's share is all but the last eighth, at least one place left to others unless the limit is 1",
+        arguments: [(1, 1), (2, 1), (4, 3), (8, 7), (16, 14), (64, 56), (4096, 3584)])
+    func peerShare(limit: Int, share: Int) {
+        let route = ProbeRoute(probe: { _ in .invalid("") }, maxInFlight: limit, metrics: ProbeRouteMetrics())
+        #expect(route.maxInFlightPerPeer == share)
+        let peer = MetricsSlotTable.Peer.address("192.0.2.1")
+        for _ in 0..<share { #expect(throws: Never.self) { try route.admit(peer) } }
+        #expect(throws: ProbeRoute.Refusal.peerShare) { try route.admit(peer) }
+        if limit > share {
+            #expect(throws: Never.self) { try route.admit(.address("192.0.2.2")) }
+        }
+        route.release(peer)
+        #expect(throws: Never.self) { try route.admit(peer) }
+    }
+
     @Test("Out of range or not a number: one problem at the key", arguments: ["0", "4097", "-1", "lots", "[1]"])
     func refused(value: String) {
         #expect {

@@ -32,7 +32,8 @@ struct TargetAdmissionTests {
             ("127.0.0.1", "a loopback address"), ("127.1.2.3", "a loopback address"), ("[::1]", "the loopback address"),
             ("[::ffff:127.0.0.1]", "a loopback address"), ("0.0.0.0", "unspecified"), ("[::]", "the unspecified address"),
             ("169.254.169.254", "the cloud metadata service's address"), ("[::ffff:169.254.169.254]", "metadata service"),
-            ("[fd00:ec2::254]", "the AWS metadata service's IPv6 address"), ("100.100.100.200", "Alibaba Cloud metadata"),
+            ("[fd00:ec2::254]", "the AWS metadata service's IPv6 address"),
+            ("[fd20:ce::254]", "the GCP metadata service's IPv6 address"), ("100.100.100.200", "Alibaba Cloud metadata"),
             ("168.63.129.16", "Azure platform"), ("169.254.10.1", "a link-local address"), ("[fe80::1]", "a link-local address"),
         ])
     func defaultRefusals(host: String, what: String) async throws {
@@ -81,6 +82,25 @@ struct TargetAdmissionTests {
         #expect(
             Self.refusal(try await decide("http://192.0.2.3:9818/", module: module, listener: ("0.0.0.0", 9818), local: ["192.0.2.2"]))
                 == nil)
+    }
+
+    /// Attacker's second review: 0.0.0.0, `0`, [::ffff:0.0.0.0] and 127.0.0.2 reached the listener unrefused.
+    @Test(
+        "Every address that reaches the listener is refused as it, whatever targets: says; another port, or another host's address, is not",
+        arguments: [
+            ("127.0.0.1", "0.0.0.0", true), ("127.0.0.1", "0", true), ("127.0.0.1", "[::ffff:0.0.0.0]", true),
+            ("127.0.0.1", "127.0.0.2", true), ("127.0.0.1", "[::1]", true), ("127.0.0.1", "[::]", true),
+            ("127.0.0.1", "192.0.2.2", true), ("0.0.0.0", "127.255.255.254", true), ("0.0.0.0", "[::ffff:192.0.2.2]", true),
+            ("::", "127.0.0.2", true), ("::1", "0.0.0.0", true), ("192.0.2.2", "192.0.2.2", true), ("192.0.2.2", "0.0.0.0", true),
+            ("192.0.2.2", "127.0.0.1", true), ("192.0.2.2", "192.0.2.3", false), ("0.0.0.0", "192.0.2.9", false),
+        ])
+    func listenerEveryAddress(listener: String, target: String, refused: Bool) async throws {
+        let module = "modules:\n  web: { kind: http, targets: [\"0.0.0.0/0\", \"::/0\"] }\n"
+        let decision = try await decide(
+            "http://\(target):9818/", module: module, listener: (listener, 9818), local: ["192.0.2.2", "192.0.2.3"])
+        #expect((Self.refusal(decision)?.contains("own listener") ?? false) == refused, "\(decision)")
+        let otherPort = try await decide("http://\(target):9819/", module: module, listener: (listener, 9818), local: ["192.0.2.2"])
+        #expect(Self.refusal(otherPort)?.contains("own listener") != true, "\(otherPort)")
     }
 
     /// Attacker's review of issue 26: `target=http://<eth0's address>:PORT/` reached a service bound to 0.0.0.0,

@@ -446,6 +446,71 @@ struct BlackboxConversionTests {
         #expect(!checked.stdout.contains("aws-secret") && !checked.stderr.contains("aws-secret"))
     }
 
+    /// The attacker's second review of issue 26: a tcp `send`, an http `body` and headers whose names do not say
+    /// "credential" (`X-Pass`, `X-Signature`) were copied with no `targets:`, so the converted modules sent those
+    /// secrets to any target a scraper named.
+    @Test("Attack: a module that sends a body, a tcp send or a header not known to be harmless gets the placeholder targets: and says why")
+    func secretsOutsideHeaders() throws {
+        let directory = try TemporaryDirectory("blackbox")
+        let input = directory.file("blackbox.yml")
+        try #"""
+        modules:
+          redis_auth:
+            prober: tcp
+            tcp:
+              query_response:
+                - send: "AUTH s3cr3t-redis-pass"
+                - expect: "OK"
+          login:
+            prober: http
+            http:
+              method: POST
+              body: "username=mon&password=hunter2"
+          odd_headers:
+            prober: http
+            http:
+              headers:
+                X-Pass: hunter3
+                X-Signature: c2lnbmF0dXJl
+                User-Agent: probe
+          plain:
+            prober: http
+            http:
+              headers:
+                User-Agent: probe
+                Accept: text/html
+                Cache-Control: no-cache
+          banner:
+            prober: tcp
+            tcp:
+              query_response:
+                - expect: "SSH-2.0"
+        """#.write(toFile: input, atomically: true, encoding: .utf8)
+        let result = try Shell.run([Shell.pinpath, "modules", "--from-blackbox", input])
+        #expect(result.status == 0, "\(result.stderr)")
+        let output = result.stdout
+        let modules = try #require(try Parser(yaml: output).singleRoot()?.mapping?["modules"]?.mapping, "\(output)")
+        let placeholder = "list-the-hosts-this-module-may-send-credentials-to.invalid"
+        for (name, why) in [
+            ("redis_auth", "what its query_response sends"), ("login", "a request body"),
+            ("odd_headers", #"headers that may hold a secret ("X-Pass", "X-Signature")"#),
+        ] {
+            var targets: [String]?
+            if case .sequence(let items)? = modules[name]?.mapping?["targets"] { targets = items.compactMap(\.string) }
+            #expect(targets == [placeholder], "\(name): \(output)")
+            #expect(
+                Self.comments(of: name, in: output).contains { $0.hasPrefix("targets: blackbox sends this module's \(why) to any target") },
+                "\(name): \(output)")
+        }
+        for name in ["plain", "banner"] {
+            #expect(modules[name]?.mapping?["targets"] == nil, "\(name) sends nothing secret: \(output)")
+        }
+        // check-config accepts the output, and the placeholder admits no target: the secret goes nowhere.
+        try output.write(toFile: directory.file("modules.yaml"), atomically: true, encoding: .utf8)
+        let checked = try Shell.run([Shell.pinpath, "check-config", "--config", directory.file("modules.yaml")])
+        #expect(checked.status == 0, "\(checked.stderr)\n\(output)")
+    }
+
     @Test("tcp: tls: true is a tls module, STARTTLS exchanges smtp and imap, tls_config's files and server name carried over")
     func tcpOptions() throws {
         let converted = try Self.convertExample()

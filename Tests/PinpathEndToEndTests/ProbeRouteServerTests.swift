@@ -112,28 +112,55 @@ struct ProbeRouteServerTests {
         #expect(waiting.revents & Int16(POLLHUP) != 0 && elapsed < .seconds(5), "no reset after \(elapsed)")
     }
 
-    @Test("64 probes held open, the 65th gets 503 with Retry-After: 1 and is counted; a client that goes away frees its slot")
+    /// The attacker's second review of issue 26: one client held all 64 places and every other scraper got 503. A
+    /// peer (here: a local user) now holds at most 56 (all but the last eighth).
+    @Test(
+        "One client holds at most 56 of the 64 probes (503, its share); another client still probes and fills the rest; the 65th gets 503; a client that goes frees its place"
+    )
     func inFlightLimit() async throws {
         let scene = try await Scene()
         let port = UInt16(scene.listen.split(separator: ":").last!)!
         var held: [HeldRequest] = []
         defer { for request in held { request.close() } }
         // More than the listener's 32 connection slots and 8 per peer: a connection waiting on its probe holds none.
-        for _ in 0..<64 { held.append(try HeldRequest(port: port, path: "/probe?target=hold:1&module=m")) }
-        try await MetricsEndpointTests.wait("64 probes in flight") { scene.inFlight == 64 }
+        for _ in 0..<56 { held.append(try HeldRequest(port: port, path: "/probe?target=hold:1&module=m")) }
+        try await MetricsEndpointTests.wait("56 probes in flight") { scene.inFlight == 56 }
 
-        let over = try scene.fetch("/probe?target=quick:1&module=m")
-        #expect(over.status == 503)
-        #expect(over.headers["retry-after"] == "1")
-        #expect(over.body.contains("metrics.probe_max_in_flight"))
+        let overShare = try scene.fetch("/probe?target=quick:1&module=m")
+        #expect(overShare.status == 503)
+        #expect(overShare.headers["retry-after"] == "1")
+        #expect(overShare.body.contains("its share of metrics.probe_max_in_flight (64)"), "\(overShare.body)")
+        // Another local user is another peer: its probe runs, and it may take the 8 places left.
+        let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        let other = try Shell.run(
+            nobody + [
+                "/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10",
+                "http://\(scene.listen)/probe?target=quick:1&module=m",
+            ])
+        #expect(other.stdout == "200", "another client's probe: \(other.stdout) \(other.stderr)")
+        let holder = try Shell.spawn(
+            nobody + [
+                "/usr/bin/python3", "-c",
+                "import socket,sys,time\nheld=[socket.create_connection(('127.0.0.1',int(sys.argv[1]))) for _ in range(8)]\n"
+                    + "[s.sendall(b'GET /probe?target=hold:1&module=m HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n') for s in held]\ntime.sleep(60)\n",
+                String(port),
+            ])
+        defer { Shell.kill(holder) }
+        try await MetricsEndpointTests.wait("64 probes in flight") { scene.inFlight == 64 }
+        let over = try Shell.run(
+            nobody + ["/usr/bin/curl", "-s", "--max-time", "10", "-D", "-", "http://\(scene.listen)/probe?target=quick:1&module=m"]
+        ).stdout
+        #expect(over.hasPrefix("HTTP/1.1 503"), "\(over)")
+        #expect(over.contains("64 probes are running (metrics.probe_max_in_flight)"), "\(over)")
         let metrics = try scene.fetch("/metrics").body
-        #expect(metrics.contains("pinpath_probe_over_limit_total 1\n"))
+        #expect(metrics.contains("pinpath_probe_over_limit_total 2\n"))
         #expect(metrics.contains("pinpath_probe_in_flight 64\n"))
 
-        // One client goes: its probe is cancelled and its slot is free for the next request.
+        // One client goes: its probe is cancelled and its place is free for the next request.
+        Shell.kill(holder)
         held.removeFirst().close()
-        try await MetricsEndpointTests.wait("the slot freed") { scene.inFlight == 63 }
-        #expect(scene.recorder.cancelled.load(ordering: .relaxed) == 1)
+        try await MetricsEndpointTests.wait("the places freed") { scene.inFlight == 55 }
+        #expect(scene.recorder.cancelled.load(ordering: .relaxed) == 9)
         let quick = try scene.fetch("/probe?target=quick:1&module=m")
         #expect(quick.status == 200)
         #expect(quick.body.contains("probe_success 1\n"))

@@ -234,10 +234,18 @@ public final class Agent: Sendable {
         for target in change.removedTargets { monitor.removeTarget(target) }
         for target in change.addedTargets { _ = try? await monitor.addTarget(target) }
         await core.replace(with: configuration, change: change)
-        // Credentials and TLS files apply to the running listener at once, even when a new listen address waits for
-        // a restart: the newest credentials are the ones the operator meant.
-        metricsServer?.replaceAccess(with: configuration.metricsAccess)
-        writer.emit(AgentEvents.reloaded(configurationPath: configurationPath, configuration: configuration, change: change))
+        // Credentials and TLS files apply to the running listener at once when it stays where it is; a listen address
+        // changed or removed waits for a restart with its access, and the listener keeps the access it had.
+        var reported = configuration
+        if let metricsServer, !metricsServer.replaceAccess(with: configuration.metricsAccess, listen: configuration.metricsListen) {
+            reported.warnings.append(
+                ConfigurationProblem(
+                    file: configurationPath, line: nil, column: nil, keyPath: "metrics.listen", code: .listenerAccessKept,
+                    message:
+                        "the listener stays on \(metricsServer.boundAddress) until a restart and keeps the access it had (metrics.tls, metrics.basic_auth, metrics.probe_unauthenticated); the reload's other changes apply"
+                ))
+        }
+        writer.emit(AgentEvents.reloaded(configurationPath: configurationPath, configuration: reported, change: change))
     }
 
     /// Probes one target a scraper names with one of the configuration's modules (`/probe?target=…&module=…`),
@@ -249,7 +257,7 @@ public final class Agent: Sendable {
         let configuration = await core.configuration
         let path = monitor.currentPath
         let runner = TargetProbe(
-            modules: configuration.modules, probe: EndpointProbe(session: session), listener: configuration.metricsListen,
+            modules: configuration.modules, probe: EndpointProbe(session: session), listener: metricsServer?.boundAddress,
             localAddresses: path.interfaces.flatMap { $0.addresses.map(\.address) })
         let outcome = await runner.run(request)
         if case .probed(let result, _) = outcome.answer, let endpoint = outcome.endpoint {

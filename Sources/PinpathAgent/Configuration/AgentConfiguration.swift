@@ -192,6 +192,14 @@ extension ConfigurationDecoder {
             return address
         }
         let users = fields["basic_auth"].flatMap { basicAuth($0, fields.path("basic_auth")) }
+        let costs = Set(users?.hashes.values.map(\.cost) ?? [])
+        if costs.count > 1 {
+            // An unknown user is checked against a decoy of the highest cost; a user of a lower cost answers sooner.
+            warn(
+                .mixedBcryptCosts, at: fields["basic_auth"], fields.path("basic_auth") + ".users",
+                "the users' bcrypt hashes have different costs (\(costs.sorted().map(String.init).joined(separator: ", "))): a wrong password for a user of a lower cost is answered sooner than an unknown user's, so the time of a 401 tells which users exist; give every user the same cost"
+            )
+        }
         let probeUnauthenticated = fields["probe_unauthenticated"].flatMap { bool($0, fields.path("probe_unauthenticated")) } ?? false
         let tls = fields["tls"].flatMap { listenerTLS($0, fields.path("tls")) }
         let access = ListenerAccess(basicAuth: users, tls: tls, probeUnauthenticated: probeUnauthenticated, listen: listen)

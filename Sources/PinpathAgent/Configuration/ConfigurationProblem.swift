@@ -62,6 +62,12 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
         /// A warning: the metrics listener is reachable from other hosts with neither credentials nor
         /// `probe_unauthenticated`, so `/probe` is refused there.
         public static let unprotectedListener = Code(name: "unprotected_listener")
+        /// A warning of a reload: `metrics.listen` changed or was removed, which waits for a restart, so the running
+        /// listener keeps the access (`tls`, `basic_auth`, `probe_unauthenticated`) it had; the rest applies.
+        public static let listenerAccessKept = Code(name: "listener_access_kept")
+        /// A warning: `metrics.basic_auth.users` have bcrypt hashes of different costs, so the time a 401 takes tells
+        /// a user of a lower cost from an unknown one (checked against a decoy of the highest cost).
+        public static let mixedBcryptCosts = Code(name: "mixed_bcrypt_costs")
     }
 
     /// The configuration file, as it was given (relative paths stay relative).

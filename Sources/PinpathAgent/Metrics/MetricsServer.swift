@@ -105,9 +105,23 @@ final class MetricsServer: Sendable {
         }
     }
 
-    /// Takes a reloaded configuration's `metrics.basic_auth` and `metrics.probe_unauthenticated` (SIGHUP): the next
-    /// request is checked against them.
-    func replaceAccess(with access: ListenerAccess) { gate.replace(with: access) }
+    /// The address this listener is bound to: a reload's pending `metrics.listen` is not it until a restart.
+    var boundAddress: MetricsListenAddress { address }
+
+    /// Takes a reloaded configuration's access (`metrics.tls`, `metrics.basic_auth`, `metrics.probe_unauthenticated`,
+    /// SIGHUP) when its `metrics.listen` is the address bound: the next request is checked against it. A reload that
+    /// changes or removes `metrics.listen` waits for a restart, and so does its access: rules written for another
+    /// address (loopback, or no listener at all) would open this one. Whether the listener is local-only is always
+    /// judged from the bound address.
+    /// - Returns: whether the access was taken.
+    @discardableResult
+    func replaceAccess(with access: ListenerAccess, listen: MetricsListenAddress?) -> Bool {
+        guard listen == address else { return false }
+        var access = access
+        access.isLocalOnly = ListenerAccess.isLocalOnly(address)
+        gate.replace(with: access)
+        return true
+    }
 
     /// Why the server could not start, in one sentence.
     struct StartError: Error, CustomStringConvertible {
@@ -299,18 +313,25 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             respond(context, status: .badRequest, body: "\(error)\n", head: head)
             return
         }
-        guard route.metrics.admit(limit: route.maxInFlight) else {
+        do {
+            try route.admit(peer)
+        } catch {
             var headers = HTTPHeaders()
             headers.add(name: "Retry-After", value: "1")
-            let reason = "\(route.maxInFlight) probes are running (metrics.probe_max_in_flight); retry in a second\n"
+            let reason =
+                switch error {
+                case .limit: "\(route.maxInFlight) probes are running (metrics.probe_max_in_flight); retry in a second\n"
+                case .peerShare:
+                    "this client runs \(route.maxInFlightPerPeer) probes, its share of metrics.probe_max_in_flight (\(route.maxInFlight)); retry in a second\n"
+                }
             respond(context, status: .serviceUnavailable, body: reason, head: head, headers: headers)
             return
         }
         answered = true  // anything pipelined behind it is dropped, as for every request
         let promise = context.eventLoop.makePromise(of: (TargetProbeAnswer, Double).self)
-        guard let task = route.start(request, done: { promise.succeed(($0, $1)) }) else {
+        guard let task = route.start(request, peer: peer, done: { promise.succeed(($0, $1)) }) else {
             // The listener is closing.
-            route.metrics.release()
+            route.release(peer)
             return context.close(promise: nil)
         }
         // The connection now waits on the probe, not on its client: the in-flight limit bounds it, not the slots,

@@ -23,7 +23,7 @@ final class ProbeRouteMetrics: Sendable {
         var refused: [(module: String, count: Int)] = []
         /// Requests answered 400: a malformed query or header, an unknown module, a target the module cannot use.
         var badRequests = 0
-        /// Requests answered 503: the in-flight limit was reached.
+        /// Requests answered 503: the in-flight limit, or the peer's share of it, was reached.
         var overLimit = 0
         /// Probes running now.
         var inFlight = 0
@@ -62,11 +62,16 @@ final class ProbeRouteMetrics: Sendable {
             if exchanged { return true }
             current = original
         }
+        overLimit()
+        return false
+    }
+
+    /// Counts a request refused above the limit, or above its peer's share of it (503).
+    func overLimit() {
         state.withLock {
             $0.overLimit += 1
             $0.version &+= 1
         }
-        return false
     }
 
     /// Gives back a slot ``admit(limit:)`` took.
@@ -143,7 +148,9 @@ extension MetricsExposition {
         out.family(
             "pinpath_probe_bad_requests", .counter, "/probe requests answered 400: a malformed query, an unknown module, a bad target.")
         out.sample("pinpath_probe_bad_requests_total", "", Double(route.badRequests))
-        out.family("pinpath_probe_over_limit", .counter, "/probe requests answered 503 above metrics.probe_max_in_flight.")
+        out.family(
+            "pinpath_probe_over_limit", .counter,
+            "/probe requests answered 503 above metrics.probe_max_in_flight or a client's share of it.")
         out.sample("pinpath_probe_over_limit_total", "", Double(route.overLimit))
         out.family("pinpath_probe_in_flight", .gauge, "/probe probes running now.")
         out.sample("pinpath_probe_in_flight", "", Double(route.inFlight))

@@ -86,19 +86,42 @@ struct ConvertedModule {
     /// blackbox sends a module's credentials to any target a scraper names; pinpath only to the hosts listed.
     static let credentialTargetsPlaceholder = "list-the-hosts-this-module-may-send-credentials-to.invalid"
 
-    /// Whether the module sends credentials (a credential header, a client certificate), which pinpath sends only
-    /// to the hosts its `targets:` lists.
-    private var sendsCredentials: Bool {
-        headers.contains { HeaderFields.isCredential($0.key) } || keys["client_certificate"] != nil
+    /// Headers whose values are known to carry no secret. Any other header may (`X-Pass`, `X-Signature`, a vendor's
+    /// token header whose name says nothing), so a module that sends one is treated as sending credentials.
+    static let nonSecretHeaders: Set<String> = [
+        "accept", "accept-language", "accept-encoding", "user-agent", "host", "content-type", "cache-control", "pragma", "origin",
+        "referer",
+    ]
+
+    /// What the module sends that may be a secret, for the comment: credentials (a credential header, a client
+    /// certificate), a header not known to carry none, a request body, a tcp `send`. pinpath sends them only to the
+    /// hosts its `targets:` lists.
+    private var secretsSent: [String] {
+        var sent: [String] = []
+        if headers.contains(where: { HeaderFields.isCredential($0.key) }) || keys["client_certificate"] != nil {
+            sent.append("credentials")
+        }
+        let unknownHeaders = headers.map(\.key).filter {
+            !HeaderFields.isCredential($0) && !Self.nonSecretHeaders.contains($0.lowercased())
+        }
+        if !unknownHeaders.isEmpty {
+            sent.append("headers that may hold a secret (\(unknownHeaders.map(ConvertedYAML.quoted).joined(separator: ", ")))")
+        }
+        if keys["body"] != nil || keys["body_file"] != nil { sent.append("a request body") }
+        if keys["send"] != nil { sent.append("what its query_response sends") }
+        return sent
     }
+
+    private var sendsCredentials: Bool { !secretsSent.isEmpty }
 
     /// The comment that says why `targets:` holds a placeholder.
     mutating func noteCredentialTargets() {
-        guard sendsCredentials else { return }
+        let sent = secretsSent
+        guard !sent.isEmpty else { return }
         notes.append(
             """
-            targets: blackbox sends this module's credentials to any target; pinpath sends them only to the hosts \
-            listed here: replace the placeholder with them (until then the module probes nothing)
+            targets: blackbox sends this module's \(sent.joined(separator: ", ")) to any target; pinpath sends them only \
+            to the hosts listed here: replace the placeholder with them (until then the module probes nothing)
             """)
     }
 

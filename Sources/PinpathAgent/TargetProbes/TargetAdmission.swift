@@ -49,6 +49,8 @@ struct TargetAdmission: Sendable {
         (range("::", 128), "the unspecified address"),
         (range("169.254.169.254", 32), "the cloud metadata service's address (AWS, GCP, Azure, OpenStack, Oracle, DigitalOcean)"),
         (range("fd00:ec2::254", 128), "the AWS metadata service's IPv6 address"),
+        // Google Compute Engine's metadata server over IPv6 (Google Cloud's docs, "About VM metadata": fd20:ce::254).
+        (range("fd20:ce::254", 128), "the GCP metadata service's IPv6 address"),
         (range("100.100.100.200", 32), "the Alibaba Cloud metadata service's address"),
         (range("168.63.129.16", 32), "the Azure platform (WireServer) address"),
         (range("169.254.0.0", 16), "a link-local address"),
@@ -127,10 +129,23 @@ struct TargetAdmission: Sendable {
         "a module probes it only when an address range of its targets: contains it (module \(quoted(module)))"
     }
 
+    /// Whether a connection to `address` port `port` may reach the agent's own listener. Any address that reaches
+    /// this host counts for a listener on a wildcard or loopback address: a loopback address (all of 127.0.0.0/8
+    /// and ::1), the unspecified addresses (0.0.0.0 and ::, which Linux connects to this host), this machine's own
+    /// addresses, and their IPv4-mapped forms. A listener on one specific address is reached by that address and by
+    /// the loopback and unspecified forms (refused too: only what cannot reach it is let through).
     private func isListener(_ address: IPAddress, port: Int) -> Bool {
         guard let listener, listener.port == port else { return false }
-        if listener.address.bytes.allSatisfy({ $0 == 0 }) { return isLocal(address) }
-        return listener.address == address.unmapped
+        let address = address.unmapped
+        if Self.reachesThisHostAlone(address) { return true }
+        let bound = listener.address.unmapped
+        if bound.bytes.allSatisfy({ $0 == 0 }) || Self.reachesThisHostAlone(bound) { return isLocal(address) }
+        return bound == address
+    }
+
+    /// Whether `address` (not IPv4-mapped) is a loopback or unspecified address: one that only ever reaches this host.
+    private static func reachesThisHostAlone(_ address: IPAddress) -> Bool {
+        address.bytes.allSatisfy { $0 == 0 } || range("127.0.0.0", 8).contains(address) || range("::1", 128).contains(address)
     }
 
     /// Whether `address` (or the IPv4 address it maps) is one of this machine's.
