@@ -71,9 +71,10 @@ final class StatusStore: Sendable {
 
     /// Takes a probe's result that the agent recorded for its endpoint (not a stale one from before a reload).
     func probed(_ result: ProbeResult) {
+        let update = EndpointStatus.ProbeUpdate(result)
         state.withLock { state in
             guard let index = state.position[result.endpoint] else { return }
-            state.snapshot.endpoints[index].record(result)
+            state.snapshot.endpoints[index].apply(update)
         }
     }
 
