@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import PinpathSupport
 import Testing
 
@@ -109,5 +110,26 @@ struct StatusDocumentTests {
         store.probed(ProbeResult(endpoint: "b", outcome: .success, started: Date()))
         store.configure(unchanged, change: ConfigurationChange(from: after, to: unchanged))
         #expect(store.snapshot().endpoints.map { $0.lastProbe?.outcome } == [.success])
+    }
+
+    @Test("The listener renders the document at most once a second: the requests of that second share its bytes")
+    func answersShared() {
+        let cache = StatusAnswerCache()
+        var renders = 0
+        func render() -> ByteBuffer {
+            renders += 1
+            return ByteBuffer(string: "document \(renders)")
+        }
+        let start = ContinuousClock.now
+        let first = cache.body(now: start, render: render)
+        let again = cache.body(now: start + .milliseconds(999), render: render)
+        #expect(renders == 1)
+        #expect(again == first)
+        let later = cache.body(now: start + .seconds(1), render: render)
+        #expect(renders == 2)
+        #expect(later.getString(at: 0, length: later.readableBytes) == "document 2")
+        // A clock that went back (another thread's earlier instant) renders anew rather than serving the future's.
+        _ = cache.body(now: start, render: render)
+        #expect(renders == 3)
     }
 }

@@ -52,6 +52,7 @@ final class MetricsServer: Sendable {
         let slots = MetricsConnectionSlots(slotLimits)
         let probeRoute = probe.map { ProbeRoute(probe: $0, maxInFlight: probeMaxInFlight, metrics: store.probeRoute) }
         let gate = ListenerGate(access, store: store)
+        let statusAnswers = StatusAnswerCache()
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 64)
@@ -72,7 +73,8 @@ final class MetricsServer: Sendable {
                         try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: true)
                         try pipeline.addHandler(
                             MetricsHTTPHandler(
-                                store: store, slots: slots, peer: peer, probeRoute: probeRoute, gate: gate, status: status))
+                                store: store, slots: slots, peer: peer, probeRoute: probeRoute, gate: gate, status: status,
+                                statusAnswers: statusAnswers))
                     }
                 }
             }
@@ -150,6 +152,8 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     private let store: MetricsStore
     /// What `/api/v1/status` renders; nil: no such route.
     private let status: StatusStore?
+    /// The document the requests of the last second share.
+    private let statusAnswers: StatusAnswerCache
     private let slots: MetricsConnectionSlots
     /// Who the client is, as the slots count it (and the gate queues its credential checks).
     private let peer: MetricsSlotTable.Peer
@@ -170,10 +174,11 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     init(
         store: MetricsStore, slots: MetricsConnectionSlots, peer: MetricsSlotTable.Peer, probeRoute: ProbeRoute?,
-        gate: ListenerGate, status: StatusStore? = nil
+        gate: ListenerGate, status: StatusStore? = nil, statusAnswers: StatusAnswerCache = StatusAnswerCache()
     ) {
         self.store = store
         self.status = status
+        self.statusAnswers = statusAnswers
         self.slots = slots
         self.peer = peer
         self.probeRoute = probeRoute
@@ -307,22 +312,25 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// `/api/v1/status`: the status document (``StatusDocument``), rendered here on the listener's thread from a
-    /// snapshot copied under the store's short lock.
+    /// snapshot copied under the store's short lock, at most once a second: the requests of that second share it
+    /// (``StatusAnswerCache``).
     private func answerStatus(_ head: HTTPRequestHead, _ context: ChannelHandlerContext) {
         guard let status else { return }
         // HEAD too: its Content-Length is the document's, as GET's would be.
-        let body = StatusDocument.render(status.snapshot())
+        let allocator = context.channel.allocator
+        let body = statusAnswers.body {
+            let bytes = StatusDocument.render(status.snapshot())
+            var buffer = allocator.buffer(capacity: bytes.count)
+            buffer.writeBytes(bytes)
+            return buffer
+        }
         answered = true
         var headers = HTTPHeaders()
         for (name, value) in StatusDocument.headers { headers.add(name: name, value: value) }
-        headers.add(name: "Content-Length", value: String(body.count))
+        headers.add(name: "Content-Length", value: String(body.readableBytes))
         headers.add(name: "Connection", value: "close")
         send(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers)), context)
-        if head.method != .HEAD {
-            var buffer = context.channel.allocator.buffer(capacity: body.count)
-            buffer.writeBytes(body)
-            send(.body(.byteBuffer(buffer)), context)
-        }
+        if head.method != .HEAD { send(.body(.byteBuffer(body)), context) }
         end(context)
     }
 
