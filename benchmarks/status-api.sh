@@ -5,7 +5,8 @@
 # probes N endpoints (default 1000) under a public_key policy every INTERVAL seconds, so that every endpoint has a
 # last probe, a certificate with its chain, a policy and its pins. After FILL probes of each (default 30: the
 # document's duration rings are full, the document is as large as it gets), REQUESTS requests of /api/v1/status
-# (default 20) are made one after another over the listener's Unix socket, and for each the CPU time of NIO's
+# (default 20) are made over the listener's Unix socket, each more than a second after the last (so that each renders
+# the document; a second request at once, which shares it, is measured apart), and for each the CPU time of NIO's
 # event loop thread (the thread named NIO-ELT-…, which renders and serves the document and does nothing else; the
 # first field of /proc/PID/task/TID/schedstat, in nanoseconds) is read before and after. Prints the median, the
 # range and the document's size. Measures and prints; asserts nothing.
@@ -119,16 +120,25 @@ print(f"status-api: document: {len(endpoints)} endpoints, {with_certificate} wit
       f"durations per endpoint {durations[0]}..{durations[-1]}, {len(document['events'])} events", file=sys.stderr)
 PY
 
-samples=()
+# Each round: a request that renders (more than a second after the last: the listener renders at most once a second
+# and shares that document with the requests of the same second), then one that gets the shared document.
+rendered=() shared=()
 for ((r = 0; r < REQUESTS; r++)); do
+    sleep 1.1
     before=$(loop_cpu_ns)
     bytes=$(fetch | wc -c)
     after=$(loop_cpu_ns)
-    samples+=("$((after - before))")
+    rendered+=("$((after - before))")
+    before=$(loop_cpu_ns)
+    fetch > /dev/null
+    after=$(loop_cpu_ns)
+    shared+=("$((after - before))")
 done
-printf '%s\n' "${samples[@]}" | python3 -c '
+{ printf '%s\n' "${rendered[@]}"; echo; printf '%s\n' "${shared[@]}"; } | python3 -c '
 import statistics, sys
-ms = [int(line) / 1e6 for line in sys.stdin if line.strip()]
-print(f"N={sys.argv[1]} status_cpu_ms_median={statistics.median(ms):.2f} min={min(ms):.2f} max={max(ms):.2f} "
-      f"requests={len(ms)} bytes={sys.argv[2]}")
+rendered, shared = sys.stdin.read().split("\n\n")
+for name, text in (("status_cpu_ms", rendered), ("shared_cpu_ms", shared)):
+    ms = [int(line) / 1e6 for line in text.split() if line.strip()]
+    print(f"N={sys.argv[1]} {name}_median={statistics.median(ms):.2f} min={min(ms):.2f} max={max(ms):.2f} "
+          f"requests={len(ms)} bytes={sys.argv[2]}")
 ' "$N" "$bytes"
