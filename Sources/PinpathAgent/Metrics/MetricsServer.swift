@@ -270,6 +270,8 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             send(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers)), context)
             if head.method != .HEAD { body = MetricsExposition.Body(store.snapshot().snapshot, format: format) }
             writeBody(context)
+        case let path where StatusPage.asset(at: path) != nil:
+            answerStatusPage(path, head: head, context)
         case "/healthz":
             respond(context, status: .ok, body: "ok\n", head: head)
         case "/readyz":
@@ -283,6 +285,24 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         default:
             respond(context, status: .notFound, body: "not found; try /metrics, /healthz or /readyz\n", head: head)
         }
+    }
+
+    /// A file of the status page (`/`, `/status.css`, `/status.js`) with the page's headers (``StatusPage/headers``).
+    private func answerStatusPage(_ path: Substring, head: HTTPRequestHead, _ context: ChannelHandlerContext) {
+        guard let asset = StatusPage.asset(at: path) else { return }
+        answered = true
+        var headers = HTTPHeaders()
+        for header in StatusPage.headers { headers.add(name: header.name, value: header.value) }
+        headers.add(name: "Content-Type", value: asset.contentType)
+        headers.add(name: "Content-Length", value: String(asset.bytes.count))
+        headers.add(name: "Connection", value: "close")
+        send(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers)), context)
+        if head.method != .HEAD {
+            var buffer = context.channel.allocator.buffer(capacity: asset.bytes.count)
+            buffer.writeBytes(asset.bytes)
+            send(.body(.byteBuffer(buffer)), context)
+        }
+        end(context)
     }
 
     /// `/probe?target=…&module=…`: a malformed request is answered at once (400), one above the in-flight limit
