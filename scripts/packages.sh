@@ -35,13 +35,14 @@ install_missing_packages() {
 
 # httpbin and gunicorn from PyPI, in a virtual environment of the build directory (Debian's Python refuses
 # system-wide pip installs); prometheus_client, whose parsers read the agent's exposition as Python scrapers do.
+# jsonschema, which checks the status document (/api/v1/status) against docs/status-api.schema.json.
 # Exports PINPATH_TEST_PYTHON for the tests.
 install_test_python() {
     local venv=.build/test-python
-    if ! "$venv/bin/python3" -c 'import httpbin, gunicorn, prometheus_client' 2>/dev/null; then
-        echo "pinpath: installing httpbin, gunicorn and prometheus_client into $venv" >&2
+    if ! "$venv/bin/python3" -c 'import httpbin, gunicorn, prometheus_client, jsonschema' 2>/dev/null; then
+        echo "pinpath: installing httpbin, gunicorn, prometheus_client and jsonschema into $venv" >&2
         python3 -m venv "$venv" >&2 &&
-            "$venv/bin/python3" -m pip install -q --disable-pip-version-check httpbin gunicorn prometheus_client >&2
+            "$venv/bin/python3" -m pip install -q --disable-pip-version-check httpbin gunicorn prometheus_client jsonschema >&2
     fi
     PINPATH_TEST_PYTHON=$PWD/$venv/bin/python3
     export PINPATH_TEST_PYTHON

@@ -36,6 +36,8 @@ public final class Agent: Sendable {
     private let stopReason = Mutex<String?>(nil)
     private let reloads = Mutex<Task<Void, Never>?>(nil)
     private let metrics: MetricsStore
+    /// What `/api/v1/status` shows.
+    private let status: StatusStore
     private let metricsServer: MetricsServer?
     /// The connectivity check, when `connectivity:` is configured (not with `run --once`).
     private let connectivity: ConnectivityWatcher?
@@ -45,10 +47,11 @@ public final class Agent: Sendable {
 
     private init(
         core: AgentCore, writer: EventWriterThread, monitor: ReachabilityMonitor, session: Session, reports: PinReportDelivery,
-        notifier: SystemdNotifier, metrics: MetricsStore, metricsServer: MetricsServer?, connectivity: ConnectivityWatcher?,
-        path: String, environment: [String: String]
+        notifier: SystemdNotifier, metrics: MetricsStore, status: StatusStore, metricsServer: MetricsServer?,
+        connectivity: ConnectivityWatcher?, path: String, environment: [String: String]
     ) {
         self.connectivity = connectivity
+        self.status = status
         self.reports = reports
         self.core = core
         self.metrics = metrics
@@ -83,7 +86,11 @@ public final class Agent: Sendable {
             }
         }
         DescriptorSink.ignoreBrokenPipeSignal()
-        let writer = EventWriterThread(sink: sink, format: lineFormat(configuration.events, environment: environment))
+        let status = StatusStore(configurationPath: configurationPath)
+        status.configure(configuration)
+        // The status document sees the events as they are written: the same redacted values.
+        let writer = EventWriterThread(
+            sink: sink, format: lineFormat(configuration.events, environment: environment), observer: { status.observe($0) })
         let metrics = MetricsStore { writer.statistics }
         // Bound first: an address in use is an output that cannot be used, found before anything else starts.
         let agentBox = AgentReference()
@@ -93,7 +100,7 @@ public final class Agent: Sendable {
                 // `/probe` reaches the agent made below; until then (and after a failed start) it has no agent.
                 metricsServer = try await MetricsServer.start(
                     address, store: metrics, probe: { await agentBox.agent?.probe($0) ?? .invalid("the agent is starting") },
-                    probeMaxInFlight: configuration.metricsProbeMaxInFlight, access: configuration.metricsAccess)
+                    probeMaxInFlight: configuration.metricsProbeMaxInFlight, access: configuration.metricsAccess, status: status)
             } catch {
                 _ = writer.close(timeout: .seconds(1))
                 throw .output(error.description)
@@ -117,6 +124,7 @@ public final class Agent: Sendable {
             throw .unavailable(error.message)
         }
         metrics.update(path: monitor.currentPath)
+        status.update(path: monitor.currentPath)
         // WATCHDOG=1 (when systemd watches) and STATUS= with the endpoints' states, from the scheduling loop.
         let heartbeat = notifier.heartbeatInterval.map { interval in
             AgentCore.Heartbeat(interval: interval) { summary in
@@ -129,7 +137,7 @@ public final class Agent: Sendable {
         let reports = PinReportDelivery(session: session) { writer.emit($0) }
         let core = AgentCore(
             configuration: configuration, writer: writer, monitor: monitor, session: session, reports: reports, once: once,
-            metrics: metrics, heartbeat: once ? nil : heartbeat)
+            metrics: metrics, status: status, heartbeat: once ? nil : heartbeat)
         // The check goes through the same session, so it is gated by the path like every probe.
         let connectivity = configuration.connectivity.flatMap { settings in
             once
@@ -140,7 +148,7 @@ public final class Agent: Sendable {
         }
         let agent = Agent(
             core: core, writer: writer, monitor: monitor, session: session, reports: reports, notifier: notifier,
-            metrics: metrics, metricsServer: metricsServer, connectivity: connectivity, path: configurationPath,
+            metrics: metrics, status: status, metricsServer: metricsServer, connectivity: connectivity, path: configurationPath,
             environment: environment)
         agentBox.set(agent)
         writer.emit(
@@ -153,6 +161,7 @@ public final class Agent: Sendable {
             if case .target(let change) = event, change.reason == .initial { return }
             writer.emit(AgentEvents.reachability(event))
             metrics.update(path: monitor.currentPath)
+            status.update(path: monitor.currentPath)
             Task { await core.pathChanged() }
             if case .path = event, let connectivity { Task { await connectivity.pathChanged() } }
         }
@@ -225,6 +234,7 @@ public final class Agent: Sendable {
         do {
             configuration = try AgentConfiguration.load(path: configurationPath, environment: environment)
         } catch {
+            status.reloaded(errors: error.problems.map(\.description))
             writer.emit(AgentEvents.rejected(configurationPath: configurationPath, error))
             return
         }
@@ -236,6 +246,7 @@ public final class Agent: Sendable {
         // Credentials and TLS files apply to the running listener at once, even when a new listen address waits for
         // a restart: the newest credentials are the ones the operator meant.
         metricsServer?.replaceAccess(with: configuration.metricsAccess)
+        status.reloaded(errors: nil)
         writer.emit(AgentEvents.reloaded(configurationPath: configurationPath, configuration: configuration, change: change))
     }
 

@@ -13,6 +13,7 @@ actor AgentCore {
     private let probe: EndpointProbe
     private let reports: PinReportDelivery
     private let metrics: MetricsStore
+    private let status: StatusStore
     nonisolated let isOnce: Bool
     private(set) var configuration: AgentConfiguration
     private var endpoints: EndpointRegistry
@@ -54,10 +55,11 @@ actor AgentCore {
 
     init(
         configuration: AgentConfiguration, writer: EventWriterThread, monitor: ReachabilityMonitor, session: Session,
-        reports: PinReportDelivery, once: Bool, metrics: MetricsStore, heartbeat: Heartbeat? = nil
+        reports: PinReportDelivery, once: Bool, metrics: MetricsStore, status: StatusStore, heartbeat: Heartbeat? = nil
     ) {
         self.reports = reports
         self.metrics = metrics
+        self.status = status
         self.heartbeat = heartbeat
         self.configuration = configuration
         self.writer = writer
@@ -153,6 +155,8 @@ actor AgentCore {
         admission.finished(result.endpoint)
         guard !discardingResults else { return }
         startWaiting()
+        // A result from before a reload that changed its endpoint says nothing the status may show.
+        if endpoints.probeTarget(result.endpoint)?.generation == generation { status.probed(result) }
         let monitor = self.monitor
         let (events, jobs) = endpoints.record(
             result, generation: generation, reportEveryProbe: configuration.events.probes == .all || isOnce,
@@ -230,6 +234,7 @@ actor AgentCore {
             scheduler.add(endpoint.name, interval: endpoint.interval, now: now)
         }
         configuration = new
+        status.configure(new, change: change)  // before the state changes below, which the status sees as events
         pathChanged()  // new endpoints may start out unreachable
         wake()
     }

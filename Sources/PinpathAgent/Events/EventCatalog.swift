@@ -136,7 +136,7 @@ extension EventCatalog {
 }
 
 /// One event ready to write: its type and its fields.
-struct AgentEvent {
+struct AgentEvent: Sendable {
     let name: String
     let level: EventLevel
     let fields: [(String, JSONValue)]

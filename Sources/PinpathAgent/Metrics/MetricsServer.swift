@@ -41,11 +41,12 @@ final class MetricsServer: Sendable {
     ///   - probe: the agent's target probe; nil: `/probe` is not found (404).
     ///   - probeMaxInFlight: how many `/probe` probes may run at once (`metrics.probe_max_in_flight`).
     ///   - access: who may use which route (`metrics.tls`, `metrics.basic_auth`, `metrics.probe_unauthenticated`).
+    ///   - status: what `/api/v1/status` shows; nil: that route is not found (404).
     /// - Throws: ``StartError`` naming the address and the system's reason (`Address already in use`).
     static func start(
         _ address: MetricsListenAddress, store: MetricsStore, probe: ProbeRoute.Probe? = nil,
         probeMaxInFlight: Int = AgentConfiguration.defaultProbeMaxInFlight, access: ListenerAccess = ListenerAccess(),
-        slotLimits: MetricsConnectionSlots.Limits = MetricsConnectionSlots.Limits()
+        slotLimits: MetricsConnectionSlots.Limits = MetricsConnectionSlots.Limits(), status: StatusStore? = nil
     ) async throws(StartError) -> MetricsServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let slots = MetricsConnectionSlots(slotLimits)
@@ -70,7 +71,8 @@ final class MetricsServer: Sendable {
                         }
                         try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: true)
                         try pipeline.addHandler(
-                            MetricsHTTPHandler(store: store, slots: slots, peer: peer, probeRoute: probeRoute, gate: gate))
+                            MetricsHTTPHandler(
+                                store: store, slots: slots, peer: peer, probeRoute: probeRoute, gate: gate, status: status))
                     }
                 }
             }
@@ -132,6 +134,8 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let store: MetricsStore
+    /// What `/api/v1/status` renders; nil: no such route.
+    private let status: StatusStore?
     private let slots: MetricsConnectionSlots
     /// Who the client is, as the slots count it (and the gate queues its credential checks).
     private let peer: MetricsSlotTable.Peer
@@ -152,9 +156,10 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     init(
         store: MetricsStore, slots: MetricsConnectionSlots, peer: MetricsSlotTable.Peer, probeRoute: ProbeRoute?,
-        gate: ListenerGate
+        gate: ListenerGate, status: StatusStore? = nil
     ) {
         self.store = store
+        self.status = status
         self.slots = slots
         self.peer = peer
         self.probeRoute = probeRoute
@@ -270,6 +275,8 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             send(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers)), context)
             if head.method != .HEAD { body = MetricsExposition.Body(store.snapshot().snapshot, format: format) }
             writeBody(context)
+        case "/api/v1/status" where status != nil:
+            answerStatus(head, context)
         case let path where StatusPage.asset(at: path) != nil:
             answerStatusPage(path, head: head, context)
         case "/healthz":
@@ -285,6 +292,26 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         default:
             respond(context, status: .notFound, body: "not found; try /metrics, /healthz or /readyz\n", head: head)
         }
+    }
+
+    /// `/api/v1/status`: the status document (``StatusDocument``), rendered here on the listener's thread from a
+    /// snapshot copied under the store's short lock.
+    private func answerStatus(_ head: HTTPRequestHead, _ context: ChannelHandlerContext) {
+        guard let status else { return }
+        // HEAD too: its Content-Length is the document's, as GET's would be.
+        let body = StatusDocument.render(status.snapshot())
+        answered = true
+        var headers = HTTPHeaders()
+        for (name, value) in StatusDocument.headers { headers.add(name: name, value: value) }
+        headers.add(name: "Content-Length", value: String(body.count))
+        headers.add(name: "Connection", value: "close")
+        send(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers)), context)
+        if head.method != .HEAD {
+            var buffer = context.channel.allocator.buffer(capacity: body.count)
+            buffer.writeBytes(body)
+            send(.body(.byteBuffer(buffer)), context)
+        }
+        end(context)
     }
 
     /// A file of the status page (`/`, `/status.css`, `/status.js`) with the page's headers (``StatusPage/headers``).

@@ -36,15 +36,23 @@ final class EventWriterThread: Sendable {
 
     private let service: ServiceThread<Queue>
     private let capacity: Int
+    /// Sees every event built by ``AgentEvents`` as it is emitted (the status document's tap), on the caller's thread.
+    private let observer: (@Sendable (AgentEvent) -> Void)?
 
     /// Starts the writer thread.
     /// - Parameters:
     ///   - sink: where lines go. It moves to the writer's thread (hence `sending`): keep no other use of it.
     ///   - capacity: how many lines may wait, those being written included, before new ones are dropped.
     ///   - format: the prefix and envelope fields the sink's destination wants.
-    init(sink: sending any EventSink, capacity: Int = 10_000, format: EventLineFormat = EventLineFormat()) {
+    ///   - observer: called with each event emitted through ``emit(_:)``, before it is queued (kept or dropped): it
+    ///     must be quick and must not emit.
+    init(
+        sink: sending any EventSink, capacity: Int = 10_000, format: EventLineFormat = EventLineFormat(),
+        observer: (@Sendable (AgentEvent) -> Void)? = nil
+    ) {
         precondition(capacity > 0, "capacity must be positive")
         self.capacity = capacity
+        self.observer = observer
         service = ServiceThread(inbox: Queue())
         let drain = Drain(sink: sink, format: format)
         do {
@@ -62,7 +70,10 @@ final class EventWriterThread: Sendable {
 
     /// Queues one event built by ``AgentEvents``; returns at once (see ``emit(event:fields:)``).
     @discardableResult
-    func emit(_ event: AgentEvent) -> Bool { emit(event: event.name, level: event.level, fields: event.fields) }
+    func emit(_ event: AgentEvent) -> Bool {
+        observer?(event)
+        return emit(event: event.name, level: event.level, fields: event.fields)
+    }
 
     /// Queues one event line; returns at once.
     /// - Returns: `false` when the line was dropped: the queue is full (counted, reported later by an

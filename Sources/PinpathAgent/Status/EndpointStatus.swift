@@ -1,0 +1,171 @@
+import FoundationEssentials
+import PinpathHTTP
+import PinpathSecurity
+import PinpathSupport
+
+/// What the status document shows of one endpoint: its configuration's face, its state as the agent's events
+/// report it, and the last probe reduced to a few strings and numbers (never the probe's certificates: 1,000
+/// endpoints' chains would cost megabytes to keep). Times are formatted when recorded, once per probe, so that
+/// rendering 1,000 endpoints copies strings rather than formatting 30,000 dates.
+struct EndpointStatus: Sendable {
+    /// The endpoint as configured: what a reload that changes it replaces.
+    struct Configured: Sendable {
+        var name: String
+        /// As events show it: credentials and query values removed (``DisplayURL``).
+        var url: String
+        var kind: ServiceKind
+        var intervalMilliseconds: Int
+        /// `nil` for an endpoint no configured policy applies to.
+        var policy: Policy?
+
+        /// The policy's configured face; whether its pins matched is the last probe's.
+        struct Policy: Sendable {
+            var names: [String]
+            var mode: PinningMode
+            /// Sorted, so that the document says the same thing at every refresh.
+            var pins: [String]
+            var enforced: Bool
+        }
+
+        init(_ endpoint: EndpointConfiguration) {
+            name = endpoint.name
+            url = SessionRequest(method: endpoint.method, url: endpoint.url).displayURL
+            kind = endpoint.kind
+            intervalMilliseconds = Int(endpoint.interval / .milliseconds(1))
+            policy = endpoint.security.map { applied in
+                Policy(
+                    names: applied.names, mode: applied.policy.mode, pins: applied.policy.pins.map(\.description).sorted(),
+                    enforced: applied.policy.enforce)
+            }
+        }
+    }
+
+    /// The last probe, as `probe.completed` reports it.
+    struct LastProbe: Sendable {
+        var time: String
+        var outcome: ProbeResult.Outcome
+        var errorCategory: String?
+        /// Cut to `UntrustedText`'s limit, as events cut it; an enforced pin failure's long account is
+        /// replaced by its one-line summary, as in `probe.completed`.
+        var message: String?
+        var statusCode: Int?
+        var timings: PhaseTimings?
+        var remoteAddress: String?
+        var tlsVersion: String?
+    }
+
+    /// One certificate of a chain.
+    struct ChainEntry: Sendable {
+        var subject: String
+        var issuer: String
+        var notAfter: String
+        var pin: String
+    }
+
+    /// The leaf of the last verified chain (or the served one, when verification failed) and that chain.
+    struct CertificateSummary: Sendable {
+        var subject: String
+        var issuer: String
+        var sans: [String]
+        var notAfter: Date
+        var notAfterText: String
+        var chain: [ChainEntry]
+    }
+
+    /// The last pin failure seen (enforced or report-only), suppressed in events or not.
+    struct PinFailure: Sendable {
+        var time: String
+        var enforced: Bool
+        var message: String
+        var servedPins: [String]
+    }
+
+    /// One probe's duration, for the page's chart.
+    struct Duration: Sendable {
+        var time: String
+        /// `nil` when no response arrived (nothing timed).
+        var totalMilliseconds: Double?
+        var success: Bool
+    }
+
+    /// How many durations are kept.
+    static let durationsKept = 30
+    /// The certificates of a chain shown, and the length of each name: a server chooses both (as events cut them).
+    static let chainLimit = AgentEvents.servedChainLimit
+    static let nameLimit = AgentEvents.servedSubjectLimit
+    /// The SANs shown of a leaf: a server chooses how many it sends.
+    static let sansLimit = 100
+
+    var configured: Configured
+    var state = EndpointState.Status.unknown
+    var since: String?
+    var cause: String?
+    var lastProbe: LastProbe?
+    /// The newest last: a ring of ``durationsKept`` once full (``durationsStart`` is the oldest's index).
+    private(set) var durationRing: [Duration] = []
+    private var durationsStart = 0
+    var certificate: CertificateSummary?
+    /// The last evaluation's profile (`rfc5280 (anchor from ca_file)`), for the policy.
+    var profile: String?
+    /// `nil`: no pins, or nothing evaluated them yet (no probe, or the chain failed before the pins were checked).
+    var pinsMatched: Bool?
+    var lastPinFailure: PinFailure?
+
+    init(_ configured: Configured) { self.configured = configured }
+
+    /// The durations, oldest first.
+    var durations: [Duration] { Array(durationRing[durationsStart...] + durationRing[..<durationsStart]) }
+
+    /// Takes a probe's result: one record's fields, a ring slot, and the chain's names when a handshake ran.
+    mutating func record(_ result: ProbeResult) {
+        let time = Self.format(result.started)
+        let message = AgentEvents.probeMessage(result).map { UntrustedText.truncated($0, limit: UntrustedText.defaultLimit) }
+        lastProbe = LastProbe(
+            time: time, outcome: result.outcome, errorCategory: result.errorCategory?.rawValue, message: message,
+            statusCode: result.kind.isHTTP ? result.statusCode : nil, timings: result.timings, remoteAddress: result.remoteAddress,
+            tlsVersion: result.tlsVersion)
+        let duration = Duration(time: time, totalMilliseconds: result.timings.map { $0.total * 1000 }, success: result.outcome == .success)
+        if durationRing.count < Self.durationsKept {
+            durationRing.append(duration)
+        } else {
+            durationRing[durationsStart] = duration
+            durationsStart = (durationsStart + 1) % Self.durationsKept
+        }
+        guard let evaluation = result.evaluation else { return }
+        profile = evaluation.appliedProfile?.description
+        if configured.policy?.pins.isEmpty == false {
+            switch evaluation.failure?.reason {
+            case nil: pinsMatched = true
+            case .pinMismatch?: pinsMatched = false
+            default: pinsMatched = nil  // the chain or the name failed first: the pins were not the question
+            }
+        }
+        let chain = evaluation.chainValidated ? evaluation.verifiedChain : evaluation.servedChain
+        if let leaf = chain.first {
+            certificate = CertificateSummary(
+                subject: Self.name(leaf.subject), issuer: Self.name(leaf.issuer),
+                sans: leaf.subjectAlternativeNames.prefix(Self.sansLimit).map(Self.name), notAfter: leaf.notAfter,
+                notAfterText: leaf.notAfter.formatted(.iso8601),
+                chain: chain.prefix(Self.chainLimit).map {
+                    ChainEntry(
+                        subject: Self.name($0.subject), issuer: Self.name($0.issuer), notAfter: $0.notAfter.formatted(.iso8601),
+                        pin: $0.spkiPin.description)
+                })
+        }
+        if let failure = result.pinFailure {
+            lastPinFailure = PinFailure(
+                time: time, enforced: !failure.allowsConnection,
+                message: UntrustedText.truncated(failure.failure?.message ?? "", limit: UntrustedText.defaultLimit),
+                servedPins: failure.servedChain.prefix(Self.chainLimit).map(\.spkiPin.description))
+        }
+    }
+
+    private static func name(_ text: String) -> String { UntrustedText.truncated(text, limit: nameLimit) }
+
+    /// RFC 3339 with microseconds, as events write `time`.
+    static func format(_ date: Date) -> String {
+        let seconds = date.timeIntervalSince1970
+        let whole = seconds.rounded(.down)
+        return UTCTime.format(seconds: Int(whole), microseconds: Int((seconds - whole) * 1_000_000))
+    }
+}
