@@ -121,7 +121,7 @@ struct StatusPageBrowserTests {
               - { name: alpha, url: "https://localhost:\(alpha.port)/", policy: local, interval: \(interval)s, timeout: 2s, failure_threshold: 1 }
               - { name: beta, url: "https://localhost:\(betaPort)/", policy: local, interval: \(interval)s, timeout: 2s, failure_threshold: 1 }
             """, directory: directory)
-        let browser = try HeadlessChromium()
+        let browser = try HeadlessChromium(width: 1280, height: 1300)
         defer { browser.close() }
         try browser.load(scene.origin + "/")
         try await browser.wait(
@@ -135,9 +135,9 @@ struct StatusPageBrowserTests {
         beta = nil
         let stopped = ContinuousClock.now
         // Two probe intervals: one for the probe that fails, one for the page's refresh (agent.refresh_ms, 5 s
-        // here); 3 s more for a loaded machine's scheduling (a bound on a hang, the time is printed).
+        // here); 5 s more for a loaded machine's scheduling (a bound on a hang, the time is printed).
         try await browser.wait(
-            "beta down", timeout: .seconds(2 * interval + 3), for: "return " + Self.shows("beta", "down"), describe: Self.statesByName)
+            "beta down", timeout: .seconds(2 * interval + 5), for: "return " + Self.shows("beta", "down"), describe: Self.statesByName)
         print("status page: beta shown down \(ContinuousClock.now - stopped) after its server stopped")
         #expect(try browser.evaluate("return " + Self.shows("alpha", "up")) as? Bool == true)
         // The state is a word and a colour: the row's state cell carries the class of its colour.
@@ -151,13 +151,14 @@ struct StatusPageBrowserTests {
             for: "return !document.getElementById('detail').hidden && document.querySelectorAll('#detail-body svg circle').length > 0")
         let chainText = try browser.evaluate("return document.getElementById('detail-body').textContent;") as? String ?? ""
         #expect(chainText.contains("CN=localhost") || chainText.contains("localhost"), "\(chainText)")
+        try browser.evaluate("window.scrollTo(0, 0); return true;")
         try Self.saveScreenshot(browser, in: directory)
 
         let restarted = try MetricsEndpointTests.Scene.startServer(in: directory.path, port: betaPort)
         defer { restarted.stop() }
         let started = ContinuousClock.now
         try await browser.wait(
-            "beta up again", timeout: .seconds(2 * interval + 3), for: "return " + Self.shows("beta", "up"), describe: Self.statesByName)
+            "beta up again", timeout: .seconds(2 * interval + 5), for: "return " + Self.shows("beta", "up"), describe: Self.statesByName)
         print("status page: beta shown up \(ContinuousClock.now - started) after its server came back")
         #expect(try browser.evaluate("return window.__loadedOnce;") as? String == "yes", "the page was reloaded")
         let foreign = try Self.foreignRequests(browser, origin: scene.origin)
@@ -232,7 +233,8 @@ struct StatusPageBrowserTests {
             "three rows with certificates", timeout: .seconds(30),
             for: "return [...document.querySelectorAll('#endpoint-rows .cell-days')].filter(c => c.textContent !== '').length === 3",
             describe: Self.statesByName)
-        try browser.evaluate("\(Self.row(names[0])).querySelector('button.open').click(); return true;")
+        // The second row (configuration order: the main file's, then the included file's), found by place, not text.
+        try browser.evaluate("document.querySelectorAll('#endpoint-rows button.open')[1].click(); return true;")
         try await browser.wait(
             "the detail's chain", timeout: .seconds(10), for: "return document.querySelectorAll('#detail-body table').length >= 2")
 

@@ -123,7 +123,7 @@
     const path = doc.path || {};
     const pathStatus = byId("path-status");
     setText(pathStatus, path.status || "unknown");
-    setClass(pathStatus, "badge " + (path.status === "satisfied" ? "good" : "bad"));
+    setClass(pathStatus, "badge " + (path.status === "reachable" || path.status === "satisfied" ? "good" : "bad"));
     definitions(byId("path-details"), [
       ["interface", path.interface],
       ["kind", path.kind],
@@ -390,7 +390,7 @@
       parts.push(
         section(
           "Policy",
-          element("p", null, "mode " + (policy.mode || "?") + (policy.profile ? " · profile " + policy.profile : "") + " · " + (policy.enforced === false ? "report-only" : "enforced") + (Array.isArray(policy.names) && policy.names.length ? " · names " + policy.names.join(", ") : "")),
+          element("p", null, "mode " + (policy.mode || "?") + (policy.profile ? " · profile " + policy.profile : "") + " · " + (policy.enforced === false ? "report-only" : "enforced") + (Array.isArray(policy.names) && policy.names.length ? " · policies " + policy.names.join(", ") : "")),
           element("p", null, "pins: ", element("span", pin.className, pin.text)),
           pins.length ? table(["pin known", "in the served chain"], pins.map((known) => [known, served.has(known) ? "yes" : "no"])) : null
         )
