@@ -287,7 +287,7 @@ struct StatusPageBrowserTests {
                 case 3: "\(plain.origin)/"
                 default: "https://localhost:\(valid.port)/"
                 }
-            yaml += "  - { name: \(name(index)), url: \"\(url)\", interval: 60s, timeout: 10s, failure_threshold: 1 }\n"
+            yaml += "  - { name: \(name(index)), url: \"\(url)\", interval: 20s, timeout: 10s, failure_threshold: 1 }\n"
         }
         let scene = try Scene(yaml, directory: directory)
         let browser = try HeadlessChromium()

@@ -63,10 +63,14 @@
     return typeof value === "number" && Number.isFinite(value);
   }
 
+  // How long before the document was written `time` is: both are the agent's clock, so a browser on another
+  // machine (through an SSH tunnel) with its clock off shows the same.
   function ago(time) {
     const then = Date.parse(time);
     if (!time || Number.isNaN(then)) return "";
-    const seconds = Math.max(0, Math.round((Date.now() - then) / 1000));
+    const generated = documentNow ? Date.parse(documentNow.generated_at) : NaN;
+    const now = Number.isNaN(generated) ? Date.now() : generated;
+    const seconds = Math.max(0, Math.round((now - then) / 1000));
     if (seconds < 90) return seconds + " s ago";
     if (seconds < 5400) return Math.round(seconds / 60) + " min ago";
     if (seconds < 172800) return Math.round(seconds / 3600) + " h ago";
