@@ -83,8 +83,8 @@ struct EndpointStatus: Sendable {
     /// One probe's duration, for the page's chart.
     struct Duration: Sendable {
         var time: String
-        /// `nil` when no response arrived (nothing timed).
-        var totalMilliseconds: Double?
+        /// In whole microseconds (`total_ms` to three decimals, as events write it); `nil` when nothing was timed.
+        var totalMicroseconds: Int?
         var success: Bool
     }
 
@@ -116,51 +116,79 @@ struct EndpointStatus: Sendable {
     /// The durations, oldest first.
     var durations: [Duration] { Array(durationRing[durationsStart...] + durationRing[..<durationsStart]) }
 
-    /// Takes a probe's result: one record's fields, a ring slot, and the chain's names when a handshake ran.
-    mutating func record(_ result: ProbeResult) {
-        let time = Self.format(result.started)
-        let message = AgentEvents.probeMessage(result).map { UntrustedText.truncated($0, limit: UntrustedText.defaultLimit) }
-        lastProbe = LastProbe(
-            time: time, outcome: result.outcome, errorCategory: result.errorCategory?.rawValue, message: message,
-            statusCode: result.kind.isHTTP ? result.statusCode : nil, timings: result.timings, remoteAddress: result.remoteAddress,
-            tlsVersion: result.tlsVersion)
-        let duration = Duration(time: time, totalMilliseconds: result.timings.map { $0.total * 1000 }, success: result.outcome == .success)
-        if durationRing.count < Self.durationsKept {
-            durationRing.append(duration)
-        } else {
-            durationRing[durationsStart] = duration
-            durationsStart = (durationsStart + 1) % Self.durationsKept
-        }
-        guard let evaluation = result.evaluation else { return }
-        profile = evaluation.appliedProfile?.description
-        if configured.policy?.pins.isEmpty == false {
-            switch evaluation.failure?.reason {
-            case nil: pinsMatched = true
-            case .pinMismatch?: pinsMatched = false
-            default: pinsMatched = nil  // the chain or the name failed first: the pins were not the question
+    /// Calls `body` with each duration, oldest first, without copying them.
+    func forEachDuration(_ body: (Duration) -> Void) {
+        for duration in durationRing[durationsStart...] { body(duration) }
+        for duration in durationRing[..<durationsStart] { body(duration) }
+    }
+
+    /// What a probe's result changes in a record, made before the store's lock is taken: the certificates' names
+    /// and pins are read from OpenSSL here, so that the lock is held only to copy them in.
+    struct ProbeUpdate: Sendable {
+        var lastProbe: LastProbe
+        var duration: Duration
+        /// Whether a handshake ran (`nil`: the rest says nothing), and what the policy's evaluation said.
+        var evaluated: (profile: String?, pinsMatched: Bool?)?
+        var certificate: CertificateSummary?
+        var pinFailure: PinFailure?
+
+        init(_ result: ProbeResult) {
+            let time = EndpointStatus.format(result.started)
+            let message = AgentEvents.probeMessage(result).map { UntrustedText.truncated($0, limit: UntrustedText.defaultLimit) }
+            lastProbe = LastProbe(
+                time: time, outcome: result.outcome, errorCategory: result.errorCategory?.rawValue, message: message,
+                statusCode: result.kind.isHTTP ? result.statusCode : nil, timings: result.timings, remoteAddress: result.remoteAddress,
+                tlsVersion: result.tlsVersion)
+            duration = Duration(
+                time: time, totalMicroseconds: result.timings.map { Int(($0.total * 1_000_000).rounded()) },
+                success: result.outcome == .success)
+            guard let evaluation = result.evaluation else { return }
+            let pinsMatched: Bool? =
+                switch evaluation.failure?.reason {
+                case nil: true
+                case .pinMismatch?: false
+                default: nil  // the chain or the name failed first: the pins were not the question
+                }
+            evaluated = (evaluation.appliedProfile?.description, pinsMatched)
+            let chain = evaluation.chainValidated ? evaluation.verifiedChain : evaluation.servedChain
+            if let leaf = chain.first {
+                certificate = CertificateSummary(
+                    subject: EndpointStatus.name(leaf.subject), issuer: EndpointStatus.name(leaf.issuer),
+                    sans: leaf.subjectAlternativeNames.prefix(EndpointStatus.sansLimit).map(EndpointStatus.name), notAfter: leaf.notAfter,
+                    notAfterText: leaf.notAfter.formatted(.iso8601),
+                    chain: chain.prefix(EndpointStatus.chainLimit).map {
+                        ChainEntry(
+                            subject: EndpointStatus.name($0.subject), issuer: EndpointStatus.name($0.issuer),
+                            notAfter: $0.notAfter.formatted(.iso8601), pin: $0.spkiPin.description)
+                    })
             }
-        }
-        let chain = evaluation.chainValidated ? evaluation.verifiedChain : evaluation.servedChain
-        if let leaf = chain.first {
-            certificate = CertificateSummary(
-                subject: Self.name(leaf.subject), issuer: Self.name(leaf.issuer),
-                sans: leaf.subjectAlternativeNames.prefix(Self.sansLimit).map(Self.name), notAfter: leaf.notAfter,
-                notAfterText: leaf.notAfter.formatted(.iso8601),
-                chain: chain.prefix(Self.chainLimit).map {
-                    ChainEntry(
-                        subject: Self.name($0.subject), issuer: Self.name($0.issuer), notAfter: $0.notAfter.formatted(.iso8601),
-                        pin: $0.spkiPin.description)
-                })
-        }
-        if let failure = result.pinFailure {
-            lastPinFailure = PinFailure(
-                time: time, enforced: !failure.allowsConnection,
-                message: UntrustedText.truncated(failure.failure?.message ?? "", limit: UntrustedText.defaultLimit),
-                servedPins: failure.servedChain.prefix(Self.chainLimit).map(\.spkiPin.description))
+            if let failure = result.pinFailure {
+                pinFailure = PinFailure(
+                    time: time, enforced: !failure.allowsConnection,
+                    message: UntrustedText.truncated(failure.failure?.message ?? "", limit: UntrustedText.defaultLimit),
+                    servedPins: failure.servedChain.prefix(EndpointStatus.chainLimit).map(\.spkiPin.description))
+            }
         }
     }
 
-    private static func name(_ text: String) -> String { UntrustedText.truncated(text, limit: nameLimit) }
+    /// Takes a probe's result: one record's fields and a ring slot.
+    mutating func apply(_ update: ProbeUpdate) {
+        lastProbe = update.lastProbe
+        if durationRing.count < Self.durationsKept {
+            durationRing.append(update.duration)
+        } else {
+            durationRing[durationsStart] = update.duration
+            durationsStart = (durationsStart + 1) % Self.durationsKept
+        }
+        guard let (profile, pinsMatched) = update.evaluated else { return }
+        self.profile = profile
+        // Null for a policy without pins, whatever the evaluation said.
+        if configured.policy?.pins.isEmpty == false { self.pinsMatched = pinsMatched }
+        if let certificate = update.certificate { self.certificate = certificate }
+        if let pinFailure = update.pinFailure { lastPinFailure = pinFailure }
+    }
+
+    static func name(_ text: String) -> String { UntrustedText.truncated(text, limit: nameLimit) }
 
     /// RFC 3339 with microseconds, as events write `time`.
     static func format(_ date: Date) -> String {

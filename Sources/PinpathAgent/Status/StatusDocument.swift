@@ -20,13 +20,14 @@ enum StatusDocument {
     /// The document for `snapshot` at `now`.
     static func render(_ snapshot: StatusSnapshot, now: Date = Date()) -> [UInt8] {
         var output: [UInt8] = []
-        output.reserveCapacity(4096 + snapshot.endpoints.count * 2048)
+        // About 3.4 KB an endpoint once its durations are full: one allocation, no regrowth copies of megabytes.
+        output.reserveCapacity(4096 + snapshot.endpoints.count * 3584)
         var scratch: [UInt8] = []
         scratch.reserveCapacity(4096)
         func append(_ value: JSONValue) {
             scratch.removeAll(keepingCapacity: true)
             value.encode(into: &scratch)
-            appendInert(scratch, to: &output)
+            appendInert(scratch[...], to: &output)
         }
         func literal(_ text: StaticString) {
             output.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
@@ -49,7 +50,18 @@ enum StatusDocument {
         // One endpoint at a time: the scratch buffer holds one, not 1,000.
         for (index, endpoint) in snapshot.endpoints.enumerated() {
             if index > 0 { output.append(UInt8(ascii: ",")) }
-            append(self.endpoint(endpoint, now: now))
+            // The members before the durations, the durations written directly, then the members after them.
+            let (head, tail) = members(of: endpoint, now: now)
+            scratch.removeAll(keepingCapacity: true)
+            JSONValue.object(head).encode(into: &scratch)
+            scratch.removeLast()  // its `}`
+            appendInert(scratch[...], to: &output)
+            literal(#","durations":["#)
+            appendDurations(endpoint, to: &output)
+            literal("],")
+            scratch.removeAll(keepingCapacity: true)
+            JSONValue.object(tail).encode(into: &scratch)
+            appendInert(scratch.dropFirst(), to: &output)  // without its `{`
         }
         literal(#"],"events":"#)
         append(
@@ -88,12 +100,11 @@ enum StatusDocument {
         ])
     }
 
-    private static func endpoint(_ endpoint: EndpointStatus, now: Date) -> JSONValue {
+    /// An endpoint's members before `durations` and after it.
+    private static func members(
+        of endpoint: EndpointStatus, now: Date
+    ) -> (head: [(String, JSONValue)], tail: [(String, JSONValue)]) {
         let configured = endpoint.configured
-        let durations: [JSONValue] = endpoint.durations.map { duration in
-            let total: JSONValue = duration.totalMilliseconds.map { .double(($0 * 1000).rounded() / 1000) } ?? .null
-            return .object([("time", .string(duration.time)), ("total_ms", total), ("success", .bool(duration.success))])
-        }
         var policy = JSONValue.null
         if let configuredPolicy = configured.policy {
             let matched: JSONValue = endpoint.pinsMatched.map(JSONValue.bool) ?? .null
@@ -112,7 +123,7 @@ enum StatusDocument {
         }
         let lastProbe: JSONValue = endpoint.lastProbe.map { Self.lastProbe($0, kind: configured.kind) } ?? .null
         let certificate: JSONValue = endpoint.certificate.map { Self.certificate($0, now: now) } ?? .null
-        return .object([
+        let head: [(String, JSONValue)] = [
             ("name", .string(configured.name)),
             ("url", .string(configured.url)),
             ("kind", .string(configured.kind.rawValue)),
@@ -121,11 +132,37 @@ enum StatusDocument {
             ("since", .string(endpoint.since)),
             ("cause", .string(endpoint.cause)),
             ("last_probe", lastProbe),
-            ("durations", .array(durations)),
-            ("certificate", certificate),
-            ("policy", policy),
-            ("last_pin_failure", pinFailure),
-        ])
+        ]
+        return (head, [("certificate", certificate), ("policy", policy), ("last_pin_failure", pinFailure)])
+    }
+
+    /// The durations, oldest first, written without building JSON values: they are most of the document (30 per
+    /// endpoint) and hold only pinpath's own times and numbers, nothing to escape.
+    private static func appendDurations(_ endpoint: EndpointStatus, to output: inout [UInt8]) {
+        var first = true
+        endpoint.forEachDuration { duration in
+            output.append(contentsOf: (first ? #"{"time":""# : #",{"time":""#).utf8)
+            first = false
+            output.append(contentsOf: duration.time.utf8)
+            output.append(contentsOf: #"","total_ms":"#.utf8)
+            if let microseconds = duration.totalMicroseconds {
+                appendMilliseconds(microseconds, to: &output)
+            } else {
+                output.append(contentsOf: "null".utf8)
+            }
+            output.append(contentsOf: (duration.success ? #","success":true}"# : #","success":false}"#).utf8)
+        }
+    }
+
+    /// `12345` µs as `12.345`.
+    private static func appendMilliseconds(_ microseconds: Int, to output: inout [UInt8]) {
+        let value = max(0, microseconds)
+        output.append(contentsOf: String(value / 1000).utf8)
+        let fraction = value % 1000
+        output.append(UInt8(ascii: "."))
+        output.append(UInt8(ascii: "0") + UInt8(fraction / 100))
+        output.append(UInt8(ascii: "0") + UInt8(fraction / 10 % 10))
+        output.append(UInt8(ascii: "0") + UInt8(fraction % 10))
     }
 
     private static func lastProbe(_ probe: EndpointStatus.LastProbe, kind: ServiceKind) -> JSONValue {
@@ -164,9 +201,11 @@ enum StatusDocument {
 
     /// Appends encoded JSON with `<`, `>` and `&` as `\u003c`, `\u003e`, `\u0026`: those bytes occur only inside
     /// strings (the structure has none), where the escape means the same character.
-    private static func appendInert(_ bytes: [UInt8], to output: inout [UInt8]) {
-        var start = 0
-        for (index, byte) in bytes.enumerated() where byte == UInt8(ascii: "<") || byte == UInt8(ascii: ">") || byte == UInt8(ascii: "&") {
+    private static func appendInert(_ bytes: ArraySlice<UInt8>, to output: inout [UInt8]) {
+        var start = bytes.startIndex
+        for index in bytes.indices {
+            let byte = bytes[index]
+            guard byte == UInt8(ascii: "<") || byte == UInt8(ascii: ">") || byte == UInt8(ascii: "&") else { continue }
             output.append(contentsOf: bytes[start..<index])
             switch byte {
             case UInt8(ascii: "<"): output.append(contentsOf: #"\u003c"#.utf8)

@@ -71,9 +71,10 @@ final class StatusStore: Sendable {
 
     /// Takes a probe's result that the agent recorded for its endpoint (not a stale one from before a reload).
     func probed(_ result: ProbeResult) {
+        let update = EndpointStatus.ProbeUpdate(result)
         state.withLock { state in
             guard let index = state.position[result.endpoint] else { return }
-            state.snapshot.endpoints[index].record(result)
+            state.snapshot.endpoints[index].apply(update)
         }
     }
 
@@ -92,6 +93,8 @@ final class StatusStore: Sendable {
     /// Sees an event as the agent writes it: an event of interest joins the ring, and a state change, the
     /// connectivity check's verdict and the path's change update what they are about.
     func observe(_ event: AgentEvent) {
+        // Every probe's `probe.completed` passes here (`events.probes: all`): it costs one set look-up.
+        guard StatusEvent.ofInterest.contains(event.name) else { return }
         let time = UTCTime.now()
         guard let entry = StatusEvent(event, time: time) else { return }
         state.withLock { state in
