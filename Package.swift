@@ -85,6 +85,12 @@ let package = Package(
                 "CLinuxShims", "COpenSSL",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            // The status page (`GET /`): compiled into the binary as byte arrays (`PackageResources`), so the static
+            // binary of the .deb serves it with no file to install and no Foundation `Bundle` to find one.
+            resources: [
+                .embedInCode("StatusPage/Assets/index.html"), .embedInCode("StatusPage/Assets/status.css"),
+                .embedInCode("StatusPage/Assets/status.js"),
             ]),
         .executableTarget(
             name: "pinpath",

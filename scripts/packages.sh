@@ -13,9 +13,10 @@ PINPATH_PACKAGES=(pkg-config libnl-3-dev libnl-route-3-dev libssl-dev libcurl4-o
 # bsdextrautils (col) render a man page. slapd, the real LDAP server the ldap:// and ldaps:// tests start from a
 # directory of their own, and ldap-utils, whose ldapsearch -ZZ is the control that StartTLS works against it.
 # strace counts the threads pinpath run starts (tcp:// exchanges start none); python3-cryptography gives the TLS 1.3
-# replay server (a server without the key of the certificate it sends) its X25519 exchange.
+# replay server (a server without the key of the certificate it sends) its X25519 exchange. chromium and
+# chromium-driver (its WebDriver server) load the agent's status page headless (StatusPageBrowserTests).
 PINPATH_TEST_PACKAGES=(python3-venv nginx-light curl prometheus prometheus-node-exporter debhelper lintian systemd man-db
-  bsdextrautils slapd ldap-utils python3-cryptography strace)
+  bsdextrautils slapd ldap-utils python3-cryptography strace chromium chromium-driver)
 
 install_missing_packages() {
     local missing=() package

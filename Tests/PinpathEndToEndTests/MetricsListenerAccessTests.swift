@@ -75,6 +75,10 @@ struct MetricsListenerAccessTests {
         #expect(right.status == 200)
         #expect(Self.value(#"pinpath_metrics_auth_failures_total{reason="missing"}"#, in: right.body) == 1)
         #expect(Self.value(#"pinpath_metrics_auth_failures_total{reason="wrong"}"#, in: right.body) == 2)
+        // The status page asks for the same credentials (a browser prompts, then its script's fetches carry them).
+        #expect(try agent.fetch("/")?.status == 401)
+        #expect(try agent.fetch("/status.js", ["-u", "prometheus:wrong"])?.status == 401)
+        #expect(try agent.fetch("/", ["-u", "prometheus:right password"])?.status == 200)
 
         let prometheus = try PrometheusServer(
             jobs: [

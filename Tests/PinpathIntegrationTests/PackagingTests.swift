@@ -159,6 +159,37 @@ struct PackagingTests {
         #expect(!verify.stderr.contains("pinpath.service"), "\(verify.stderr)")
         let installed = try Shell.run(["\(extracted)/usr/bin/pinpath", "--version"])
         #expect(installed.status == 0 && installed.stdout.hasPrefix("pinpath \(PinpathVersion.current)"), "\(installed.stdout)")
+
+        // The status page is compiled into the static binary (SwiftPM's embedInCode), not a file of the package.
+        #expect(!contents.contains("status.js") && !contents.contains("index.html"), "\(contents)")
+        try Self.expectStatusPage(served: "\(extracted)/usr/bin/pinpath", in: output)
+    }
+
+    /// Runs `binary` as the agent with a listener on loopback and expects `/`, `/status.css` and `/status.js` to be the
+    /// source tree's files, byte for byte.
+    static func expectStatusPage(served binary: String, in directory: String) throws {
+        let listen = "127.0.0.1:\(try TLSServer.freePort())"
+        try """
+        events: { output: \(directory)/events.jsonl }
+        metrics: { listen: "\(listen)" }
+        endpoints:
+          - { name: api, url: "https://localhost:9/", interval: 60s }
+        """.write(toFile: "\(directory)/status-page.yaml", atomically: true, encoding: .utf8)
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let agent = try Shell.spawn([binary, "run", "--config", "\(directory)/status-page.yaml"], stdout: devNull, stderr: devNull)
+        defer { Shell.kill(agent) }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try Shell.run(["/usr/bin/curl", "-sf", "--max-time", "5", "http://\(listen)/healthz"]).status != 0 {
+            guard ContinuousClock.now < deadline else { throw ShellError(description: "\(binary) run did not listen on \(listen)") }
+            usleep(100_000)
+        }
+        let assets = "\(checkout)/Sources/PinpathAgent/StatusPage/Assets"
+        for (path, file) in [("/", "index.html"), ("/status.css", "status.css"), ("/status.js", "status.js")] {
+            let served = try Shell.run(["/usr/bin/curl", "-sf", "--max-time", "10", "http://\(listen)\(path)"])
+            let source = try String(contentsOfFile: "\(assets)/\(file)", encoding: .utf8)
+            #expect(served.status == 0 && served.stdout == source, "\(path)")
+        }
     }
 
     /// The Debian tools the package test needs and this machine lacks.

@@ -296,6 +296,8 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             writeBody(context)
         case "/api/v1/status" where status != nil:
             answerStatus(head, context)
+        case let path where StatusPage.asset(at: path) != nil:
+            answerStatusPage(path, head: head, context)
         case "/healthz":
             respond(context, status: .ok, body: "ok\n", head: head)
         case "/readyz":
@@ -331,6 +333,24 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         headers.add(name: "Connection", value: "close")
         send(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers)), context)
         if head.method != .HEAD { send(.body(.byteBuffer(body)), context) }
+        end(context)
+    }
+
+    /// A file of the status page (`/`, `/status.css`, `/status.js`) with the page's headers (``StatusPage/headers``).
+    private func answerStatusPage(_ path: Substring, head: HTTPRequestHead, _ context: ChannelHandlerContext) {
+        guard let asset = StatusPage.asset(at: path) else { return }
+        answered = true
+        var headers = HTTPHeaders()
+        for header in StatusPage.headers { headers.add(name: header.name, value: header.value) }
+        headers.add(name: "Content-Type", value: asset.contentType)
+        headers.add(name: "Content-Length", value: String(asset.bytes.count))
+        headers.add(name: "Connection", value: "close")
+        send(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers)), context)
+        if head.method != .HEAD {
+            var buffer = context.channel.allocator.buffer(capacity: asset.bytes.count)
+            buffer.writeBytes(asset.bytes)
+            send(.body(.byteBuffer(buffer)), context)
+        }
         end(context)
     }
 
