@@ -95,7 +95,9 @@ struct ProbeRouteAgentTests {
         #expect(MetricsEndpointTests.value("pinpath_probe_over_limit_total", in: metrics) == 0)
         #expect(!metrics.contains("no-such-module"), "a module the agent does not have is never a label")
         let listen = try Shell.run([Shell.pinpath, "check-config", "--config", scene.directory.file("pinpath.yaml")]).stdout
-        #expect(listen.contains("listen:    \(scene.listen) (/metrics, /healthz, /readyz, /probe)"), "\(listen)")
+        #expect(
+            listen.contains("listen:    \(scene.listen) (/metrics, /healthz, /readyz, /probe, /api/v1/status, the status page /)"),
+            "\(listen)")
         #expect(try ExpositionReaders.promtoolCheck(metrics).status == 0)
     }
 

@@ -309,7 +309,9 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
                     body: "not ready: waiting for the first path snapshot or a first result of every endpoint\n", head: head)
             }
         default:
-            respond(context, status: .notFound, body: "not found; try /metrics, /healthz or /readyz\n", head: head)
+            respond(
+                context, status: .notFound, body: "not found; try /metrics, /healthz, /readyz, /api/v1/status or the status page /\n",
+                head: head)
         }
     }
 

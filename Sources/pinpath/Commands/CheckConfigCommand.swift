@@ -124,7 +124,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
         lines.append("metrics:   \(metricsSummary(configuration))")
         lines.append("proxy:     \(proxySummary(configuration.proxy))")
         if let listen = configuration.metricsListen {
-            lines.append("listen:    \(listen) (/metrics, /healthz, /readyz, /probe)")
+            lines.append("listen:    \(listen) (/metrics, /healthz, /readyz, /probe, /api/v1/status, the status page /)")
             lines.append("access:    \(accessSummary(configuration))")
         }
         if let connectivity = configuration.connectivity { lines.append("connectivity: \(connectivitySummary(connectivity))") }
