@@ -10,11 +10,15 @@
 #             (public_key policy pinning root and leaf, `ca_file` the bench root, `targets: ["127.0.0.1/32"]`);
 #   blackbox  Debian's prometheus-blackbox-exporter with its http module `https_2xx` (`tls_config.ca_file` the
 #             bench root);
+#   floor     benchmarks/curl-floor.c: libcurl and OpenSSL alone, the same number of full-handshake requests to the
+#             same nginx at the same rate (a new connection each, CAINFO the bench root with libcurl's CA cache on,
+#             no gate, no pins, no HTTP serving): what any libcurl 7.88 prober pays here, for pinpath's probe to be
+#             read against;
 # each driven by lib/probe-driver.py at RATE probes a second for DURATION seconds (`/probe?module=https_2xx&target=
 # https://127.0.0.1:PORT/eI`, I = 1…RATE, one connection per request, as a Prometheus scrape), whose own CPU is
 # not counted. Per process: its CPU (utime + stime of every thread, /proc/PID/stat) from just before the drive to
 # its end, over the probes; start-up is not counted for either. The ratio pinpath / blackbox is the issue's goal
-# (at most 0.75×).
+# (at most 0.75×); floor / blackbox says how far below blackbox_exporter libcurl and OpenSSL alone already are.
 #
 # The route's share: pinpath's listener runs on one NIO event loop thread of its own (`NIO-ELT-…`), which accepts
 # the connection, decodes the HTTP request, parses the query (`ProbeQuery`), takes an in-flight slot, starts the
@@ -27,7 +31,8 @@
 # second collected, the listener's thread found by its functions (NIO's SelectableEventLoop.run). In instructions
 # the script also takes out of the probe what only a `/probe` probe does before it: reading the module again with
 # the target (ModuleConfiguration.endpoint(forTarget:)) and the target's admission (TargetAdmission.decide),
-# inclusive, and prints the overhead with and without them; then the listener thread's pinpath and HTTP functions.
+# inclusive (the admission, an async function, without the probe's task that its last part resumes), and prints
+# the overhead with and without them; then the listener thread's pinpath and HTTP functions.
 # The CPU-time share is larger than the instructions' share: the listener's CPU also holds the kernel's work for
 # the scrape's connection (accept, read, write, close, epoll) and a thread woken several times a probe.
 #
@@ -64,6 +69,7 @@ for v in RATE DURATION ROUNDS CG_PROBES; do [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die 
 
 install_missing
 start_tls_nginx log
+cc -O2 -o "$work/curl-floor" "$here/curl-floor.c" $(pkg-config --cflags --libs libcurl)
 
 listen_port=$(port)
 cat > "$work/pinpath.yaml" <<YAML
@@ -108,18 +114,33 @@ run_pinpath() {
     echo "$(calc "($cpu1 - $cpu0) / $probes * 1000" 3) $(calc "($loop1 - $loop0) / 1e6 / $probes" 4) $probes $successes"
 }
 
+# The floor at RATE for DURATION; prints "cpu_ms_per_request requests" (its own getrusage from after its warm-up
+# request, which nginx also logs, to its end).
+run_floor() {
+    local out
+    out=$("$work/curl-floor" "$base/e1" "$((RATE * DURATION))" 64 fresh "ca=$work/root.pem" cacache "rate=$RATE")
+    python3 - "$out" <<'PY'
+import sys
+f = dict(kv.split("=") for kv in sys.argv[1].split())
+print(f"{float(f['cpu_us_per_request']) / 1000:.3f} {f['requests']}")
+PY
+}
+
 echo "$bench: nproc=$(nproc), load $(cut -d' ' -f1-3 /proc/loadavg), nginx on 127.0.0.1:$https_port, $RATE probes/s for ${DURATION}s, $ROUNDS rounds" >&2
 rounds=()
 for ((r = 1; r <= ROUNDS; r++)); do
     load0=$(cut -d' ' -f1 /proc/loadavg)
-    order=(pinpath blackbox)
-    ((r % 2 == 0)) && order=(blackbox pinpath)
+    order=(pinpath blackbox floor)
+    ((r % 2 == 0)) && order=(floor blackbox pinpath)
     for who in "${order[@]}"; do
         echo "$bench: round $r, $who…" >&2
         : > "$work/access.log"
         if [[ $who == pinpath ]]; then
             read -r pp_ms route_ms pp_probes pp_ok <<<"$(run_pinpath)"
             check_handshakes pinpath "$pp_probes"
+        elif [[ $who == floor ]]; then
+            read -r fl_ms fl_requests <<<"$(run_floor)"
+            check_handshakes floor "$((fl_requests + 1))"  # and its warm-up request
         else
             read -r bb_ms _ bb_probes bb_ok <<<"$(run_blackbox "$RATE" https 1)"
             ((bb_ok == bb_probes)) || echo "$bench: warning: blackbox: probe_success 1 in $bb_ok of $bb_probes" >&2
@@ -127,33 +148,36 @@ for ((r = 1; r <= ROUNDS; r++)); do
         fi
     done
     load1=$(cut -d' ' -f1 /proc/loadavg)
-    rounds+=("$r $pp_ms $bb_ms $route_ms $pp_probes/$pp_ok $bb_probes/$bb_ok $load0 $load1")
-    echo "  round $r: pinpath $pp_ms ms, blackbox $bb_ms ms, route $route_ms ms per probe" >&2
+    rounds+=("$r $pp_ms $bb_ms $route_ms $fl_ms $pp_probes/$pp_ok $bb_probes/$bb_ok $load0 $load1")
+    echo "  round $r: pinpath $pp_ms ms, blackbox $bb_ms ms, route $route_ms ms, floor $fl_ms ms per probe" >&2
 done
 
 echo
 python3 - "${rounds[@]}" <<'PY'
 import statistics, sys
 rows = [line.split() for line in sys.argv[1:]]
-row = "{:<7} {:>9} {:>9} {:>6} {:>9} {:>9} {:>9} {:>13} {:>13} {:>11}"
-print(row.format("round", "pp ms", "bb ms", "pp/bb", "route ms", "probe ms", "overhead", "pp probes/ok", "bb probes/ok", "load"))
-ratios, overheads, columns = [], [], {k: [] for k in ("pp", "bb", "route", "probe")}
-for r, pp, bb, route, pp_n, bb_n, load0, load1 in rows:
-    pp, bb, route = float(pp), float(bb), float(route)
+row = "{:<7} {:>9} {:>9} {:>6} {:>9} {:>9} {:>9} {:>9} {:>8} {:>13} {:>13} {:>11}"
+print(row.format("round", "pp ms", "bb ms", "pp/bb", "route ms", "probe ms", "overhead", "floor ms", "floor/bb",
+                 "pp probes/ok", "bb probes/ok", "load"))
+ratios, overheads, floors, columns = [], [], [], {k: [] for k in ("pp", "bb", "route", "probe", "floor")}
+for r, pp, bb, route, floor, pp_n, bb_n, load0, load1 in rows:
+    pp, bb, route, floor = float(pp), float(bb), float(route), float(floor)
     probe = pp - route
-    ratios.append(pp / bb); overheads.append(route / probe * 100)
-    for k, v in zip(columns, (pp, bb, route, probe)): columns[k].append(v)
+    ratios.append(pp / bb); overheads.append(route / probe * 100); floors.append(floor / bb)
+    for k, v in zip(columns, (pp, bb, route, probe, floor)): columns[k].append(v)
     print(row.format(r, f"{pp:.3f}", f"{bb:.3f}", f"{pp / bb:.2f}", f"{route:.4f}", f"{probe:.3f}",
-                     f"{route / probe * 100:.2f}%", pp_n, bb_n, f"{load0}→{load1}"))
+                     f"{route / probe * 100:.2f}%", f"{floor:.3f}", f"{floor / bb:.2f}", pp_n, bb_n, f"{load0}→{load1}"))
 m = {k: statistics.median(v) for k, v in columns.items()}
 print(row.format("median", f"{m['pp']:.3f}", f"{m['bb']:.3f}", f"{statistics.median(ratios):.2f}", f"{m['route']:.4f}",
-                 f"{m['probe']:.3f}", f"{statistics.median(overheads):.2f}%", "", "", ""))
+                 f"{m['probe']:.3f}", f"{statistics.median(overheads):.2f}%", f"{m['floor']:.3f}",
+                 f"{statistics.median(floors):.2f}", "", "", ""))
 print()
 print("pp = pinpath's /probe, bb = blackbox_exporter's /probe: each process's CPU ms per probe over the drive (all threads);")
 print("route = pinpath's listener thread (NIO-ELT: HTTP, query, slot, exposition, write), probe = pp - route;")
-print("overhead = route / probe; the median row takes each column's median, the ratio and overhead the medians of the rounds'.")
+print("overhead = route / probe; floor = curl-floor.c's CPU ms per request (libcurl and OpenSSL alone, same rate);")
+print("the median row takes each column's median, the ratios and overhead the medians of the rounds'.")
 print(f"probe-route: pp_bb={statistics.median(ratios):.3f} overhead_pct={statistics.median(overheads):.2f} "
-      f"pp_ms={m['pp']:.3f} bb_ms={m['bb']:.3f}")
+      f"pp_ms={m['pp']:.3f} bb_ms={m['bb']:.3f} floor_ms={m['floor']:.3f} floor_bb={statistics.median(floors):.3f}")
 PY
 
 [[ $CALLGRIND == 1 ]] || exit 0
@@ -195,8 +219,28 @@ inclusive() {
             END { for (n in best) sum += best[n]; print sum + 0 }'
     done | awk '{ sum += $1 } END { print sum + 0 }'
 }
+# An async function's own instructions, over every thread but the listener's: each of its partial functions'
+# inclusive count less what it calls of `$2` (a grep -E pattern: the task switch to its next partial function,
+# counted in that one's own block, and the caller's continuation, which a returning async function runs inline:
+# the admission's last partial function holds the rest of the probe's task, EndpointProbe and the session).
+own_async() {
+    local file
+    for file in "$work"/callgrind.out-*; do
+        [[ $file == "$route_file" ]] && continue
+        callgrind_annotate --inclusive=yes --tree=calling --threshold=100 "$file" 2>/dev/null | swift demangle --simplified |
+            awk -v fn="$1" -v skip="$2" '
+            function ir(line,  n) { n = line; sub(/^ *>? */, "", n); sub(/ .*/, "", n); gsub(",", "", n); return n + 0 }
+            /^ *[0-9,]+ \([0-9.]+%\)  \*  / { block = index($0, ":" fn " [") > 0; if (block) sum += ir($0); next }
+            /^$/ { block = 0; next }
+            block && /^ *[0-9,]+ \([0-9.]+%\)  >   / {
+                name = $0; sub(/^.*>   [^:]*:/, "", name); sub(/ \([0-9]+x\).*$/, "", name)
+                if (name ~ skip) sum -= ir($0)
+            }
+            END { print sum + 0 }'
+    done | awk '{ sum += $1 } END { print sum + 0 }'
+}
 reading=$(inclusive ' ModuleConfiguration\.endpoint\(forTarget:\)$')
-admission=$(inclusive ' TargetAdmission\.decide\(_:timeout:\)$')
+admission=$(own_async 'TargetAdmission.decide(_:timeout:)' '^(swift_task_switch|TargetProbe\.run\(_:\))')
 probe=$((total - route - reading - admission))
 echo
 echo "instructions per /probe ($cg_n probes, $cg_ok with probe_success 1): all $(calc "$total / $cg_n / 1e6" 3) M"
