@@ -76,90 +76,19 @@ SKIP=${SKIP:-}
 KEEP=${KEEP:-0}
 INTERVAL=60
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-die() { echo "agent-scale: $*" >&2; exit 1; }
+bench=agent-scale
+source "$here/lib/loopback-tls.sh"
 [[ -x $PINPATH ]] || die "no executable at PINPATH=$PINPATH"
 [[ $SKIP == *core* || -x $BENCH ]] || die "no executable at BENCH=$BENCH (build pinpath-bench, or SKIP=core)"
 [[ $DURATION =~ ^[0-9]+$ && $DURATION -ge 30 ]] || die "DURATION must be a number of seconds, at least 30"
 for n in $NS; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "NS must list positive integers (got '$n')"; done
 for kind in $KINDS; do [[ $kind == https || $kind == tls ]] || die "KINDS must list https and/or tls (got '$kind')"; done
 
-missing=()
-command -v nginx >/dev/null || missing+=(nginx-light)
-command -v prometheus-blackbox-exporter >/dev/null || [[ $SKIP == *blackbox* ]] || missing+=(prometheus-blackbox-exporter)
-if ((${#missing[@]})); then
-    echo "agent-scale: installing ${missing[*]}" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2
-fi
-
-work=$(mktemp -d /tmp/agent-scale.XXXXXX)
-pids=()
-cleanup() {
-    local status=$?
-    trap - EXIT INT TERM
-    for pid in "${pids[@]}"; do
-        if kill -0 "$pid" 2>/dev/null; then kill -TERM "$pid" 2>/dev/null || true; fi
-    done
-    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-    if [[ $KEEP == 1 ]]; then echo "agent-scale: kept $work" >&2; else rm -rf "$work"; fi
-    exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-# Forgets a PID that has been waited for, so that cleanup never signals a recycled one.
-forget() { local keep=() p; for p in "${pids[@]}"; do [[ $p == "$1" ]] || keep+=("$p"); done; pids=("${keep[@]}"); }
+if [[ $SKIP == *blackbox* ]]; then install_missing no-blackbox; else install_missing; fi
 
 cc -O2 -o "$work/curl-floor" "$here/curl-floor.c" $(pkg-config --cflags --libs libcurl)
 
-# A root and a leaf for 127.0.0.1; pins of both.
-cd "$work"
-openssl req -x509 -newkey rsa:2048 -nodes -keyout root.key -out root.pem -subj /CN=agent-scale-root -days 400 \
-    -addext basicConstraints=critical,CA:true -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -keyout leaf.key -out leaf.csr -subj /CN=127.0.0.1 2>/dev/null
-printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:false\nextendedKeyUsage=serverAuth\n' > leaf.ext
-openssl x509 -req -in leaf.csr -CA root.pem -CAkey root.key -CAcreateserial -days 400 -extfile leaf.ext -out leaf.pem 2>/dev/null
-pin() { openssl x509 -in "$1" -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64; }
-root_pin=$(pin root.pem); leaf_pin=$(pin leaf.pem)
-
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; die "nothing listens on port $1"; }
-https_port=$(port)
-cat > nginx.conf <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx.err;
-daemon off;
-events { worker_connections 8192; }
-http {
-  access_log off;
-  client_body_temp_path $work; proxy_temp_path $work; fastcgi_temp_path $work; uwsgi_temp_path $work; scgi_temp_path $work;
-  server {
-    listen 127.0.0.1:$https_port ssl backlog=4096;
-    ssl_certificate $work/leaf.pem;
-    ssl_certificate_key $work/leaf.key;
-    ssl_protocols TLSv1.2 TLSv1.3;
-    ssl_session_cache off;
-    ssl_session_tickets off;
-    location / { return 200 "ok\n"; }
-  }
-}
-CONF
-nginx -c "$work/nginx.conf" -p "$work" & pids+=($!)
-wait_port "$https_port"
-base=https://127.0.0.1:$https_port
-
-ticks=$(getconf CLK_TCK)
-# CPU seconds of a process, all threads: utime + stime from /proc/PID/stat (after the command name).
-cpu_seconds() { awk -v t="$ticks" '{ sub(/^.*\) /, ""); print ($12 + $13) / t }' "/proc/$1/stat"; }
-# Samples VmRSS (KiB) every second into a file until the process ends.
-sample_rss() {
-    while [[ -r /proc/$1/status ]]; do
-        awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null >> "$2" || true
-        sleep 1
-    done
-}
-peak_mib() { sort -n "$1" | tail -1 | awk '{ printf "%.1f", $1 / 1024 }'; }
-calc() { python3 -c "nan = float('nan'); print(f'{$1:.${2:-2}f}')"; }
+start_tls_nginx
 
 # Writes a pinpath configuration with N endpoints of a kind (https: one path each; tls: the same host and port
 # under N names) and the given policy mode.
@@ -188,15 +117,6 @@ write_config() {
     } > "$file"
 }
 
-# CPU nanoseconds of pinpath's /metrics thread (NIO's event loop, named NIO-ELT-…): the first field of its
-# schedstat, exact where /stat counts 10 ms ticks; 0 without one.
-loop_cpu_ns() {
-    local task
-    for task in /proc/"$1"/task/*; do
-        if [[ $(cat "$task/comm" 2>/dev/null) == NIO-ELT* ]]; then read -r ns _ < "$task/schedstat"; echo "$ns"; return; fi
-    done
-    echo 0
-}
 # One scrape of the +listen run's socket; prints the body's size in bytes.
 scrape() { curl -s --max-time 10 --unix-socket "$1" http://localhost/metrics | wc -c; }
 
@@ -259,72 +179,6 @@ print(f"{cpu1 / s['probes'] * 1000:.3f} {(cpu1 - cpu0) / (t1 - t0) * 100:.1f} {r
 PY
 }
 
-cat > driver.py <<'PY'
-# Asks blackbox_exporter for one probe per endpoint per interval, evenly spread, for a duration; prints
-# "probes successes". One plain-HTTP connection per request to the exporter (its CPU is what is measured;
-# this process's is not counted).
-import asyncio, sys, time
-exporter_port, base, n, interval, duration = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
-kind = sys.argv[6] if len(sys.argv) > 6 else "https"
-# The tls module's target is host:port (one for all endpoints); the https module's is the endpoint's URL.
-query = "module=tls_connect&target=" + base.split("://", 1)[1] if kind == "tls" else "module=https_2xx&target=" + base + "/e{i}"
-done = ok = 0
-async def probe(i):
-    global done, ok
-    reader, writer = await asyncio.open_connection("127.0.0.1", exporter_port)
-    writer.write(f"GET /probe?{query.format(i=i)} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
-    body = await reader.read()
-    writer.close()
-    done += 1
-    ok += b"\nprobe_success 1" in body
-async def main():
-    start, tasks, k = time.monotonic(), set(), 0
-    while k * interval / n < duration:
-        delay = start + k * interval / n - time.monotonic()
-        if delay > 0: await asyncio.sleep(delay)
-        task = asyncio.create_task(probe(k % n + 1)); tasks.add(task); task.add_done_callback(tasks.discard)
-        k += 1
-    while tasks: await asyncio.sleep(0.05)
-    print(done, ok)
-asyncio.run(main())
-PY
-cat > blackbox.yml <<YML
-modules:
-  https_2xx:
-    prober: http
-    timeout: 10s
-    http:
-      preferred_ip_protocol: ip4
-      tls_config:
-        ca_file: $work/root.pem
-  tls_connect:
-    prober: tcp
-    timeout: 10s
-    tcp:
-      preferred_ip_protocol: ip4
-      tls: true
-      tls_config:
-        ca_file: $work/root.pem
-YML
-
-# Runs blackbox_exporter with the driver; prints "cpu_ms_per_probe rss_mib probes successes".
-run_blackbox() {
-    local n=$1 kind=$2 bport rss=$work/rss-blackbox-$n-$kind
-    bport=$(port); : > "$rss"
-    prometheus-blackbox-exporter --config.file="$work/blackbox.yml" --web.listen-address="127.0.0.1:$bport" \
-        2> "$work/blackbox-$n-$kind.stderr" & local pid=$!; pids+=("$pid")
-    wait_port "$bport"
-    sample_rss "$pid" "$rss" & local sampler=$!; pids+=("$sampler")
-    local cpu0 cpu1 result
-    cpu0=$(cpu_seconds "$pid")
-    result=$(python3 driver.py "$bport" "$base" "$n" "$INTERVAL" "$DURATION" "$kind")
-    cpu1=$(cpu_seconds "$pid")
-    kill -TERM "$pid"; wait "$pid" || true; forget "$pid"
-    wait "$sampler" 2>/dev/null || true; forget "$sampler"
-    read -r probes successes <<<"$result"
-    echo "$(calc "($cpu1 - $cpu0) / $probes * 1000" 3) $(peak_mib "$rss") $probes $successes"
-}
-
 # The libcurl floor: N/2 requests paced at N/60 per second; prints "cpu_ms_per_request rss_mib requests".
 run_floor() {
     local n=$1 out
@@ -359,7 +213,7 @@ for n in $NS; do
         done
         if [[ $SKIP != *blackbox* ]]; then
             echo "agent-scale: N=$n blackbox_exporter $kind…" >&2
-            table[$n,$kind,blackbox]=$(run_blackbox "$n" "$kind")
+            table[$n,$kind,blackbox]=$(run_blackbox "$n" "$kind" "$INTERVAL")
             echo "  $n blackbox $kind: ${table[$n,$kind,blackbox]}" >&2
         fi
     done

@@ -44,6 +44,51 @@ struct ModuleConfigurationTests {
     }
 
     @Test(
+        "A module read once per kind: each target gets what a fresh reading gives it (its host's policies, their collectors, redirects, its own refusal)"
+    )
+    func targetsOfOneKindReadOnce() throws {
+        let pins = try pki.chain(["inter", "root"]).map(\.spkiPin)
+        let yaml = """
+            policies:
+              wide: { mode: public_key, pins: ["\(pins[0])", "\(pins[1])"], hosts: ["**.valid.test"], ca_file: \(pki.path("store")), report_uri: "https://collector.test/report" }
+              narrow: { mode: none, hosts: ["other.test"], ca_file: \(pki.path("otherroot")) }
+              named: { mode: none, ca_file: \(pki.path("store")) }
+            modules:
+              web: { policy: named, follow_redirects: false, timeout: 3s }
+            """
+        let warmed = try module(yaml)
+        let targets = [
+            "https://api.valid.test/", "https://plain.test:8443/x", "https://other.test/", "https://deep.api.valid.test/",
+            "https://127.0.0.1/", "tls://api.valid.test:443", "tls://other.test:443", "http://api.valid.test/",
+        ]
+        var outcomes: [String: String] = [:]
+        for target in targets + targets.reversed() {
+            // A module just loaded reads this target in full: what the warmed one must give, whatever came before.
+            let loaded = try module(yaml)
+            let fresh = Result { () throws(ModuleConfiguration.TargetProblem) in try loaded.endpoint(forTarget: target) }
+            let reused = Result { () throws(ModuleConfiguration.TargetProblem) in try warmed.endpoint(forTarget: target) }
+            switch (fresh, reused) {
+            case (.success(let expected), .success(let got)):
+                #expect(got == expected, "\(target)")
+                outcomes[target] = expected.security?.names.joined(separator: "+") ?? "no policy"
+            case (.failure(let expected), .failure(let got)):
+                #expect(got.message == expected.message, "\(target)")
+                outcomes[target] = got.message
+            default:
+                Issue.record("\(target): a fresh reading gave \(fresh), the warmed module \(reused)")
+            }
+        }
+        // The cases differ, so the comparison above compared something.
+        #expect(outcomes["https://api.valid.test/"] == "named+wide")
+        #expect(outcomes["https://plain.test:8443/x"] == "named")
+        #expect(outcomes["https://other.test/"]?.hasPrefix("modules.web.policy: policies \"named\"") == true, "\(outcomes)")
+        #expect(outcomes["http://api.valid.test/"]?.contains("plain http") == true, "\(outcomes)")
+        let reports = try warmed.endpoint(forTarget: "https://x.valid.test/").reportCollectors.map(\.url.absoluteString)
+        #expect(reports == ["https://collector.test/report"])
+        #expect(try warmed.endpoint(forTarget: "https://plain.test/").reportCollectors.isEmpty)
+    }
+
+    @Test(
         "The target's forms: a bare host:port takes the module's kind; an http module takes http:// and https:// URLs; IPv6 in brackets",
         arguments: [
             ("https", "127.0.0.1:8443", "https://127.0.0.1:8443"),

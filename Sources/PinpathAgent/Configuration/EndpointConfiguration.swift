@@ -33,7 +33,7 @@ package struct EndpointConfiguration: Sendable, Equatable {
     /// Unique among the endpoints; names the endpoint in events and metrics.
     package let name: String
     /// The URL (no user name or password in it: put credentials in a header); its scheme is the ``kind``.
-    package let url: URL
+    package internal(set) var url: URL
     /// What a probe does, from the URL's scheme.
     package var kind: ServiceKind { ServiceKind(scheme: url.scheme) ?? .https }
     /// For the TLS connection checks: the name sent as SNI and checked against the certificate (`servername`);
@@ -65,12 +65,12 @@ package struct EndpointConfiguration: Sendable, Equatable {
     package let policyName: String?
     /// The security policy its handshakes are held to: the named one and the policies whose `hosts` match
     /// the URL's host, combined; `nil` for http URLs and unpinned hosts (chain and host name are still verified).
-    package let security: AppliedPolicy?
+    package internal(set) var security: AppliedPolicy?
     /// The configured policies a redirect may reach, in file order: each hop to another host is held to
     /// those matching it, as a first request there would be. All of them when redirects are followed or the
     /// probe goes through an https proxy (whose own certificate is held to those matching the proxy's host),
     /// none otherwise.
-    package let redirectPolicies: [PolicyConfiguration]
+    package internal(set) var redirectPolicies: [PolicyConfiguration]
     /// The one address family probes are held to (`ip_family`); `nil` for `any`, the default.
     package let ipFamily: IPFamily?
     /// Consecutive failures before the endpoint is reported down. Default 2.
@@ -84,7 +84,7 @@ package struct EndpointConfiguration: Sendable, Equatable {
     package let followRedirects: Bool
     /// Where its pin failure reports are POSTed: the `report_uri` of every policy in ``security``, once each, in
     /// the order of its sources. Empty when none has one.
-    package let reportCollectors: [ReportCollector]
+    package internal(set) var reportCollectors: [ReportCollector]
     /// The proxies its probes go through: its own `proxy:`, else the file's default.
     package let proxy: ProxyConfiguration
     /// Whether an included file defines it: its pattern searches run in the included files' lane
@@ -144,6 +144,53 @@ extension EndpointConfiguration {
     /// configured policies matching the proxy's host (they travel with the redirect policies).
     static func throughHTTPSProxy(_ proxy: ProxyConfiguration, _ url: URL?) -> Bool {
         url.flatMap { proxy.settings.proxy(for: $0) }?.scheme == .https
+    }
+
+    /// The policy a TLS kind's handshakes to `url` are held to: `named` and the policies whose `hosts` match the
+    /// checked name (`serverName` when one is given, else the URL's host), combined; `nil` for other kinds.
+    /// - Throws: ``AppliedPolicy/Conflict`` when they cannot be combined.
+    static func appliedPolicy(
+        url: URL, kind: ServiceKind?, serverName: String?, named: PolicyConfiguration?, among policies: [PolicyConfiguration]
+    ) throws(AppliedPolicy.Conflict) -> AppliedPolicy? {
+        guard let kind, EndpointKey.Kinds.tls.contains(kind), let host = serverName ?? url.host else { return nil }
+        return try AppliedPolicy(host: host, named: named, among: policies)
+    }
+
+    /// Where pin failure reports under `security` go: the `report_uri` of each of its policies, once each.
+    static func reportCollectors(of security: AppliedPolicy?, in context: Context) -> [ReportCollector] {
+        var collectors: [ReportCollector] = []
+        for source in security?.sources ?? [] {
+            for collector in context.collectors[source.name] ?? [] where !collectors.contains(where: { $0.url == collector.url }) {
+                collectors.append(collector)
+            }
+        }
+        return collectors
+    }
+
+    /// The policies a redirect may reach (``redirectPolicies``).
+    static func redirectPolicies(
+        followRedirects: Bool, proxy: ProxyConfiguration, url: URL, in context: Context
+    ) -> [PolicyConfiguration] {
+        followRedirects || throughHTTPSProxy(proxy, url) ? context.policies : []
+    }
+
+    /// This endpoint, read from a module with one target, aimed at `url`, a target of the same kind: the keys as
+    /// read (they depend on the kind only), and what depends on the URL chosen again as a reading with `url` would
+    /// (the policies by host, their collectors, the policies a redirect is held to). `nil` when the policies that
+    /// apply to its host cannot be combined: a reading with `url` then says why.
+    func retargeted(to url: URL, in context: Context) -> EndpointConfiguration? {
+        var endpoint = self
+        endpoint.url = url
+        do throws(AppliedPolicy.Conflict) {
+            endpoint.security = try Self.appliedPolicy(
+                url: url, kind: endpoint.kind, serverName: serverName, named: context.policies.first { $0.name == policyName },
+                among: context.policies)
+        } catch {
+            return nil
+        }
+        endpoint.reportCollectors = Self.reportCollectors(of: endpoint.security, in: context)
+        endpoint.redirectPolicies = Self.redirectPolicies(followRedirects: followRedirects, proxy: proxy, url: url, in: context)
+        return endpoint
     }
 }
 

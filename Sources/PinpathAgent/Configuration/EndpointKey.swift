@@ -105,7 +105,7 @@ struct EndpointKey: Sendable {
     func applies(to kind: ServiceKind?) -> Bool { kinds.contains(kind) }
 
     /// The keys `place` may write, in the table's order.
-    static func keys(in place: Place) -> [EndpointKey] { all.filter { $0.places.contains(place) } }
+    static func keys(in place: Place) -> [EndpointKey] { byPlace[place] ?? [] }
 
     /// The names `place` may write, in the table's order: the known keys of its mapping.
     static func names(in place: Place) -> [String] { keys(in: place).map(\.name) }
@@ -114,6 +114,10 @@ struct EndpointKey: Sendable {
     static func named(_ name: String) -> EndpointKey? { byName[name] }
 
     private static let byName = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
+
+    /// The rows of each place, filtered once: a module is read again for every target a scraper names.
+    private static let byPlace = Dictionary(
+        uniqueKeysWithValues: Place.allCases.map { place in (place, all.filter { $0.places.contains(place) }) })
 
     /// `method`, `headers`, `body`, `body_file` and `follow_redirects` are HTTP's.
     private static func httpOnly(_ key: String) -> @Sendable (ServiceKind) -> String {

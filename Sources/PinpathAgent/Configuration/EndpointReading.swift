@@ -130,19 +130,14 @@ struct EndpointReading {
         let address = address.flatMap { checkedAddress($0.value, at: $0.node) }
         guard decoder.problems.count == problemsBefore, let name = name ?? standIn?.name, let url = url ?? standIn?.url
         else { return nil }
-        var collectors: [ReportCollector] = []
-        for source in security?.sources ?? [] {
-            for collector in context.collectors[source.name] ?? [] where !collectors.contains(where: { $0.url == collector.url }) {
-                collectors.append(collector)
-            }
-        }
         return EndpointConfiguration(
             name: name, url: url, serverName: serverName, address: address, send: send, clientCertificate: clientCertificate,
             method: method, headers: headers, body: body, expect: expect, interval: interval, timeout: timeout,
             policyName: policyName, security: security,
-            redirectPolicies: followRedirects || EndpointConfiguration.throughHTTPSProxy(proxy, url) ? context.policies : [],
+            redirectPolicies: EndpointConfiguration.redirectPolicies(followRedirects: followRedirects, proxy: proxy, url: url, in: context),
             ipFamily: ipFamily, failureThreshold: failureThreshold, successThreshold: successThreshold,
-            certExpiryWarnings: certExpiryWarnings, followRedirects: followRedirects, reportCollectors: collectors, proxy: proxy,
+            certExpiryWarnings: certExpiryWarnings, followRedirects: followRedirects,
+            reportCollectors: EndpointConfiguration.reportCollectors(of: security, in: context), proxy: proxy,
             isFromIncludedFile: decoder.readingIncludedFile)
     }
 
@@ -180,9 +175,10 @@ struct EndpointReading {
     /// The policy a TLS kind's handshakes are held to: the named one and those whose `hosts` match the checked name
     /// (the server name when one is given), combined.
     private func appliedPolicy() -> AppliedPolicy? {
-        guard let url, let kind, EndpointKey.Kinds.tls.contains(kind), let host = serverName ?? url.host else { return nil }
+        guard let url else { return nil }
         do throws(AppliedPolicy.Conflict) {
-            return try AppliedPolicy(host: host, named: namedPolicy, among: context.policies)
+            return try EndpointConfiguration.appliedPolicy(
+                url: url, kind: kind, serverName: serverName, named: namedPolicy, among: context.policies)
         } catch  where error.involvesNamedPolicy {
             decoder.report(.refusedPolicy, at: fields["policy"], fields.path("policy"), error.description)
         } catch {

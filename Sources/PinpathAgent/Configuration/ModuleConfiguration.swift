@@ -2,6 +2,7 @@ import FoundationEssentials
 import PinpathHTTP
 import PinpathSupport
 import PinpathYAML
+import Synchronization
 
 /// One entry of `modules:`: a named probe recipe whose targets a scraper names (`/probe?target=…&module=…`,
 /// blackbox_exporter's multi-target pattern). Its keys are an endpoint's but `name`, `url`, `interval` and
@@ -9,10 +10,12 @@ import PinpathYAML
 /// (which targets it may probe, ``TargetAllowList``).
 ///
 /// A module is read with the endpoint key table twice: once at load time, to report its problems with their
-/// positions (as for an endpoint, against its `kind:` when it has one), and again for each target, with the
+/// positions (as for an endpoint, against its `kind:` when it has one), and again for a target, with the
 /// target's name and URL, so that the policy is chosen by the target's host, and the keys that do not apply to a
 /// kind-less module's target's kind are refused in the words the configuration would use. There is no second
-/// parser: both readings are ``EndpointReading``.
+/// parser: both readings are ``EndpointReading``. The keys depend on the target's kind only, so the module is read
+/// with the first good target of each kind, and later targets of that kind only choose again what depends on
+/// their URL (``EndpointConfiguration/retargeted(to:in:)``).
 package struct ModuleConfiguration: Sendable {
     /// The name the scraper gives (`module=`): one line of visible text, unique among the modules.
     package let name: String
@@ -35,6 +38,8 @@ package struct ModuleConfiguration: Sendable {
     private let file: String
     private let baseDirectory: String
     private let environment: [String: String]
+    /// The module read with a target of each kind so far.
+    private let readForKind = EndpointsByKind()
 
     /// The keys a module may write.
     static let keys = EndpointKey.names(in: .module) + ["kind", "targets"]
@@ -60,7 +65,8 @@ package struct ModuleConfiguration: Sendable {
     ///   apply to the target's kind.
     func endpoint(forTarget target: String) throws(TargetProblem) -> EndpointConfiguration {
         let decoder = ConfigurationDecoder(file: file, baseDirectory: baseDirectory, environment: environment)
-        let shown = ConfigurationProblem.quoted(DisplayURL.redacting(target))
+        // Only a refusal shows the target: redacting it parses it again as a URL, a tenth of a good probe's reading.
+        var shown: String { ConfigurationProblem.quoted(DisplayURL.redacting(target)) }
         guard !target.isEmpty else { throw TargetProblem(message: "the target is empty") }
         let text: String
         if target.contains("://") {
@@ -84,10 +90,27 @@ package struct ModuleConfiguration: Sendable {
                     \(targetKind.rawValue):// URL; give host:port, or a \(kind.rawValue):// URL
                     """)
         }
+        // A target of a kind the module was read with: only what depends on the URL is chosen again. A scheme
+        // pinpath does not know is read in full each time (the reading refuses it, or takes the module's kind).
+        if let targetKind, let read = readForKind[targetKind], let endpoint = read.retargeted(to: url, in: context) {
+            return endpoint
+        }
         guard let fields = decoder.mapping(node, keyPath, known: Self.keys) else { throw Self.firstProblem(decoder) }
         var reading = EndpointReading(fields, in: .module, context: context, decoder, moduleKind: kind, target: (name, url))
         guard let endpoint = reading.endpoint(problemsBefore: 0) else { throw Self.firstProblem(decoder) }
+        if let targetKind { readForKind[targetKind] = endpoint }
         return endpoint
+    }
+
+    /// A module's endpoint read with a target, by the target's kind: at most one per kind, whatever targets
+    /// scrapers name. Probes of one module run at once on the task pool, hence the lock.
+    private final class EndpointsByKind: Sendable {
+        private let endpoints = Mutex<[ServiceKind: EndpointConfiguration]>([:])
+
+        subscript(kind: ServiceKind) -> EndpointConfiguration? {
+            get { endpoints.withLock { $0[kind] } }
+            set { endpoints.withLock { $0[kind] = newValue } }
+        }
     }
 
     /// The first problem a reading reported, without the file's name and position: the scraper sees it, and

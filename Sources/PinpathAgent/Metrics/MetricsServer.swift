@@ -135,8 +135,8 @@ final class MetricsServer: Sendable {
 
 /// Answers one request per connection from the store's snapshot; runs on the connection's event loop.
 ///
-/// Every write is flushed at once; the kernel taking it whole is the client taking its answer, which
-/// ``MetricsConnectionSlots`` sees as progress. Between writes the connection waits on its client and its slot can
+/// Every write is flushed at once (a whole answer, head, body and end, with one flush: one system call); the kernel
+/// taking it whole is the client taking its answer, which ``MetricsConnectionSlots`` sees as progress. Between writes the connection waits on its client and its slot can
 /// be taken, however the answer stands (pieces left to render, the last one queued, only the end of the response
 /// left): a client that asks and does not read holds nothing a scraper needs.
 ///
@@ -449,12 +449,13 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    /// Writes and flushes `part`. When the kernel has taken it whole the client made progress; when that was the
-    /// end of the response, the listener's side shuts.
-    private func send(_ part: HTTPServerResponsePart, _ context: ChannelHandlerContext) {
+    /// Writes `part`, and flushes it with what was written before it unless `flush` is false (a part the next
+    /// one flushes). When the kernel has taken it whole the client made progress; when that was the end of the
+    /// response, the listener's side shuts.
+    private func send(_ part: HTTPServerResponsePart, _ context: ChannelHandlerContext, flush: Bool = true) {
         let isEnd: Bool
         if case .end = part { isEnd = true } else { isEnd = false }
-        let written = context.writeAndFlush(wrapOutboundOut(part))
+        let written = flush ? context.writeAndFlush(wrapOutboundOut(part)) : context.write(wrapOutboundOut(part))
         // Completed on this event loop, where the handler and its context live.
         written.assumeIsolated().whenComplete { result in
             guard case .success = result else { return context.close(promise: nil) }
@@ -492,8 +493,9 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         headers.add(name: "Content-Type", value: contentType)
         headers.add(name: "Content-Length", value: String(buffer.readableBytes))
         headers.add(name: "Connection", value: "close")
-        send(.head(HTTPResponseHead(version: head.version, status: status, headers: headers)), context)
-        if head.method != .HEAD { send(.body(.byteBuffer(buffer)), context) }
+        // One flush for the whole answer, at its end: one write to the socket rather than three.
+        send(.head(HTTPResponseHead(version: head.version, status: status, headers: headers)), context, flush: false)
+        if head.method != .HEAD { send(.body(.byteBuffer(buffer)), context, flush: false) }
         end(context)
     }
 }

@@ -29,25 +29,38 @@ struct ProbeQuery: Equatable, Sendable {
     /// - Throws: ``Problem`` for a bad escape, a value that is not UTF-8 or holds a control character, a missing,
     ///   empty, repeated or over-long `target` or `module`, or a `debug` other than `true` or `false`.
     init(parsing query: Substring) throws(Problem) {
-        var values: [String: String] = [:]
+        // Three slots rather than a dictionary: this runs on the listener's thread for every scrape.
+        var target: String?
+        var module: String?
+        var debug: String?
         for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = try Self.decode(parts[0], parameter: nil)
-            guard ["target", "module", "debug"].contains(name) else { continue }
-            guard values[name] == nil else { throw Problem(parameter: name, reason: "given more than once") }
-            values[name] = try Self.decode(parts.count > 1 ? parts[1] : "", parameter: name)
+            let value = parts.count > 1 ? parts[1] : ""
+            switch name {
+            case "target": try Self.take(value, named: name, into: &target)
+            case "module": try Self.take(value, named: name, into: &module)
+            case "debug": try Self.take(value, named: name, into: &debug)
+            default: continue
+            }
         }
-        target = try Self.required("target", values, maximumBytes: Self.maximumTargetBytes)
-        module = try Self.required("module", values, maximumBytes: Self.maximumModuleBytes)
-        switch values["debug"] {
-        case nil, "false": debug = false
-        case "true": debug = true
+        self.target = try Self.required("target", target, maximumBytes: Self.maximumTargetBytes)
+        self.module = try Self.required("module", module, maximumBytes: Self.maximumModuleBytes)
+        switch debug {
+        case nil, "false": self.debug = false
+        case "true": self.debug = true
         default: throw Problem(parameter: "debug", reason: "expected true or false")
         }
     }
 
-    private static func required(_ name: String, _ values: [String: String], maximumBytes: Int) throws(Problem) -> String {
-        guard let value = values[name] else { throw Problem(parameter: name, reason: "missing (add \(name)=… to the query)") }
+    /// Decodes the value of the parameter `name` into its slot, which must still be empty.
+    private static func take(_ value: Substring, named name: String, into slot: inout String?) throws(Problem) {
+        guard slot == nil else { throw Problem(parameter: name, reason: "given more than once") }
+        slot = try decode(value, parameter: name)
+    }
+
+    private static func required(_ name: String, _ value: String?, maximumBytes: Int) throws(Problem) -> String {
+        guard let value else { throw Problem(parameter: name, reason: "missing (add \(name)=… to the query)") }
         guard !value.isEmpty else { throw Problem(parameter: name, reason: "empty") }
         guard value.utf8.count <= maximumBytes else {
             throw Problem(parameter: name, reason: "longer than \(maximumBytes) bytes")
