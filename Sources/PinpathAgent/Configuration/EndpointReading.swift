@@ -42,6 +42,8 @@ struct EndpointReading {
     var successThreshold = 1
     var certExpiryWarnings = EndpointConfiguration.defaultCertExpiryWarnings
     var proxy: ProxyConfiguration
+    /// Whether this reads a module for one target a scraper named (nothing reads it again at the policies).
+    private let readsTarget: Bool
 
     /// Reads the keys of `place` from `fields`, each with its row of the table, in the table's order.
     ///
@@ -59,6 +61,7 @@ struct EndpointReading {
         self.kind = target.flatMap { ServiceKind(scheme: $0.url.scheme) } ?? moduleKind
         self.name = target?.name
         self.url = target?.url
+        self.readsTarget = target != nil
         withdrawMainFileOnlyKeys()
         for key in EndpointKey.keys(in: place) {
             let path = self.fields.path(key.name)
@@ -182,7 +185,10 @@ struct EndpointReading {
         } catch  where error.involvesNamedPolicy {
             decoder.report(.refusedPolicy, at: fields["policy"], fields.path("policy"), error.description)
         } catch {
-            // Two host-matched policies: reported once, at the policies themselves.
+            // Two host-matched policies: reported once, at the policies themselves, which a valid configuration
+            // rules out for every host their patterns meet (``ConfigurationDecoder/reportTrustStoreConflicts``). A
+            // target's reading fails closed all the same: no policy at all is never the answer to two.
+            if readsTarget { decoder.report(.refusedPolicy, at: fields.node, fields.path("policy"), error.description) }
         }
         return nil
     }
