@@ -328,32 +328,17 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             buffer.writeBytes(bytes)
             return buffer
         }
-        answered = true
-        var headers = HTTPHeaders()
-        for (name, value) in StatusDocument.headers { headers.add(name: name, value: value) }
-        headers.add(name: "Content-Length", value: String(body.readableBytes))
-        headers.add(name: "Connection", value: "close")
-        send(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers)), context)
-        if head.method != .HEAD { send(.body(.byteBuffer(body)), context) }
-        end(context)
+        respond(context, status: .ok, bytes: body, head: head, headers: HTTPHeaders(StatusDocument.headers))
     }
 
     /// A file of the status page (`/`, `/status.css`, `/status.js`) with the page's headers (``StatusPage/headers``).
     private func answerStatusPage(_ path: Substring, head: HTTPRequestHead, _ context: ChannelHandlerContext) {
         guard let asset = StatusPage.asset(at: path) else { return }
-        answered = true
-        var headers = HTTPHeaders()
-        for header in StatusPage.headers { headers.add(name: header.name, value: header.value) }
+        var headers = HTTPHeaders(StatusPage.headers.map { ($0.name, $0.value) })
         headers.add(name: "Content-Type", value: asset.contentType)
-        headers.add(name: "Content-Length", value: String(asset.bytes.count))
-        headers.add(name: "Connection", value: "close")
-        send(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers)), context)
-        if head.method != .HEAD {
-            var buffer = context.channel.allocator.buffer(capacity: asset.bytes.count)
-            buffer.writeBytes(asset.bytes)
-            send(.body(.byteBuffer(buffer)), context)
-        }
-        end(context)
+        var buffer = context.channel.allocator.buffer(capacity: asset.bytes.count)
+        buffer.writeBytes(asset.bytes)
+        respond(context, status: .ok, bytes: buffer, head: head, headers: headers)
     }
 
     /// `/probe?target=…&module=…`: a malformed request is answered at once (400), one above the in-flight limit
@@ -486,16 +471,25 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         _ context: ChannelHandlerContext, status: HTTPResponseStatus, body: String, head: HTTPRequestHead,
         headers extra: HTTPHeaders = HTTPHeaders(), contentType: String = "text/plain; charset=utf-8"
     ) {
-        answered = true
         var buffer = context.channel.allocator.buffer(capacity: body.utf8.count)
         buffer.writeString(body)
         var headers = extra
         headers.add(name: "Content-Type", value: contentType)
-        headers.add(name: "Content-Length", value: String(buffer.readableBytes))
+        respond(context, status: status, bytes: buffer, head: head, headers: headers)
+    }
+
+    /// Writes a whole answer: `headers` (its Content-Type among them), the length, and `body` unless the request is
+    /// HEAD (whose Content-Length is GET's), then the end; one flush for all of it, one write to the socket.
+    private func respond(
+        _ context: ChannelHandlerContext, status: HTTPResponseStatus, bytes body: ByteBuffer, head: HTTPRequestHead,
+        headers: HTTPHeaders
+    ) {
+        answered = true
+        var headers = headers
+        headers.add(name: "Content-Length", value: String(body.readableBytes))
         headers.add(name: "Connection", value: "close")
-        // One flush for the whole answer, at its end: one write to the socket rather than three.
         send(.head(HTTPResponseHead(version: head.version, status: status, headers: headers)), context, flush: false)
-        if head.method != .HEAD { send(.body(.byteBuffer(buffer)), context, flush: false) }
+        if head.method != .HEAD { send(.body(.byteBuffer(body)), context, flush: false) }
         end(context)
     }
 }
