@@ -105,15 +105,20 @@ struct StatusAPITests {
         return (pki.path(leaf), pki.path(leaf, "key"), pki.path(root))
     }
 
+    /// A TLS server on loopback with the test PKI's valid leaf for localhost and its intermediate.
+    static func localhostServer(in directory: TemporaryDirectory) throws -> TLSServer {
+        let localhost = LocalhostPKI.shared
+        return try TLSServer(
+            certificate: localhost.path("valid"), key: localhost.path("valid", "key"), chain: [TestPKI.shared.path("inter")],
+            in: directory.path, port: nil)
+    }
+
     @Test(
         "A good pinned https server, a wrong pin, a closed port, a tls:// one and a hostile certificate (refused): each endpoint's state, probe, certificate, policy and pins; events; the schema; no secret, no markup",
         .enabled(if: schemaPython != nil, "needs jsonschema (source scripts/packages.sh && install_test_python)"))
     func documentOfRealServers() async throws {
         let directory = try TemporaryDirectory()
-        let localhost = LocalhostPKI.shared
-        let server = try TLSServer(
-            certificate: localhost.path("valid"), key: localhost.path("valid", "key"), chain: [TestPKI.shared.path("inter")],
-            in: directory.path, port: nil)
+        let server = try Self.localhostServer(in: directory)
         defer { server.stop() }
         let hostile = try Self.hostileCertificate()
         let hostileServer = try TLSServer(certificate: hostile.certificate, key: hostile.key, chain: [], in: directory.path, port: nil)
@@ -122,7 +127,7 @@ struct StatusAPITests {
         let interPin = try TestPKI.shared.certificate("inter").spkiPin.description
         let rootPin = try TestPKI.shared.certificate("root").spkiPin.description
         let otherPin = try TestPKI.shared.certificate("otherinter").spkiPin.description
-        let leafPin = try #require(try Certificate.certificates(contentsOf: localhost.path("valid")).first).spkiPin.description
+        let leafPin = try #require(try Certificate.certificates(contentsOf: LocalhostPKI.shared.path("valid")).first).spkiPin.description
         try FileManager.default.createDirectory(atPath: directory.file("conf.d"), withIntermediateDirectories: true)
         try """
         endpoints:
@@ -325,10 +330,7 @@ struct StatusAPITests {
         .enabled(if: schemaPython != nil, "needs jsonschema (source scripts/packages.sh && install_test_python)"))
     func thousandEndpoints() async throws {
         let directory = try TemporaryDirectory()
-        let localhost = LocalhostPKI.shared
-        let server = try TLSServer(
-            certificate: localhost.path("valid"), key: localhost.path("valid", "key"), chain: [TestPKI.shared.path("inter")],
-            in: directory.path, port: nil)
+        let server = try Self.localhostServer(in: directory)
         defer { server.stop() }
         let interPin = try TestPKI.shared.certificate("inter").spkiPin.description
         let rootPin = try TestPKI.shared.certificate("root").spkiPin.description

@@ -1,4 +1,4 @@
-# Sourced by benchmarks that probe a local nginx over TLS (agent-scale.sh, probe-route.sh): the work directory
+# Sourced by benchmarks that probe a local nginx over TLS (agent-scale.sh, probe-route.sh, status-api.sh): the work directory
 # and its clean-up, the processes to stop, the nginx with its PKI, /proc's CPU and RSS figures, and
 # blackbox_exporter driven at a fixed rate. The caller sets `bench` (its name, for messages) and `set -euo pipefail`
 # before sourcing, and DURATION (seconds a driven run lasts) before calling run_blackbox.
