@@ -153,4 +153,23 @@ struct ListenerAccessTests {
         #expect(right.0 && !wrong.0 && !unknown.0)
         print("bcrypt cost 10, first check: right \(right.1), wrong password \(wrong.1), unknown user \(unknown.1)")
     }
+
+    @Test(
+        "A loopback or Unix socket listener takes only Host values naming this host; one other hosts reach takes any",
+        arguments: [
+            ("localhost", true), ("localhost:9818", true), ("LocalHost.", true), ("127.0.0.1:9818", true), ("127.9.9.9", true),
+            ("[::1]:9818", true), ("[::1]", true), ("[::ffff:127.0.0.1]:1", true), ("evil.example", false),
+            ("evil.example:9818", false), ("localhost.evil.example", false), ("127.0.0.1.evil.example", false),
+            ("0x7f.1", false), ("[::1]x", false), ("localhost:", false), ("localhost:99999999", false), ("10.0.0.1:9818", false),
+            ("", false),
+        ])
+    func hostNamesThisHost(host: String, served: Bool) {
+        for listen in [MetricsListenAddress.tcp(host: "127.0.0.1", port: 9818), .unix(path: "/run/pinpath.sock")] {
+            let access = ListenerAccess(listen: listen)
+            #expect((access.requirement(for: "/api/v1/status", host: host) == .open) == served, "\(host) on \(listen)")
+            #expect(access.requirement(for: "/healthz", host: host) == .open)
+        }
+        #expect(ListenerAccess(listen: .tcp(host: "127.0.0.1", port: 9818)).requirement(for: "/metrics", host: nil) == .open)
+        #expect(ListenerAccess(listen: .tcp(host: "0.0.0.0", port: 9818)).requirement(for: "/metrics", host: host) == .open)
+    }
 }

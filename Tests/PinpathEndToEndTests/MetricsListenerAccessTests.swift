@@ -203,7 +203,7 @@ struct MetricsListenerAccessTests {
             import base64, socket, sys, time
             host, port = sys.argv[1].rsplit(":", 1)
             header = base64.b64encode(b"prometheus:held" + sys.argv[2].encode()).decode()
-            request = ("GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Basic %s\r\n\r\n" % header).encode()
+            request = ("GET /metrics HTTP/1.1\r\nHost: localhost\r\nAuthorization: Basic %s\r\n\r\n" % header).encode()
             held = []
             while True:
                 try:

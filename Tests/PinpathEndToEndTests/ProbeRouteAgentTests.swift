@@ -163,7 +163,7 @@ struct ProbeRouteAgentTests {
             soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
             resource.setrlimit(resource.RLIMIT_NOFILE, (min(4096, hard), hard))
             port, end = int(sys.argv[1]), time.monotonic() + float(sys.argv[2])
-            request = b"GET /probe?target=a&module=b HTTP/1.1\r\nHost: x\r\n\r\n"
+            request = b"GET /probe?target=a&module=b HTTP/1.1\r\nHost: localhost\r\n\r\n"
             held, opened = [], 0
             while time.monotonic() < end:
                 try:

@@ -142,7 +142,7 @@ struct ProbeRouteServerTests {
             nobody + [
                 "/usr/bin/python3", "-c",
                 "import socket,sys,time\nheld=[socket.create_connection(('127.0.0.1',int(sys.argv[1]))) for _ in range(8)]\n"
-                    + "[s.sendall(b'GET /probe?target=hold:1&module=m HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n') for s in held]\ntime.sleep(60)\n",
+                    + "[s.sendall(b'GET /probe?target=hold:1&module=m HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n') for s in held]\ntime.sleep(60)\n",
                 String(port),
             ])
         defer { Shell.kill(holder) }

@@ -71,6 +71,28 @@ struct StatusPageServingTests {
         }
     }
 
+    @Test(
+        "ATTACK (DNS rebinding): on a loopback listener a request naming another host is answered 421 on every route but /healthz, and counted; loopback names are served"
+    )
+    func rebindingRefused() throws {
+        let served = try Served()
+        let port = served.listen.split(separator: ":").last.map(String.init) ?? ""
+        // What a browser sends once an attacker's name resolves to 127.0.0.1: its own name as Host.
+        for host in ["evil.example:\(port)", "evil.example", "127.0.0.1.evil.example:\(port)", "localhost.evil.example"] {
+            for path in ["/", "/status.js", "/api/v1/status", "/metrics", "/probe?module=m&target=x"] {
+                let answer = try #require(try MetricsEndpointTests.fetch(served.listen, path, ["-H", "Host: \(host)"]), "\(host) \(path)")
+                #expect(answer.status == 421, "\(host) \(path): \(answer.status)")
+                #expect(!answer.body.contains("endpoints") && !answer.body.contains("pinpath_"), "\(host) \(path)")
+            }
+            #expect(try MetricsEndpointTests.fetch(served.listen, "/healthz", ["-H", "Host: \(host)"])?.status == 200)
+        }
+        for host in ["127.0.0.1:\(port)", "localhost:\(port)", "LOCALHOST.", "[::1]:\(port)", "127.1.2.3"] {
+            #expect(try MetricsEndpointTests.fetch(served.listen, "/api/v1/status", ["-H", "Host: \(host)"])?.status == 200, "\(host)")
+        }
+        let metrics = try #require(try MetricsEndpointTests.fetch(served.listen, "/metrics")).body
+        #expect(metrics.contains(#"pinpath_metrics_auth_failures_total{reason="host"} 20"#), "\(metrics)")
+    }
+
     @Test("The page weighs at most 100 KB and loads nothing from elsewhere: no outside URL, no inline script or style, no markup sink")
     func contents() throws {
         let served = try Served()

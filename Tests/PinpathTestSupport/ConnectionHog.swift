@@ -106,11 +106,11 @@ public final class ConnectionHog {
         behaviours = behaviours.split(",")
         sources = sys.argv[6:] or [None]
         slots = [(source, behaviours[i % len(behaviours)]) for source in sources for i in range(int(per_source))]
-        REQUEST = b"GET /metrics HTTP/1.1\r\nHost: hog\r\n\r\n"
+        REQUEST = b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n"
         REQUESTS = {
             "unread": REQUEST, "trickle": REQUEST, "pipeline": REQUEST + REQUEST, "junk": REQUEST + b"\x00\x01 not http\r\n\r\n",
             "halfclose": REQUEST,
-            "http10": b"GET /metrics HTTP/1.0\r\n\r\n", "head": b"HEAD /metrics HTTP/1.1\r\nHost: hog\r\n\r\n",
+            "http10": b"GET /metrics HTTP/1.0\r\n\r\n", "head": b"HEAD /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n",
         }
         # An unread answer hides the server's close behind it: such a connection is given up after this long
         # (the listener's lifetime for a connection), as an attacker keeping its slots would.
@@ -139,7 +139,7 @@ public final class ConnectionHog {
             try:
                 s.connect(address)
                 if behaviour == "drip":
-                    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: hog\r\n")
+                    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n")
                 elif behaviour in REQUESTS:
                     s.sendall(REQUESTS[behaviour])
                     if behaviour == "halfclose":

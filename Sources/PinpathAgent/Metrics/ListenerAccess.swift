@@ -39,13 +39,51 @@ struct ListenerAccess: Sendable, Equatable {
         case credentials
         /// 403 with this one-line reason, whatever the request carries.
         case refused(String)
+        /// 421 with this one-line reason: the request names another host than this listener's.
+        case misdirected(String)
     }
 
-    /// The check every route makes first (``MetricsHTTPHandler`` runs it before dispatching).
-    func requirement(for route: String) -> Requirement {
+    /// The check every route makes first (``MetricsHTTPHandler`` runs it before dispatching), with the request's
+    /// `Host` (nil when it sent none).
+    func requirement(for route: String, host: String? = nil) -> Requirement {
         if Self.openRoutes.contains(route) { return .open }
+        if let reason = hostRefusal(host) { return .misdirected(reason) }
         if route == "/probe", let reason = probeRefusal { return .refused(reason) }
         return basicAuth == nil ? .open : .credentials
+    }
+
+    /// Why a request naming `host` is refused, or `nil`: on a listener only this host can reach, the `Host` must
+    /// name this host (`localhost`, a loopback address), as every client that can reach it writes it (a local
+    /// Prometheus, curl, a browser through `ssh -L`). A web page whose name an attacker points at 127.0.0.1 (DNS
+    /// rebinding) would otherwise read the status document, `/metrics` and `/probe` through the operator's browser
+    /// as if it were the agent's own origin. A request without `Host` (HTTP/1.0) comes from no browser. Listeners
+    /// other hosts can reach take any name (clients name the machine as they know it); their protection is
+    /// `metrics.basic_auth` and client certificates.
+    func hostRefusal(_ host: String?) -> String? {
+        guard isLocalOnly, let host, !Self.namesThisHost(host) else { return nil }
+        return
+            "the Host header does not name this host (localhost or a loopback address), which a listener only this host can reach requires"
+    }
+
+    /// Whether a `Host` value (a name or an address, with or without a port) is `localhost` or a loopback address.
+    static func namesThisHost(_ value: String) -> Bool {
+        var host = Substring(value)
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return false }
+            let rest = host[host.index(after: close)...]
+            guard rest.isEmpty || (rest.first == ":" && isPort(rest.dropFirst())) else { return false }
+            host = host[host.index(after: host.startIndex)..<close]
+        } else if let colon = host.lastIndex(of: ":") {
+            guard isPort(host[host.index(after: colon)...]) else { return false }
+            host = host[..<colon]
+        }
+        if host.hasSuffix(".") { host = host.dropLast() }
+        if host.lowercased() == "localhost" { return true }
+        return isLocalOnly(.tcp(host: String(host), port: 0))
+    }
+
+    private static func isPort(_ text: Substring) -> Bool {
+        !text.isEmpty && text.utf8.count <= 5 && text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
     }
 
     /// Why `/probe` is refused on this listener, or `nil` when it is served: a listener other hosts can reach needs

@@ -47,6 +47,8 @@ final class ListenerGate: Sendable {
         case unauthorized
         /// 403 with a one-line reason.
         case refused(String)
+        /// 421 with a one-line reason: the request names another host (``ListenerAccess/hostRefusal(_:)``).
+        case misdirected(String)
         /// 503: too many checks waiting.
         case busy
     }
@@ -54,12 +56,15 @@ final class ListenerGate: Sendable {
     /// Decides a request for `route` carrying `authorization` (the header's value) from `peer`, on `channel`'s
     /// event loop.
     func decide(
-        route: String, authorization: String?, peer: MetricsSlotTable.Peer, on channel: any Channel
+        route: String, host: String?, authorization: String?, peer: MetricsSlotTable.Peer, on channel: any Channel
     ) -> EventLoopFuture<Verdict> {
         let access = current
-        switch access.requirement(for: route) {
+        switch access.requirement(for: route, host: host) {
         case .open: return channel.eventLoop.makeSucceededFuture(.allowed)
         case .refused(let reason): return channel.eventLoop.makeSucceededFuture(.refused(reason))
+        case .misdirected(let reason):
+            store.listenerAuthFailed(reason: "host")
+            return channel.eventLoop.makeSucceededFuture(.misdirected(reason))
         case .credentials: break
         }
         guard let users = access.basicAuth else { return channel.eventLoop.makeSucceededFuture(.allowed) }

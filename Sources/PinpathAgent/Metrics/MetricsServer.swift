@@ -213,8 +213,10 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     private func admit(_ head: HTTPRequestHead, _ context: ChannelHandlerContext) {
         answered = true  // nothing read from now on is answered, whatever the gate says
         let path = String(head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+        // Several Host headers are refused by the HTTP decoder; the first is the one.
         let verdict = gate.decide(
-            route: path, authorization: head.headers.first(name: "authorization"), peer: peer, on: context.channel)
+            route: path, host: head.headers.first(name: "host"), authorization: head.headers.first(name: "authorization"),
+            peer: peer, on: context.channel)
         verdict.assumeIsolated().whenComplete { result in
             guard context.channel.isActive else { return }
             switch result {
@@ -227,6 +229,8 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
                     context, status: .unauthorized, body: "credentials required (metrics.basic_auth)\n", head: head, headers: headers)
             case .success(.refused(let reason)):
                 self.respond(context, status: .forbidden, body: reason + "\n", head: head)
+            case .success(.misdirected(let reason)):
+                self.respond(context, status: .misdirectedRequest, body: reason + "\n", head: head)
             case .success(.busy), .failure:
                 var headers = HTTPHeaders()
                 headers.add(name: "Retry-After", value: "1")
