@@ -112,7 +112,44 @@ struct StatusDocumentTests {
         #expect(store.snapshot().endpoints.map { $0.lastProbe?.outcome } == [.success])
     }
 
-    @Test("The listener renders the document at most once a second: the requests of that second share its bytes")
+    @Test("refresh_ms is the shortest interval held to [5 s, 60 s]: 1 s, 30 s, 1 h and 30 d intervals")
+    func refreshBounds() throws {
+        for (interval, expected) in [("1s", 5000), ("30s", 30_000), ("1h", 60_000), ("30d", 60_000)] {
+            let (store, _) = try Self.store(
+                "endpoints:\n  - { name: a, url: \"http://127.0.0.1:1/\", interval: \(interval) }\n"
+                    + "  - { name: b, url: \"http://127.0.0.1:2/\", interval: 30d }\n")
+            let agent = try #require(try Self.object(StatusDocument.render(store.snapshot()))["agent"] as? [String: Any])
+            #expect(agent["refresh_ms"] as? Int == expected, "interval \(interval)")
+        }
+    }
+
+    @Test("The page holds whatever refresh_ms it reads to [5 s, 60 s] before giving it to setTimeout")
+    func pageClampsRefresh() throws {
+        let script = try #require(StatusPage.asset(at: "/status.js")).bytes
+        let text = String(decoding: script, as: UTF8.self)
+        #expect(text.contains("const MAXIMUM_REFRESH_MS = 60000;"))
+        #expect(text.contains("Math.min(MAXIMUM_REFRESH_MS, Math.max(MINIMUM_REFRESH_MS, wanted))"))
+        #expect(text.contains("setTimeout(refresh, refreshPeriod())"))
+    }
+
+    @Test("A budget of server text: names cut to what remains, lists cut whole items at a time with the count left out")
+    func textBudget() {
+        var budget = StatusTextBudget(10)
+        #expect(budget.take("abcdef", limit: 4) == "abcd…")
+        #expect(budget.remaining == 6)
+        #expect(budget.take("<<<<<<<<", limit: 256) == "<<<<<<…")
+        #expect(budget.remaining == 0)
+        #expect(budget.take("x", limit: 256) == "…")
+        #expect(budget.take("", limit: 256) == "")
+
+        var list = StatusTextBudget(7)
+        let (kept, omitted) = list.takeWhole(["ab", "cde", "fghij", "k"], limit: 4)
+        #expect(kept == ["ab", "cde"] && omitted == 2)
+        #expect(list.remaining == 2)
+        #expect(StatusTextBudget.perEndpoint == 4096)
+    }
+
+    @Test("The listener renders the document at most once a second, less often when it is slow: the requests that follow share its bytes")
     func answersShared() {
         let cache = StatusAnswerCache()
         var renders = 0
@@ -131,5 +168,20 @@ struct StatusDocumentTests {
         // A clock that went back (another thread's earlier instant) renders anew rather than serving the future's.
         _ = cache.body(now: start, render: render)
         #expect(renders == 3)
+        // A slow rendering is shared for ten times what it took: 150 ms of rendering, 1.5 s of sharing.
+        #expect(StatusAnswerCache.lifetime(renderingTime: .milliseconds(20)) == .seconds(1))
+        #expect(StatusAnswerCache.lifetime(renderingTime: .milliseconds(1350)) == .milliseconds(13_500))
+        let slow = StatusAnswerCache()
+        let slowStart = ContinuousClock.now
+        func slowRender() -> ByteBuffer {
+            renders += 1
+            usleep(150_000)
+            return ByteBuffer(string: "document \(renders)")
+        }
+        _ = slow.body(now: slowStart, render: slowRender)
+        _ = slow.body(now: slowStart + .milliseconds(1400), render: slowRender)
+        #expect(renders == 4)
+        _ = slow.body(now: slowStart + .seconds(5), render: slowRender)
+        #expect(renders == 5)
     }
 }

@@ -168,6 +168,8 @@ struct StatusAPITests {
             .joined(separator: "\n")
             return states["good"] == "up" && states["wrong-pin"] == "down" && states["closed"] == "down" && states["tls"] == "up"
                 && states["hostile-cert"] == "down" && states[Self.imagePayload] == "up" && states[Self.scriptPayload] == "down"
+                // Down because its certificate was refused, not because a loaded machine timed a probe out.
+                && !(Self.endpoint("hostile-cert", in: document)?["certificate"] is NSNull)
                 && (document["events"] as? [[String: Any]] ?? []).contains { $0["event"] as? String == "pin.failure" }
         }
         seen = ""
@@ -358,6 +360,88 @@ struct StatusAPITests {
         let up = try #require(Self.endpoints(document).first { $0["state"] as? String == "up" })
         #expect(((up["certificate"] as? [String: Any])?["chain"] as? [Any])?.count == 3)
         print("1,000 endpoints: \(body.utf8.count) bytes, \(Self.endpoints(document).filter { $0["state"] as? String == "up" }.count) up")
+    }
+
+    /// A leaf for 127.0.0.1 made to inflate the document: 8 `OU=` of 64 `<` and 100 `DNS:` SANs of 240 `<` each,
+    /// every `<` written `\u003c` (six bytes) in the JSON. The attacker's review of issue 27 served it with two
+    /// copies as the chain: 500 such endpoints made a 53 MB document.
+    static func inflatedCertificate() throws -> (certificate: String, key: String, root: String) {
+        let pki = NamesPKI.shared
+        let root = "status-inflated-root-\(UUID().uuidString.prefix(8))"
+        let leaf = "status-inflated-leaf-\(UUID().uuidString.prefix(8))"
+        try pki.root(root)
+        let markup = { (count: Int) in String(repeating: "<", count: count) }
+        try pki.leaf(
+            leaf, issuer: root, subject: "/CN=inflated" + String(repeating: "/OU=" + markup(64), count: 8),
+            extensions: ["subjectAltName=IP:127.0.0.1," + Array(repeating: "DNS:" + markup(240), count: 100).joined(separator: ",")])
+        return (pki.path(leaf), pki.path(leaf, "key"), pki.path(root))
+    }
+
+    /// The raw bytes of the endpoint named `name` in a document's body (the names used hold nothing to escape).
+    static func endpointBytes(_ name: String, in body: String, before next: String?) throws -> Int {
+        let start = try #require(body.range(of: #"{"name":"\#(name)""#), "no endpoint \(name)")
+        let end = try next.map { try #require(body.range(of: #",{"name":"\#($0)""#), "no endpoint \($0)").lowerBound }
+        let stop = try end ?? #require(body.range(of: #"],"events":"#)).lowerBound
+        return body.utf8[start.lowerBound..<stop].count
+    }
+
+    @Test(
+        "A certificate of 8 × 64 `<` in its subject and 100 × 240 `<` in its SANs, and a chain of 12: the endpoint's share of the document stays under 40 KB, the lists cut with a count",
+        .enabled(if: schemaPython != nil, "needs jsonschema (source scripts/packages.sh && install_test_python)"))
+    func serverTextBudget() async throws {
+        let directory = try TemporaryDirectory()
+        let inflated = try Self.inflatedCertificate()
+        let inflatedServer = try TLSServer(
+            certificate: inflated.certificate, key: inflated.key, chain: [inflated.certificate, inflated.certificate], in: directory.path,
+            port: nil)
+        defer { inflatedServer.stop() }
+        let small = try Self.hostileCertificate()
+        let longChainServer = try TLSServer(
+            certificate: small.certificate, key: small.key, chain: Array(repeating: small.certificate, count: 11), in: directory.path,
+            port: nil)
+        defer { longChainServer.stop() }
+        let agent = try Agent(
+            directory: directory,
+            yaml: """
+                policies:
+                  inflated-ca: { mode: none, ca_file: \(inflated.root) }
+                  small-ca: { mode: none, ca_file: \(small.root) }
+                endpoints:
+                  - { name: inflated, url: "https://127.0.0.1:\(inflatedServer.port)/", policy: inflated-ca, interval: 1s, timeout: 900ms }
+                  - { name: long-chain, url: "https://127.0.0.1:\(longChainServer.port)/", policy: small-ca, interval: 1s, timeout: 900ms }
+                """)
+        try await agent.start()
+        try await MetricsEndpointTests.wait("both certificates shown") {
+            let endpoints = Self.endpoints(try agent.document())
+            return endpoints.count == 2 && endpoints.allSatisfy { !($0["certificate"] is NSNull) && !($0["last_probe"] is NSNull) }
+        }
+        let body = try agent.fetch().body
+        #expect(try Self.schemaErrors(body) == "")
+        let document = try Self.parse(body)
+
+        // Before the budget: about 150 KB for this one endpoint.
+        let share = try Self.endpointBytes("inflated", in: body, before: "long-chain")
+        #expect(share < 40_000, "the inflated endpoint costs \(share) bytes of the document")
+        print("the inflated endpoint's share of the document: \(share) bytes")
+        let endpoint = try #require(Self.endpoint("inflated", in: document))
+        let certificate = try #require(endpoint["certificate"] as? [String: Any])
+        let sans = try #require(certificate["sans"] as? [String])
+        let omitted = try #require(certificate["sans_omitted"] as? Int)
+        #expect(sans.count + omitted == 101 && omitted > 0, "\(sans.count) shown, \(omitted) omitted")
+        // Whole SANs only, each at most its 256 scalars and the ellipsis.
+        #expect(sans.first == "IP:127.0.0.1")
+        #expect(sans.dropFirst().allSatisfy { $0 == "DNS:" + String(repeating: "<", count: 240) }, "\(sans)")
+        #expect((certificate["subject"] as? String)?.hasSuffix("…") == true)
+        #expect((certificate["chain"] as? [[String: Any]])?.count == 3)
+        #expect(certificate["chain_omitted"] as? Int == 0)
+        let message = (endpoint["last_probe"] as? [String: Any])?["message"] as? String ?? ""
+        #expect(message.unicodeScalars.count <= 769 && !message.isEmpty, "\(message.unicodeScalars.count) scalars")
+
+        // Ten certificates of the twelve served, and the count of the rest.
+        let longChain = try #require(Self.endpoint("long-chain", in: document)?["certificate"] as? [String: Any])
+        #expect((longChain["chain"] as? [[String: Any]])?.count == 10)
+        #expect(longChain["chain_omitted"] as? Int == 2)
+        #expect(longChain["sans_omitted"] as? Int == 0)
     }
 }
 

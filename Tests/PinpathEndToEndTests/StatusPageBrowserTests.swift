@@ -358,4 +358,59 @@ struct StatusPageBrowserTests {
                 """) as? [String]
         #expect(byState == Array(repeating: "down", count: 300) + Array(repeating: "up", count: 700), "\(Set(byState ?? []))")
     }
+
+    @Test("A certificate whose names exceed the document's budget: each SAN shown in its own item, then \"… and N more names\"")
+    func cutListsAreCounted() async throws {
+        let directory = try TemporaryDirectory("status-page-cut")
+        let inflated = try StatusAPITests.inflatedCertificate()
+        let server = try TLSServer(
+            certificate: inflated.certificate, key: inflated.key, chain: [inflated.certificate, inflated.certificate], in: directory.path)
+        defer { server.stop() }
+        // No policy: the system store refuses the chain, and the document shows the leaf as served.
+        let scene = try Scene(
+            "endpoints:\n  - { name: inflated, url: \"https://127.0.0.1:\(server.port)/\", interval: 1s, timeout: 900ms }",
+            directory: directory)
+        let browser = try HeadlessChromium()
+        defer { browser.close() }
+        try browser.load(scene.origin + "/")
+        try await browser.wait(
+            "the row's certificate", timeout: .seconds(30),
+            for: "return [...document.querySelectorAll('#endpoint-rows .cell-days')].filter(c => c.textContent !== '').length === 1",
+            describe: Self.statesByName)
+        try browser.evaluate("document.querySelectorAll('#endpoint-rows button.open')[0].click(); return true;")
+        try await browser.wait(
+            "the detail's names", timeout: .seconds(10), for: "return document.querySelectorAll('#detail-body ul.sans li').length > 0")
+
+        let certificate = try #require(
+            (try scene.status()["endpoints"] as? [[String: Any]])?.first?["certificate"] as? [String: Any], "no certificate")
+        let sans = try #require(certificate["sans"] as? [String])
+        let omitted = try #require(certificate["sans_omitted"] as? Int)
+        #expect(omitted > 0)
+        let items = try #require(
+            try browser.evaluate("return [...document.querySelectorAll('#detail-body ul.sans li')].map(li => li.textContent);") as? [String]
+        )
+        #expect(items == sans + ["… and \(omitted) more names"])
+    }
+
+    @Test("A 30-day interval: the page asks again after a minute at the most, not continuously (setTimeout past 2^31-1 ms)")
+    func longIntervalDoesNotPollContinuously() async throws {
+        let closed = try TLSServer.freePort()
+        let scene = try Scene("endpoints:\n  - { name: monthly, url: \"http://127.0.0.1:\(closed)/\", interval: 30d }")
+        #expect((try scene.status()["agent"] as? [String: Any])?["refresh_ms"] as? Int == 60_000)
+        let browser = try HeadlessChromium()
+        defer { browser.close() }
+        try browser.load(scene.origin + "/")
+        try await browser.wait(
+            "a first document", timeout: .seconds(20),
+            for: "return document.body.dataset.generatedAt !== undefined && document.body.dataset.generatedAt !== ''")
+        let first = try browser.evaluate("return document.body.dataset.generatedAt;") as? String
+        // The agent shares a document for a second: a page polling without pause shows a newer one within 3 s.
+        try await Task.sleep(for: .seconds(3))
+        let later = try browser.evaluate("return document.body.dataset.generatedAt;") as? String
+        #expect(first == later, "the page fetched again within 3 s: \(first ?? "-") then \(later ?? "-")")
+        let fetches =
+            try browser.evaluate(
+                "return performance.getEntriesByType('resource').filter(e => e.name.endsWith('/api/v1/status')).length;") as? Int
+        #expect(fetches == 1)
+    }
 }

@@ -320,8 +320,8 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// `/api/v1/status`: the status document (``StatusDocument``), rendered here on the listener's thread from a
-    /// snapshot copied under the store's short lock, at most once a second: the requests of that second share it
-    /// (``StatusAnswerCache``).
+    /// snapshot copied under the store's short lock, at most once a second (less often when it is slow to render):
+    /// the requests that follow share it (``StatusAnswerCache``).
     private func answerStatus(_ head: HTTPRequestHead, _ context: ChannelHandlerContext) {
         guard let status else { return }
         // HEAD too: its Content-Length is the document's, as GET's would be.

@@ -45,8 +45,8 @@ struct EndpointStatus: Sendable {
         var time: String
         var outcome: ProbeResult.Outcome
         var errorCategory: String?
-        /// Cut to `UntrustedText`'s limit, as events cut it; an enforced pin failure's long account is
-        /// replaced by its one-line summary, as in `probe.completed`.
+        /// Cut to ``StatusTextBudget/lastProbeMessage`` scalars (events keep more); an enforced pin failure's long
+        /// account is replaced by its one-line summary, as in `probe.completed`.
         var message: String?
         var statusCode: Int?
         var timings: PhaseTimings?
@@ -62,14 +62,40 @@ struct EndpointStatus: Sendable {
         var pin: String
     }
 
-    /// The leaf of the last verified chain (or the served one, when verification failed) and that chain.
+    /// The leaf of the last verified chain (or the served one, when verification failed) and that chain, their
+    /// names within ``StatusTextBudget/certificate``.
     struct CertificateSummary: Sendable {
         var subject: String
         var issuer: String
         var sans: [String]
+        /// The leaf's SANs left out of ``sans`` (past ``EndpointStatus/sansLimit`` or the budget).
+        var sansOmitted: Int
         var notAfter: Date
         var notAfterText: String
         var chain: [ChainEntry]
+        /// The certificates left out of ``chain`` (past ``EndpointStatus/chainLimit``).
+        var chainOmitted: Int
+
+        /// The summary of `chain`, leaf first. Names are taken from one budget in the order a reader needs them:
+        /// the leaf's subject and issuer, each certificate's names (every certificate up to the limit is kept, for
+        /// its pin), then as many whole SANs as still fit.
+        init(_ chain: [Certificate]) {
+            let leaf = chain[0]
+            var budget = StatusTextBudget(StatusTextBudget.certificate)
+            subject = budget.take(leaf.subject, limit: nameLimit)
+            issuer = budget.take(leaf.issuer, limit: nameLimit)
+            notAfter = leaf.notAfter
+            notAfterText = leaf.notAfter.formatted(.iso8601)
+            self.chain = chain.prefix(chainLimit).map {
+                ChainEntry(
+                    subject: budget.take($0.subject, limit: nameLimit), issuer: budget.take($0.issuer, limit: nameLimit),
+                    notAfter: $0.notAfter.formatted(.iso8601), pin: $0.spkiPin.description)
+            }
+            chainOmitted = chain.count - self.chain.count
+            let allSANs = leaf.subjectAlternativeNames
+            sans = budget.takeWhole(Array(allSANs.prefix(sansLimit)), limit: nameLimit).kept
+            sansOmitted = allSANs.count - sans.count
+        }
     }
 
     /// The last pin failure seen (enforced or report-only), suppressed in events or not.
@@ -93,7 +119,7 @@ struct EndpointStatus: Sendable {
     /// The certificates of a chain shown, and the length of each name: a server chooses both (as events cut them).
     static let chainLimit = AgentEvents.servedChainLimit
     static let nameLimit = AgentEvents.servedSubjectLimit
-    /// The SANs shown of a leaf: a server chooses how many it sends.
+    /// The most SANs shown of a leaf (fewer when their names use up the budget): a server chooses how many it sends.
     static let sansLimit = 100
 
     var configured: Configured
@@ -134,7 +160,7 @@ struct EndpointStatus: Sendable {
 
         init(_ result: ProbeResult) {
             let time = EndpointStatus.format(result.started)
-            let message = AgentEvents.probeMessage(result).map { UntrustedText.truncated($0, limit: UntrustedText.defaultLimit) }
+            let message = AgentEvents.probeMessage(result).map { UntrustedText.truncated($0, limit: StatusTextBudget.lastProbeMessage) }
             lastProbe = LastProbe(
                 time: time, outcome: result.outcome, errorCategory: result.errorCategory?.rawValue, message: message,
                 statusCode: result.kind.isHTTP ? result.statusCode : nil, timings: result.timings, remoteAddress: result.remoteAddress,
@@ -151,21 +177,11 @@ struct EndpointStatus: Sendable {
                 }
             evaluated = (evaluation.appliedProfile?.description, pinsMatched)
             let chain = evaluation.chainValidated ? evaluation.verifiedChain : evaluation.servedChain
-            if let leaf = chain.first {
-                certificate = CertificateSummary(
-                    subject: EndpointStatus.name(leaf.subject), issuer: EndpointStatus.name(leaf.issuer),
-                    sans: leaf.subjectAlternativeNames.prefix(EndpointStatus.sansLimit).map(EndpointStatus.name), notAfter: leaf.notAfter,
-                    notAfterText: leaf.notAfter.formatted(.iso8601),
-                    chain: chain.prefix(EndpointStatus.chainLimit).map {
-                        ChainEntry(
-                            subject: EndpointStatus.name($0.subject), issuer: EndpointStatus.name($0.issuer),
-                            notAfter: $0.notAfter.formatted(.iso8601), pin: $0.spkiPin.description)
-                    })
-            }
+            if !chain.isEmpty { certificate = CertificateSummary(chain) }
             if let failure = result.pinFailure {
                 pinFailure = PinFailure(
                     time: time, enforced: !failure.allowsConnection,
-                    message: UntrustedText.truncated(failure.failure?.message ?? "", limit: UntrustedText.defaultLimit),
+                    message: UntrustedText.truncated(failure.failure?.message ?? "", limit: StatusTextBudget.pinFailureMessage),
                     servedPins: failure.servedChain.prefix(EndpointStatus.chainLimit).map(\.spkiPin.description))
             }
         }
@@ -187,8 +203,6 @@ struct EndpointStatus: Sendable {
         if let certificate = update.certificate { self.certificate = certificate }
         if let pinFailure = update.pinFailure { lastPinFailure = pinFailure }
     }
-
-    static func name(_ text: String) -> String { UntrustedText.truncated(text, limit: nameLimit) }
 
     /// RFC 3339 with microseconds, as events write `time`.
     static func format(_ date: Date) -> String {

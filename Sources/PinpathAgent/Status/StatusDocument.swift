@@ -184,6 +184,7 @@ enum StatusDocument {
             ("subject", .string(certificate.subject)),
             ("issuer", .string(certificate.issuer)),
             ("sans", .array(certificate.sans.map(JSONValue.string))),
+            ("sans_omitted", .int(certificate.sansOmitted)),
             ("not_after", .string(certificate.notAfterText)),
             ("days_left", .int(Int((certificate.notAfter.timeIntervalSince(now) / 86_400).rounded(.down)))),
             (
@@ -196,6 +197,7 @@ enum StatusDocument {
                         ])
                     })
             ),
+            ("chain_omitted", .int(certificate.chainOmitted)),
         ])
     }
 

@@ -65,7 +65,7 @@ final class StatusStore: Sendable {
             }
             state.snapshot.endpoints = records
             state.position = Dictionary(records.enumerated().map { ($1.configured.name, $0) }, uniquingKeysWith: { first, _ in first })
-            state.snapshot.refreshMilliseconds = max(StatusSnapshot.minimumRefreshMilliseconds, shortest)
+            state.snapshot.refreshMilliseconds = StatusSnapshot.refreshMilliseconds(shortestInterval: shortest)
         }
     }
 
@@ -140,6 +140,15 @@ final class StatusStore: Sendable {
 struct StatusSnapshot: Sendable {
     /// The page refreshes at most this often.
     static let minimumRefreshMilliseconds = 5000
+    /// The page refreshes at least this often: the path, connectivity and events change between probes, and a
+    /// browser's `setTimeout` runs a delay past 2³¹−1 ms at once (a 30-day interval made the page poll
+    /// continuously).
+    static let maximumRefreshMilliseconds = 60_000
+
+    /// How often a page should ask again: the shortest endpoint interval, within the two bounds.
+    static func refreshMilliseconds(shortestInterval: Int) -> Int {
+        min(maximumRefreshMilliseconds, max(minimumRefreshMilliseconds, shortestInterval))
+    }
 
     /// A reload's outcome.
     struct Reload: Sendable {

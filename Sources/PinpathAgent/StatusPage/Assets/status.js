@@ -9,7 +9,10 @@
 
 (function () {
   const STATUS_URL = "/api/v1/status";
+  // The agent's refresh_ms is within these bounds; the page holds whatever it reads to them too (a delay past
+  // 2^31-1 ms would make setTimeout fire at once, and the page poll without pause).
   const MINIMUM_REFRESH_MS = 5000;
+  const MAXIMUM_REFRESH_MS = 60000;
   const DAYS_RED = 7;
   const DAYS_AMBER = 30;
   // Worst first, for the "state" sort.
@@ -280,6 +283,22 @@
     return element("table", "compact", element("thead", null, head), body);
   }
 
+  // Each SAN in its own block, so that a bidi override in one (U+202E) ends with it rather than reordering the
+  // names after it; and what the agent left out, counted.
+  function sanList(certificate) {
+    const sans = Array.isArray(certificate.sans) ? certificate.sans : [];
+    const list = element("ul", "sans", ...sans.map((name) => element("li", null, String(name))));
+    const omitted = omittedText(certificate.sans_omitted, "name");
+    if (omitted) list.appendChild(element("li", "omitted", omitted));
+    return list;
+  }
+
+  // "… and 3 more certificates", or null when nothing was left out.
+  function omittedText(count, noun) {
+    if (!isNumber(count) || count <= 0) return null;
+    return "… and " + count + " more " + noun + (count === 1 ? "" : "s");
+  }
+
   function section(title, ...children) {
     return element("section", "detail-part", element("h3", null, title), ...children);
   }
@@ -374,13 +393,17 @@
     const certificate = endpoint.certificate;
     if (certificate) {
       const chain = Array.isArray(certificate.chain) ? certificate.chain : [];
+      const chainOmitted = omittedText(certificate.chain_omitted, "certificate");
       parts.push(
         section(
           "Certificate",
           element("p", null, element("span", daysClass(certificate.days_left), daysText(certificate.days_left)), " · not after " + (certificate.not_after || "?")),
-          table(["subject", "issuer", "names"], [[certificate.subject, certificate.issuer, Array.isArray(certificate.sans) ? certificate.sans.join(", ") : ""]]),
+          table(["subject", "issuer"], [[certificate.subject, certificate.issuer]]),
+          element("h4", null, "Names"),
+          sanList(certificate),
           element("h4", null, "Chain"),
-          table(["depth", "subject", "issuer", "not after", "SPKI pin"], chain.map((link) => [link.depth, link.subject, link.issuer, link.not_after, link.spki_pin]))
+          table(["depth", "subject", "issuer", "not after", "SPKI pin"], chain.map((link) => [link.depth, link.subject, link.issuer, link.not_after, link.spki_pin])),
+          chainOmitted ? element("p", "omitted", chainOmitted) : null
         )
       );
     }
@@ -461,7 +484,7 @@
 
   function refreshPeriod() {
     const wanted = documentNow && documentNow.agent && isNumber(documentNow.agent.refresh_ms) ? documentNow.agent.refresh_ms : MINIMUM_REFRESH_MS;
-    return Math.max(MINIMUM_REFRESH_MS, wanted);
+    return Math.min(MAXIMUM_REFRESH_MS, Math.max(MINIMUM_REFRESH_MS, wanted));
   }
 
   async function refresh() {
