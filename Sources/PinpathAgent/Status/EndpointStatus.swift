@@ -127,9 +127,7 @@ struct EndpointStatus: Sendable {
     var since: String?
     var cause: String?
     var lastProbe: LastProbe?
-    /// The newest last: a ring of ``durationsKept`` once full (``durationsStart`` is the oldest's index).
-    private(set) var durationRing: [Duration] = []
-    private var durationsStart = 0
+    private var durationRing = Ring<Duration>(capacity: durationsKept)
     var certificate: CertificateSummary?
     /// The last evaluation's profile (`rfc5280 (anchor from ca_file)`), for the policy.
     var profile: String?
@@ -140,13 +138,10 @@ struct EndpointStatus: Sendable {
     init(_ configured: Configured) { self.configured = configured }
 
     /// The durations, oldest first.
-    var durations: [Duration] { Array(durationRing[durationsStart...] + durationRing[..<durationsStart]) }
+    var durations: [Duration] { durationRing.elements }
 
     /// Calls `body` with each duration, oldest first, without copying them.
-    func forEachDuration(_ body: (Duration) -> Void) {
-        for duration in durationRing[durationsStart...] { body(duration) }
-        for duration in durationRing[..<durationsStart] { body(duration) }
-    }
+    func forEachDuration(_ body: (Duration) -> Void) { durationRing.forEach(body) }
 
     /// What a probe's result changes in a record, made before the store's lock is taken: the certificates' names
     /// and pins are read from OpenSSL here, so that the lock is held only to copy them in.
@@ -190,12 +185,7 @@ struct EndpointStatus: Sendable {
     /// Takes a probe's result: one record's fields and a ring slot.
     mutating func apply(_ update: ProbeUpdate) {
         lastProbe = update.lastProbe
-        if durationRing.count < Self.durationsKept {
-            durationRing.append(update.duration)
-        } else {
-            durationRing[durationsStart] = update.duration
-            durationsStart = (durationsStart + 1) % Self.durationsKept
-        }
+        durationRing.append(update.duration)
         guard let (profile, pinsMatched) = update.evaluated else { return }
         self.profile = profile
         // Null for a policy without pins, whatever the evaluation said.

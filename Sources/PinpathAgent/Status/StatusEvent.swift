@@ -25,20 +25,20 @@ struct StatusEvent: Sendable {
         self.time = time
         self.event = event.name
         level = event.level
-        let fields = Fields(event.fields)
+        let fields = EventFields(event.fields)
         endpoint = fields.string("endpoint")
         // Escaped as text: one line whatever a server or a file put in the fields (controls, bidi scalars).
         summary = UntrustedText.escaped(Self.summary(event.name, fields), limit: Self.summaryLimit)
     }
 
     /// `up → down (tls_invalid)`, `pin mismatch on example.com:443 (enforced)`, ….
-    private static func summary(_ name: String, _ fields: Fields) -> String {
+    private static func summary(_ name: String, _ fields: EventFields) -> String {
         switch name {
         case EventCatalog.endpointStateChanged.name:
             let previous = fields.string("previous_state") ?? "unknown"
             let state = fields.string("state") ?? "?"
             // The probe's error category says more than `probe_failed`.
-            let reason = fields.object("probe").flatMap { Fields($0).string("error_category") } ?? fields.string("cause") ?? "?"
+            let reason = fields.object("probe").flatMap { EventFields($0).string("error_category") } ?? fields.string("cause") ?? "?"
             return "\(previous) → \(state) (\(reason))"
         case EventCatalog.pinFailure.name:
             let place = [fields.string("hostname"), fields.int("port").map(String.init)].compactMap { $0 }.joined(separator: ":")
@@ -70,38 +70,37 @@ struct StatusEvent: Sendable {
             return name
         }
     }
+}
 
-    /// An event's fields, read by name.
-    private struct Fields {
-        let members: [(String, JSONValue)]
+/// An event's fields, read by name: what the status document takes from the events the agent writes.
+struct EventFields {
+    private let object: JSONValue
 
-        init(_ members: [(String, JSONValue)]) { self.members = members }
+    init(_ members: [(String, JSONValue)]) { object = .object(members) }
 
-        func value(_ name: String) -> JSONValue? { members.first { $0.0 == name }?.1 }
+    func string(_ name: String) -> String? {
+        if case .string(let text)? = object[name] { return text }
+        return nil
+    }
 
-        func string(_ name: String) -> String? {
-            if case .string(let text)? = value(name) { return text }
-            return nil
-        }
+    func int(_ name: String) -> Int? {
+        if case .int(let number)? = object[name] { return number }
+        return nil
+    }
 
-        func int(_ name: String) -> Int? {
-            if case .int(let number)? = value(name) { return number }
-            return nil
-        }
+    func bool(_ name: String) -> Bool? {
+        if case .bool(let flag)? = object[name] { return flag }
+        return nil
+    }
 
-        func bool(_ name: String) -> Bool? {
-            if case .bool(let flag)? = value(name) { return flag }
-            return nil
-        }
+    /// The number of elements of an array field; 0 when it is absent or not an array.
+    func count(_ name: String) -> Int {
+        if case .array(let elements)? = object[name] { return elements.count }
+        return 0
+    }
 
-        func count(_ name: String) -> Int {
-            if case .array(let elements)? = value(name) { return elements.count }
-            return 0
-        }
-
-        func object(_ name: String) -> [(String, JSONValue)]? {
-            if case .object(let members)? = value(name) { return members }
-            return nil
-        }
+    func object(_ name: String) -> [(String, JSONValue)]? {
+        if case .object(let members)? = object[name] { return members }
+        return nil
     }
 }

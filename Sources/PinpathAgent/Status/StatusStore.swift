@@ -17,8 +17,8 @@ final class StatusStore: Sendable {
         var snapshot: StatusSnapshot
         /// Where each endpoint is in ``StatusSnapshot/endpoints``.
         var position: [String: Int] = [:]
-        /// The events ring: its oldest entry's index once full.
-        var eventsStart = 0
+        /// The last events of interest; the snapshot gets them oldest first.
+        var events = Ring<StatusEvent>(capacity: StatusStore.eventsKept)
     }
 
     /// How many events the document lists.
@@ -38,9 +38,7 @@ final class StatusStore: Sendable {
     func snapshot() -> StatusSnapshot {
         state.withLock { state in
             var snapshot = state.snapshot
-            if state.eventsStart > 0 {
-                snapshot.events = Array(snapshot.events[state.eventsStart...] + snapshot.events[..<state.eventsStart])
-            }
+            snapshot.events = state.events.elements
             return snapshot
         }
     }
@@ -97,41 +95,26 @@ final class StatusStore: Sendable {
         guard StatusEvent.ofInterest.contains(event.name) else { return }
         let time = UTCTime.now()
         guard let entry = StatusEvent(event, time: time) else { return }
+        let fields = EventFields(event.fields)
         state.withLock { state in
             switch event.name {
             case EventCatalog.endpointStateChanged.name:
                 guard let name = entry.endpoint, let index = state.position[name] else { break }
-                let fields = event.fields
-                if case .string(let text)? = fields.first(where: { $0.0 == "state" })?.1, let status = EndpointState.Status(rawValue: text)
-                {
+                if let text = fields.string("state"), let status = EndpointState.Status(rawValue: text) {
                     state.snapshot.endpoints[index].state = status
                     state.snapshot.endpoints[index].since = time
                 }
-                if case .string(let cause)? = fields.first(where: { $0.0 == "cause" })?.1 {
-                    state.snapshot.endpoints[index].cause = cause
-                }
+                if let cause = fields.string("cause") { state.snapshot.endpoints[index].cause = cause }
             case EventCatalog.connectivityChanged.name:
-                let fields = event.fields
-                if case .string(let verdict)? = fields.first(where: { $0.0 == "state" })?.1 {
-                    var reason: String?
-                    if case .string(let text)? = fields.first(where: { $0.0 == "reason" })?.1 { reason = text }
-                    state.snapshot.connectivity = StatusSnapshot.Connectivity(state: verdict, since: time, reason: reason)
+                if let verdict = fields.string("state") {
+                    state.snapshot.connectivity = StatusSnapshot.Connectivity(state: verdict, since: time, reason: fields.string("reason"))
                 }
             case EventCatalog.reachabilityChanged.name:
-                if case .string(let reason)? = event.fields.first(where: { $0.0 == "reason" })?.1 {
-                    state.snapshot.pathReason = reason
-                } else {
-                    state.snapshot.pathReason = nil
-                }
+                state.snapshot.pathReason = fields.string("reason")
             default:
                 break
             }
-            if state.snapshot.events.count < Self.eventsKept {
-                state.snapshot.events.append(entry)
-            } else {
-                state.snapshot.events[state.eventsStart] = entry
-                state.eventsStart = (state.eventsStart + 1) % Self.eventsKept
-            }
+            state.events.append(entry)
         }
     }
 }
