@@ -160,7 +160,11 @@ struct MonitorTests {
         #expect(moved.path.ipv4?.table == 51820)
         #expect(moved.reason == .ruleChanged)
         try await recorder.waitForTarget(Self.offLink, after: 1) { $0.target.interfaceName == "tun0" }
-        #expect(monitor.currentPath.target(TestNetwork.gatewayAddress)?.interfaceName == "pa0", "the main table's connected route wins")
+        // The two rules arrive as two netlink messages: between them table 51820 takes every address, the gateway's
+        // too, so the verdict settles on the main table's connected route only after the second.
+        #expect(
+            try await eventually { monitor.currentPath.target(TestNetwork.gatewayAddress)?.interfaceName == "pa0" },
+            "the main table's connected route wins")
 
         try network.batch(network.host, "rule del not fwmark 51820 table 51820\nrule del table main suppress_prefixlength 0")
         let back = try await recorder.waitForPath(after: 2)
