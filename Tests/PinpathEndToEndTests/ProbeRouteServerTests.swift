@@ -100,7 +100,7 @@ struct ProbeRouteServerTests {
         var received = 0
         var buffer = [UInt8](repeating: 0, count: 4096)
         var waiting = pollfd(fd: held.descriptor, events: Int16(POLLIN), revents: 0)
-        while ContinuousClock.now - started < .seconds(10), poll(&waiting, 1, 100) >= 0 {
+        while ContinuousClock.now - started < .seconds(20), poll(&waiting, 1, 100) >= 0 {
             if waiting.revents & Int16(POLLHUP) != 0 { break }
             if waiting.revents & Int16(POLLIN) != 0 {
                 let count = recv(held.descriptor, &buffer, buffer.count, 0)
@@ -109,7 +109,9 @@ struct ProbeRouteServerTests {
         }
         let elapsed = ContinuousClock.now - started
         #expect(received > 0, "the answer was not received")
-        #expect(waiting.revents & Int16(POLLHUP) != 0 && elapsed < .seconds(5), "no reset after \(elapsed)")
+        // Held without the lifetime, the socket would stay open until the loop gives up (20 s); a loaded machine may
+        // take a few seconds past the 1 s.
+        #expect(waiting.revents & Int16(POLLHUP) != 0 && elapsed < .seconds(10), "no reset after \(elapsed)")
     }
 
     /// The attacker's second review of issue 26: one client held all 64 places and every other scraper got 503. A
