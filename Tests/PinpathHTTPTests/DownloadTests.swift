@@ -169,7 +169,10 @@ final class DownloadTests {
         let outcome = await downloadOutcome {
             try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
         }
-        guard case .failure(let error) = outcome else { return Issue.record("a shifted range was accepted") }
+        guard case .failure(let error) = outcome else {
+            Issue.record("a shifted range was accepted")
+            return
+        }
         #expect(error.code == .invalidResponse && error.message.contains("is not the bytes asked for"), "\(error)")
         #expect(contents("file.bin") == Data("old good file".utf8))
         let partial = try #require(contents(".file.bin.pinpath-partial"))
@@ -186,7 +189,10 @@ final class DownloadTests {
         let outcome = await downloadOutcome {
             try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
         }
-        guard case .failure(let error) = outcome else { return Issue.record("a body longer than announced was accepted") }
+        guard case .failure(let error) = outcome else {
+            Issue.record("a body longer than announced was accepted")
+            return
+        }
         #expect(error.code == .protocolError, "\(error)")
         #expect(contents("file.bin") == Data("old good file".utf8))
         #expect(server.requests.count == 1, "not retried")
@@ -233,7 +239,10 @@ final class DownloadTests {
             try await session.download(
                 get("\(server.origin)/file.bin"), to: scratch.file("file.bin"), download: DownloadOptions(expectedSHA256: wrong))
         }
-        guard case .failure(let error) = outcome else { return Issue.record("a wrong digest was accepted") }
+        guard case .failure(let error) = outcome else {
+            Issue.record("a wrong digest was accepted")
+            return
+        }
         #expect(error.code == .digestMismatch && error.message.contains(sha256), "\(error)")
         #expect(contents("file.bin") == Data("old good file".utf8))
         #expect(!exists(".file.bin.pinpath-partial") && !exists(".file.bin.pinpath-partial.json"))
@@ -260,7 +269,10 @@ final class DownloadTests {
         let outcome = await downloadOutcome {
             try await session.download(get("\(recorder.origin)/file.bin"), to: destination, download: DownloadOptions(resume: true))
         }
-        guard case .failure(let error) = outcome else { return Issue.record("\(kind): the download went ahead") }
+        guard case .failure(let error) = outcome else {
+            Issue.record("\(kind): the download went ahead")
+            return
+        }
         #expect(error.code == .output && error.message.contains(destination), "\(error)")
         #expect(recorder.requests.isEmpty)
         #expect(contents("target") == Data("precious".utf8))
@@ -276,18 +288,23 @@ final class DownloadTests {
         let outcome = await downloadOutcome {
             try await session.download(get("\(recorder.origin)/file.bin"), to: scratch.file("file.bin"))
         }
-        guard case .failure(let error) = outcome else { return Issue.record("a 404 was downloaded") }
+        guard case .failure(let error) = outcome else {
+            Issue.record("a 404 was downloaded")
+            return
+        }
         #expect(error.code == .unexpectedStatus && error.response?.statusCode == 404, "\(error)")
         #expect(!exists("file.bin") && !exists(".file.bin.pinpath-partial") && !exists(".file.bin.pinpath-partial.json"))
     }
 }
 
 /// What a download ended with, as a value the test can look into.
-func downloadOutcome(_ body: () async throws(HTTPError) -> DownloadResult) async -> Result<DownloadResult, HTTPError> {
+func downloadOutcome(_ body: () async throws -> DownloadResult) async -> Result<DownloadResult, HTTPError> {
     do {
         return .success(try await body())
-    } catch {
+    } catch let error as HTTPError {
         return .failure(error)
+    } catch {
+        return .failure(HTTPError(.transferFailed, "not an HTTPError: \(error)"))
     }
 }
 

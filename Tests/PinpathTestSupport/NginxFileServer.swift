@@ -45,7 +45,7 @@ public final class NginxFileServer {
             error_log \(directory)/\(name)-error.log;
             events { worker_connections 64; }
             http {
-                log_format ranges '$uri\\t$status\\t$http_range\\t$http_if_range';
+                log_format ranges escape=none '$uri\\t$status\\t$http_range\\t$http_if_range';
                 access_log \(accessLog) ranges;
                 client_body_temp_path \(directory)/\(name)-body;
                 proxy_temp_path \(directory)/\(name)-proxy;

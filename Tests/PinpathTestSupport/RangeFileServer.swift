@@ -76,7 +76,7 @@ public final class RangeFileServer {
         }
         let settingsFile = "\(directory)/\(name).json"
         try JSONSerialization.data(withJSONObject: settings).write(to: URL(fileURLWithPath: settingsFile))
-        (pid, port) = try Shell.spawnServer(
+        (pid, self.port) = try Shell.spawnServer(
             ["/usr/bin/python3", script, settingsFile, portFile], portFile: portFile, what: "the range file server")
     }
 
