@@ -91,8 +91,7 @@ final class BodyChannel: Sendable {
             }
             guard state.end != nil || state.cancelledByConsumer || state.cancelledTask else { return .pending }
             switch Self.endResult(state) {
-            case .success(nil): return .end
-            case .success(let bytes?): return .bytes(bytes, resume: false)  // not reached: only waiting gets bytes
+            case .success: return .end
             case .failure(let error): return .failure(error)
             }
         }
