@@ -109,6 +109,10 @@ final class BodyChannel: Sendable {
                 return .success(chunk)
             }
             if state.end != nil || state.cancelledByConsumer || state.cancelledTask { return Self.endResult(state) }
+            // The body is read once: a second reader waiting at the same time gets an error, not a hang.
+            if state.waiting != nil {
+                return .failure(HTTPError(.protocolError, "the response body is already being read by another iterator"))
+            }
             state.waiting = continuation
             return nil
         }
