@@ -228,7 +228,7 @@ struct StreamedBodyTests {
         #expect(server.requests.count == 1)
     }
 
-    @Test("A stalled body fails with timed_out after stallTimeout; a server closing early and one sending more than Content-Length fail")
+    @Test("A stalled body, a head past timeout and a body past bodyTimeout fail with timed_out; early close and more than Content-Length with protocol_error")
     func bodyFailures() async throws {
         let server = try server()
         defer { server.stop() }
@@ -262,6 +262,19 @@ struct StreamedBodyTests {
                 #expect(ContinuousClock.now - started >= .seconds(1) && ContinuousClock.now - started < .seconds(5))
             }
         }
+        // `timeout` bounds the time to the head: a listener that never answers.
+        let silent = try SilentServer()
+        defer { silent.stop() }
+        var headOptions = RequestOptions()
+        headOptions.timeout = .milliseconds(500)
+        let started = ContinuousClock.now
+        await #expect {
+            _ = try await session.stream(get("http://127.0.0.1:\(silent.port)/"), options: headOptions)
+        } throws: { error in
+            (error as? HTTPError)?.code == .timedOut
+        }
+        #expect(ContinuousClock.now - started < .seconds(3))
+
         // A body timeout bounds the whole body even while bytes keep coming.
         options.bodyTimeout = .milliseconds(300)
         options.streamBufferSize = 64 << 10
