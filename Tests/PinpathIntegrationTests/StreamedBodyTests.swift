@@ -228,7 +228,7 @@ struct StreamedBodyTests {
         #expect(server.requests.count == 1)
     }
 
-    @Test("A stalled body, a head past timeout and a body past bodyTimeout fail with timed_out; early close and more than Content-Length with protocol_error")
+    @Test("Stall, head timeout and body timeout fail with timed_out; early close and more than Content-Length with protocol_error")
     func bodyFailures() async throws {
         let server = try server()
         defer { server.stop() }
