@@ -124,6 +124,7 @@ private struct DownloadRun {
                 continue transfers
             case .complete:
                 streamed.body.cancel()
+                resumedFrom = resumedFrom ?? offset
                 break transfers
             case .append(let total):
                 length = total

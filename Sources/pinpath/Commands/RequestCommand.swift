@@ -259,6 +259,8 @@ struct RequestCommand: AsyncParsableCommand {
             ("reconnections", .int(result.reconnections)), ("sha256", .string(result.sha256)),
         ])
         guard case .object(var members) = summary(result.response) else { return download }
+        // The head's body is empty: the body's length is the file's.
+        members = members.map { $0.0 == "body_bytes" ? ($0.0, .int(Int(result.bytes))) : $0 }
         members.append(("download", download))
         return .object(members)
     }
