@@ -269,6 +269,7 @@ final class DownloadTests {
         defer { session.shutdown() }
         let result = try await session.download(get(url), to: scratch.file("file.bin"), download: DownloadOptions(resume: true))
         #expect(result.resumedFrom == nil && contents("file.bin") == data)
+        #expect(result.sha256 == nil, "no digest computed when none was asked for")
         #expect(server.requests.count == 1 && server.requests[0].header("Range") == nil && server.requests[0].header("X-Injected") == nil)
     }
 
