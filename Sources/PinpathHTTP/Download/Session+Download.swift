@@ -225,7 +225,8 @@ private struct DownloadRun {
     }
 
     /// Appends the body to the partial file and the digest, refusing a byte past `length`.
-    private func receive(_ body: ResponseBodyStream, into partial: PartialFile, digest: SHA256Digest?, length: Int64?) async -> BodyOutcome {
+    private func receive(_ body: ResponseBodyStream, into partial: PartialFile, digest: SHA256Digest?, length: Int64?) async -> BodyOutcome
+    {
         do throws(HTTPError) {
             for try await chunk in body {
                 if let length, partial.length + Int64(chunk.count) > length {
