@@ -21,6 +21,7 @@
     V(curl_easy_reset, (CURL * handle), (handle))                                                                \
     V(curl_easy_cleanup, (CURL * handle), (handle))                                                              \
     X(const char *, curl_easy_strerror, (CURLcode code), (code))                                                 \
+    X(CURLcode, curl_easy_pause, (CURL * handle, int bitmask), (handle, bitmask))                                \
     X(struct curl_slist *, curl_slist_append, (struct curl_slist * list, const char *text), (list, text))        \
     V(curl_slist_free_all, (struct curl_slist * list), (list))                                                   \
     X(CURLM *, curl_multi_init, (void), ())                                                                      \

@@ -50,6 +50,19 @@ static inline CURLcode pinpath_curl_set_seek_callback(CURL *handle, pinpath_curl
     return pinpath_curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, callback);
 }
 
+// CURLOPT_XFERINFOFUNCTION: the transfer's byte counts, called often while it runs; non-zero aborts it.
+static inline CURLcode pinpath_curl_set_xferinfo_callback(CURL *handle, curl_xferinfo_callback callback) {
+    return pinpath_curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, callback);
+}
+
+// CURLOPT_DEBUGFUNCTION: libcurl's informational texts (with CURLOPT_VERBOSE), read for what it reports no other way.
+static inline CURLcode pinpath_curl_set_debug_callback(CURL *handle, curl_debug_callback callback) {
+    return pinpath_curl_easy_setopt(handle, CURLOPT_DEBUGFUNCTION, callback);
+}
+
+// CURLPAUSE_CONT is a macro of macros, which Swift does not import.
+static const int pinpath_curl_pause_continue = CURLPAUSE_CONT;
+
 // CURLOPT_PREREQFUNCTION: called once a connection (new or reused) is ready, before the request is sent.
 static inline CURLcode pinpath_curl_set_prereq_callback(CURL *handle, curl_prereq_callback callback) {
     return pinpath_curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, callback);

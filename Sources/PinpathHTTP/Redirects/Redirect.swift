@@ -7,11 +7,12 @@ import PinpathSupport
 /// body.
 enum Redirect {
     /// The caller's fields a hop to another origin (scheme, host or port) keeps: they describe the client
-    /// and the body, never who the client is. Every other field the caller set, credentials and custom
+    /// and the body, never who the client is; `Range` and `If-Range` too, so that a resumed download
+    /// redirected to a mirror keeps its range (they carry no secret). Every other field the caller set, credentials and custom
     /// headers alike, is dropped unless ``RequestOptions/keepsHeadersAcrossOrigins`` (curl's
     /// `--location-trusted`).
     static let headersKeptAcrossOrigins: Set<String> = [
-        "accept", "accept-encoding", "accept-language", "user-agent", "content-type", "content-length",
+        "accept", "accept-encoding", "accept-language", "user-agent", "content-type", "content-length", "range", "if-range",
     ]
 
     /// The request to send after `response`, or `nil` when it is not a redirect to follow.

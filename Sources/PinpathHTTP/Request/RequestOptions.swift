@@ -55,7 +55,7 @@ public struct RequestOptions: Sendable {
     /// Keep every header the caller set when a redirect goes to another origin (scheme, host or port), as
     /// curl's `--location-trusted`. Off by default: such a hop keeps only headers that describe the client
     /// and the body (`Accept`, `Accept-Encoding`, `Accept-Language`, `User-Agent`, `Content-Type`,
-    /// `Content-Length`); credentials and custom headers are dropped, and a hop that would send the body
+    /// `Content-Length`, and `Range` and `If-Range`, which a resumed download needs); credentials and custom headers are dropped, and a hop that would send the body
     /// again (307, 308) is not followed (``HTTPError/Code/crossOriginBody``). When on, the body follows too.
     public var keepsHeadersAcrossOrigins = false
     /// Open a new connection and close it afterwards, so that every request performs a full TLS handshake
@@ -86,6 +86,21 @@ public struct RequestOptions: Sendable {
     public var resolvedAddresses: [ResolvedAddress] = []
     /// For `tcp://` URLs: one exchange after connecting (``TCPExchange``); `nil` connects only.
     public var tcpExchange: TCPExchange?
+    /// For ``Session/stream(_:options:)``: how many body bytes may wait for the consumer before the transfer
+    /// is paused (resumed when the consumer has taken them). Default 1 MiB.
+    public var streamBufferSize = 1 << 20
+    /// For ``Session/stream(_:options:)``: the body fails with ``HTTPError/Code/timedOut`` when no byte arrives
+    /// for this long while the consumer is not the one holding the transfer up (a transfer paused for a slow
+    /// consumer is not stalled). Default 30 s.
+    public var stallTimeout: Duration = .seconds(30)
+    /// For ``Session/stream(_:options:)``: the most time for the body, from the head's arrival to its end;
+    /// `nil`, the default, sets no total limit (``stallTimeout`` still applies).
+    public var bodyTimeout: Duration? = nil
+    /// Called with the transfer's progress (``TransferProgress``) at most every 100 ms, and once more when the
+    /// transfer ends (complete or not), for ``Session/send(_:options:)`` and ``Session/stream(_:options:)``,
+    /// uploads and downloads. It runs on the session's libcurl thread: return quickly, hand work elsewhere.
+    /// A redirect hop's body is not reported; each hop reports its own upload.
+    public var progress: (@Sendable (TransferProgress) -> Void)?
     /// Set on the request that asks an OCSP responder: its own TLS connection is not checked against a
     /// responder in turn (a loop), only against a staple.
     var isOCSPQuery = false

@@ -96,7 +96,32 @@ public final class Session: Sendable {
     ///   policies name different trust stores), TLS, insecure redirect, connection, timeout, protocol, too
     ///   many redirects, cancelled; `invalidURL` for a hop that must connect elsewhere through a proxy.
     public func send(_ request: SessionRequest, options: RequestOptions? = nil) async throws(HTTPError) -> SessionResponse {
-        let options = options ?? configuration.defaultOptions
+        try await follow(request, options: options ?? configuration.defaultOptions, streaming: false).response
+    }
+
+    /// Sends `request` as ``send(_:options:)`` does (both gates, redirects followed hop by hop, each hop held to
+    /// its host's policy) and returns as soon as the final response's header section has arrived; its body then
+    /// arrives through ``StreamedResponse/body``, with back-pressure (``RequestOptions/streamBufferSize``).
+    ///
+    /// ``RequestOptions/timeout`` bounds the time until the final head; the body then fails when no byte arrives
+    /// for ``RequestOptions/stallTimeout`` while the consumer is reading, or past ``RequestOptions/bodyTimeout``.
+    /// ``RequestOptions/maximumBodySize`` does not apply: the consumer decides. A redirect hop's body is
+    /// discarded and its connection closed.
+    /// - Throws: ``HTTPError``, what ``send(_:options:)`` throws up to the head; `invalidURL` for a URL that is
+    ///   not http or https.
+    public func stream(_ request: SessionRequest, options: RequestOptions? = nil) async throws(HTTPError) -> StreamedResponse {
+        let (head, transfer) = try await follow(request, options: options ?? configuration.defaultOptions, streaming: true)
+        guard let channel = transfer.bodyChannel else {
+            throw HTTPError(.engineUnavailable, "\(transfer.description): a streamed transfer without its body channel")
+        }
+        return StreamedResponse(head: head, body: ResponseBodyStream(channel: channel, transfer: transfer, engine: engine))
+    }
+
+    /// The hops of one request, redirects followed: the final response with the transfer that read it (for a
+    /// stream, still reading its body).
+    private func follow(
+        _ request: SessionRequest, options: RequestOptions, streaming: Bool
+    ) async throws(HTTPError) -> (response: SessionResponse, transfer: Transfer) {
         let deadline = ContinuousClock.now + options.timeout
         var request = withDefaultHeaders(request)
         // A server name for a TLS kind: the request names it (so its policy, its check and over https its Host
@@ -128,11 +153,19 @@ public final class Session: Sendable {
                 throw HTTPError(.timedOut, "\(request.method) \(request.displayURL): timed out after \(options.timeout)")
             }
             let connectHost = Self.connectHost(for: request, serverNameRoute: serverNameRoute, resolved: options.resolvedAddresses)
-            var response = try await sendOnce(request, options: hop, policies: policies, connectHost: connectHost)
+            var (response, transfer) = try await sendOnce(
+                request, options: hop, policies: policies, connectHost: connectHost, streaming: streaming)
             response.redirectCount = redirects
-            guard options.followRedirects, let next = try Redirect.next(after: request, response: response, options: options) else {
-                return response
+            let next: SessionRequest?
+            do throws(HTTPError) {
+                next = options.followRedirects ? try Redirect.next(after: request, response: response, options: options) : nil
+            } catch {
+                endStream(transfer)
+                throw error
             }
+            guard let next else { return (response, transfer) }
+            // A redirect hop's body is not read: its transfer ends here, closing its connection.
+            endStream(transfer)
             if options.redirectsStayOnHostAndPort, !Self.sameHostAndPort(next.url, originURL) {
                 throw HTTPError(
                     .insecureRedirect,
@@ -149,6 +182,11 @@ public final class Session: Sendable {
             }
             request = next
         }
+    }
+
+    /// Ends a streamed hop's transfer (its body unread, its connection closed); nothing for a collected one.
+    private func endStream(_ transfer: Transfer) {
+        if transfer.bodyChannel != nil { engine.cancel(transfer) }
     }
 
     /// Whether `a` and `b` name the same host (canonical) and port (the scheme's default when none is written).
@@ -209,10 +247,11 @@ public final class Session: Sendable {
     /// One hop: the reachability gate (for the proxy's host when the hop goes through one), then one libcurl
     /// transfer.
     /// - Parameter connectHost: the host to connect to when the URL names a server name instead.
+    /// - Parameter streaming: the transfer hands its head over as soon as it arrives and streams its body.
     private func sendOnce(
-        _ request: SessionRequest, options: RequestOptions, policies: HostPolicySet, connectHost: String? = nil
+        _ request: SessionRequest, options: RequestOptions, policies: HostPolicySet, connectHost: String? = nil, streaming: Bool
     ) async throws(HTTPError)
-        -> SessionResponse
+        -> (response: SessionResponse, transfer: Transfer)
     {
         // Built only for a message: redacting the URL costs more than the rest of a request's setup.
         var label: String { "\(request.method) \(request.displayURL)" }
@@ -221,6 +260,9 @@ public final class Session: Sendable {
         }
         // Before the gate, the resolver or a socket: not one byte goes to a server of a refused kind.
         if let refusal = kind.refusal { throw HTTPError(.invalidURL, "\(label): \(refusal) (nothing was sent)") }
+        if streaming, !kind.isHTTP {
+            throw HTTPError(.invalidURL, "\(label): only an http or https response has a body to stream (nothing was sent)")
+        }
         guard let port = request.url.port ?? kind.defaultPort else {
             throw HTTPError(.invalidURL, "\(label): a \(kind.rawValue):// URL needs a port (\(kind.rawValue)://host:port)")
         }
@@ -258,7 +300,8 @@ public final class Session: Sendable {
                 request: request, kind: kind, options: attemptOptions, verifier: verifier,
                 clientCertificate: options.clientCertificate ?? configuration.clientCertificate, connectTo: connectTo,
                 addressCheck: options.reachability == .ignore ? nil : gate?.addressCheck,
-                proxy: proxy.map { (proxy: $0, verifier: proxyVerifier) }, handles: engine.handles, headerLists: engine.headerLists)
+                proxy: proxy.map { (proxy: $0, verifier: proxyVerifier) }, handles: engine.handles, headerLists: engine.headerLists,
+                bodyChannel: streaming ? BodyChannel(limit: attemptOptions.streamBufferSize) : nil)
             result = await run(transfer)
             // Under `revocation: ocsp` a handshake without a staple or a cached answer stops before any request
             // byte: ask the leaf's responder, then connect again, where the answer decides inside the handshake.
@@ -284,7 +327,7 @@ public final class Session: Sendable {
                 deadline: ContinuousClock.now + options.timeout - .seconds(response.timings.total),
                 label: label)
         }
-        return response
+        return (response, transfer)
     }
 
     /// `error`, a handshake refused for an expired certificate of the service's own chain, when the server proves
@@ -344,15 +387,17 @@ public final class Session: Sendable {
         return refused
     }
 
-    /// Runs one transfer on the session's libcurl thread; cancelling the task cancels it.
+    /// Runs one transfer on the session's libcurl thread until it completes, or a streamed one until its
+    /// head; cancelling the task meanwhile cancels it.
     private func run(_ transfer: Transfer) async -> Result<SessionResponse, HTTPError> {
         let engine = self.engine
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                transfer.completion = { result in
+                let resume: @Sendable (Result<SessionResponse, HTTPError>) -> Void = { result in
                     SanitizerEdge.release(transfer)  // what the libcurl thread set on the transfer, for the task
                     continuation.resume(returning: result)
                 }
+                if transfer.bodyChannel != nil { transfer.headCompletion = resume } else { transfer.completion = resume }
                 engine.submit(transfer)
             }
         } onCancel: {

@@ -85,6 +85,7 @@ extension Transfer {
     }
 
     func receiveBody(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
+        if let bodyChannel { return streamBody(bodyChannel, data, count) }
         guard body.count + count <= options.maximumBodySize else {
             callbackFailure = HTTPError(
                 .protocolError, "\(description): the response body is larger than \(options.maximumBodySize) bytes")
@@ -104,6 +105,7 @@ extension Transfer {
             if tlsSession == nil, verifier != nil || proxyVerifier != nil { tlsSession = TransferInfo(handle: handle).tlsSession }
         } else if line.count <= 2 && line.allSatisfy({ $0 == 0x0D || $0 == 0x0A }) {
             headersComplete = true  // the blank line after a response's header section
+            if bodyChannel != nil || options.progress != nil, !finalHeadArrived() { return 0 }
         } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
             let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
             var start = colon + 1

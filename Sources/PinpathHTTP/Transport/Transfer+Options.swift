@@ -15,7 +15,8 @@ extension Transfer {
         try set(CURLOPT_QUICK_EXIT, 1)
         try set(CURLOPT_ERRORBUFFER, pointer: errorBuffer)
         try set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(options.connectTimeout))
-        try set(CURLOPT_TIMEOUT_MS, Self.milliseconds(options.timeout))
+        // A streamed transfer's timeout bounds its head only: the engine keeps its deadlines (``nextDeadline(now:)``).
+        if bodyChannel == nil { try set(CURLOPT_TIMEOUT_MS, Self.milliseconds(options.timeout)) }
         try set(CURLOPT_FOLLOWLOCATION, 0)  // the session follows redirects itself, so each hop is gated
         // One kind's protocol only: libcurl never switches to another (a redirect, a plaintext fallback).
         try set(CURLOPT_PROTOCOLS_STR, kind.isHTTP ? "http,https" : kind.curlScheme)
@@ -70,7 +71,10 @@ extension Transfer {
         // A body announced (Content-Length) larger than the limit is refused before any of it is read;
         // receiveBody still counts, for chunked bodies and servers that announce less than they send. Not for
         // HEAD: libcurl would apply it to the length of the body a HEAD response only describes.
-        if request.method != .head { try set(CURLOPT_MAXFILESIZE_LARGE, options.maximumBodySize, offset: true) }
+        // A streamed body has no size limit: its consumer decides.
+        if request.method != .head, bodyChannel == nil {
+            try set(CURLOPT_MAXFILESIZE_LARGE, options.maximumBodySize, offset: true)
+        }
         if options.freshConnection {
             try set(CURLOPT_FRESH_CONNECT, 1)
             try set(CURLOPT_FORBID_REUSE, 1)
@@ -85,8 +89,30 @@ extension Transfer {
                 Unmanaged<Transfer>.fromOpaque(context!)._withUnsafeGuaranteedRef { $0.receiveHeader(data!, size * count) }
             })
         try set(CURLOPT_HEADERDATA, pointer: context)
+        if bodyChannel != nil { try configureStreaming() }
+        if options.progress != nil {
+            try set(CURLOPT_NOPROGRESS, 0)  // only then: libcurl calls the callback on every turn
+            try check(
+                pinpath_curl_set_xferinfo_callback(handle) { context, _, received, _, sent in
+                    Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().reportProgress(received: received, sent: sent)
+                })
+            try set(CURLOPT_XFERINFODATA, pointer: context)
+        }
         try configureMethodAndBody()
         try configureHeaders()
+    }
+
+    /// A streamed body: libcurl's texts are read for the one way 7.88 reports a body longer than announced
+    /// (``readDebugText(_:_:_:)``); a proxy's CONNECT response is not handed to the header callback, where
+    /// its blank line would read as the head's end.
+    private func configureStreaming() throws(HTTPError) {
+        try set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
+        try check(
+            pinpath_curl_set_debug_callback(handle) { _, type, data, count, context in
+                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().readDebugText(type, data!, count)
+            })
+        try set(CURLOPT_DEBUGDATA, pointer: context)
+        try set(CURLOPT_VERBOSE, 1)
     }
 
     /// A connection check (`tls://`, `tcp://`, mail, FTP, LDAP): `CURLOPT_CONNECT_ONLY` runs the protocol's

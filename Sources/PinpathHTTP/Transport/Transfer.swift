@@ -76,14 +76,39 @@ final class Transfer: @unchecked Sendable {
 
     /// Set from any thread to stop the transfer; the engine removes it at its next wake-up.
     let cancelled = Atomic<Bool>(false)
-    /// Resumed exactly once, by the engine, with the outcome.
+    /// Resumed exactly once, by the engine, with the outcome (``complete(_:)``).
     var completion: (@Sendable (Result<SessionResponse, HTTPError>) -> Void)?
+
+    // A streamed transfer's (`Transfer+Streaming.swift`), on the engine thread but for the channel.
+    /// Where a streamed body goes instead of ``body``; `nil` for a collected body.
+    let bodyChannel: BodyChannel?
+    /// For a streamed transfer: resumed once with the final response's head, from the header callback, or with
+    /// the failure that came first.
+    var headCompletion: (@Sendable (Result<SessionResponse, HTTPError>) -> Void)?
+    /// A streamed transfer's deadline for its head (``RequestOptions/timeout``); the engine enforces it.
+    var headDeadline: ContinuousClock.Instant?
+    /// When the final response's head arrived (a streamed transfer).
+    var headArrival: ContinuousClock.Instant?
+    /// Body bytes the channel accepted, and the count the engine last saw, at ``lastActivity``.
+    var bodyBytesAccepted: Int64 = 0
+    var bodyBytesSeen: Int64 = 0
+    var lastActivity: ContinuousClock.Instant?
+    /// The write callback paused the transfer because the consumer is behind: not a stall.
+    var pausedForConsumer = false
+    /// The transfer's place in the engine's list of streamed transfers.
+    var deadlineIndex: Int?
+    /// libcurl said it dropped bytes past the announced `Content-Length` ("Excess found"; its debug texts).
+    var excessFound = false
+    /// When ``RequestOptions/progress`` was last called, and whether this hop's progress is not reported (a
+    /// redirect to follow).
+    var lastProgress: ContinuousClock.Instant?
+    var progressSuppressed = false
 
     init(
         request: SessionRequest, kind: ServiceKind? = nil, options: RequestOptions, verifier: HandshakeVerifier?,
         clientCertificate: ClientCertificate?,
         connectTo: String? = nil, addressCheck: AddressCheck?, proxy: (proxy: Proxy, verifier: HandshakeVerifier?)? = nil,
-        handles: EasyHandlePool, headerLists: HeaderListCache
+        handles: EasyHandlePool, headerLists: HeaderListCache, bodyChannel: BodyChannel? = nil
     ) throws(HTTPError) {
         guard let handle = handles.take() else {
             throw HTTPError(.engineUnavailable, "libcurl cannot create a transfer (out of memory?)")
@@ -101,6 +126,8 @@ final class Transfer: @unchecked Sendable {
         self.proxy = proxy?.proxy
         self.proxyVerifier = proxy?.verifier
         self.bodySource = request.body
+        self.bodyChannel = bodyChannel
+        if bodyChannel != nil { headDeadline = .now + options.timeout }
         errorBuffer.initialize(to: 0)
         try configure(clientCertificate: clientCertificate, connectTo: connectTo)
     }
@@ -142,18 +169,15 @@ final class Transfer: @unchecked Sendable {
         if let callbackFailure { return .failure(callbackFailure) }
         let info = TransferInfo(handle: handle)
         guard code == CURLE_OK else { return .failure(error(for: code, info: info)) }
-        // The connection check in the pre-request callback is what proves the verifier accepted this connection:
-        // a transfer that ends well without it having admitted the connection is not trusted.
-        if verifier != nil, connectionVerifier == nil {
-            return .failure(
-                HTTPError(
-                    .tlsFailed,
-                    """
-                    \(description): libcurl finished without pinpath's pre-request check confirming that its verifier accepted \
-                    this connection's TLS handshake; refused
-                    """))
-        }
+        // A transfer that ends well without the pre-request check having admitted its connection is not trusted.
+        if let unadmittedConnection { return .failure(unadmittedConnection) }
         if !kind.isHTTP { return .success(connectionCheckResponse(info)) }
+        if excessFound { return .failure(excessFailure()) }
+        return .success(response(info))
+    }
+
+    /// The response libcurl has read so far: the whole of it once the transfer is done, the head of a streamed one.
+    func response(_ info: TransferInfo) -> SessionResponse {
         var response = SessionResponse(
             url: request.url, statusCode: info.responseCode, headers: responseHeaders, body: body,
             httpVersion: info.httpVersion, remoteAddress: info.remoteAddress, timings: info.timings)
@@ -161,7 +185,19 @@ final class Transfer: @unchecked Sendable {
             response.tls = TLSDetails(
                 version: tlsSession.version, cipher: tlsSession.cipher, evaluation: try? connectionVerifier?.lastResult?.get())
         }
-        return .success(response)
+        return response
+    }
+
+    /// Refuses a connection that pinpath's pre-request check did not admit while a verifier was required: the
+    /// pre-request callback is what proves the verifier accepted this connection.
+    var unadmittedConnection: HTTPError? {
+        guard verifier != nil, connectionVerifier == nil else { return nil }
+        return HTTPError(
+            .tlsFailed,
+            """
+            \(description): libcurl finished without pinpath's pre-request check confirming that its verifier accepted \
+            this connection's TLS handshake; refused
+            """)
     }
 
     /// A connection check's result: no status, the server's lines as its banner, and for `tcp://` with an

@@ -22,6 +22,8 @@ final class TransferEngine: Sendable {
     private struct Inbox {
         var added: [Transfer] = []
         var cancelled: [Transfer] = []
+        /// Streamed transfers paused for their consumer, which has now taken the buffered bytes.
+        var resumed: [Transfer] = []
         var exchanges: [TCPSocketExchange] = []
         /// An exchange's task was cancelled: the thread wakes to end it (``TCPSocketExchange/Cancellation``).
         var exchangeCancelled = false
@@ -29,7 +31,7 @@ final class TransferEngine: Sendable {
         var jobs: [UnownedJob] = []
 
         var isEmpty: Bool {
-            jobs.isEmpty && added.isEmpty && cancelled.isEmpty && exchanges.isEmpty && !exchangeCancelled
+            jobs.isEmpty && added.isEmpty && cancelled.isEmpty && resumed.isEmpty && exchanges.isEmpty && !exchangeCancelled
         }
     }
 
@@ -104,7 +106,7 @@ final class TransferEngine: Sendable {
             return true
         }
         if !accepted {
-            transfer.completion?(.failure(HTTPError(.cancelled, "\(transfer.description): the session is shutting down")))
+            transfer.complete(.failure(HTTPError(.cancelled, "\(transfer.description): the session is shutting down")))
         }
     }
 
@@ -113,6 +115,15 @@ final class TransferEngine: Sendable {
         transfer.cancelled.store(true, ordering: .releasing)
         shared.service.post { inbox, _ in
             inbox.cancelled.append(transfer)
+            return true
+        }
+    }
+
+    /// Resumes a streamed transfer paused for its consumer (libcurl's `curl_easy_pause` must run on the engine
+    /// thread); nothing when it has ended or is not paused.
+    func resume(_ transfer: Transfer) {
+        shared.service.post { inbox, _ in
+            inbox.resumed.append(transfer)
             return true
         }
     }
@@ -164,6 +175,9 @@ final class TransferEngine: Sendable {
         // The transfers libcurl has, each knowing its place (``Transfer/runningIndex``): no hashing per request.
         var running: [Transfer] = []
         var pools = ConnectionPools()
+        // The streamed transfers, whose deadlines the engine keeps (``Transfer/deadlineIndex``): libcurl's
+        // CURLOPT_TIMEOUT is one total, fixed when the transfer starts.
+        var timed: [Transfer] = []
 
         func start(_ transfer: Transfer) throws(HTTPError) {
             let pool = try transfer.connectionTerms.map { terms throws(HTTPError) in try pools.pool(for: terms) }
@@ -176,6 +190,10 @@ final class TransferEngine: Sendable {
             transfer.pool = pool
             transfer.runningIndex = running.count
             running.append(transfer)
+            if transfer.bodyChannel != nil {
+                transfer.deadlineIndex = timed.count
+                timed.append(transfer)
+            }
         }
 
         func finish(_ transfer: Transfer, _ result: Result<SessionResponse, HTTPError>) {
@@ -190,8 +208,15 @@ final class TransferEngine: Sendable {
                 }
                 transfer.runningIndex = nil
             }
-            transfer.completion?(result)
-            transfer.completion = nil
+            if let index = transfer.deadlineIndex {
+                let last = timed.removeLast()
+                if last !== transfer {
+                    timed[index] = last
+                    last.deadlineIndex = index
+                }
+                transfer.deadlineIndex = nil
+            }
+            transfer.complete(result)
         }
 
         let executor = shared.asUnownedTaskExecutor()
@@ -199,6 +224,7 @@ final class TransferEngine: Sendable {
         var jobs: [UnownedJob] = []
         var added: [Transfer] = []
         var cancelled: [Transfer] = []
+        var resumed: [Transfer] = []
         var newExchanges: [TCPSocketExchange] = []
         // The exchanges waiting for their sockets, and what `curl_multi_poll` waits for on their behalf (same order).
         var exchanges: [TCPSocketExchange] = []
@@ -212,19 +238,20 @@ final class TransferEngine: Sendable {
             service.withInbox { inbox in
                 swap(&added, &inbox.added)
                 swap(&cancelled, &inbox.cancelled)
+                swap(&resumed, &inbox.resumed)
                 swap(&newExchanges, &inbox.exchanges)
                 inbox.exchangeCancelled = false  // each exchange reads its own cancellation below
             }
             let stopping = service.phase != .running
             for transfer in added {
                 if transfer.cancelled.load(ordering: .acquiring) {
-                    transfer.completion?(.failure(HTTPError(.cancelled, "\(transfer.description): cancelled")))
+                    transfer.complete(.failure(HTTPError(.cancelled, "\(transfer.description): cancelled")))
                     continue
                 }
                 do throws(HTTPError) {
                     try start(transfer)
                 } catch {
-                    transfer.completion?(.failure(error))
+                    transfer.complete(.failure(error))
                 }
             }
             added.removeAll(keepingCapacity: true)
@@ -233,6 +260,10 @@ final class TransferEngine: Sendable {
             }
             cancelled.removeAll(keepingCapacity: true)
             let turn = ContinuousClock.now
+            for transfer in resumed where transfer.runningIndex != nil && transfer.pausedForConsumer {
+                transfer.resumeForConsumer(now: turn)
+            }
+            resumed.removeAll(keepingCapacity: true)
             for exchange in newExchanges where !exchange.advance(now: turn) { exchanges.append(exchange) }
             newExchanges.removeAll(keepingCapacity: true)
             if stopping {
@@ -251,7 +282,7 @@ final class TransferEngine: Sendable {
                 }
                 for job in left.jobs { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
                 for transfer in left.added {
-                    transfer.completion?(.failure(HTTPError(.cancelled, "\(transfer.description): the session is shutting down")))
+                    transfer.complete(.failure(HTTPError(.cancelled, "\(transfer.description): the session is shutting down")))
                 }
                 for exchange in left.exchanges {
                     exchange.finish(.failure(HTTPError(.cancelled, "the tcp exchange: the session is shutting down")))
@@ -274,6 +305,18 @@ final class TransferEngine: Sendable {
             // whatever the sockets have. Work added from now on wakes the poll (``ServiceThread``).
             waits.removeAll(keepingCapacity: true)
             var timeout: Int32 = 1000
+            if !timed.isEmpty {
+                let now = ContinuousClock.now
+                // Backwards: finishing one moves the last into its place, which has been checked.
+                for index in timed.indices.reversed() {
+                    let transfer = timed[index]
+                    switch transfer.nextDeadline(now: now) {
+                    case .none: break
+                    case .at(let deadline): timeout = min(timeout, Int32(clamping: max(1, (deadline - now).wholeMilliseconds + 1)))
+                    case .passed(let failure): finish(transfer, .failure(failure))
+                    }
+                }
+            }
             for exchange in exchanges {
                 waits.append(curl_waitfd(fd: exchange.socket, events: exchange.awaited, revents: 0))
                 let left = exchange.deadline - ContinuousClock.now
