@@ -6,9 +6,10 @@
 #      size (goal: ≤ 40 MiB, the same for both sizes);
 #   2. the same with the digest checked, `pinpath request … --sha256 HEX` against `curl -o FILE && sha256sum FILE`
 #      (informational);
-#   3. a streamed body through the library, `pinpath-bench stream` (Session.stream, its chunks counted) against
-#      libcurl's write-callback loop (benchmarks/curl-write-loop.c): MB/s (goal: ≥ 0.9×) and CPU per GiB, the
-#      largest size.
+#   3. a streamed body through the library, `pinpath-bench stream` (Session.stream, its chunks counted, the loop
+#      on the shared pool as most callers run it) against libcurl's write-callback loop
+#      (benchmarks/curl-write-loop.c): MB/s (goal: ≥ 0.9×) and CPU per GiB, the largest size; and the same loop
+#      on the session's libcurl thread (`Session.executor`: no thread woken per chunk).
 # Each runs over HTTP/2 and over HTTP/1.1: nginx offers h2 on one port and only http/1.1 on another, and every
 # client takes what ALPN gives (curl, libcurl and pinpath all ask for h2 over TLS); nginx's access log says
 # which protocol each request had and how many bytes it sent, and the script prints that summary.
@@ -147,7 +148,8 @@ for round in $(seq "$ROUNDS"); do
             u=$(url "$protocol" "$largest")
             floor() { streamed "floor-$protocol" "$work/curl-write-loop" "$u" "ca=$ca"; }
             ours() { streamed "stream-$protocol" "$BENCH" stream "$u" "ca=$ca" "pin=$pin"; }
-            if ((round % 2)); then floor; ours; else ours; floor; fi
+            on_thread() { streamed "stream-executor-$protocol" "$BENCH" stream "$u" "ca=$ca" "pin=$pin" executor; }
+            if ((round % 2)); then floor; ours; on_thread; else on_thread; ours; floor; fi
             [[ -z $BUFFER ]] || streamed "floor-buffer-$protocol" "$work/curl-write-loop" "$u" "ca=$ca" "buffer=$BUFFER"
         fi
     done
@@ -210,6 +212,13 @@ for protocol in $PROTOCOLS; do
         printf '%-50s %10s %10s %7s\n' "" stream "C loop" ratio
         row "$largest MiB streamed: throughput (MB/s)" "stream-$protocol" "floor-$protocol" mbps "${protocol}_stream_mbps"
         row "  CPU per GiB (s)" "stream-$protocol" "floor-$protocol" cpu_s_per_gib "${protocol}_stream_cpu"
+        row "  loop on Session.executor: throughput (MB/s)" "stream-executor-$protocol" "floor-$protocol" mbps \
+            "${protocol}_stream_executor_mbps"
+        row "  loop on Session.executor: CPU per GiB (s)" "stream-executor-$protocol" "floor-$protocol" cpu_s_per_gib \
+            "${protocol}_stream_executor_cpu"
+        echo "  pinpath-bench's mean chunk (KiB): $(median "stream-$protocol" mean_chunk_kib) from the pool," \
+            "$(median "stream-executor-$protocol" mean_chunk_kib) on the executor; peak RSS (MiB):" \
+            "$(median "stream-$protocol" peak_rss_mib), $(median "stream-executor-$protocol" peak_rss_mib)"
         echo "  versions used: pinpath-bench $(sed -n 's/.*version=\([^ ]*\).*/\1/p' "$work/r.stream-$protocol" | sort -u | xargs)," \
             "C loop $(sed -n 's/.*version=\([^ ]*\).*/\1/p' "$work/r.floor-$protocol" | sort -u | xargs)"
         if [[ -n $BUFFER ]]; then
