@@ -4,6 +4,8 @@
 #      `curl -o FILE --cacert CA URL`, 100 MiB and 1 GiB: wall time and CPU (user + sys) of each run, and the
 #      median of the rounds' ratios (goal: ≤ 1.1× for 1 GiB); pinpath's peak RSS (`/usr/bin/time -f %M`) for each
 #      size (goal: ≤ 40 MiB, the same for both sizes);
+#      and, since pinpath fsyncs the file before renaming it into place and curl leaves it to the kernel, the
+#      wall time against `curl -o FILE && sync FILE` (coreutils' sync of one file is its fsync);
 #   2. the same with the digest checked, `pinpath request … --sha256 HEX` against `curl -o FILE && sha256sum FILE`
 #      (informational);
 #   3. a streamed body through the library, `pinpath-bench stream` (Session.stream, its chunks counted, the loop
@@ -127,6 +129,11 @@ for round in $(seq "$ROUNDS"); do
                 timed "pinpath-$protocol-$size" "$PINPATH" request "$u" -o "$out" --ca-file "$ca" --pin "$pin"
                 check_length "$size" pinpath
             }
+            # curl's file is left to the kernel's writeback; pinpath fsyncs its file before renaming it into place.
+            curl_fsync() {
+                timed "curl-fsync-$protocol-$size" sh -c 'curl -sS --fail -o "$1" --cacert "$2" "$3" && sync "$1"' sh "$out" "$ca" "$u"
+                check_length "$size" curl
+            }
             curl_digest() {
                 timed "curl-digest-$protocol-$size" sh -c 'curl -sS --fail -o "$1" --cacert "$2" "$3" && sha256sum "$1"' sh \
                     "$out" "$ca" "$u"
@@ -138,7 +145,7 @@ for round in $(seq "$ROUNDS"); do
                 check_length "$size" "pinpath --sha256"
             }
             if ! skipped download; then
-                if ((round % 2)); then curl_run; pinpath_run; else pinpath_run; curl_run; fi
+                if ((round % 2)); then curl_run; pinpath_run; curl_fsync; else curl_fsync; pinpath_run; curl_run; fi
             fi
             if ! skipped digest; then
                 if ((round % 2)); then curl_digest; pinpath_digest; else pinpath_digest; curl_digest; fi
@@ -197,6 +204,8 @@ for protocol in $PROTOCOLS; do
             row "$size MiB to a file: wall time (s)" "pinpath-$protocol-$size" "curl-$protocol-$size" wall_s "${protocol}_${size}_wall"
             row "  CPU, user + sys (s)" "pinpath-$protocol-$size" "curl-$protocol-$size" cpu_s "${protocol}_${size}_cpu"
             row "  peak RSS (MiB)" "pinpath-$protocol-$size" "curl-$protocol-$size" rss_mib
+            row "  against curl -o && sync FILE: wall time (s)" "pinpath-$protocol-$size" "curl-fsync-$protocol-$size" wall_s \
+                "${protocol}_${size}_wall_vs_fsync"
             summary+=("${protocol}_${size}_rss_mib=$(median "pinpath-$protocol-$size" rss_mib)")
         done
     fi
