@@ -84,6 +84,253 @@ struct StreamedBodyTests {
         #expect(calls.withLock { $0.allSatisfy { $0.receivedBytes <= 2_000_000 && $0.expectedReceivedBytes != 1024 } })
         #expect(server.requests == ["GET /redirect?status=302&to=\(encoded)", "GET /bytes?n=2000000"])
     }
+
+    /// The process's peak resident set (VmHWM), in bytes.
+    static func peakResidentBytes() throws -> Int {
+        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") })
+        return try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1])) * 1024
+    }
+
+    @Test("256 MiB through https with a pin: every byte arrives (SHA-256), and the peak RSS grows by less than 32 MiB")
+    func largeBodyFlatMemory() async throws {
+        let server = try server()
+        defer { server.stop() }
+        let session = try session()
+        defer { session.shutdown() }
+        let size = 256 << 20
+        let before = try Self.peakResidentBytes()
+        let response = try await session.stream(get("\(server.origin)/bytes?n=\(size)"))
+        let (count, sha256) = try await drain(response.body)
+        let grown = try Self.peakResidentBytes() - before
+        print("streamed \(count) bytes; VmHWM grew by \(grown >> 10) KiB")
+        #expect(count == Int64(size))
+        #expect(sha256 == response.head.headers["X-Body-SHA256"])
+        // A collected body alone would add 256 MiB (the control below shows it).
+        #expect(grown < 32 << 20, "peak RSS grew by \(grown >> 20) MiB")
+        // The control: the same body collected by `send` breaks the bound, so the bound means something.
+        var collect = RequestOptions()
+        collect.maximumBodySize = size + 1
+        let collected = try await session.send(get("\(server.origin)/bytes?n=\(size)"), options: collect)
+        let grownCollected = try Self.peakResidentBytes() - before
+        print("collected \(collected.body.count) bytes; VmHWM grew by \(grownCollected >> 10) KiB")
+        #expect(grownCollected >= 32 << 20)
+    }
+
+    @Test("Back-pressure: a consumer that stops for 2 s holds libcurl at the buffer size plus one write; then it finishes intact")
+    func backPressure() async throws {
+        let server = try server()
+        defer { server.stop() }
+        let session = try session()
+        defer { session.shutdown() }
+        let size = 64 << 20
+        let received = Mutex<[(at: ContinuousClock.Instant, bytes: Int64)]>([])
+        var options = RequestOptions()
+        options.streamBufferSize = 256 << 10
+        options.stallTimeout = .seconds(1)  // shorter than the pause: a paused transfer is not stalled
+        options.progress = { progress in received.withLock { $0.append((.now, progress.receivedBytes)) } }
+        let response = try await session.stream(get("\(server.origin)/bytes?n=\(size)"), options: options)
+        var paused: (consumed: Int64, from: ContinuousClock.Instant, to: ContinuousClock.Instant)?
+        let (count, sha256) = try await drain(response.body) { consumed in
+            guard paused == nil, consumed >= 4 << 20 else { return }
+            let from = ContinuousClock.now
+            try? await Task.sleep(for: .seconds(2))
+            paused = (consumed, from, .now)
+        }
+        #expect(count == Int64(size))
+        #expect(sha256 == response.head.headers["X-Body-SHA256"])
+        let pause = try #require(paused)
+        let during = received.withLock { $0.filter { $0.at <= pause.to }.map(\.bytes) }
+        let most = try #require(during.max())
+        // The buffer (up to the limit plus the write that crossed it) and the write libcurl holds while paused.
+        let bound = pause.consumed + Int64(options.streamBufferSize) + 2 * 16_384 + 16_384
+        print("consumed \(pause.consumed) before the pause; libcurl had received at most \(most) by its end (bound \(bound))")
+        #expect(most <= bound)
+        #expect(most < Int64(size) / 2)
+    }
+
+    @Test("Progress on a download: at least 100 ms between reports, the last one complete; on an upload from a stream too")
+    func progressReports() async throws {
+        let server = try server()
+        defer { server.stop() }
+        let session = try session()
+        defer { session.shutdown() }
+        let reports = Mutex<[(at: ContinuousClock.Instant, progress: TransferProgress)]>([])
+        var options = RequestOptions()
+        options.progress = { progress in reports.withLock { $0.append((.now, progress)) } }
+        let size = 48 << 20
+        let response = try await session.stream(get("\(server.origin)/bytes?n=\(size)"), options: options)
+        _ = try await drain(response.body) { _ in try? await Task.sleep(for: .microseconds(200)) }
+        let downloads = reports.withLock { $0 }
+        try Self.checkSpacing(downloads.map(\.at))
+        let last = try #require(downloads.last?.progress)
+        #expect(last.receivedBytes == Int64(size) && last.expectedReceivedBytes == Int64(size))
+        #expect(downloads.count >= 2)
+
+        // An upload from a stream to a server that reads it slowly (64 KiB every 20 ms).
+        reports.withLock { $0.removeAll() }
+        let uploadSize = 6 << 20
+        var upload = SessionRequest(method: .put, url: URL(string: "\(server.origin)/upload")!)
+        upload.body = .stream(PatternBody(count: uploadSize))
+        let answer = try await session.send(upload, options: options)
+        #expect(String(decoding: answer.body, as: UTF8.self).hasPrefix("\(uploadSize) "))
+        let uploads = reports.withLock { $0 }
+        try Self.checkSpacing(uploads.map(\.at))
+        #expect(uploads.allSatisfy { $0.progress.expectedSentBytes == Int64(uploadSize) })
+        #expect(uploads.last?.progress.sentBytes == Int64(uploadSize))
+        let partial = uploads.filter { $0.progress.sentBytes > 0 && $0.progress.sentBytes < Int64(uploadSize) }
+        #expect(partial.count >= 3, "reports while the upload was under way: \(uploads.map(\.progress.sentBytes))")
+        #expect(zip(uploads, uploads.dropFirst()).allSatisfy { $0.progress.sentBytes <= $1.progress.sentBytes })
+    }
+
+    /// Every report but the last (made when the transfer ends) is at least 100 ms after the one before.
+    static func checkSpacing(_ times: [ContinuousClock.Instant]) throws {
+        let gaps = zip(times, times.dropFirst()).map { $1 - $0 }.dropLast()
+        #expect(gaps.allSatisfy { $0 >= .milliseconds(100) }, "gaps: \(gaps)")
+    }
+
+    @Test("A stream to a server whose key the policy rejects sends no byte; a redirect to one fails the same way")
+    func gatesHold() async throws {
+        // The handshake itself: s_server echoes what it receives into the transcript.
+        let transcript = "\(pki.directory)/transcript-\(UUID().uuidString)"
+        let echo = try TLSServer(
+            certificate: pki.path("ip"), key: pki.path("ip", "key"), chain: [pki.path("inter")], in: pki.directory, www: false,
+            transcript: transcript)
+        defer { echo.stop() }
+        var options = RequestOptions()
+        options.timeout = .seconds(5)
+        let wrong = try session(pins: ["otherroot"])
+        defer { wrong.shutdown() }
+        await #expect {
+            _ = try await wrong.stream(get("https://127.0.0.1:\(echo.port)/"), options: options)
+        } throws: { error in
+            (error as? HTTPError)?.code == .policyRejected && (error as? HTTPError)?.evaluation?.failure?.reason == .pinMismatch
+        }
+        // The right pin does send a request there, so the transcript can show one.
+        options.timeout = .milliseconds(700)
+        let right = try session()
+        defer { right.shutdown() }
+        _ = try? await right.stream(get("https://127.0.0.1:\(echo.port)/"), options: options)
+        let seen = try String(contentsOfFile: transcript, encoding: .utf8)
+        #expect(seen.components(separatedBy: "GET / HTTP").count == 2, "exactly one request, from the correctly pinned session: \(seen)")
+
+        // A redirect from the pinned server to [::1], whose policy pins another root: refused in the handshake.
+        let server = try server()
+        defer { server.stop() }
+        let recording = try RecordingServer(
+            address: "::1", certificate: (leaf: pki.path("ip"), key: pki.path("ip", "key"), chain: [pki.path("inter")]),
+            directory: pki.directory)
+        defer { recording.stop() }
+        let otherRoot = try SecurityPolicy(mode: .publicKey, pins: try pki.chain(["otherroot"]).map(\.spkiPin), requiresBackupPin: false)
+        let session = try session(extra: [HostPolicy(patterns: [try HostPattern(parsing: "::1")], policy: otherRoot)])
+        defer { session.shutdown() }
+        let target = "\(recording.origin)/bytes"
+        let encoded = target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        await #expect {
+            _ = try await session.stream(get("\(server.origin)/redirect?status=302&to=\(encoded)"))
+        } throws: { error in
+            (error as? HTTPError)?.code == .policyRejected
+        }
+        #expect(recording.requests.isEmpty)
+        #expect(server.requests.count == 1)
+    }
+
+    @Test("A stalled body fails with timed_out after stallTimeout; a server closing early and one sending more than Content-Length fail")
+    func bodyFailures() async throws {
+        let server = try server()
+        defer { server.stop() }
+        let plain = try self.server(tls: false)
+        defer { plain.stop() }
+        let session = try session()
+        defer { session.shutdown() }
+        var options = RequestOptions()
+        options.stallTimeout = .seconds(1)
+        let cases: [(server: BodyServer, path: String, code: HTTPError.Code)] = [
+            (server, "/stall?n=1000000&after=100000", .timedOut),
+            (server, "/short?n=1000000&after=300000", .protocolError),
+            (server, "/excess?n=100000&extra=5000", .protocolError),
+            (plain, "/excess?n=100000&extra=5000", .protocolError),
+            (server, "/excess?n=1000&extra=50&together=1", .protocolError),
+            (plain, "/excess?n=1000&extra=50&together=1", .protocolError),
+        ]
+        for (server, path, code) in cases {
+            let started = ContinuousClock.now
+            let response = try await session.stream(get("\(server.origin)\(path)"), options: options)
+            #expect(response.head.statusCode == 200)
+            var received: Int64 = 0
+            await #expect {
+                for try await chunk in response.body { received += Int64(chunk.count) }
+            } throws: { error in
+                print("\(path): \(error)")
+                return (error as? HTTPError)?.code == code || (code == .protocolError && (error as? HTTPError)?.code == .transferFailed)
+            }
+            if path.hasPrefix("/stall") {
+                #expect(received == 100_000)
+                #expect(ContinuousClock.now - started >= .seconds(1) && ContinuousClock.now - started < .seconds(5))
+            }
+        }
+        // A body timeout bounds the whole body even while bytes keep coming.
+        options.bodyTimeout = .milliseconds(300)
+        options.streamBufferSize = 64 << 10
+        let slow = try await session.stream(get("\(server.origin)/bytes?n=\(64 << 20)"), options: options)
+        await #expect {
+            for try await _ in slow.body { try? await Task.sleep(for: .milliseconds(10)) }
+        } throws: { error in
+            (error as? HTTPError)?.code == .timedOut
+        }
+    }
+
+    @Test("A stream cancelled, dropped, or whose task is cancelled mid-body ends its transfer and closes its connection")
+    func cancelReleases() async throws {
+        let server = try server()
+        defer { server.stop() }
+        let session = try session()
+        defer { session.shutdown() }
+        func waitForNoConnection() async -> Bool {
+            for _ in 0..<100 {
+                if server.openConnections == 0 { return true }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            return false
+        }
+        let url = "\(server.origin)/bytes?n=\(512 << 20)"
+        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count
+
+        // cancel(): the iterator then ends with nil.
+        let cancelled = try await session.stream(get(url))
+        var iterator = cancelled.body.makeAsyncIterator()
+        #expect(try await iterator.next()?.isEmpty == false)
+        #expect(server.openConnections == 1)
+        cancelled.body.cancel()
+        #expect(try await iterator.next() == nil)
+        #expect(await waitForNoConnection())
+
+        // Dropped after one chunk, without a word.
+        do {
+            let dropped = try await session.stream(get(url))
+            var iterator = dropped.body.makeAsyncIterator()
+            #expect(try await iterator.next()?.isEmpty == false)
+        }
+        #expect(await waitForNoConnection())
+
+        // The iterating task cancelled while it waits for a stalled body.
+        let stalled = try await session.stream(get("\(server.origin)/stall?n=1000000&after=1000"))
+        let reader = Task { () throws(HTTPError) -> Int in
+            var count = 0
+            for try await chunk in stalled.body { count += chunk.count }
+            return count
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        reader.cancel()
+        await #expect {
+            _ = try await reader.value
+        } throws: { error in
+            (error as? HTTPError)?.code == .cancelled
+        }
+        #expect(await waitForNoConnection())
+        let after = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count
+        #expect(after <= descriptors, "descriptors before \(descriptors), after \(after)")
+    }
 }
 
 /// SHA-256 of bytes given in pieces (OpenSSL's EVP digest).
@@ -102,5 +349,29 @@ struct SHA256Digest: ~Copyable {
         var length: UInt32 = 0
         EVP_DigestFinal_ex(context, &digest, &length)
         return digest.map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// A request body of the server's pattern, made as it is read.
+struct PatternBody: BodySource {
+    let count: Int
+
+    func makeReader() throws(HTTPError) -> any BodyReader { Reader(left: count) }
+
+    final class Reader: BodyReader {
+        var left: Int
+        var position = 0
+        init(left: Int) { self.left = left }
+
+        func read(into buffer: UnsafeMutableRawBufferPointer) throws(HTTPError) -> Int {
+            let count = min(buffer.count, left)
+            for index in 0..<count {
+                let i = (position + index) % (1 << 20)
+                buffer[index] = UInt8(truncatingIfNeeded: i * 31 + (i >> 11))
+            }
+            position += count
+            left -= count
+            return count
+        }
     }
 }

@@ -9,7 +9,7 @@ import Foundation
 ///   `Content-Length` or chunked.
 /// - `/stall?n=N&after=K`: announces N, sends K, then nothing until the client goes.
 /// - `/short?n=N&after=K`: announces N, sends K, then closes the connection.
-/// - `/excess?n=N&extra=E`: announces N and sends N+E bytes in one write.
+/// - `/excess?n=N&extra=E[&together=1]`: announces N and sends N+E bytes in one write (with the head, too).
 /// - `/redirect?status=S&to=URL`: that redirect, with a 1 KiB body.
 /// - `/upload` (PUT, POST): reads the body in 64 KiB pieces, 20 ms apart, and answers `<count> <sha256 hex>`.
 public final class BodyServer {
@@ -150,10 +150,14 @@ public final class BodyServer {
                 elif url.path == "/excess":
                     extra = int(query.get("extra", "0"))
                     body = b"".join(pattern(n + extra))
-                    self.send_response(200)
-                    self.send_header("Content-Length", str(n))
-                    self.end_headers()
-                    self.wfile.write(body)
+                    if query.get("together") == "1":
+                        # Head and body in one write, so that they arrive in one read.
+                        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % n + body)
+                    else:
+                        self.send_response(200)
+                        self.send_header("Content-Length", str(n))
+                        self.end_headers()
+                        self.wfile.write(body)
                     self.close_connection = True
                 elif url.path == "/redirect":
                     self.send_response(int(query["status"]))

@@ -58,6 +58,9 @@ public enum FailureCategory: String, CaseIterable, ErrorCode {
     case unexpectedContentType = "unexpected_content_type"
     /// The body could not be decoded (invalid JSON).
     case invalidResponse = "invalid_response"
+    /// A downloaded body's SHA-256 is not the one the caller expected (``DownloadOptions/expectedSHA256``): the
+    /// destination was left as it was.
+    case digestMismatch = "digest_mismatch"
     /// The task was cancelled; the transfer was stopped.
     case cancelled
     /// libcurl is unusable: not the OpenSSL build, or it failed to set up.

@@ -10,7 +10,7 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     /// What went wrong.
     public let code: Code
     /// A sentence for a person naming the request and what was wrong.
-    public let message: String
+    public internal(set) var message: String
     /// The response, when one arrived (status and content-type errors, decoding errors).
     public var response: SessionResponse?
     /// The security policy's evaluation, when it ran in the handshake and rejected the server.

@@ -152,7 +152,10 @@ extension Transfer {
             return CURL_SOCKET_BAD  // libcurl tries the next address
         }
         let fd = socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
-        if fd >= 0 { socketsOpened += 1 }
+        if fd >= 0 {
+            socketsOpened += 1
+            if bodyChannel != nil { streamSockets.append(fd) }
+        }
         return fd
     }
 

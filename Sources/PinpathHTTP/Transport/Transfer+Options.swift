@@ -49,7 +49,10 @@ extension Transfer {
                 })
             try set(CURLOPT_SSL_CTX_DATA, pointer: context)
         }
-        if addressCheck != nil {
+        // A plain streamed body's sockets are known, for its check for bytes past the body (``streamSockets``).
+        let plainStream = bodyChannel != nil && !kind.usesTLS && proxy?.scheme != .https
+        if plainStream { try set(CURLOPT_FRESH_CONNECT, 1) }
+        if addressCheck != nil || plainStream {
             try check(
                 pinpath_curl_set_open_socket_callback(handle) { context, purpose, address in
                     Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().openSocket(purpose, address!)

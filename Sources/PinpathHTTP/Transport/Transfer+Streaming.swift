@@ -42,6 +42,9 @@ extension Transfer {
             headCompletion(.failure(unadmittedConnection))
             return false
         }
+        if request.method != .head, responseHeaders["Content-Encoding"].map({ $0.lowercased() == "identity" }) ?? true {
+            announcedLength = responseHeaders["Content-Length"].flatMap { Int64($0) }
+        }
         let now = ContinuousClock.now
         headArrival = now
         lastActivity = now
@@ -62,6 +65,13 @@ extension Transfer {
             return Int(CURL_WRITEFUNC_PAUSE)
         }
         bodyBytesAccepted += Int64(count)
+        // libcurl 7.88 reads no further than the announced length and ends well: bytes already waiting
+        // behind it are the server sending more than it said. Refused (a write error), which also closes the
+        // connection instead of leaving those bytes to be read as the next response.
+        if bodyBytesAccepted == announcedLength, TransferInfo(handle: handle).hasUnreadBytes(sockets: streamSockets) {
+            callbackFailure = excessFailure()
+            return 0
+        }
         return count
     }
 
@@ -108,8 +118,8 @@ extension Transfer {
         return earliest.map { .at($0) } ?? .none
     }
 
-    /// libcurl's informational texts (streamed transfers only): libcurl 7.88 cuts an HTTP/1.1 body that is
-    /// longer than its `Content-Length` at that length, closes the connection and ends well, saying only this.
+    /// libcurl's informational texts (streamed transfers only): when bytes past an HTTP/1.1 body's
+    /// `Content-Length` came in the same read as the head, libcurl 7.88 drops them and ends well, saying only this.
     func readDebugText(_ type: curl_infotype, _ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int32 {
         guard type == CURLINFO_TEXT, count >= Self.excessText.count else { return 0 }
         if memcmp(data, Self.excessText, Self.excessText.count) == 0 { excessFound = true }

@@ -99,6 +99,12 @@ final class Transfer: @unchecked Sendable {
     var deadlineIndex: Int?
     /// libcurl said it dropped bytes past the announced `Content-Length` ("Excess found"; its debug texts).
     var excessFound = false
+    /// The final response's `Content-Length` when it counts the bytes written (no content coding), for a
+    /// streamed transfer's check for bytes past it.
+    var announcedLength: Int64?
+    /// The sockets a plain streamed transfer opened (on a fresh connection), one of them its connection's: libcurl
+    /// 7.88 tells a transfer's socket only once it is done.
+    var streamSockets: [Int32] = []
     /// When ``RequestOptions/progress`` was last called, and whether this hop's progress is not reported (a
     /// redirect to follow).
     var lastProgress: ContinuousClock.Instant?

@@ -1,6 +1,7 @@
 import CCurl
 import CCurlShims
 import COpenSSL
+import Glibc
 
 /// What libcurl knows about a transfer (`curl_easy_getinfo`): status, protocol, address, timings, the
 /// socket's error and the OpenSSL session. Read on the engine thread, during or after the transfer.
@@ -66,13 +67,44 @@ struct TransferInfo {
         return timings
     }
 
-    /// The connected socket of a `CURLOPT_CONNECT_ONLY` transfer that has completed; `nil` otherwise.
+    /// The connected socket of a `CURLOPT_CONNECT_ONLY` transfer that has completed, or of the transfer's
+    /// connection while it runs; `nil` otherwise.
     var activeSocket: Int32? {
         var socket: curl_socket_t = CURL_SOCKET_BAD
         guard pinpath_curl_getinfo_socket(handle, CURLINFO_ACTIVESOCKET, &socket) == CURLE_OK, socket != CURL_SOCKET_BAD else {
             return nil
         }
         return socket
+    }
+
+    /// Whether the connection holds bytes that have arrived and that libcurl has not read: application data
+    /// decrypted by `SSL_peek` over TLS (an alert or a handshake message is not), any byte on a plain socket,
+    /// the one of `sockets` bound to the connection's local port. Non-blocking. Wraps `SSL_peek`, `recv(MSG_PEEK)`.
+    func hasUnreadBytes(sockets: [Int32]) -> Bool {
+        var byte: UInt8 = 0
+        if let ssl {
+            defer { ERR_clear_error() }  // a peek that finds nothing may leave the queue with an entry
+            return SSL_peek(ssl, &byte, 1) > 0
+        }
+        let localPort = long(CURLINFO_LOCAL_PORT)
+        for socket in sockets where Self.localPort(socket) == localPort {
+            return recv(socket, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
+        }
+        return false
+    }
+
+    private static func localPort(_ socket: Int32) -> Int? {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let found = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) == 0 }
+        }
+        guard found else { return nil }
+        switch Int32(address.ss_family) {
+        case AF_INET: return withUnsafeBytes(of: address) { Int(UInt16(bigEndian: $0.load(fromByteOffset: 2, as: UInt16.self))) }
+        case AF_INET6: return withUnsafeBytes(of: address) { Int(UInt16(bigEndian: $0.load(fromByteOffset: 2, as: UInt16.self))) }
+        default: return nil
+        }
     }
 
     /// The OpenSSL `SSL*` of the transfer's connection, once it has one.

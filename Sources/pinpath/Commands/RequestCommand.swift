@@ -30,10 +30,27 @@ struct RequestCommand: AsyncParsableCommand {
             host); the name checked stays HOST (or the server name), and the reachability check judges where the \
             connection goes. A redirect to another host or port is not affected. Neither can be honoured through a \
             proxy, which connects to the name itself: such a request is refused (exit 64; add --proxy none).
-            Exit codes: 0 accepted response (2xx), 1 rejected by the pins, 2 TLS chain or host name invalid, \
+            -o FILE writes the body to FILE instead of standard output: into a partial file beside it \
+            (.FILE.pinpath-partial, with its record .FILE.pinpath-partial.json), synced and renamed over FILE only \
+            once complete, of the announced length and, with --sha256 HEX, of that SHA-256. A failed or \
+            interrupted download leaves FILE as it was (absent, or the old file) and keeps the partial file: \
+            --continue resumes it (Range from its length, If-Range with the ETag or Last-Modified it was started \
+            under; a server that ignores the range or whose file changed starts it again from the first byte). A \
+            dropped connection is resumed up to 3 times within one run. Every connection of a download, a \
+            resumption, a reconnection and a redirect to a mirror included, passes the reachability gate and the \
+            pins again. FILE, its partial file and record must be absent or regular files (not a directory, a \
+            symbolic link or a FIFO): checked before anything is sent. -o - is refused (leave out -o to write \
+            to standard output). With -o, a progress bar is drawn on standard error when it is a terminal and \
+            --json is not given; --json adds a "download" object (path, bytes, resumed, resumed_from, \
+            restarted, reconnections, sha256) to the summary.
+            Exit codes: 0 accepted response (2xx) (with -o: the file in place and checked), 1 rejected by the \
+            pins, 2 TLS chain or host name invalid, \
             a certificate revoked (category revoked), or a refused redirect (https to http, or a body to another \
-            origin), 3 connection error or timeout, 4 not reachable (nothing was sent), 5 status not acceptable, \
-            64 usage.
+            origin), 3 connection error or timeout, 4 not reachable (nothing was sent), 5 status not acceptable \
+            (with -o: nothing written), 6 the body is not as expected (--sha256 mismatch: digest_mismatch; a \
+            Content-Range other than the range asked for: invalid_response), 64 usage, 73 the -o file cannot be \
+            created (not a regular file, directory missing or not writable; nothing was sent), 74 writing the -o \
+            file failed (a full disk: ENOSPC).
             """)
 
     @Argument(help: "An absolute http or https URL.")
@@ -116,6 +133,19 @@ struct RequestCommand: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Print on standard error how the URL's TLS chain was verified: the profile applied and why.")
     var verbose = false
 
+    @Option(
+        name: [.customShort("o"), .customLong("output")],
+        help: ArgumentHelp("Write the body to this file (created or replaced only once complete and checked).", valueName: "file"))
+    var output: String?
+
+    @Flag(name: .customLong("continue"), help: "With -o: resume the partial file an interrupted download of this URL left.")
+    var resumeDownload = false
+
+    @Option(
+        name: .customLong("sha256"),
+        help: ArgumentHelp("With -o: the body's SHA-256 (64 hexadecimal digits); another digest fails (exit 6).", valueName: "hex"))
+    var expectedSHA256: String?
+
     func validate() throws {
         try ArgumentRefusal.checking { () throws(CommandFailure) in
             guard [data != nil, jsonBody != nil, !form.isEmpty].filter({ $0 }).count <= 1 else {
@@ -125,10 +155,36 @@ struct RequestCommand: AsyncParsableCommand {
             if let waitForConnectivity, waitForConnectivity < .zero {
                 throw CommandFailure.usage("--wait-for-connectivity must be 0 or more (10s, 1500ms, or a number of seconds)")
             }
+            try validateDownload()
+        }
+    }
+
+    /// The refusals of -o, --continue and --sha256.
+    private func validateDownload() throws(CommandFailure) {
+        guard let output else {
+            if resumeDownload { throw CommandFailure.usage("--continue resumes a download to a file: give -o FILE") }
+            if expectedSHA256 != nil { throw CommandFailure.usage("--sha256 checks a download to a file: give -o FILE") }
+            return
+        }
+        guard output != "-" else {
+            throw CommandFailure.usage("-o - is not supported: leave out -o to write the body to standard output")
+        }
+        guard !output.isEmpty else { throw CommandFailure.usage("-o needs a file name") }
+        if let method, method.uppercased() == "HEAD" {
+            throw CommandFailure.usage("-o writes a response body, and a HEAD response has none: use GET")
+        }
+        if let expectedSHA256, DownloadOptions.normalizedSHA256(expectedSHA256) == nil {
+            throw CommandFailure.usage(
+                "--sha256 \"\(UntrustedText.escaped(expectedSHA256, limit: 80))\" is not a SHA-256: give 64 hexadecimal digits (sha256sum's first column)"
+            )
         }
     }
 
     func run() async throws {
+        if let output {
+            try await runDownload(to: output)
+            return
+        }
         let (request, response): (SessionRequest, SessionResponse)
         do {
             (request, response) = try await send()
@@ -148,17 +204,80 @@ struct RequestCommand: AsyncParsableCommand {
         }
     }
 
+    /// `-o FILE`: the download, its progress bar, and the summary with `--json`.
+    private func runDownload(to output: String) async throws {
+        do {
+            let request = try buildRequest()
+            // Refused before anything is sent (73); the library checks again when it starts.
+            do throws(HTTPError) {
+                _ = try DownloadDestination(checking: output)
+            } catch {
+                throw CommandFailure.request(73, category: error.code, error.message)
+            }
+            let (configuration, options) = try sessionSetup(for: request.url)
+            let monitor = try? await ReachabilityMonitor.start()  // without netlink, requests go ungated
+            defer { monitor?.stop() }
+            let session = try Self.session(configuration, monitor: monitor)
+            let bar = ProgressBar.ifWanted(json: json)
+            var download = DownloadOptions(resume: resumeDownload, expectedSHA256: expectedSHA256)
+            if let bar { download.progress = { bar.update($0) } }
+            let result: DownloadResult
+            do throws(HTTPError) {
+                result = try await session.download(request, to: output, options: options, download: download)
+                bar?.finish()
+                if verbose { Self.printVerification(result.response.tls?.evaluation) }
+            } catch {
+                bar?.finish()
+                if verbose { Self.printVerification(error.evaluation) }
+                throw CommandFailure.request(Self.downloadExitCode(for: error.code), category: error.code, error.message)
+            }
+            if let warning = Self.ocspWarning(result.response) {
+                try? LineOutput(descriptor: STDERR_FILENO).write(UntrustedText.escapedLines(["pinpath: warning: \(warning)"]))
+            }
+            if json { try writeOutput(Self.downloadSummary(result).encoded() + "\n") }
+        } catch let failure as CommandFailure where json {
+            try? writeOutput(Self.failureSummary(failure, url: url).encoded() + "\n")
+            throw failure
+        }
+    }
+
+    /// The exit code of a failed download: the request's, and the file's own (6, 74).
+    static func downloadExitCode(for code: HTTPError.Code) -> Int32 {
+        switch code {
+        case .digestMismatch, .invalidResponse: return 6
+        case .output: return 74
+        case .usage: return 64
+        default: return exitCode(for: code)
+        }
+    }
+
+    /// The `--json` summary of a download: the response's, and a `download` object.
+    static func downloadSummary(_ result: DownloadResult) -> JSONValue {
+        let download = JSONValue.object([
+            ("path", .string(result.path)), ("bytes", .int(Int(result.bytes))), ("resumed", .bool(result.resumedFrom != nil)),
+            ("resumed_from", result.resumedFrom.map { .int(Int($0)) } ?? .null), ("restarted", .bool(result.restarted)),
+            ("reconnections", .int(result.reconnections)), ("sha256", .string(result.sha256)),
+        ])
+        guard case .object(var members) = summary(result.response) else { return download }
+        members.append(("download", download))
+        return .object(members)
+    }
+
+    /// A session for the request; a libcurl that cannot be used is exit 69.
+    private static func session(_ configuration: Session.Configuration, monitor: ReachabilityMonitor?) throws -> Session {
+        do throws(HTTPError) {
+            return try Session(configuration, monitor: monitor)
+        } catch {
+            throw CommandFailure.unavailable(error.message)
+        }
+    }
+
     private func send() async throws -> (SessionRequest, SessionResponse) {
         let request = try buildRequest()
         let (configuration, options) = try sessionSetup(for: request.url)
         let monitor = try? await ReachabilityMonitor.start()  // without netlink, requests go ungated
         defer { monitor?.stop() }
-        let session: Session
-        do throws(HTTPError) {
-            session = try Session(configuration, monitor: monitor)
-        } catch {
-            throw CommandFailure.unavailable(error.message)
-        }
+        let session = try Self.session(configuration, monitor: monitor)
         let response: SessionResponse
         do throws(HTTPError) {
             response = try await session.send(request, options: options)

@@ -1,0 +1,66 @@
+/// How ``Session/download(_:to:options:download:)`` writes a response body to a file.
+public struct DownloadOptions: Sendable {
+    /// Resume from the partial file an interrupted download of the same URL to the same destination left
+    /// (curl's `-C -`): a `Range` request from its length, with `If-Range` set to the validator it was started
+    /// under. Without a usable partial file (none, another URL's, no strong validator recorded), the download
+    /// starts from the first byte. Off by default: a partial file is then discarded.
+    public var resume = false
+    /// The SHA-256 of the whole body, as 64 hexadecimal digits (either case). A body with another digest fails
+    /// with ``HTTPError/Code/digestMismatch`` and leaves the destination as it was.
+    public var expectedSHA256: String? = nil
+    /// How many times a transfer dropped mid-body reconnects and resumes (`Range` + `If-Range`) before the
+    /// download fails. Only when the response carried a strong validator (an `ETag` not marked `W/`, or
+    /// `Last-Modified`) and a length. Each reconnection passes the reachability gate and the security policy
+    /// in the TLS handshake again, as a first request does.
+    public var reconnects = 3
+    /// Called with the bytes done and expected of the whole file (a resumed part included), at most every
+    /// 100 ms and once at the end of each transfer; on the session's libcurl thread: return quickly.
+    public var progress: (@Sendable (DownloadProgress) -> Void)? = nil
+
+    /// `text` as ``expectedSHA256`` accepts it, lowercased: exactly 64 hexadecimal digits; `nil` otherwise.
+    public static func normalizedSHA256(_ text: String) -> String? { SHA256Digest.normalized(text) }
+
+    /// Options with the defaults: no resume, no digest, 3 reconnections, no progress.
+    public init(
+        resume: Bool = false, expectedSHA256: String? = nil, reconnects: Int = 3,
+        progress: (@Sendable (DownloadProgress) -> Void)? = nil
+    ) {
+        self.resume = resume
+        self.expectedSHA256 = expectedSHA256
+        self.reconnects = reconnects
+        self.progress = progress
+    }
+}
+
+/// How far a download has got.
+public struct DownloadProgress: Sendable, Equatable {
+    /// Bytes of the file done, a resumed part included.
+    public var bytes: Int64
+    /// The file's length, when the server announced it.
+    public var expectedBytes: Int64?
+
+    public init(bytes: Int64, expectedBytes: Int64?) {
+        self.bytes = bytes
+        self.expectedBytes = expectedBytes
+    }
+}
+
+/// A download that completed: the file is in place, its length and (when one was given) digest checked.
+public struct DownloadResult: Sendable {
+    /// The destination, as given.
+    public var path: String
+    /// The file's length.
+    public var bytes: Int64
+    /// The file's SHA-256, 64 lowercase hexadecimal digits.
+    public var sha256: String
+    /// The length of the partial file the download resumed from, when it resumed one (by ``DownloadOptions/resume``
+    /// or after a reconnection); `nil` when every byte came in one transfer from the start.
+    public var resumedFrom: Int64?
+    /// Whether a server ignored a range (or its validator no longer matched: the file changed) and the download
+    /// started again from the first byte.
+    public var restarted: Bool
+    /// How many times a dropped transfer was resumed.
+    public var reconnections: Int
+    /// The last response's head (status, headers, TLS details); its `body` is empty.
+    public var response: SessionResponse
+}

@@ -1,0 +1,316 @@
+import Foundation
+import PinpathSecurity
+import PinpathTestSupport
+import Synchronization
+import Testing
+
+@testable import PinpathHTTP
+
+/// `Session.download` against real https servers on loopback (a Python file server that honours ranges and
+/// misbehaves on demand): resumption with a checksum, the gates on every reconnection (the attack: a "resume"
+/// from a server with an unpinned key writes nothing), ranges ignored or wrong, more bytes than announced,
+/// a changed file, destinations that are not regular files, a digest mismatch.
+@Suite("Session.download")
+final class DownloadTests {
+    let scratch: TemporaryDirectory
+    /// 3 MiB of random bytes, and their SHA-256 by `sha256sum`.
+    let source: String
+    let data: Data
+    let sha256: String
+    let pki = TestPKI.shared
+    static let half = 1 << 20
+
+    init() throws {
+        scratch = try TemporaryDirectory("download")
+        source = scratch.file("source.bin")
+        _ = try Shell.check(["dd", "if=/dev/urandom", "of=\(source)", "bs=1M", "count=3", "status=none"])
+        data = try #require(FileManager.default.contents(atPath: source))
+        sha256 = String(try Shell.check(["sha256sum", source]).prefix(64))
+    }
+
+    /// The pinned loopback identity, and the other trusted CA's (a valid chain for 127.0.0.1, another key).
+    var pinned: (leaf: String, key: String, chain: [String]) { (pki.path("ip"), pki.path("ip", "key"), [pki.path("inter")]) }
+    var unpinned: (leaf: String, key: String, chain: [String]) {
+        (pki.path("otherip"), pki.path("otherip", "key"), [pki.path("otherinter")])
+    }
+
+    func server(_ misbehaviours: [RangeFileServer.Misbehaviour] = [], identity: (leaf: String, key: String, chain: [String])? = nil) throws
+        -> RangeFileServer
+    {
+        try RangeFileServer(serving: source, certificate: identity ?? pinned, misbehaviours: misbehaviours, directory: scratch.path)
+    }
+
+    func get(_ url: String) -> SessionRequest { SessionRequest(method: .get, url: URL(string: url)!) }
+    func contents(_ name: String) -> Data? { FileManager.default.contents(atPath: scratch.file(name)) }
+    func exists(_ name: String) -> Bool {
+        var status = stat()
+        return lstat(scratch.file(name), &status) == 0
+    }
+
+    @Test("A transfer dropped half way reconnects with Range and If-Range, and the file is complete with the right SHA-256")
+    func droppedAndResumed() async throws {
+        let server = try server([.dropAfter(bytes: Self.half)])
+        defer { server.stop() }
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let reports = ProgressLog()
+        let result = try await session.download(
+            get("\(server.origin)/file.bin"), to: scratch.file("file.bin"),
+            download: DownloadOptions(expectedSHA256: sha256, progress: { reports.append($0) }))
+        #expect(result.bytes == Int64(data.count) && result.sha256 == sha256 && result.reconnections == 1 && !result.restarted)
+        #expect(contents("file.bin") == data)
+        #expect(try Shell.check(["sha256sum", scratch.file("file.bin")]).hasPrefix(sha256))
+        let requests = server.requests
+        try #require(requests.count == 2)
+        let resumedFrom = try #require(result.resumedFrom)
+        #expect(resumedFrom > 0 && resumedFrom <= Int64(Self.half))
+        #expect(requests[0].header("Range") == nil && requests[0].header("Accept-Encoding") == "identity")
+        #expect(requests[1].header("Range") == "bytes=\(resumedFrom)-" && requests[1].header("If-Range") == "\"v1\"")
+        #expect(!exists(".file.bin.pinpath-partial") && !exists(".file.bin.pinpath-partial.json"))
+        // Progress counts the whole file: the resumed part included, ending at the length.
+        #expect(reports.values.last == DownloadProgress(bytes: Int64(data.count), expectedBytes: Int64(data.count)))
+        #expect(reports.values.allSatisfy { $0.expectedBytes == nil || $0.expectedBytes == Int64(data.count) })
+        var status = stat()
+        _ = stat(scratch.file("file.bin"), &status)
+        #expect(status.st_mode & 0o777 == 0o666 & ~DownloadDestination.umask)
+    }
+
+    /// The attack's common check: the download failed `policy_rejected`, the partial file holds exactly the pinned
+    /// server's first part, and the destination does not exist.
+    func expectNothingWrittenFromTheSecondServer(_ outcome: Result<DownloadResult, HTTPError>) throws {
+        guard case .failure(let error) = outcome else {
+            Issue.record("the download from an unpinned server succeeded")
+            return
+        }
+        #expect(error.code == .policyRejected, "\(error)")
+        #expect(!exists("file.bin"))
+        let partial = try #require(contents(".file.bin.pinpath-partial"))
+        #expect(partial.count > 0 && partial.count <= Self.half)
+        #expect(partial == data.prefix(partial.count))
+    }
+
+    @Test(
+        "The attack: the same port answers the reconnection with a valid certificate of another key: policy_rejected, nothing of it written"
+    )
+    func reconnectionToSwitchedKey() async throws {
+        let server = try server([
+            .dropAfter(bytes: Self.half), .switchIdentityAfterFirst(leaf: unpinned.leaf, key: unpinned.key, chain: unpinned.chain),
+        ])
+        defer { server.stop() }
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let outcome = await downloadOutcome {
+            try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
+        }
+        try expectNothingWrittenFromTheSecondServer(outcome)
+        #expect(server.connections == 2, "the reconnection reached the server")
+        #expect(server.requests.count == 1, "the second connection carried no request")
+    }
+
+    @Test("The attack: the resumption is redirected to a mirror with an unpinned key: policy_rejected, the mirror saw no request")
+    func resumptionRedirectedToUnpinnedMirror() async throws {
+        let mirror = try server(identity: unpinned)
+        defer { mirror.stop() }
+        let origin = try server([.dropAfter(bytes: Self.half), .redirectRanges(to: "\(mirror.origin)/file.bin")])
+        defer { origin.stop() }
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let outcome = await downloadOutcome {
+            try await session.download(get("\(origin.origin)/file.bin"), to: scratch.file("file.bin"))
+        }
+        try expectNothingWrittenFromTheSecondServer(outcome)
+        #expect(origin.requests.count == 2, "the resumption was asked of the origin, which redirected it")
+        #expect(mirror.connections == 1 && mirror.requests.isEmpty, "the mirror's handshake was refused before any request")
+    }
+
+    @Test("The attack: --continue against another server for the same name (an unpinned key): policy_rejected, the partial unchanged")
+    func resumeFromUnpinnedServer() async throws {
+        let first = try server([.dropAfter(bytes: Self.half)])
+        defer { first.stop() }
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let url = "\(first.origin)/file.bin"
+        await #expect(throws: HTTPError.self) {
+            try await session.download(self.get(url), to: self.scratch.file("file.bin"), download: DownloadOptions(reconnects: 0))
+        }
+        let partial = try #require(contents(".file.bin.pinpath-partial"))
+        first.stop()
+        // The same URL, its port now served with a valid certificate of another key.
+        let impostor = try RangeFileServer(serving: source, certificate: unpinned, port: first.port, directory: scratch.path)
+        defer { impostor.stop() }
+        let outcome = await downloadOutcome {
+            try await session.download(get(url), to: scratch.file("file.bin"), download: DownloadOptions(resume: true))
+        }
+        try expectNothingWrittenFromTheSecondServer(outcome)
+        #expect(contents(".file.bin.pinpath-partial") == partial)
+        #expect(impostor.requests.isEmpty)
+    }
+
+    @Test("A server that ignores the range (200) restarts the file from the first byte, cleanly")
+    func rangeIgnored() async throws {
+        let server = try server([.dropAfter(bytes: Self.half), .ignoreRange])
+        defer { server.stop() }
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let result = try await session.download(
+            get("\(server.origin)/file.bin"), to: scratch.file("file.bin"), download: DownloadOptions(expectedSHA256: sha256))
+        #expect(result.restarted && result.resumedFrom == nil && result.reconnections == 1)
+        #expect(contents("file.bin") == data)
+        #expect(server.requests.count == 2 && server.requests[1].header("Range") != nil)
+    }
+
+    @Test("A Content-Range that is not the range asked for: invalid_response, the partial file unchanged, the destination untouched")
+    func shiftedRange() async throws {
+        try Data("old good file".utf8).write(to: URL(fileURLWithPath: scratch.file("file.bin")))
+        let server = try server([.dropAfter(bytes: Self.half), .shiftedRange])
+        defer { server.stop() }
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let outcome = await downloadOutcome {
+            try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
+        }
+        guard case .failure(let error) = outcome else {
+            Issue.record("a shifted range was accepted")
+            return
+        }
+        #expect(error.code == .invalidResponse && error.message.contains("is not the bytes asked for"), "\(error)")
+        #expect(contents("file.bin") == Data("old good file".utf8))
+        let partial = try #require(contents(".file.bin.pinpath-partial"))
+        #expect(partial.count > 0 && partial == data.prefix(partial.count))
+    }
+
+    @Test("More bytes than Content-Length: protocol_error, the destination untouched")
+    func moreThanAnnounced() async throws {
+        try Data("old good file".utf8).write(to: URL(fileURLWithPath: scratch.file("file.bin")))
+        let server = try server([.excess(bytes: 4096)])
+        defer { server.stop() }
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let outcome = await downloadOutcome {
+            try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
+        }
+        guard case .failure(let error) = outcome else {
+            Issue.record("a body longer than announced was accepted")
+            return
+        }
+        #expect(error.code == .protocolError, "\(error)")
+        #expect(contents("file.bin") == Data("old good file".utf8))
+        #expect(server.requests.count == 1, "not retried")
+    }
+
+    @Test("Resume: a partial file is continued from its length; when the validator changed (If-Range fails, 200) it restarts")
+    func resumeAndChangedValidator() async throws {
+        let server = try server([.dropAfter(bytes: Self.half, responses: 2)])
+        defer { server.stop() }
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let url = "\(server.origin)/file.bin"
+        let noReconnect = DownloadOptions(reconnects: 0)
+        await #expect(throws: HTTPError.self) {
+            try await session.download(self.get(url), to: self.scratch.file("a.bin"), download: noReconnect)
+        }
+        await #expect(throws: HTTPError.self) {
+            try await session.download(self.get(url), to: self.scratch.file("b.bin"), download: noReconnect)
+        }
+        let partialA = try #require(contents(".a.bin.pinpath-partial"))
+        #expect(!exists("a.bin") && !exists("b.bin"))
+
+        let resumed = try await session.download(
+            get(url), to: scratch.file("a.bin"), download: DownloadOptions(resume: true, expectedSHA256: sha256))
+        #expect(resumed.resumedFrom == Int64(partialA.count) && !resumed.restarted && contents("a.bin") == data)
+        #expect(server.requests.last?.header("Range") == "bytes=\(partialA.count)-")
+
+        try server.setETag("\"v2\"")
+        let restarted = try await session.download(
+            get(url), to: scratch.file("b.bin"), download: DownloadOptions(resume: true, expectedSHA256: sha256))
+        #expect(restarted.restarted && restarted.resumedFrom == nil && contents("b.bin") == data)
+        #expect(server.requests.last?.header("If-Range") == "\"v1\"")
+    }
+
+    @Test("A wrong SHA-256: digest_mismatch, the old file kept, no partial file left")
+    func digestMismatch() async throws {
+        try Data("old good file".utf8).write(to: URL(fileURLWithPath: scratch.file("file.bin")))
+        let server = try server()
+        defer { server.stop() }
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let wrong = String(repeating: "0", count: 64)
+        let outcome = await downloadOutcome {
+            try await session.download(
+                get("\(server.origin)/file.bin"), to: scratch.file("file.bin"), download: DownloadOptions(expectedSHA256: wrong))
+        }
+        guard case .failure(let error) = outcome else {
+            Issue.record("a wrong digest was accepted")
+            return
+        }
+        #expect(error.code == .digestMismatch && error.message.contains(sha256), "\(error)")
+        #expect(contents("file.bin") == Data("old good file".utf8))
+        #expect(!exists(".file.bin.pinpath-partial") && !exists(".file.bin.pinpath-partial.json"))
+    }
+
+    @Test(
+        "A destination that is a directory, a symbolic link (to a file, dangling) or a FIFO is refused before any request",
+        arguments: ["directory", "link", "dangling", "fifo", "partial-link"])
+    func refusedDestination(kind: String) async throws {
+        let recorder = try RecordingServer(directory: scratch.path)
+        defer { recorder.stop() }
+        let target = scratch.file("target")
+        try Data("precious".utf8).write(to: URL(fileURLWithPath: target))
+        let destination = scratch.file("file.bin")
+        switch kind {
+        case "directory": try FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: false)
+        case "link": try FileManager.default.createSymbolicLink(atPath: destination, withDestinationPath: target)
+        case "dangling": try FileManager.default.createSymbolicLink(atPath: destination, withDestinationPath: scratch.file("nowhere"))
+        case "fifo": #expect(mkfifo(destination, 0o600) == 0)
+        default: try FileManager.default.createSymbolicLink(atPath: scratch.file(".file.bin.pinpath-partial"), withDestinationPath: target)
+        }
+        let session = try Session()
+        defer { session.shutdown() }
+        let outcome = await downloadOutcome {
+            try await session.download(get("\(recorder.origin)/file.bin"), to: destination, download: DownloadOptions(resume: true))
+        }
+        guard case .failure(let error) = outcome else {
+            Issue.record("\(kind): the download went ahead")
+            return
+        }
+        #expect(error.code == .output && error.message.contains(destination), "\(error)")
+        #expect(recorder.requests.isEmpty)
+        #expect(contents("target") == Data("precious".utf8))
+        #expect(!exists("nowhere"))
+    }
+
+    @Test("A status other than 2xx writes nothing: unexpected_status, no file, no partial file")
+    func refusedStatus() async throws {
+        let recorder = try RecordingServer(directory: scratch.path, failing: (status: 404, count: Int.max))
+        defer { recorder.stop() }
+        let session = try Session()
+        defer { session.shutdown() }
+        let outcome = await downloadOutcome {
+            try await session.download(get("\(recorder.origin)/file.bin"), to: scratch.file("file.bin"))
+        }
+        guard case .failure(let error) = outcome else {
+            Issue.record("a 404 was downloaded")
+            return
+        }
+        #expect(error.code == .unexpectedStatus && error.response?.statusCode == 404, "\(error)")
+        #expect(!exists("file.bin") && !exists(".file.bin.pinpath-partial") && !exists(".file.bin.pinpath-partial.json"))
+    }
+}
+
+/// What a download ended with, as a value the test can look into.
+func downloadOutcome(_ body: () async throws -> DownloadResult) async -> Result<DownloadResult, HTTPError> {
+    do {
+        return .success(try await body())
+    } catch let error as HTTPError {
+        return .failure(error)
+    } catch {
+        return .failure(HTTPError(.transferFailed, "not an HTTPError: \(error)"))
+    }
+}
+
+/// Progress reports, collected from libcurl's thread.
+final class ProgressLog: Sendable {
+    private let log = Mutex<[DownloadProgress]>([])
+    func append(_ progress: DownloadProgress) { log.withLock { $0.append(progress) } }
+    var values: [DownloadProgress] { log.withLock { $0 } }
+}
