@@ -75,6 +75,8 @@ public final class ResponseBodyStream: AsyncSequence, Sendable {
             return chunk
         }
 
+        /// The next chunk, `nil` at the end of the body.
+        /// - Throws: ``HTTPError`` as ``ResponseBodyStream`` describes.
         public mutating func next() async throws(HTTPError) -> [UInt8]? {
             try await next(isolation: nil)
         }

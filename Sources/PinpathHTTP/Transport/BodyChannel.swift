@@ -91,8 +91,7 @@ final class BodyChannel: Sendable {
             }
             guard state.end != nil || state.cancelledByConsumer || state.cancelledTask else { return .pending }
             switch Self.endResult(state) {
-            case .success(nil): return .end
-            case .success(let bytes?): return .bytes(bytes, resume: false)  // not reached: only waiting gets bytes
+            case .success: return .end
             case .failure(let error): return .failure(error)
             }
         }
@@ -110,6 +109,10 @@ final class BodyChannel: Sendable {
                 return .success(chunk)
             }
             if state.end != nil || state.cancelledByConsumer || state.cancelledTask { return Self.endResult(state) }
+            // The body is read once: a second reader waiting at the same time gets an error, not a hang.
+            if state.waiting != nil {
+                return .failure(HTTPError(.protocolError, "the response body is already being read by another iterator"))
+            }
             state.waiting = continuation
             return nil
         }

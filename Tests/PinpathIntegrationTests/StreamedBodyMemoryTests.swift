@@ -1,0 +1,55 @@
+import Foundation
+import PinpathHTTP
+import PinpathSecurity
+import PinpathTestSupport
+import Testing
+
+/// Issue 32, item 1's "memory stays flat": the process's peak resident set while a 256 MiB body streams. A test
+/// of the whole process's memory: scripts/test runs it with the agent's memory figures, in a process where
+/// nothing else runs at the same time.
+@Suite("Streamed body memory", .serialized)
+struct StreamedBodyMemoryTests {
+    let pki = TestPKI.shared
+
+    /// The process's peak resident set (VmHWM), in bytes.
+    static func peakResidentBytes() throws -> Int {
+        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") })
+        return try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1])) * 1024
+    }
+
+    /// Sets the peak resident set back to the current one (`/proc/self/clear_refs`, Linux ≥ 4.0).
+    static func resetPeakResidentBytes() throws {
+        try "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+    }
+
+    @Test("256 MiB through https with a pin: every byte arrives (SHA-256), and the peak RSS grows by less than 32 MiB")
+    func largeBodyFlatMemory() async throws {
+        let helper = StreamedBodyTests()
+        let server = try helper.server()
+        defer { server.stop() }
+        let session = try helper.session()
+        defer { session.shutdown() }
+        let size = 256 << 20
+        try Self.resetPeakResidentBytes()
+        let before = try Self.peakResidentBytes()
+        let response = try await session.stream(helper.get("\(server.origin)/bytes?n=\(size)"))
+        let (count, sha256) = try await helper.drain(response.body)
+        let grown = try Self.peakResidentBytes() - before
+        print("streamed \(count) bytes; VmHWM grew by \(grown >> 10) KiB")
+        #expect(count == Int64(size))
+        #expect(sha256 == response.head.headers["X-Body-SHA256"])
+        // A collected body alone would add 256 MiB (the control below shows it).
+        #expect(grown < 32 << 20, "peak RSS grew by \(grown >> 20) MiB")
+        // The control: the same body collected by `send` breaks the bound, so the bound means something.
+        var collect = RequestOptions()
+        collect.maximumBodySize = size + 1
+        try Self.resetPeakResidentBytes()
+        let beforeCollecting = try Self.peakResidentBytes()
+        let collected = try await session.send(helper.get("\(server.origin)/bytes?n=\(size)"), options: collect)
+        let grownCollected = try Self.peakResidentBytes() - beforeCollecting
+        print("collected \(collected.body.count) bytes; VmHWM grew by \(grownCollected >> 10) KiB")
+        #expect(grownCollected >= 32 << 20)
+    }
+
+}
