@@ -227,6 +227,52 @@ final class DownloadTests {
         #expect(server.requests.last?.header("If-Range") == "\"v1\"")
     }
 
+    @Test("Resume of a partial file that is already whole: the server's 416 (bytes */LENGTH) completes it, digest checked")
+    func resumeOfWholeFile() async throws {
+        let server = try server()
+        defer { server.stop() }
+        let url = "\(server.origin)/file.bin"
+        try data.write(to: URL(fileURLWithPath: scratch.file(".file.bin.pinpath-partial")))
+        let record = try #require(PartialRecord(url: url, headers: ["ETag": "\"v1\""], length: Int64(data.count)))
+        try record.write(to: scratch.file(".file.bin.pinpath-partial.json"))
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let result = try await session.download(
+            get(url), to: scratch.file("file.bin"), download: DownloadOptions(resume: true, expectedSHA256: sha256))
+        #expect(result.resumedFrom == Int64(data.count) && result.bytes == Int64(data.count) && contents("file.bin") == data)
+        #expect(server.requests.count == 1 && server.requests[0].header("Range") == "bytes=\(data.count)-")
+    }
+
+    @Test(
+        "A record that is not one (garbage, oversized, another URL's, a validator with a line break) is not resumed: the file starts from 0",
+        arguments: ["garbage", "oversized", "other-url", "crlf"])
+    func untrustedRecord(kind: String) async throws {
+        let server = try server()
+        defer { server.stop() }
+        let url = "\(server.origin)/file.bin"
+        // A partial file of junk: appended to, it would give a wrong file.
+        try Data(repeating: 0x41, count: 1000).write(to: URL(fileURLWithPath: scratch.file(".file.bin.pinpath-partial")))
+        let recordPath = scratch.file(".file.bin.pinpath-partial.json")
+        switch kind {
+        case "garbage": try #"{"version":1,"url_sha256":"#.write(toFile: recordPath, atomically: true, encoding: .utf8)
+        case "oversized": try String(repeating: " ", count: 8192).write(toFile: recordPath, atomically: true, encoding: .utf8)
+        case "other-url":
+            let other = PartialRecord(url: url + "?other", headers: ["ETag": "\"v1\""], length: Int64(data.count))
+            try #require(other != nil)
+            try other?.write(to: recordPath)
+        default:
+            let injected =
+                #"{"version":1,"url_sha256":"\#(PartialRecord.digest(of: url))","validator":"\"v1\"\r\nX-Injected: 1","length":\#(data.count)}"#
+            try injected.write(toFile: recordPath, atomically: true, encoding: .utf8)
+        }
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let result = try await session.download(get(url), to: scratch.file("file.bin"), download: DownloadOptions(resume: true))
+        #expect(result.resumedFrom == nil && contents("file.bin") == data)
+        #expect(result.sha256 == nil, "no digest computed when none was asked for")
+        #expect(server.requests.count == 1 && server.requests[0].header("Range") == nil && server.requests[0].header("X-Injected") == nil)
+    }
+
     @Test("A wrong SHA-256: digest_mismatch, the old file kept, no partial file left")
     func digestMismatch() async throws {
         try Data("old good file".utf8).write(to: URL(fileURLWithPath: scratch.file("file.bin")))

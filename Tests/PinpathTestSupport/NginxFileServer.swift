@@ -28,8 +28,12 @@ public final class NginxFileServer {
     ///   - root: the directory served.
     ///   - certificate: the leaf, its key and the chain sent after it (PEM files).
     ///   - rate: `limit_rate` (bytes per second), or `nil` for full speed.
+    ///   - rangesAtFullSpeed: the rate applies only to requests without `Range`: a resumption is not slowed.
     ///   - directory: where its configuration, logs and pid file go.
-    public init(root: String, certificate: (leaf: String, key: String, chain: [String]), rate: Int? = nil, directory: String) throws {
+    public init(
+        root: String, certificate: (leaf: String, key: String, chain: [String]), rate: Int? = nil, rangesAtFullSpeed: Bool = false,
+        directory: String
+    ) throws {
         let nginx = try Shell.path(of: "nginx")
         let name = "nginx-\(UUID().uuidString)"
         let chainFile = "\(directory)/\(name)-chain.pem"
@@ -47,6 +51,7 @@ public final class NginxFileServer {
             http {
                 log_format ranges escape=none '$uri\\t$status\\t$http_range\\t$http_if_range';
                 access_log \(accessLog) ranges;
+                map $http_range $pinpath_rate { "" \(rate ?? 0); default \(rangesAtFullSpeed ? 0 : rate ?? 0); }
                 client_body_temp_path \(directory)/\(name)-body;
                 proxy_temp_path \(directory)/\(name)-proxy;
                 fastcgi_temp_path \(directory)/\(name)-fastcgi;
@@ -57,7 +62,7 @@ public final class NginxFileServer {
                     ssl_certificate \(chainFile);
                     ssl_certificate_key \(certificate.key);
                     root \(root);
-                    \(rate.map { "limit_rate \($0);" } ?? "")
+                    limit_rate $pinpath_rate;
                 }
             }
             """

@@ -1,6 +1,7 @@
 import Foundation
 
-/// An https server on 127.0.0.1 (Python's standard library, `/usr/bin/python3`) that serves one file at every
+/// An https (or http) server on 127.0.0.1, or an address of a test network's namespace (Python's standard
+/// library, `/usr/bin/python3`), that serves one file at every
 /// path, as a file server does: `ETag` (strong) and `Last-Modified`, `Range: bytes=N-` answered `206` with
 /// `Content-Range`, `If-Range` honoured (another validator gets the whole file, `200`), a range past the end
 /// `416` with `bytes */LENGTH`. Then it misbehaves as told (``Misbehaviour``), for the download's attack and
@@ -25,11 +26,14 @@ public final class RangeFileServer {
 
     public let port: UInt16
     public let pid: pid_t
+    /// The address it listens on.
+    public let address: String
+    private let isTLS: Bool
     private let log: String
     private let etagFile: String
 
-    /// `https://127.0.0.1:PORT`.
-    public var origin: String { "https://127.0.0.1:\(port)" }
+    /// `https://127.0.0.1:PORT` (`http://…` without a certificate).
+    public var origin: String { "\(isTLS ? "https" : "http")://\(address):\(port)" }
 
     /// One request as the server read it.
     public struct Request: Sendable {
@@ -42,14 +46,16 @@ public final class RangeFileServer {
     /// Starts it.
     /// - Parameters:
     ///   - file: the file served.
-    ///   - certificate: the leaf, its key and the chain sent after it (PEM files).
+    ///   - certificate: the leaf, its key and the chain sent after it (PEM files); `nil` serves plain http.
     ///   - misbehaviours: how it departs from a file server's behaviour.
     ///   - port: the port to listen on (another server's, after it stopped: the same address, another key);
     ///     0 for any free one.
+    ///   - address: an IPv4 address to listen on (one of `namespace`'s with a namespace).
+    ///   - namespace: a network namespace to run it in (`ip netns exec`), such as a test network's gateway.
     ///   - directory: where its script, log and port file go.
     public init(
-        serving file: String, certificate: (leaf: String, key: String, chain: [String]), misbehaviours: [Misbehaviour] = [],
-        port: UInt16 = 0, directory: String
+        serving file: String, certificate: (leaf: String, key: String, chain: [String])?, misbehaviours: [Misbehaviour] = [],
+        port: UInt16 = 0, address: String = "127.0.0.1", namespace: String? = nil, directory: String
     ) throws {
         let name = "range-\(UUID().uuidString)"
         let script = "\(directory)/\(name).py"
@@ -58,10 +64,13 @@ public final class RangeFileServer {
         etagFile = "\(directory)/\(name).etag"
         try "\"v1\"".write(toFile: etagFile, atomically: true, encoding: .utf8)
         try Self.script.write(toFile: script, atomically: true, encoding: .utf8)
-        let chainFile = try Self.chainFile(certificate, directory: directory, name: "\(name)-chain")
-        var settings: [String: Any] = [
-            "port": Int(port), "file": file, "chain": chainFile, "key": certificate.key, "log": log, "etag": etagFile,
-        ]
+        self.address = address
+        isTLS = certificate != nil
+        var settings: [String: Any] = ["address": address, "port": Int(port), "file": file, "log": log, "etag": etagFile]
+        if let certificate {
+            settings["chain"] = try Self.chainFile(certificate, directory: directory, name: "\(name)-chain")
+            settings["key"] = certificate.key
+        }
         for misbehaviour in misbehaviours {
             switch misbehaviour {
             case .dropAfter(let bytes, let responses): settings["drop_after"] = [bytes, responses]
@@ -76,8 +85,11 @@ public final class RangeFileServer {
         }
         let settingsFile = "\(directory)/\(name).json"
         try JSONSerialization.data(withJSONObject: settings).write(to: URL(fileURLWithPath: settingsFile))
+        // `ip netns exec` execs the server: the PID is still the server's.
         (pid, self.port) = try Shell.spawnServer(
-            ["/usr/bin/python3", script, settingsFile, portFile], portFile: portFile, what: "the range file server")
+            (namespace.map { ["ip", "netns", "exec", $0] } ?? []) + ["/usr/bin/python3", script, settingsFile, portFile],
+            portFile: portFile,
+            what: "the range file server on \(address)")
     }
 
     deinit { stop() }
@@ -136,7 +148,7 @@ public final class RangeFileServer {
             made = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             made.load_cert_chain(chain, key)
             return made
-        first_context = context(settings["chain"], settings["key"])
+        first_context = context(settings["chain"], settings["key"]) if "chain" in settings else None
         second_context = context(settings["second_chain"], settings["second_key"]) if "second_chain" in settings else first_context
 
         class Handler(BaseHTTPRequestHandler):
@@ -202,11 +214,13 @@ public final class RangeFileServer {
                     number = state["connections"]
                 record({"event": "connection", "number": number})
                 chosen = first_context if number == 1 else second_context
+                if chosen is None:
+                    return connection, peer
                 return chosen.wrap_socket(connection, server_side=True, do_handshake_on_connect=False), peer
             def handle_error(self, request, client_address):
                 pass
 
-        server = Server(("127.0.0.1", settings["port"]), Handler)
+        server = Server((settings["address"], settings["port"]), Handler)
         with open(port_file + ".tmp", "w") as f:
             f.write(str(server.server_address[1]))
         os.rename(port_file + ".tmp", port_file)

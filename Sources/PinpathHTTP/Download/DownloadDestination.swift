@@ -43,14 +43,20 @@ public struct DownloadDestination: Sendable {
         }
         var status = stat()
         guard stat(directory, &status) == 0 else {
-            throw HTTPError(.output, "cannot download to \(UntrustedText.escaped(path)): its directory \(Self.reason(errno))")
+            throw HTTPError(
+                .output,
+                "cannot download to \(UntrustedText.escaped(path)): its directory \(UntrustedText.escaped(directory)): \(Self.reason(errno))"
+            )
         }
         guard status.st_mode & S_IFMT == S_IFDIR else {
             throw HTTPError(
                 .output, "cannot download to \(UntrustedText.escaped(path)): \(UntrustedText.escaped(directory)) is not a directory")
         }
         guard access(directory, W_OK | X_OK) == 0 else {
-            throw HTTPError(.output, "cannot download to \(UntrustedText.escaped(path)): its directory \(Self.reason(errno))")
+            throw HTTPError(
+                .output,
+                "cannot download to \(UntrustedText.escaped(path)): its directory \(UntrustedText.escaped(directory)): \(Self.reason(errno))"
+            )
         }
     }
 

@@ -219,7 +219,8 @@ struct RequestCommand: AsyncParsableCommand {
             defer { monitor?.stop() }
             let session = try Self.session(configuration, monitor: monitor)
             let bar = ProgressBar.ifWanted(json: json)
-            var download = DownloadOptions(resume: resumeDownload, expectedSHA256: expectedSHA256)
+            // The digest only when it is checked or shown (--json): it costs CPU time comparable to the transfer's.
+            var download = DownloadOptions(resume: resumeDownload, expectedSHA256: expectedSHA256, computesSHA256: json)
             if let bar { download.progress = { bar.update($0) } }
             let result: DownloadResult
             do throws(HTTPError) {
@@ -259,6 +260,8 @@ struct RequestCommand: AsyncParsableCommand {
             ("reconnections", .int(result.reconnections)), ("sha256", .string(result.sha256)),
         ])
         guard case .object(var members) = summary(result.response) else { return download }
+        // The head's body is empty: the body's length is the file's.
+        members = members.map { $0.0 == "body_bytes" ? ($0.0, .int(Int(result.bytes))) : $0 }
         members.append(("download", download))
         return .object(members)
     }

@@ -33,6 +33,8 @@ final class ProgressBar: Sendable {
 
     /// Redraws the line, unless it was drawn less than 100 ms ago and the download is not complete.
     func update(_ progress: DownloadProgress) {
+        // Before the head there is nothing to show yet (no byte, no length).
+        guard progress.bytes > 0 || progress.expectedBytes != nil else { return }
         let now = ContinuousClock.now
         let line: String? = state.withLock { state in
             let first = state.first ?? (now, progress.bytes)
