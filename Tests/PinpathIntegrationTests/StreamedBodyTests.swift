@@ -142,6 +142,83 @@ struct StreamedBodyTests {
         #expect(most < Int64(size) / 2)
     }
 
+    @Test("Over HTTP/2 (nginx): a consumer that stops for 2 s holds the stream back, and the body arrives whole")
+    func http2BackPressure() async throws {
+        let directory = "\(pki.directory)/nginx-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // The body: the body server's pattern, 64 MiB, as a static file.
+        let size = 64 << 20
+        let block = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 * 31 + ($0 >> 11)) }
+        var expected = SHA256Digest()
+        let path = "\(directory)/body.bin"
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        let file = try #require(FileHandle(forWritingAtPath: path))
+        for _ in 0..<(size >> 20) {
+            try file.write(contentsOf: block)
+            expected.update(block)
+        }
+        try file.close()
+        let chain = try [pki.path("ip"), pki.path("inter")].map { try String(contentsOfFile: $0, encoding: .utf8) }.joined()
+        try chain.write(toFile: "\(directory)/chain.pem", atomically: true, encoding: .utf8)
+        let port = try TLSServer.freePort()
+        try """
+        worker_processes 1;
+        pid \(directory)/nginx.pid;
+        error_log \(directory)/error.log;
+        daemon off;
+        master_process off;
+        events { worker_connections 64; }
+        http {
+          access_log off;
+          server {
+            listen 127.0.0.1:\(port) ssl http2;
+            ssl_certificate \(directory)/chain.pem;
+            ssl_certificate_key \(pki.path("ip", "key"));
+            root \(directory);
+          }
+        }
+        """.write(toFile: "\(directory)/nginx.conf", atomically: true, encoding: .utf8)
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        // One process (master_process off), so that killing it by its PID leaves no worker behind.
+        let nginx = try Shell.spawn(["nginx", "-c", "\(directory)/nginx.conf", "-p", directory], stdout: devNull, stderr: devNull)
+        defer { Shell.stopIfRunning(nginx) }
+        var listening = false
+        for _ in 0..<200 where !listening {
+            if let fd = try? TLSServer.connectLoopback(port: port) {
+                close(fd)
+                listening = true
+            } else {
+                usleep(10_000)
+            }
+        }
+        try #require(listening, "nginx did not listen on 127.0.0.1:\(port)")
+
+        let session = try session()
+        defer { session.shutdown() }
+        let received = Mutex<[(at: ContinuousClock.Instant, bytes: Int64)]>([])
+        var options = RequestOptions()
+        options.streamBufferSize = 256 << 10
+        options.progress = { progress in received.withLock { $0.append((.now, progress.receivedBytes)) } }
+        let response = try await session.stream(get("https://127.0.0.1:\(port)/body.bin"), options: options)
+        #expect(response.head.httpVersion == "HTTP/2")
+        var paused: (consumed: Int64, to: ContinuousClock.Instant)?
+        let (count, sha256) = try await drain(response.body) { consumed in
+            guard paused == nil, consumed >= 4 << 20 else { return }
+            try? await Task.sleep(for: .seconds(2))
+            paused = (consumed, .now)
+        }
+        #expect(count == Int64(size))
+        #expect(sha256 == expected.hex())
+        let pause = try #require(paused)
+        let most = try #require(received.withLock { $0.filter { $0.at <= pause.to }.map(\.bytes) }.max())
+        print("HTTP/2: consumed \(pause.consumed) before the pause; libcurl had received at most \(most) by its end")
+        // As over HTTP/1.1: the buffer (up to the limit plus the write that crossed it) and the write libcurl holds.
+        #expect(most <= pause.consumed + Int64(options.streamBufferSize) + 4 * 16_384)
+        #expect(most < Int64(size) / 2)
+    }
+
     @Test("Progress on a download: at least 100 ms between reports, the last one complete; on an upload from a stream too")
     func progressReports() async throws {
         let server = try server()
