@@ -188,6 +188,98 @@ final class RequestDownloadTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: mountPoint) == ["file.bin"])
     }
 
+    /// The attack of a shared directory: `share` (mode 1777, as /tmp) in which `nobody` planted `.f.pinpath-partial`
+    /// (`planted` bytes of their own, mode 0666 under umask 0) and a record for it naming the URL's SHA-256, the
+    /// server's ETag and the file's length: all public facts. Returns the server, the file it serves, the URL and
+    /// the destination.
+    func plantedShare(planted: Int) throws -> (server: RangeFileServer, served: Data, url: String, destination: String) {
+        let served = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
+        try served.write(to: URL(fileURLWithPath: scratch.file("root/f")))
+        let server = try RangeFileServer(serving: scratch.file("root/f"), certificate: pinned, directory: scratch.path)
+        let url = "\(server.origin)/f"
+        #expect(chmod(scratch.path, 0o711) == 0)
+        let share = scratch.file("share")
+        try FileManager.default.createDirectory(atPath: share, withIntermediateDirectories: false)
+        #expect(chmod(share, 0o1777) == 0)
+        let urlSHA256 = String(try Shell.check(["sha256sum"], input: url).prefix(64))
+        try Data(repeating: 0x58, count: planted).write(to: URL(fileURLWithPath: scratch.file("planted")))
+        try #"{"version":1,"url_sha256":"\#(urlSHA256)","validator":"\"v1\"","length":300000}"#
+            .write(toFile: scratch.file("planted.json"), atomically: true, encoding: .utf8)
+        #expect(chmod(scratch.file("planted"), 0o644) == 0 && chmod(scratch.file("planted.json"), 0o644) == 0)
+        _ = try Shell.check(
+            Self.asNobody + [
+                "/bin/sh", "-c",
+                "umask 0; cat \(scratch.file("planted")) > \(share)/.f.pinpath-partial; cat \(scratch.file("planted.json")) > \(share)/.f.pinpath-partial.json",
+            ])
+        return (server, served, url, "\(share)/f")
+    }
+
+    static let asNobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+
+    func owner(_ path: String) -> uid_t? {
+        var status = stat()
+        return lstat(path, &status) == 0 ? status.st_uid : nil
+    }
+
+    @Test(
+        "The attack of a shared directory: nobody's planted partial file and record are not resumed by root; removed, the file is the server's and root's",
+        .enabled(if: getuid() == 0, "needs root, to plant files as another user (setpriv)"),
+        arguments: [240, 300_000])
+    func plantedPartialAsRoot(planted: Int) throws {
+        let (server, served, url, destination) = try plantedShare(planted: planted)
+        defer { server.stop() }
+        #expect(owner(destination.replacingOccurrences(of: "/f", with: "/.f.pinpath-partial")) == 65534)
+        let result = try request([url, "-o", destination, "--continue"] + trust())
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(FileManager.default.contents(atPath: destination) == served, "the file is the server's, not a byte of nobody's")
+        #expect(owner(destination) == 0, "the file is root's, not an inode nobody owns")
+        #expect(server.requests.count == 1 && server.requests[0].header("Range") == nil, "started afresh")
+        #expect(!exists(destination.replacingOccurrences(of: "/f", with: "/.f.pinpath-partial")))
+    }
+
+    @Test(
+        "The attack of a shared directory against another user: nobody's partial file cannot be removed: exit 73 naming it and its owner, nothing sent, nothing written to it",
+        .enabled(if: getuid() == 0, "needs root, to run both users (setpriv)"))
+    func plantedPartialAsOtherUser() throws {
+        let (server, _, url, destination) = try plantedShare(planted: 240)
+        defer { server.stop() }
+        let partialPath = destination.replacingOccurrences(of: "/f", with: "/.f.pinpath-partial")
+        // The victim, uid 65533, reads the CA file from a copy it can read.
+        let store = scratch.file("store.pem")
+        try FileManager.default.copyItem(atPath: pki.path("store"), toPath: store)
+        #expect(chmod(store, 0o644) == 0)
+        let victim = ["/usr/bin/setpriv", "--reuid=65533", "--regid=65533", "--clear-groups", "--"]
+        let result = try Shell.run(
+            victim + [
+                Shell.pinpath, "request", url, "-o", destination, "--continue", "--ca-file", store, "--pin",
+                "sha256/\(try pki.opensslPin("ip"))",
+            ])
+        #expect(result.status == 73, "\(result.stderr)")
+        #expect(result.stderr.contains("\(partialPath) is not yours (owned by uid 65534, not you)"), "\(result.stderr)")
+        #expect(server.requests.isEmpty, "nothing sent")
+        #expect(FileManager.default.contents(atPath: partialPath) == Data(repeating: 0x58, count: 240), "nobody's file unchanged")
+        #expect(!exists(destination))
+    }
+
+    @Test("--timeout bounds a download: a server trickling 1 byte a second of 1000 ends exit 3 timed_out within seconds, FILE untouched")
+    func trickleBoundedByTimeout() throws {
+        try Data(repeating: 0x61, count: 1000).write(to: URL(fileURLWithPath: scratch.file("root/small")))
+        let server = try RangeFileServer(
+            serving: scratch.file("root/small"), certificate: pinned, misbehaviours: [.trickle], directory: scratch.path)
+        defer { server.stop() }
+        let destination = scratch.file("small")
+        try "old good file".write(toFile: destination, atomically: true, encoding: .utf8)
+        let started = ContinuousClock.now
+        // `timeout 30`: without the fix the download would run for 1000 s.
+        let result = try Shell.run(
+            ["timeout", "30", Shell.pinpath, "request", "\(server.origin)/small", "-o", destination, "--timeout", "3s"] + trust())
+        let elapsed = ContinuousClock.now - started
+        #expect(result.status == 3, "\(result.stderr)")
+        #expect(result.stderr.contains("pinpath: error: timed_out: ") && result.stderr.contains("took longer than"), "\(result.stderr)")
+        #expect(elapsed < .seconds(15), "ended after \(elapsed)")
+        #expect(try String(contentsOfFile: destination, encoding: .utf8) == "old good file")
+    }
+
     @Test("The progress bar: drawn on a terminal (size, rate, ETA, cleared at the end), not with --json")
     func progressBar() throws {
         let nginx = try NginxFileServer(root: scratch.file("root"), certificate: pinned, rate: 8 << 20, directory: scratch.path)

@@ -233,6 +233,7 @@ final class DownloadTests {
         defer { server.stop() }
         let url = "\(server.origin)/file.bin"
         try data.write(to: URL(fileURLWithPath: scratch.file(".file.bin.pinpath-partial")))
+        #expect(chmod(scratch.file(".file.bin.pinpath-partial"), 0o600) == 0, "a partial file as pinpath makes it")
         let record = try #require(PartialRecord(url: url, headers: ["ETag": "\"v1\""], length: Int64(data.count)))
         try record.write(to: scratch.file(".file.bin.pinpath-partial.json"))
         let session = try pki.loopbackSession(pins: ["ip"])
@@ -265,12 +266,147 @@ final class DownloadTests {
                 #"{"version":1,"url_sha256":"\#(PartialRecord.digest(of: url))","validator":"\"v1\"\r\nX-Injected: 1","length":\#(data.count)}"#
             try injected.write(toFile: recordPath, atomically: true, encoding: .utf8)
         }
+        // Modes as pinpath makes them: the record is refused for what it holds, not for its mode.
+        #expect(chmod(scratch.file(".file.bin.pinpath-partial"), 0o600) == 0 && chmod(recordPath, 0o600) == 0)
         let session = try pki.loopbackSession(pins: ["ip"])
         defer { session.shutdown() }
         let result = try await session.download(get(url), to: scratch.file("file.bin"), download: DownloadOptions(resume: true))
         #expect(result.resumedFrom == nil && contents("file.bin") == data)
         #expect(result.sha256 == nil, "no digest computed when none was asked for")
         #expect(server.requests.count == 1 && server.requests[0].header("Range") == nil && server.requests[0].header("X-Injected") == nil)
+    }
+
+    @Test(
+        "A partial file others may read or write, or a hard link to another file, is never resumed nor written: removed, the download starts from 0",
+        arguments: ["group-readable", "world-writable", "hard-link"])
+    func partialNotOurs(kind: String) async throws {
+        let server = try server()
+        defer { server.stop() }
+        let url = "\(server.origin)/file.bin"
+        let partialPath = scratch.file(".file.bin.pinpath-partial")
+        // A prefix of the real file, and a record for it: only the file's mode or links stand in the way.
+        let prefix = data.prefix(1000)
+        let other = scratch.file("other")
+        try prefix.write(to: URL(fileURLWithPath: kind == "hard-link" ? other : partialPath))
+        switch kind {
+        case "group-readable": #expect(chmod(partialPath, 0o640) == 0)
+        case "world-writable": #expect(chmod(partialPath, 0o666) == 0)
+        default:
+            #expect(chmod(other, 0o600) == 0 && link(other, partialPath) == 0)
+        }
+        let record = try #require(PartialRecord(url: url, headers: ["ETag": "\"v1\""], length: Int64(data.count)))
+        try record.write(to: scratch.file(".file.bin.pinpath-partial.json"))
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let result = try await session.download(
+            get(url), to: scratch.file("file.bin"), download: DownloadOptions(resume: true, expectedSHA256: sha256))
+        #expect(result.resumedFrom == nil && contents("file.bin") == data)
+        #expect(server.requests.count == 1 && server.requests[0].header("Range") == nil)
+        if kind == "hard-link" { #expect(contents("other") == prefix, "the other name's file was not written through the link") }
+    }
+
+    @Test("A record others may read or write is not trusted: the partial file is not resumed")
+    func recordNotOurs() async throws {
+        let server = try server()
+        defer { server.stop() }
+        let url = "\(server.origin)/file.bin"
+        let partialPath = scratch.file(".file.bin.pinpath-partial")
+        try data.prefix(1000).write(to: URL(fileURLWithPath: partialPath))
+        #expect(chmod(partialPath, 0o600) == 0)
+        let recordPath = scratch.file(".file.bin.pinpath-partial.json")
+        let record = try #require(PartialRecord(url: url, headers: ["ETag": "\"v1\""], length: Int64(data.count)))
+        try record.write(to: recordPath)
+        #expect(chmod(recordPath, 0o666) == 0)
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let result = try await session.download(get(url), to: scratch.file("file.bin"), download: DownloadOptions(resume: true))
+        #expect(result.resumedFrom == nil && contents("file.bin") == data)
+        #expect(server.requests.count == 1 && server.requests[0].header("Range") == nil)
+    }
+
+    @Test("A transfer that cannot be resumed (no ETag, no Last-Modified) dropped half way: no partial file is kept")
+    func unresumableDropLeavesNothing() async throws {
+        let server = try server([.noValidators, .dropAfter(bytes: Self.half)])
+        defer { server.stop() }
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let outcome = await downloadOutcome {
+            try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
+        }
+        guard case .failure(let error) = outcome else {
+            Issue.record("a dropped transfer succeeded")
+            return
+        }
+        #expect(error.code == .protocolError || error.code == .transferFailed, "\(error)")
+        #expect(error.message.contains("was left as it was") && !error.message.contains("kept"), "\(error.message)")
+        #expect(!exists("file.bin") && !exists(".file.bin.pinpath-partial") && !exists(".file.bin.pinpath-partial.json"))
+        #expect(server.requests.count == 1, "no reconnection without a validator")
+    }
+
+    @Test("A resumable transfer dropped: the partial file is kept, and the library's message names no command-line flag")
+    func resumableDropKeepsPartial() async throws {
+        let server = try server([.dropAfter(bytes: Self.half)])
+        defer { server.stop() }
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let outcome = await downloadOutcome {
+            try await session.download(
+                get("\(server.origin)/file.bin"), to: scratch.file("file.bin"), download: DownloadOptions(reconnects: 0))
+        }
+        guard case .failure(let error) = outcome else {
+            Issue.record("a dropped transfer succeeded")
+            return
+        }
+        let partial = try #require(contents(".file.bin.pinpath-partial"))
+        #expect(
+            error.message.contains("\(partial.count) bytes are kept in") && error.message.contains("for a resumption"), "\(error.message)")
+        #expect(!error.message.contains("--"), "\(error.message)")
+    }
+
+    @Test("A Content-Range with a terminal escape reaches the error's message escaped: invalid_response, no raw control")
+    func contentRangeEscaped() async throws {
+        let hostile = "bytes 5-9/10\u{1B}]0;PWNED\u{07}"
+        let server = try server([.dropAfter(bytes: Self.half), .contentRange(hostile)])
+        defer { server.stop() }
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let outcome = await downloadOutcome {
+            try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
+        }
+        guard case .failure(let error) = outcome else {
+            Issue.record("a hostile Content-Range was accepted")
+            return
+        }
+        #expect(error.code == .invalidResponse, "\(error)")
+        #expect(error.message.contains(#"bytes 5-9/10\x1b]0;PWNED\x07"#), "\(error.message)")
+        #expect(!error.message.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, "\(error.message.debugDescription)")
+        #expect(server.requests.count == 2 && server.requests[1].header("Range") != nil, "the hostile field came with the resumption")
+    }
+
+    @Test(
+        "DownloadOptions.timeout bounds the whole download: a server trickling 1 byte a second fails timed_out, the destination untouched")
+    func trickleTimedOut() async throws {
+        let small = scratch.file("small.bin")
+        try Data(repeating: 0x61, count: 1000).write(to: URL(fileURLWithPath: small))
+        let server = try RangeFileServer(serving: small, certificate: pinned, misbehaviours: [.trickle], directory: scratch.path)
+        defer { server.stop() }
+        try Data("old good file".utf8).write(to: URL(fileURLWithPath: scratch.file("file.bin")))
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let started = ContinuousClock.now
+        let outcome = await downloadOutcome {
+            try await session.download(
+                get("\(server.origin)/file.bin"), to: scratch.file("file.bin"), download: DownloadOptions(timeout: .seconds(2)))
+        }
+        let elapsed = ContinuousClock.now - started
+        guard case .failure(let error) = outcome else {
+            Issue.record("a 1000-second trickle finished within its limit")
+            return
+        }
+        #expect(error.code == .timedOut && error.message.contains("took longer than"), "\(error)")
+        #expect(elapsed < .seconds(20), "ended after \(elapsed)")
+        #expect(contents("file.bin") == Data("old good file".utf8))
+        #expect(server.requests.count == 1, "no reconnection past the limit")
     }
 
     @Test("A wrong SHA-256: digest_mismatch, the old file kept, no partial file left")

@@ -22,6 +22,12 @@ public final class RangeFileServer {
         case redirectRanges(to: String)
         /// Connections after the first get this leaf, key and chain (the same port, another key).
         case switchIdentityAfterFirst(leaf: String, key: String, chain: [String])
+        /// No `ETag` and no `Last-Modified`: nothing a resumption could be validated against.
+        case noValidators
+        /// A range request gets `206` with this `Content-Range`, sent as it is (controls included).
+        case contentRange(String)
+        /// The body goes out one byte a second (its `Content-Length` announced whole).
+        case trickle
     }
 
     public let port: UInt16
@@ -81,6 +87,9 @@ public final class RangeFileServer {
             case .switchIdentityAfterFirst(let leaf, let key, let chain):
                 settings["second_chain"] = try Self.chainFile((leaf, key, chain), directory: directory, name: "\(name)-second")
                 settings["second_key"] = key
+            case .noValidators: settings["no_validators"] = true
+            case .contentRange(let value): settings["content_range"] = value
+            case .trickle: settings["trickle"] = true
             }
         }
         let settingsFile = "\(directory)/\(name).json"
@@ -130,7 +139,7 @@ public final class RangeFileServer {
 
     /// argv: settings file (JSON), port file.
     static let script = #"""
-        import email.utils, json, os, socket, ssl, sys, threading
+        import email.utils, json, os, socket, ssl, sys, threading, time
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         settings = json.load(open(sys.argv[1]))
@@ -179,12 +188,13 @@ public final class RangeFileServer {
                 body = data[start:] if start is not None else data
                 self.send_response(206 if start is not None else 200)
                 self.send_header("Content-Type", "application/octet-stream")
-                self.send_header("ETag", etag)
-                self.send_header("Last-Modified", modified)
+                if not settings.get("no_validators"):
+                    self.send_header("ETag", etag)
+                    self.send_header("Last-Modified", modified)
                 self.send_header("Accept-Ranges", "bytes")
                 if start is not None:
                     shown = start + 1 if settings.get("shifted_range") else start
-                    self.send_header("Content-Range", "bytes %d-%d/%d" % (shown, len(data) - 1, len(data)))
+                    self.send_header("Content-Range", settings.get("content_range", "bytes %d-%d/%d" % (shown, len(data) - 1, len(data))))
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 with lock:
@@ -196,6 +206,12 @@ public final class RangeFileServer {
                     self.wfile.flush()
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if settings.get("trickle"):
+                    for i in range(len(body)):
+                        self.wfile.write(body[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(1)
                     return
                 self.wfile.write(body)
                 if "excess" in settings:

@@ -14,14 +14,15 @@ public struct DownloadDestination: Sendable {
     public let path: String
     /// The directory holding it (`.` for a bare name).
     let directory: String
-    /// The partial file beside it.
-    let partialPath: String
+    /// The partial file beside it (`.<name>.pinpath-partial`).
+    package let partialPath: String
     /// The partial file's record (URL and validator) beside it.
     let recordPath: String
 
     /// Checks the destination before anything is sent: refused when it (or its partial file or record) is a
     /// directory, a symbolic link (dangling or not), a FIFO or another non-regular file, or when its directory
-    /// is missing or not writable.
+    /// is missing or not writable. A partial file or record there that is not this user's own (another user's, a
+    /// hard link, readable by others: ``foreignness(of:)``) is removed, since it will not be resumed.
     /// - Throws: ``HTTPError`` `output`, naming the path and what is wrong.
     public init(checking path: String) throws(HTTPError) {
         guard !path.isEmpty, !path.hasSuffix("/") else {
@@ -40,6 +41,9 @@ public struct DownloadDestination: Sendable {
                 let subject = file == path ? "" : " (\(role) \(UntrustedText.escaped(path)))"
                 throw HTTPError(.output, "cannot download to \(UntrustedText.escaped(file))\(subject): \(problem)")
             }
+        }
+        for (file, role) in [(partialPath, "partial file"), (recordPath, "partial file's record")] {
+            try Self.removeIfForeign(file, role: role, destination: path)
         }
         var status = stat()
         guard stat(directory, &status) == 0 else {
@@ -75,6 +79,48 @@ public struct DownloadDestination: Sendable {
         }
     }
 
+    /// Why a file found at the partial file's or the record's name is not one this user's download made, or
+    /// `nil`: both are created mode 0600 by the user running the download, and have one link. A file owned by
+    /// another user (planted in a directory others can write, such as a sticky `/tmp`), a hard link to some
+    /// other file, or one others may read or write is never appended to, changed, renamed or trusted.
+    static func foreignness(of status: stat) -> String? {
+        if status.st_uid != geteuid() { return "owned by uid \(status.st_uid), not you" }
+        if status.st_nlink != 1 { return "it has \(status.st_nlink) links, and a partial file has one" }
+        if status.st_mode & 0o077 != 0 {
+            return "others may read or write it (mode \(String(status.st_mode & 0o7777, radix: 8))), and a partial file is 0600"
+        }
+        return nil
+    }
+
+    /// Removes `file` when it is there and not this user's own (``foreignness(of:)``): it would not be resumed,
+    /// and a fresh start must be able to create its own in its place.
+    /// - Throws: ``HTTPError`` `output` when it cannot be removed (another user's file in a sticky directory),
+    ///   naming it and why it is refused.
+    private static func removeIfForeign(_ file: String, role: String, destination: String) throws(HTTPError) {
+        var status = stat()
+        guard lstat(file, &status) == 0, let why = foreignness(of: status) else { return }
+        guard unlink(file) == 0 || errno == ENOENT else {
+            throw HTTPError(
+                .output,
+                "cannot download to \(UntrustedText.escaped(destination)): its \(role) \(UntrustedText.escaped(file)) is not yours (\(why)) "
+                    + "and cannot be removed: \(reason(errno)); remove it, or download to another directory")
+        }
+    }
+
+    /// The error of a file that `O_CREAT | O_EXCL` could not create: when something is still there after it
+    /// was removed, what it is (another user's file that this user cannot remove).
+    static func creationFailure(_ file: String, errno error: Int32) -> HTTPError {
+        var status = stat()
+        if error == EEXIST, lstat(file, &status) == 0 {
+            let why = foreignness(of: status) ?? "it came back after it was removed"
+            return HTTPError(
+                .output,
+                "cannot create \(UntrustedText.escaped(file)): a file is there that pinpath cannot remove (\(why)); remove it, or download to another directory"
+            )
+        }
+        return HTTPError(.output, "cannot create \(UntrustedText.escaped(file)): \(reason(error))")
+    }
+
     /// `strerror` with the errno's name: `No space left on device (ENOSPC)`.
     static func reason(_ errno: Int32) -> String {
         "\(String(cString: strerror(errno))) (\(OutputError(errno: errno).errnoName))"
@@ -82,12 +128,20 @@ public struct DownloadDestination: Sendable {
 
     // MARK: The partial file
 
-    /// Opens the partial file to continue it (`O_NOFOLLOW`, a regular file), or `nil` when there is none.
+    /// Opens the partial file to continue it (`O_NOFOLLOW`, a regular file, this user's own: see
+    /// ``foreignness(of:)``), or `nil` when there is none or it is not this user's (then not resumed, and
+    /// ``createPartial()`` removes it or says why it cannot).
     func openPartialForResuming() throws(HTTPError) -> PartialFile? {
         let descriptor = open(partialPath, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else {
             if errno == ENOENT { return nil }
             throw HTTPError(.output, "cannot open \(UntrustedText.escaped(partialPath)): \(Self.reason(errno))")
+        }
+        // Checked on the open file, not the name: one planted after `init(checking:)` is refused too.
+        var status = stat()
+        if fstat(descriptor, &status) == 0, Self.foreignness(of: status) != nil {
+            close(descriptor)
+            return nil
         }
         return try PartialFile(descriptor: descriptor, path: partialPath)
     }
@@ -96,9 +150,7 @@ public struct DownloadDestination: Sendable {
     func createPartial() throws(HTTPError) -> PartialFile {
         removePartial()
         let descriptor = open(partialPath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
-        guard descriptor >= 0 else {
-            throw HTTPError(.output, "cannot create \(UntrustedText.escaped(partialPath)): \(Self.reason(errno))")
-        }
+        guard descriptor >= 0 else { throw Self.creationFailure(partialPath, errno: errno) }
         return try PartialFile(descriptor: descriptor, path: partialPath)
     }
 

@@ -17,6 +17,12 @@ public struct DownloadOptions: Sendable {
     /// `Last-Modified`) and a length. Each reconnection passes the reachability gate and the security policy
     /// in the TLS handshake again, as a first request does.
     public var reconnects = 3
+    /// The most time the whole download may take, from the call until the file is in place, every transfer
+    /// (a reconnection, a redirect) included; past it the download fails with ``HTTPError/Code/timedOut``.
+    /// `nil`, the default, sets no total: each transfer's head is then bounded by ``RequestOptions/timeout``
+    /// and its body by ``RequestOptions/stallTimeout`` (and ``RequestOptions/bodyTimeout``) only, so a large
+    /// file takes what it takes. Given, it also cuts those limits to what is left of it.
+    public var timeout: Duration? = nil
     /// Called with the bytes done and expected of the whole file (a resumed part included), at most every
     /// 100 ms and once at the end of each transfer; on the session's libcurl thread: return quickly.
     public var progress: (@Sendable (DownloadProgress) -> Void)? = nil
@@ -24,15 +30,16 @@ public struct DownloadOptions: Sendable {
     /// `text` as ``expectedSHA256`` accepts it, lowercased: exactly 64 hexadecimal digits; `nil` otherwise.
     public static func normalizedSHA256(_ text: String) -> String? { SHA256Digest.normalized(text) }
 
-    /// Options with the defaults: no resume, no digest, 3 reconnections, no progress.
+    /// Options with the defaults: no resume, no digest, 3 reconnections, no total time limit, no progress.
     public init(
         resume: Bool = false, expectedSHA256: String? = nil, computesSHA256: Bool = false, reconnects: Int = 3,
-        progress: (@Sendable (DownloadProgress) -> Void)? = nil
+        timeout: Duration? = nil, progress: (@Sendable (DownloadProgress) -> Void)? = nil
     ) {
         self.resume = resume
         self.expectedSHA256 = expectedSHA256
         self.computesSHA256 = computesSHA256
         self.reconnects = reconnects
+        self.timeout = timeout
         self.progress = progress
     }
 }

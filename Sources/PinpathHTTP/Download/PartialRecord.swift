@@ -6,9 +6,10 @@ import PinpathSupport
 /// resume asks for the same file: the URL's SHA-256 (not the URL, whose query may hold a token), the validator
 /// sent back in `If-Range`, and the whole file's length.
 ///
-/// The record is an input on the next run: read only from a regular file (`O_NOFOLLOW`) of at most 4 KiB,
-/// decoded strictly; a record that is missing, unreadable, for another URL or with a validator that could not be
-/// sent as a header means the partial file is not resumed (it is discarded and the download starts over).
+/// The record is an input on the next run: read only from a regular file (`O_NOFOLLOW`) of at most 4 KiB, this
+/// user's own with one link and mode 0600, decoded strictly; a record that is missing, unreadable, another
+/// user's, for another URL or with a validator that could not be sent as a header means the partial file is not
+/// resumed (it is discarded and the download starts over).
 struct PartialRecord: Codable, Equatable, Sendable {
     /// The format's version, 1.
     var version = 1
@@ -57,13 +58,16 @@ struct PartialRecord: Codable, Equatable, Sendable {
     /// Whether this record was made for `url`.
     func matches(url: String) -> Bool { urlSHA256 == Self.digest(of: url) }
 
-    /// Reads the record at `path`; `nil` when it is absent, not a regular file, too large or not a record.
+    /// Reads the record at `path`; `nil` when it is absent, not a regular file, not this user's own
+    /// (``DownloadDestination/foreignness(of:)``), too large or not a record.
     static func read(_ path: String) -> PartialRecord? {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var status = stat()
-        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_size <= maximumFileSize else {
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_size <= maximumFileSize,
+            DownloadDestination.foreignness(of: status) == nil
+        else {
             return nil
         }
         var bytes = [UInt8](repeating: 0, count: maximumFileSize + 1)
@@ -80,9 +84,7 @@ struct PartialRecord: Codable, Equatable, Sendable {
         let temporary = path + ".new"
         unlink(temporary)
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else {
-            throw HTTPError(.output, "cannot create \(UntrustedText.escaped(temporary)): \(DownloadDestination.reason(errno))")
-        }
+        guard descriptor >= 0 else { throw DownloadDestination.creationFailure(temporary, errno: errno) }
         let text = JSONValue.object([
             ("version", .int(version)), ("url_sha256", .string(urlSHA256)), ("validator", .string(validator)),
             ("length", .int(Int(length))),

@@ -1,3 +1,5 @@
+import PinpathSupport
+
 /// What a download does with a response head, given the offset it asked from: the decision table of a resumed
 /// (or first) transfer, kept apart from the I/O so that every row is tested.
 ///
@@ -41,8 +43,10 @@ enum ResumeDecision: Equatable, Sendable {
         switch status {
         case 206:
             guard offset > 0 else { return .mismatchedRange("a 206 partial response to a request for the whole file") }
-            guard let field = contentRange else { return .mismatchedRange("a 206 partial response without Content-Range") }
-            guard let parsed = ContentRange(parsing: field), let range = parsed.range else {
+            guard let received = contentRange else { return .mismatchedRange("a 206 partial response without Content-Range") }
+            // The server's text, quoted in the error's message: escaped and cut short (a terminal shows it).
+            let field = UntrustedText.escaped(received, limit: 80)
+            guard let parsed = ContentRange(parsing: received), let range = parsed.range else {
                 return .mismatchedRange("Content-Range \"\(field)\" is not bytes FIRST-LAST/LENGTH")
             }
             guard range.lowerBound == offset, range.upperBound == parsed.length - 1 else {

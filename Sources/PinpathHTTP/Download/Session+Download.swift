@@ -5,7 +5,10 @@ extension Session {
     /// Downloads a response body to a file: streamed to a partial file beside `destination`, synced, and renamed
     /// into place only once complete, of the announced length and (when given) the expected SHA-256. A failed or
     /// interrupted download never leaves a partial file at `destination` and never replaces a file already
-    /// there; the partial file stays beside it (`.<name>.pinpath-partial`) for ``DownloadOptions/resume``.
+    /// there; the partial file stays beside it (`.<name>.pinpath-partial`) for ``DownloadOptions/resume`` when
+    /// it can be resumed (the response had a strong validator and a length), and is removed otherwise. A
+    /// partial file or record that is not this user's own (another user's, a hard link, readable by others)
+    /// is never resumed nor written.
     ///
     /// Every transfer, a resumption or a reconnection after a drop included, is a request like
     /// ``stream(_:options:)``'s: the reachability gate, then the security policy in the TLS handshake, redirects
@@ -22,10 +25,11 @@ extension Session {
     ///   - destination: the file to create or replace. It, its partial file and record must each be absent or a
     ///     regular file, and its directory must exist and be writable: checked before anything is sent.
     ///   - options: as for ``send(_:options:)``; ``RequestOptions/timeout`` bounds each transfer up to its head.
-    ///   - download: resume, the expected digest, reconnections, progress.
+    ///   - download: resume, the expected digest, reconnections, the whole download's time limit, progress.
     /// - Returns: the file's path, length, digest, and how it was put together.
     /// - Throws: ``HTTPError``: `output` for the destination (not a regular file, a directory missing or not
-    ///   writable, a write that failed: a full disk names `ENOSPC`); `unexpectedStatus` (with the response head)
+    ///   writable, another user's partial file that cannot be removed, a write that failed: a full disk names
+    ///   `ENOSPC`); `timedOut` past ``DownloadOptions/timeout``; `unexpectedStatus` (with the response head)
     ///   for a status other than 2xx, nothing written; `invalidResponse` for a part that is not the one asked
     ///   for (the partial file kept as it was); `protocolError` for a body longer or shorter than announced;
     ///   `digestMismatch`; `usage` for a HEAD request or an expected digest that is not 64 hexadecimal digits;
@@ -59,6 +63,8 @@ private struct DownloadRun {
     let options: DownloadOptions
     /// What the progress callback adds to a transfer's own count: the bytes already in the partial file.
     let progressBase = ProgressBase()
+    /// When ``DownloadOptions/timeout`` runs out, if one was given.
+    let deadline: ContinuousClock.Instant?
 
     init(session: Session, request: SessionRequest, target: DownloadDestination, label: String, options: DownloadOptions) {
         self.session = session
@@ -66,6 +72,7 @@ private struct DownloadRun {
         self.target = target
         self.label = label
         self.options = options
+        deadline = options.timeout.map { ContinuousClock.now + $0 }
     }
 
     /// The destination as messages name it.
@@ -95,9 +102,10 @@ private struct DownloadRun {
             let streamed: StreamedResponse
             do throws(HTTPError) {
                 streamed = try await session.stream(
-                    transferRequest(offset: offset, validator: record?.validator), options: transferOptions(requestOptions, offset: offset))
+                    transferRequest(offset: offset, validator: record?.validator),
+                    options: try transferOptions(requestOptions, offset: offset))
             } catch {
-                throw failure(error, partial: partial)
+                throw failure(error, partial: partial, record: record)
             }
             lastHead = streamed.head
             let decision = ResumeDecision.deciding(
@@ -110,14 +118,16 @@ private struct DownloadRun {
                 var error = HTTPError(
                     .unexpectedStatus, "\(label): status \(streamed.head.statusCode) is not acceptable (200-299)", response: streamed.head)
                 error.remoteAddress = streamed.head.remoteAddress
-                throw failure(error, partial: partial)
+                throw failure(error, partial: partial, record: record)
             case .mismatchedRange(let reason):
                 streamed.body.cancel()
-                throw failure(HTTPError(.invalidResponse, "\(label): \(reason)", response: streamed.head), partial: partial)
+                throw failure(HTTPError(.invalidResponse, "\(label): \(reason)", response: streamed.head), partial: partial, record: record)
             case .retryFromStart:
                 streamed.body.cancel()
                 guard !askedAgainFromStart else {
-                    throw failure(HTTPError(.invalidResponse, "\(label): 416 again for a request from the first byte"), partial: partial)
+                    throw failure(
+                        HTTPError(.invalidResponse, "\(label): 416 again for a request from the first byte"), partial: partial,
+                        record: record)
                 }
                 askedAgainFromStart = true
                 try restart(&partial, &digest, &record)
@@ -140,7 +150,7 @@ private struct DownloadRun {
                     if let record { try record.write(to: target.recordPath) } else { target.removeRecord() }
                 } catch {
                     streamed.body.cancel()
-                    throw failure(error, partial: partial)
+                    throw failure(error, partial: partial, record: record)
                 }
             }
             progressBase.set(partial.length)
@@ -148,13 +158,14 @@ private struct DownloadRun {
             case .complete:
                 break transfers
             case .failed(let error):
-                throw failure(error, partial: partial)
+                throw failure(error, partial: partial, record: record)
             case .dropped(let error):
                 // A drop part-way through a body whose end is known and whose validator lets it be resumed.
                 guard record != nil, let length, partial.length < length, reconnections < options.reconnects else {
-                    throw failure(error, partial: partial)
+                    throw failure(error, partial: partial, record: record)
                 }
-                do throws(HTTPError) { try partial.sync() } catch { throw failure(error, partial: partial) }
+                if let expired = timeExpired() { throw failure(expired, partial: partial, record: record) }
+                do throws(HTTPError) { try partial.sync() } catch { throw failure(error, partial: partial, record: record) }
                 reconnections += 1
             }
         }
@@ -166,7 +177,7 @@ private struct DownloadRun {
                 .digestMismatch,
                 "\(label): the body's SHA-256 is \(sha256), not the expected \(expectedDigest); \(shownDestination) was left as it was")
         }
-        do throws(HTTPError) { try target.commit(partial) } catch { throw failure(error, partial: partial) }
+        do throws(HTTPError) { try target.commit(partial) } catch { throw failure(error, partial: partial, record: record) }
         var head = lastHead
         head.body = []
         return DownloadResult(
@@ -191,9 +202,18 @@ private struct DownloadRun {
         return transfer
     }
 
-    /// The caller's options, with progress counted over the whole file.
-    private func transferOptions(_ requestOptions: RequestOptions, offset: Int64) -> RequestOptions {
+    /// The caller's options, with progress counted over the whole file, and each limit cut to what is left of
+    /// ``DownloadOptions/timeout``: the head's and the connection's, and the body's (from the head's arrival).
+    /// - Throws: ``HTTPError`` `timedOut` when nothing is left.
+    private func transferOptions(_ requestOptions: RequestOptions, offset: Int64) throws(HTTPError) -> RequestOptions {
         var transferOptions = requestOptions
+        if let deadline {
+            let left = deadline - ContinuousClock.now
+            if let expired = timeExpired() { throw expired }
+            transferOptions.timeout = min(transferOptions.timeout, left)
+            transferOptions.connectTimeout = min(transferOptions.connectTimeout, left)
+            transferOptions.bodyTimeout = min(transferOptions.bodyTimeout ?? left, left)
+        }
         progressBase.set(offset)
         if let report = options.progress {
             let base = progressBase
@@ -206,9 +226,15 @@ private struct DownloadRun {
         return transferOptions
     }
 
+    /// The error of a download past its ``DownloadOptions/timeout``, or `nil` while time is left.
+    private func timeExpired() -> HTTPError? {
+        guard let deadline, let limit = options.timeout, ContinuousClock.now >= deadline else { return nil }
+        return HTTPError(.timedOut, "\(label): the download took longer than its time limit, \(limit)")
+    }
+
     /// Empties the partial file and forgets its record: the download starts from the first byte.
     private func restart(_ partial: inout PartialFile, _ digest: inout SHA256Digest?, _ record: inout PartialRecord?) throws(HTTPError) {
-        do throws(HTTPError) { try partial.truncate() } catch { throw failure(error, partial: partial) }
+        do throws(HTTPError) { try partial.truncate() } catch { throw failure(error, partial: partial, record: record) }
         if digest != nil { digest = SHA256Digest() }
         record = nil
         target.removeRecord()
@@ -229,6 +255,12 @@ private struct DownloadRun {
     {
         do throws(HTTPError) {
             for try await chunk in body {
+                // The body's own limit was set when the transfer started, so its head's time comes on top:
+                // a slow body is stopped here at the download's deadline.
+                if let expired = timeExpired() {
+                    body.cancel()
+                    return .failed(expired)
+                }
                 if let length, partial.length + Int64(chunk.count) > length {
                     body.cancel()
                     return .failed(HTTPError(.protocolError, "\(label): the server sent more than the \(length) bytes it announced"))
@@ -248,6 +280,7 @@ private struct DownloadRun {
                 }
             }
         } catch {
+            if let expired = timeExpired() { return .failed(expired) }
             switch error.code {
             case .protocolError where length.map({ partial.length >= $0 }) ?? false:
                 // The whole length arrived and the server went on: more than it announced.
@@ -265,12 +298,13 @@ private struct DownloadRun {
     }
 
     /// `error`, its message saying what became of the destination and the partial file. A non-empty partial
-    /// file is synced and kept for a resumption, unless the file itself failed (a full disk: what was written
-    /// would only hold space others need) or it is empty.
-    private func failure(_ error: HTTPError, partial: PartialFile) -> HTTPError {
+    /// file is synced and kept for a resumption only when it can be resumed: its `record` exists (the response
+    /// had a strong validator and a length). Otherwise, or when the file itself failed (a full disk: what was
+    /// written would only hold space others need), it is removed.
+    private func failure(_ error: HTTPError, partial: PartialFile, record: PartialRecord?) -> HTTPError {
         let kept: String
-        if error.code != .output, partial.length > 0, (try? partial.sync()) != nil {
-            kept = "; \(partial.length) bytes are kept in \(UntrustedText.escaped(target.partialPath)) (resume with --continue)"
+        if error.code != .output, record != nil, partial.length > 0, (try? partial.sync()) != nil {
+            kept = "; \(partial.length) bytes are kept in \(UntrustedText.escaped(target.partialPath)) for a resumption"
         } else {
             target.removePartial()
             kept = ""

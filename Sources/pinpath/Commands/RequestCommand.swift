@@ -33,10 +33,15 @@ struct RequestCommand: AsyncParsableCommand {
             -o FILE writes the body to FILE instead of standard output: into a partial file beside it \
             (.FILE.pinpath-partial, with its record .FILE.pinpath-partial.json), synced and renamed over FILE only \
             once complete, of the announced length and, with --sha256 HEX, of that SHA-256. A failed or \
-            interrupted download leaves FILE as it was (absent, or the old file) and keeps the partial file: \
-            --continue resumes it (Range from its length, If-Range with the ETag or Last-Modified it was started \
+            interrupted download leaves FILE as it was (absent, or the old file) and keeps the partial file when \
+            it can be resumed (the server sent a strong ETag or a Last-Modified, and a length; otherwise it is \
+            removed): --continue resumes it (Range from its length, If-Range with the validator it was started \
             under; a server that ignores the range or whose file changed starts it again from the first byte). A \
-            dropped connection is resumed up to 3 times within one run. Every connection of a download, a \
+            partial file or record that is not yours (another user's, as in a shared or sticky directory, a hard \
+            link, or readable by others) is never resumed: it is removed, or, when it cannot be, the download is \
+            refused (exit 73). A dropped connection is resumed up to 3 times within one run. Without --timeout a \
+            download has no total time limit (30s for the head, and a body that sends nothing for 30s fails); \
+            --timeout bounds the whole download. Every connection of a download, a \
             resumption, a reconnection and a redirect to a mirror included, passes the reachability gate and the \
             pins again. FILE, its partial file and record must be absent or regular files (not a directory, a \
             symbolic link or a FIFO): checked before anything is sent. -o - is refused (leave out -o to write \
@@ -49,7 +54,8 @@ struct RequestCommand: AsyncParsableCommand {
             origin), 3 connection error or timeout, 4 not reachable (nothing was sent), 5 status not acceptable \
             (with -o: nothing written), 6 the body is not as expected (--sha256 mismatch: digest_mismatch; a \
             Content-Range other than the range asked for: invalid_response), 64 usage, 73 the -o file cannot be \
-            created (not a regular file, directory missing or not writable; nothing was sent), 74 writing the -o \
+            created (not a regular file, directory missing or not writable, another user's partial file in the way; \
+            nothing was sent), 74 writing the -o \
             file failed (a full disk: ENOSPC).
             """)
 
@@ -103,8 +109,13 @@ struct RequestCommand: AsyncParsableCommand {
             """, valueName: "host:port:address"))
     var resolve: [ResolvedAddress] = []
 
-    @Option(help: "The total time allowed: 30s, 1500ms, 2m, or a number of seconds (2.5).")
-    var timeout: Duration = .seconds(30)
+    @Option(
+        help: """
+            The total time allowed: 30s, 1500ms, 2m, or a number of seconds (2.5). Default 30s; with -o the default \
+            is no total (30s for the response's head and for each stall of the body), and a value given bounds the \
+            whole download, every reconnection included.
+            """)
+    var timeout: Duration?
 
     @Option(help: "When the target is not reachable, wait up to this long for the network (10s, or seconds) instead of failing at once.")
     var waitForConnectivity: Duration?
@@ -151,7 +162,9 @@ struct RequestCommand: AsyncParsableCommand {
             guard [data != nil, jsonBody != nil, !form.isEmpty].filter({ $0 }).count <= 1 else {
                 throw CommandFailure.usage("give one body: -d, --json-body or --form")
             }
-            guard timeout > .zero else { throw CommandFailure.usage("--timeout must be more than 0 (5s, 1500ms, or a number of seconds)") }
+            if let timeout, timeout <= .zero {
+                throw CommandFailure.usage("--timeout must be more than 0 (5s, 1500ms, or a number of seconds)")
+            }
             if let waitForConnectivity, waitForConnectivity < .zero {
                 throw CommandFailure.usage("--wait-for-connectivity must be 0 or more (10s, 1500ms, or a number of seconds)")
             }
@@ -208,9 +221,11 @@ struct RequestCommand: AsyncParsableCommand {
     private func runDownload(to output: String) async throws {
         do {
             let request = try buildRequest()
-            // Refused before anything is sent (73); the library checks again when it starts.
+            // Refused before anything is sent (73): not a regular file, or another user's partial file that cannot
+            // be removed. The library checks again when it starts.
+            let target: DownloadDestination
             do throws(HTTPError) {
-                _ = try DownloadDestination(checking: output)
+                target = try DownloadDestination(checking: output)
             } catch {
                 throw CommandFailure.request(73, category: error.code, error.message)
             }
@@ -220,7 +235,9 @@ struct RequestCommand: AsyncParsableCommand {
             let session = try Self.session(configuration, monitor: monitor)
             let bar = ProgressBar.ifWanted(json: json)
             // The digest only when it is checked or shown (--json): it costs CPU time comparable to the transfer's.
-            var download = DownloadOptions(resume: resumeDownload, expectedSHA256: expectedSHA256, computesSHA256: json)
+            // --timeout, when given, is the whole download's; otherwise it takes what it takes (stalls still end it).
+            var download = DownloadOptions(
+                resume: resumeDownload, expectedSHA256: expectedSHA256, computesSHA256: json, timeout: timeout)
             if let bar { download.progress = { bar.update($0) } }
             let result: DownloadResult
             do throws(HTTPError) {
@@ -230,7 +247,9 @@ struct RequestCommand: AsyncParsableCommand {
             } catch {
                 bar?.finish()
                 if verbose { Self.printVerification(error.evaluation) }
-                throw CommandFailure.request(Self.downloadExitCode(for: error.code), category: error.code, error.message)
+                // The library keeps a partial file only when it can be resumed: say how.
+                let resumable = access(target.partialPath, F_OK) == 0 ? " (--continue)" : ""
+                throw CommandFailure.request(Self.downloadExitCode(for: error.code), category: error.code, error.message + resumable)
             }
             if let warning = Self.ocspWarning(result.response) {
                 try? LineOutput(descriptor: STDERR_FILENO).write(UntrustedText.escapedLines(["pinpath: warning: \(warning)"]))
@@ -424,7 +443,7 @@ struct RequestCommand: AsyncParsableCommand {
             configuration.clientCertificate = ClientCertificate(certificatePath: files.certificate, keyPath: files.key)
         }
         var options = RequestOptions()
-        options.timeout = timeout
+        options.timeout = timeout ?? .seconds(30)
         options.connectTimeout = min(options.connectTimeout, options.timeout)
         options.followRedirects = !noRedirects
         options.allowsInsecureRedirects = allowInsecureRedirect
