@@ -62,6 +62,41 @@ struct StreamedBodyTests {
         }
     }
 
+    @Test("A content-coded body streams as the server sent it, never decoded: gzip and zstd bombs, by length and chunked")
+    func contentCodingNotDecoded() async throws {
+        let server = try server()
+        defer { server.stop() }
+        let session = try session()
+        defer { session.shutdown() }
+        let decodedSize = 256 << 20
+        for coding in ["gzip", "zstd"] {
+            for chunked in [false, true] {
+                // With no Accept-Encoding libcurl adds none; `identity` (as a download asks) is sent as it is.
+                for acceptEncoding in [nil, "identity"] {
+                    var request = get("\(server.origin)/bomb?coding=\(coding)&n=\(decodedSize)\(chunked ? "&chunked=1" : "")")
+                    if let acceptEncoding { request.headers.add(name: "Accept-Encoding", value: acceptEncoding) }
+                    let response = try await session.stream(request)
+                    #expect(response.head.headers["Content-Encoding"] == coding)
+                    #expect(response.head.headers["X-Request-Accept-Encoding"] == acceptEncoding ?? "-")
+                    let (count, sha256) = try await drain(response.body)
+                    print("\(coding)\(chunked ? " chunked" : ""), Accept-Encoding \(acceptEncoding ?? "none"): \(count) bytes streamed")
+                    #expect(sha256 == response.head.headers["X-Body-SHA256"])
+                    if !chunked { #expect(count == response.head.headers["Content-Length"].flatMap { Int64($0) }) }
+                    #expect(count < 1 << 20)
+                }
+            }
+        }
+        // `send` still asks for and decodes every coding libcurl knows, bounded by maximumBodySize after decoding.
+        let small = try await session.send(get("\(server.origin)/bomb?coding=gzip&n=1000000"))
+        #expect(small.headers["X-Request-Accept-Encoding"]?.contains("gzip") == true)
+        #expect(small.body == [UInt8](repeating: 0, count: 1_000_000))
+        await #expect {
+            _ = try await session.send(get("\(server.origin)/bomb?coding=zstd&n=\(decodedSize)&chunked=1"))
+        } throws: { error in
+            (error as? HTTPError)?.code == .protocolError
+        }
+    }
+
     @Test("A 302 on a stream is followed (its body discarded), and progress reports the final body only")
     func redirectFollowed() async throws {
         let server = try server()

@@ -42,7 +42,8 @@ extension Transfer {
             headCompletion(.failure(unadmittedConnection))
             return false
         }
-        if request.method != .head, responseHeaders["Content-Encoding"].map({ $0.lowercased() == "identity" }) ?? true {
+        // A stream's bytes are the ones sent, content coding and all: Content-Length counts them.
+        if request.method != .head {
             announcedLength = responseHeaders["Content-Length"].flatMap { Int64($0) }
         }
         let now = ContinuousClock.now
