@@ -2,6 +2,7 @@ import COpenSSL
 import Foundation
 import PinpathHTTP
 import PinpathSecurity
+import PinpathSupport
 import PinpathTestSupport
 import Synchronization
 import Testing
@@ -94,6 +95,27 @@ struct StreamedBodyTests {
             _ = try await session.send(get("\(server.origin)/bomb?coding=zstd&n=\(decodedSize)&chunked=1"))
         } throws: { error in
             (error as? HTTPError)?.code == .protocolError
+        }
+    }
+
+    @Test("A Content-Length field holding an escape sequence is quoted escaped in the failure for bytes past it")
+    func excessMessageEscaped() async throws {
+        let plain = try server(tls: false)
+        defer { plain.stop() }
+        let session = try session()
+        defer { session.shutdown() }
+        // libcurl reads the leading 5 and ignores the rest of the field; the failure quotes the field.
+        let field = "5\u{1b}]0;pwned\u{07}\u{202e}"
+        let query = field.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let response = try await session.stream(get("\(plain.origin)/excess?n=5&extra=50&together=1&length=\(query)"))
+        #expect(response.head.headers["Content-Length"] == field)
+        await #expect {
+            for try await _ in response.body {}
+        } throws: { error in
+            guard let error = error as? HTTPError else { return false }
+            print(error.message)
+            return error.code == .protocolError && error.message.contains(#"5\x1b]0;pwned\x07\u{202e}"#)
+                && !error.message.unicodeScalars.contains(where: UntrustedText.needsEscape)
         }
     }
 

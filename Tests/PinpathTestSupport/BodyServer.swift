@@ -9,7 +9,8 @@ import Foundation
 ///   `Content-Length` or chunked.
 /// - `/stall?n=N&after=K`: announces N, sends K, then nothing until the client goes.
 /// - `/short?n=N&after=K`: announces N, sends K, then closes the connection.
-/// - `/excess?n=N&extra=E[&together=1]`: announces N and sends N+E bytes in one write (with the head, too).
+/// - `/excess?n=N&extra=E[&together=1][&length=TEXT]`: announces N and sends N+E bytes in one write (with the
+///   head, too); `length` is the `Content-Length` field's text in place of N (sent raw, control bytes and all).
 /// - `/bomb?coding=gzip|zstd&n=N[&chunked=1]`: N zero bytes in that content coding, whatever the request's
 ///   `Accept-Encoding` (a decompression bomb: 256 MiB is 261 KB of gzip, 8 KB of zstd), with
 ///   `Content-Encoding`, the encoded bytes' SHA-256 in `X-Body-SHA256` (hex) and the request's `Accept-Encoding`
@@ -187,7 +188,8 @@ public final class BodyServer {
                     body = b"".join(pattern(n + extra))
                     if query.get("together") == "1":
                         # Head and body in one write, so that they arrive in one read.
-                        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % n + body)
+                        length = query.get("length", str(n)).encode()
+                        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: " + length + b"\r\n\r\n" + body)
                     else:
                         self.send_response(200)
                         self.send_header("Content-Length", str(n))
