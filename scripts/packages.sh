@@ -15,8 +15,9 @@ PINPATH_PACKAGES=(pkg-config libnl-3-dev libnl-route-3-dev libssl-dev libcurl4-o
 # strace counts the threads pinpath run starts (tcp:// exchanges start none); python3-cryptography gives the TLS 1.3
 # replay server (a server without the key of the certificate it sends) its X25519 exchange. chromium and
 # chromium-driver (its WebDriver server) load the agent's status page headless (StatusPageBrowserTests).
+# zstd compresses the zstd bomb the body server sends to streams (StreamedBodyTests).
 PINPATH_TEST_PACKAGES=(python3-venv nginx-light curl prometheus prometheus-node-exporter debhelper lintian systemd man-db
-  bsdextrautils slapd ldap-utils python3-cryptography strace chromium chromium-driver)
+  bsdextrautils slapd ldap-utils python3-cryptography strace chromium chromium-driver zstd)
 
 install_missing_packages() {
     local missing=() package

@@ -12,9 +12,14 @@ struct StreamedBodyMemoryTests {
     let pki = TestPKI.shared
 
     /// The process's peak resident set (VmHWM), in bytes.
-    static func peakResidentBytes() throws -> Int {
+    static func peakResidentBytes() throws -> Int { try statusBytes("VmHWM:") }
+
+    /// The process's resident set now (VmRSS), in bytes.
+    static func residentBytes() throws -> Int { try statusBytes("VmRSS:") }
+
+    private static func statusBytes(_ field: String) throws -> Int {
         let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
-        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") })
+        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix(field) })
         return try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1])) * 1024
     }
 
@@ -52,4 +57,34 @@ struct StreamedBodyMemoryTests {
         #expect(grownCollected >= 32 << 20)
     }
 
+    @Test("Four streams of a 256 MiB gzip bomb held paused: only encoded bytes wait, and RSS and its peak grow by < 16 MiB")
+    func pausedBombsFlatMemory() async throws {
+        let helper = StreamedBodyTests()
+        let server = try helper.server()
+        defer { server.stop() }
+        let session = try helper.session()
+        defer { session.shutdown() }
+        let url = "\(server.origin)/bomb?coding=gzip&n=\(256 << 20)&chunked=1"
+        // Once first: the server compresses it, and the session has its TLS context, before anything is measured.
+        _ = try await helper.drain(try await session.stream(helper.get(url)).body)
+        var options = RequestOptions()
+        options.streamBufferSize = 64 << 10  // smaller than the encoded body: each stream really pauses
+        try Self.resetPeakResidentBytes()
+        let peakBefore = try Self.peakResidentBytes()
+        let before = try Self.residentBytes()
+        var held: [StreamedResponse] = []
+        defer { for response in held { response.body.cancel() } }
+        for _ in 0..<4 {
+            let response = try await session.stream(helper.get(url), options: options)
+            var iterator = response.body.makeAsyncIterator()
+            #expect(try await iterator.next()?.isEmpty == false)
+            held.append(response)
+        }
+        try await Task.sleep(for: .seconds(1))  // libcurl reads and buffers what it may meanwhile
+        let grown = try Self.residentBytes() - before
+        let peakGrown = try Self.peakResidentBytes() - peakBefore
+        print("4 paused gzip bombs: VmRSS grew by \(grown >> 10) KiB, VmHWM by \(peakGrown >> 10) KiB")
+        #expect(grown < 16 << 20, "RSS grew by \(grown >> 20) MiB")
+        #expect(peakGrown < 16 << 20, "peak RSS grew by \(peakGrown >> 20) MiB")
+    }
 }

@@ -2,6 +2,7 @@ import COpenSSL
 import Foundation
 import PinpathHTTP
 import PinpathSecurity
+import PinpathSupport
 import PinpathTestSupport
 import Synchronization
 import Testing
@@ -59,6 +60,62 @@ struct StreamedBodyTests {
                 #expect(sha256 == response.head.headers["X-Body-SHA256"])
                 #expect(response.body.receivedBytes == count)
             }
+        }
+    }
+
+    @Test("A content-coded body streams as the server sent it, never decoded: gzip and zstd bombs, by length and chunked")
+    func contentCodingNotDecoded() async throws {
+        let server = try server()
+        defer { server.stop() }
+        let session = try session()
+        defer { session.shutdown() }
+        let decodedSize = 256 << 20
+        for coding in ["gzip", "zstd"] {
+            for chunked in [false, true] {
+                // With no Accept-Encoding libcurl adds none; `identity` (as a download asks) is sent as it is.
+                for acceptEncoding in [nil, "identity"] {
+                    var request = get("\(server.origin)/bomb?coding=\(coding)&n=\(decodedSize)\(chunked ? "&chunked=1" : "")")
+                    if let acceptEncoding { request.headers.add(name: "Accept-Encoding", value: acceptEncoding) }
+                    let response = try await session.stream(request)
+                    #expect(response.head.headers["Content-Encoding"] == coding)
+                    #expect(response.head.headers["X-Request-Accept-Encoding"] == acceptEncoding ?? "-")
+                    let (count, sha256) = try await drain(response.body)
+                    print("\(coding)\(chunked ? " chunked" : ""), Accept-Encoding \(acceptEncoding ?? "none"): \(count) bytes streamed")
+                    #expect(sha256 == response.head.headers["X-Body-SHA256"])
+                    if !chunked { #expect(count == response.head.headers["Content-Length"].flatMap { Int64($0) }) }
+                    #expect(count < 1 << 20)
+                }
+            }
+        }
+        // `send` still asks for and decodes every coding libcurl knows, bounded by maximumBodySize after decoding.
+        let small = try await session.send(get("\(server.origin)/bomb?coding=gzip&n=1000000"))
+        #expect(small.headers["X-Request-Accept-Encoding"]?.contains("gzip") == true)
+        #expect(small.body == [UInt8](repeating: 0, count: 1_000_000))
+        await #expect {
+            _ = try await session.send(get("\(server.origin)/bomb?coding=zstd&n=\(decodedSize)&chunked=1"))
+        } throws: { error in
+            (error as? HTTPError)?.code == .protocolError
+        }
+    }
+
+    @Test("A Content-Length field holding an escape sequence is quoted escaped in the failure for bytes past it")
+    func excessMessageEscaped() async throws {
+        let plain = try server(tls: false)
+        defer { plain.stop() }
+        let session = try session()
+        defer { session.shutdown() }
+        // libcurl reads the leading 5 and ignores the rest of the field; the failure quotes the field.
+        let field = "5\u{1b}]0;pwned\u{07}\u{202e}"
+        let query = field.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let response = try await session.stream(get("\(plain.origin)/excess?n=5&extra=50&together=1&length=\(query)"))
+        #expect(response.head.headers["Content-Length"] == field)
+        await #expect {
+            for try await _ in response.body {}
+        } throws: { error in
+            guard let error = error as? HTTPError else { return false }
+            print(error.message)
+            return error.code == .protocolError && error.message.contains(#"5\x1b]0;pwned\x07\u{202e}"#)
+                && !error.message.unicodeScalars.contains(where: UntrustedText.needsEscape)
         }
     }
 

@@ -9,7 +9,12 @@ import Foundation
 ///   `Content-Length` or chunked.
 /// - `/stall?n=N&after=K`: announces N, sends K, then nothing until the client goes.
 /// - `/short?n=N&after=K`: announces N, sends K, then closes the connection.
-/// - `/excess?n=N&extra=E[&together=1]`: announces N and sends N+E bytes in one write (with the head, too).
+/// - `/excess?n=N&extra=E[&together=1][&length=TEXT]`: announces N and sends N+E bytes in one write (with the
+///   head, too); `length` is the `Content-Length` field's text in place of N (sent raw, control bytes and all).
+/// - `/bomb?coding=gzip|zstd&n=N[&chunked=1]`: N zero bytes in that content coding, whatever the request's
+///   `Accept-Encoding` (a decompression bomb: 256 MiB is 261 KB of gzip, 8 KB of zstd), with
+///   `Content-Encoding`, the encoded bytes' SHA-256 in `X-Body-SHA256` (hex) and the request's `Accept-Encoding`
+///   in `X-Request-Accept-Encoding` (`-` when it had none). zstd needs the `zstd` program.
 /// - `/redirect?status=S&to=URL`: that redirect, with a 1 KiB body.
 /// - `/upload` (PUT, POST): reads the body in 64 KiB pieces, 20 ms apart, and answers `<count> <sha256 hex>`.
 public final class BodyServer {
@@ -61,7 +66,7 @@ public final class BodyServer {
 
     /// argv: port file, log file, [chain file, key file].
     static let script = #"""
-        import hashlib, os, socket, ssl, sys, threading, time
+        import hashlib, os, socket, ssl, subprocess, sys, threading, time, zlib
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
         from urllib.parse import urlsplit, parse_qs
 
@@ -73,6 +78,37 @@ public final class BodyServer {
         lock = threading.Lock()
         open_connections = 0
         BLOCK = bytes((i * 31 + (i >> 11)) & 0xFF for i in range(1 << 20))
+
+        bombs = {}
+
+        def bomb(coding, n):
+            """n zero bytes in `coding`, made once per size."""
+            with lock:
+                if (coding, n) not in bombs:
+                    zeros = bytes(min(n, 1 << 20))
+                    if coding == "gzip":
+                        compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+                        pieces, left = [], n
+                        while left > 0:
+                            piece = zeros[:min(left, len(zeros))]
+                            pieces.append(compressor.compress(piece))
+                            left -= len(piece)
+                        bombs[(coding, n)] = b"".join(pieces) + compressor.flush()
+                    else:
+                        zstd = subprocess.Popen(["zstd", "-19", "-q", "-c"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                        def feed():
+                            left = n
+                            while left > 0:
+                                piece = zeros[:min(left, len(zeros))]
+                                zstd.stdin.write(piece)
+                                left -= len(piece)
+                            zstd.stdin.close()
+                        feeder = threading.Thread(target=feed)
+                        feeder.start()
+                        bombs[(coding, n)] = zstd.stdout.read()
+                        feeder.join()
+                        zstd.wait()
+                return bombs[(coding, n)]
 
         def record(line):
             with lock, open(log_file, "a") as log:
@@ -152,13 +188,31 @@ public final class BodyServer {
                     body = b"".join(pattern(n + extra))
                     if query.get("together") == "1":
                         # Head and body in one write, so that they arrive in one read.
-                        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % n + body)
+                        length = query.get("length", str(n)).encode()
+                        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: " + length + b"\r\n\r\n" + body)
                     else:
                         self.send_response(200)
                         self.send_header("Content-Length", str(n))
                         self.end_headers()
                         self.wfile.write(body)
                     self.close_connection = True
+                elif url.path == "/bomb":
+                    body = bomb(query["coding"], n)
+                    self.send_response(200)
+                    self.send_header("Content-Encoding", query["coding"])
+                    self.send_header("X-Body-SHA256", hashlib.sha256(body).hexdigest())
+                    self.send_header("X-Request-Accept-Encoding", self.headers.get("Accept-Encoding", "-"))
+                    if query.get("chunked") == "1":
+                        self.send_header("Transfer-Encoding", "chunked")
+                        self.end_headers()
+                        for start in range(0, len(body), 16384):
+                            piece = body[start:start + 16384]
+                            self.wfile.write(b"%x\r\n" % len(piece) + piece + b"\r\n")
+                        self.wfile.write(b"0\r\n\r\n")
+                    else:
+                        self.send_header("Content-Length", str(len(body)))
+                        self.end_headers()
+                        self.wfile.write(body)
                 elif url.path == "/redirect":
                     self.send_response(int(query["status"]))
                     self.send_header("Location", query["to"])

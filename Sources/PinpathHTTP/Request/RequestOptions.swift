@@ -67,8 +67,9 @@ public struct RequestOptions: Sendable {
     /// asks about the proxy's host, and each TLS connection (the proxy's, the origin's inside the tunnel) is
     /// held to the policy of its own host.
     public var proxies = ProxySettings.direct
-    /// Response bodies larger than this fail with ``HTTPError/Code/protocolError`` instead of exhausting
-    /// memory. Default 64 MiB.
+    /// Response bodies larger than this (after decoding their content coding) fail with
+    /// ``HTTPError/Code/protocolError`` instead of exhausting memory. Default 64 MiB. Not for
+    /// ``Session/stream(_:options:)``, whose bodies are neither collected nor decoded.
     public var maximumBodySize = 64 << 20
     /// A client certificate for mutual TLS for this request, instead of the session's.
     public var clientCertificate: ClientCertificate?

@@ -1,7 +1,8 @@
 /// A response whose body arrives as it is received (``Session/stream(_:options:)``).
 public struct StreamedResponse: Sendable {
     /// Status, headers, HTTP version, remote address, TLS details and evaluation, redirect count; its `body` is
-    /// empty and its `timings` end at the head.
+    /// empty and its `timings` end at the head. Its `Content-Encoding` field names the coding of
+    /// ``body``'s bytes, which are not decoded.
     public var head: SessionResponse
     /// The body, read once.
     public let body: ResponseBodyStream
@@ -9,6 +10,11 @@ public struct StreamedResponse: Sendable {
 
 /// A response body as it arrives: chunks of bytes, never empty (several of libcurl's writes coalesced when
 /// the consumer is behind).
+///
+/// The bytes are the ones the server sent, never decoded: a gzip body arrives as gzip (the head's
+/// `Content-Encoding` says so), and its `Content-Length` counts them. A consumer that decodes bounds what it
+/// decodes to: libcurl decoding for it would hold a whole read's output (16 KiB of gzip is 16 MiB) while the
+/// transfer is paused.
 ///
 /// Back-pressure: when more than ``RequestOptions/streamBufferSize`` bytes wait for the consumer, the transfer
 /// is paused, and resumed when the consumer has taken them, so memory stays flat whatever the body's size.

@@ -107,6 +107,12 @@ public final class Session: Sendable {
     /// for ``RequestOptions/stallTimeout`` while the consumer is reading, or past ``RequestOptions/bodyTimeout``.
     /// ``RequestOptions/maximumBodySize`` does not apply: the consumer decides. A redirect hop's body is
     /// discarded and its connection closed.
+    ///
+    /// The body is not decoded: its bytes are the ones the server sent, in the coding the head's
+    /// `Content-Encoding` names (a server may use one the request did not ask for). No `Accept-Encoding` is
+    /// added; the request's own is sent as it is. A consumer that wants decoded bytes decodes them itself,
+    /// with a bound of its own on the output (a few hundred KB of gzip can be gigabytes). ``send(_:options:)``
+    /// decodes, within ``RequestOptions/maximumBodySize``.
     /// - Throws: ``HTTPError``, what ``send(_:options:)`` throws up to the head; `invalidURL` for a URL that is
     ///   not http or https.
     public func stream(_ request: SessionRequest, options: RequestOptions? = nil) async throws(HTTPError) -> StreamedResponse {

@@ -69,7 +69,12 @@ extension Transfer {
     }
 
     private func configureHTTP() throws(HTTPError) {
-        try set(CURLOPT_ACCEPT_ENCODING, "")  // every encoding this libcurl decodes
+        // A collected body is decoded (every coding this libcurl knows), and bounded by maximumBodySize after
+        // decoding. A streamed one is not: libcurl would decode a whole socket read at once, 16 KiB of a gzip
+        // bomb into 16 MiB, and keep all of it while the consumer holds the transfer paused (up to 64 MiB per
+        // transfer). Without the option libcurl asks for no coding and passes the bytes as they came (the
+        // request's own Accept-Encoding still goes); the head's Content-Encoding says what they are.
+        if bodyChannel == nil { try set(CURLOPT_ACCEPT_ENCODING, "") }
         try set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
         // A body announced (Content-Length) larger than the limit is refused before any of it is read;
         // receiveBody still counts, for chunked bodies and servers that announce less than they send. Not for

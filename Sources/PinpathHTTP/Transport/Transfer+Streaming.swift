@@ -1,6 +1,7 @@
 import CCurl
 import CCurlShims
 import Glibc
+import PinpathSupport
 
 /// A streamed transfer's head, body, deadlines and end (``Session/stream(_:options:)``), and the progress
 /// callback of any transfer. On the engine thread, except where said.
@@ -42,7 +43,8 @@ extension Transfer {
             headCompletion(.failure(unadmittedConnection))
             return false
         }
-        if request.method != .head, responseHeaders["Content-Encoding"].map({ $0.lowercased() == "identity" }) ?? true {
+        // A stream's bytes are the ones sent, content coding and all: Content-Length counts them.
+        if request.method != .head {
             announcedLength = responseHeaders["Content-Length"].flatMap { Int64($0) }
         }
         let now = ContinuousClock.now
@@ -128,13 +130,19 @@ extension Transfer {
 
     private static let excessText = Array("Excess found".utf8)
 
-    /// The failure of a body that went on past its `Content-Length`.
+    /// The failure of a body that went on past its `Content-Length`. The field is the server's text (libcurl
+    /// reads its leading digits and ignores the rest): escaped and cut.
     func excessFailure() -> HTTPError {
         let announced =
-            responseHeaders["Content-Length"].map { "the \($0) bytes it announced (Content-Length)" } ?? "the length it announced"
+            responseHeaders["Content-Length"].map {
+                "the \(UntrustedText.escaped($0, limit: Self.quotedFieldLimit)) bytes it announced (Content-Length)"
+            } ?? "the length it announced"
         return HTTPError(
             .protocolError, "\(description): the server sent more than \(announced); the body is not what it said", response: nil)
     }
+
+    /// Room for any length in digits, not for a field's worth of a hostile server's text.
+    private static let quotedFieldLimit = 40
 
     /// libcurl's transfer info callback, throttled to one report per 100 ms on a monotonic clock.
     func reportProgress(received: curl_off_t, sent: curl_off_t) -> Int32 {
