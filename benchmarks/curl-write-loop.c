@@ -14,22 +14,12 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "lib/clocks.h"
+
 static size_t count_and_discard(char *data, size_t size, size_t count, void *context) {
     (void)data;
     *(curl_off_t *)context += (curl_off_t)(size * count);
     return size * count;
-}
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
-}
-
-static double cpu(void) {
-    struct rusage u;
-    getrusage(RUSAGE_SELF, &u);
-    return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
 static const char *version_name(long version) {

@@ -166,13 +166,13 @@ final class DownloadTests {
         defer { server.stop() }
         let session = try pki.loopbackSession(pins: ["ip"])
         defer { session.shutdown() }
-        let outcome = await downloadOutcome {
-            try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
-        }
-        guard case .failure(let error) = outcome else {
-            Issue.record("a shifted range was accepted")
-            return
-        }
+        guard
+            let error = await downloadFailure(
+                "a shifted range was accepted",
+                {
+                    try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
+                })
+        else { return }
         #expect(error.code == .invalidResponse && error.message.contains("is not the bytes asked for"), "\(error)")
         #expect(contents("file.bin") == Data("old good file".utf8))
         let partial = try #require(contents(".file.bin.pinpath-partial"))
@@ -186,13 +186,13 @@ final class DownloadTests {
         defer { server.stop() }
         let session = try pki.loopbackSession(pins: ["ip"])
         defer { session.shutdown() }
-        let outcome = await downloadOutcome {
-            try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
-        }
-        guard case .failure(let error) = outcome else {
-            Issue.record("a body longer than announced was accepted")
-            return
-        }
+        guard
+            let error = await downloadFailure(
+                "a body longer than announced was accepted",
+                {
+                    try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
+                })
+        else { return }
         #expect(error.code == .protocolError, "\(error)")
         #expect(contents("file.bin") == Data("old good file".utf8))
         #expect(server.requests.count == 1, "not retried")
@@ -330,13 +330,13 @@ final class DownloadTests {
         defer { server.stop() }
         let session = try pki.loopbackSession(pins: ["ip"])
         defer { session.shutdown() }
-        let outcome = await downloadOutcome {
-            try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
-        }
-        guard case .failure(let error) = outcome else {
-            Issue.record("a dropped transfer succeeded")
-            return
-        }
+        guard
+            let error = await downloadFailure(
+                "a dropped transfer succeeded",
+                {
+                    try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
+                })
+        else { return }
         #expect(error.code == .protocolError || error.code == .transferFailed, "\(error)")
         #expect(error.message.contains("was left as it was") && !error.message.contains("kept"), "\(error.message)")
         #expect(!exists("file.bin") && !exists(".file.bin.pinpath-partial") && !exists(".file.bin.pinpath-partial.json"))
@@ -349,14 +349,14 @@ final class DownloadTests {
         defer { server.stop() }
         let session = try pki.loopbackSession(pins: ["ip"])
         defer { session.shutdown() }
-        let outcome = await downloadOutcome {
-            try await session.download(
-                get("\(server.origin)/file.bin"), to: scratch.file("file.bin"), download: DownloadOptions(reconnects: 0))
-        }
-        guard case .failure(let error) = outcome else {
-            Issue.record("a dropped transfer succeeded")
-            return
-        }
+        guard
+            let error = await downloadFailure(
+                "a dropped transfer succeeded",
+                {
+                    try await session.download(
+                        get("\(server.origin)/file.bin"), to: scratch.file("file.bin"), download: DownloadOptions(reconnects: 0))
+                })
+        else { return }
         let partial = try #require(contents(".file.bin.pinpath-partial"))
         #expect(
             error.message.contains("\(partial.count) bytes are kept in") && error.message.contains("for a resumption"), "\(error.message)")
@@ -370,13 +370,13 @@ final class DownloadTests {
         defer { server.stop() }
         let session = try pki.loopbackSession(pins: ["ip"])
         defer { session.shutdown() }
-        let outcome = await downloadOutcome {
-            try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
-        }
-        guard case .failure(let error) = outcome else {
-            Issue.record("a hostile Content-Range was accepted")
-            return
-        }
+        guard
+            let error = await downloadFailure(
+                "a hostile Content-Range was accepted",
+                {
+                    try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
+                })
+        else { return }
         #expect(error.code == .invalidResponse, "\(error)")
         #expect(error.message.contains(#"bytes 5-9/10\x1b]0;PWNED\x07"#), "\(error.message)")
         #expect(!error.message.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, "\(error.message.debugDescription)")
@@ -417,14 +417,14 @@ final class DownloadTests {
         let session = try pki.loopbackSession(pins: ["ip"])
         defer { session.shutdown() }
         let wrong = String(repeating: "0", count: 64)
-        let outcome = await downloadOutcome {
-            try await session.download(
-                get("\(server.origin)/file.bin"), to: scratch.file("file.bin"), download: DownloadOptions(expectedSHA256: wrong))
-        }
-        guard case .failure(let error) = outcome else {
-            Issue.record("a wrong digest was accepted")
-            return
-        }
+        guard
+            let error = await downloadFailure(
+                "a wrong digest was accepted",
+                {
+                    try await session.download(
+                        get("\(server.origin)/file.bin"), to: scratch.file("file.bin"), download: DownloadOptions(expectedSHA256: wrong))
+                })
+        else { return }
         #expect(error.code == .digestMismatch && error.message.contains(sha256), "\(error)")
         #expect(contents("file.bin") == Data("old good file".utf8))
         #expect(!exists(".file.bin.pinpath-partial") && !exists(".file.bin.pinpath-partial.json"))
@@ -448,13 +448,13 @@ final class DownloadTests {
         }
         let session = try Session()
         defer { session.shutdown() }
-        let outcome = await downloadOutcome {
-            try await session.download(get("\(recorder.origin)/file.bin"), to: destination, download: DownloadOptions(resume: true))
-        }
-        guard case .failure(let error) = outcome else {
-            Issue.record("\(kind): the download went ahead")
-            return
-        }
+        guard
+            let error = await downloadFailure(
+                "\(kind): the download went ahead",
+                {
+                    try await session.download(get("\(recorder.origin)/file.bin"), to: destination, download: DownloadOptions(resume: true))
+                })
+        else { return }
         #expect(error.code == .output && error.message.contains(destination), "\(error)")
         #expect(recorder.requests.isEmpty)
         #expect(contents("target") == Data("precious".utf8))
@@ -467,13 +467,13 @@ final class DownloadTests {
         defer { recorder.stop() }
         let session = try Session()
         defer { session.shutdown() }
-        let outcome = await downloadOutcome {
-            try await session.download(get("\(recorder.origin)/file.bin"), to: scratch.file("file.bin"))
-        }
-        guard case .failure(let error) = outcome else {
-            Issue.record("a 404 was downloaded")
-            return
-        }
+        guard
+            let error = await downloadFailure(
+                "a 404 was downloaded",
+                {
+                    try await session.download(get("\(recorder.origin)/file.bin"), to: scratch.file("file.bin"))
+                })
+        else { return }
         #expect(error.code == .unexpectedStatus && error.response?.statusCode == 404, "\(error)")
         #expect(!exists("file.bin") && !exists(".file.bin.pinpath-partial") && !exists(".file.bin.pinpath-partial.json"))
     }
@@ -487,6 +487,18 @@ func downloadOutcome(_ body: () async throws -> DownloadResult) async -> Result<
         return .failure(error)
     } catch {
         return .failure(HTTPError(.transferFailed, "not an HTTPError: \(error)"))
+    }
+}
+
+/// The download's error; `nil`, after recording `unexpected`, when it succeeded.
+func downloadFailure(
+    _ unexpected: Comment, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> DownloadResult
+) async -> HTTPError? {
+    switch await downloadOutcome(body) {
+    case .failure(let error): return error
+    case .success:
+        Issue.record(unexpected, sourceLocation: sourceLocation)
+        return nil
     }
 }
 
