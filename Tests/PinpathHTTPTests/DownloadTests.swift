@@ -166,13 +166,9 @@ final class DownloadTests {
         defer { server.stop() }
         let session = try pki.loopbackSession(pins: ["ip"])
         defer { session.shutdown() }
-        guard
-            let error = await downloadFailure(
-                "a shifted range was accepted",
-                {
-                    try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
-                })
-        else { return }
+        let error = try await downloadFailure("a shifted range was accepted") {
+            try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
+        }
         #expect(error.code == .invalidResponse && error.message.contains("is not the bytes asked for"), "\(error)")
         #expect(contents("file.bin") == Data("old good file".utf8))
         let partial = try #require(contents(".file.bin.pinpath-partial"))
@@ -186,13 +182,9 @@ final class DownloadTests {
         defer { server.stop() }
         let session = try pki.loopbackSession(pins: ["ip"])
         defer { session.shutdown() }
-        guard
-            let error = await downloadFailure(
-                "a body longer than announced was accepted",
-                {
-                    try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
-                })
-        else { return }
+        let error = try await downloadFailure("a body longer than announced was accepted") {
+            try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
+        }
         #expect(error.code == .protocolError, "\(error)")
         #expect(contents("file.bin") == Data("old good file".utf8))
         #expect(server.requests.count == 1, "not retried")
@@ -330,13 +322,9 @@ final class DownloadTests {
         defer { server.stop() }
         let session = try pki.loopbackSession(pins: ["ip"])
         defer { session.shutdown() }
-        guard
-            let error = await downloadFailure(
-                "a dropped transfer succeeded",
-                {
-                    try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
-                })
-        else { return }
+        let error = try await downloadFailure("a dropped transfer succeeded") {
+            try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
+        }
         #expect(error.code == .protocolError || error.code == .transferFailed, "\(error)")
         #expect(error.message.contains("was left as it was") && !error.message.contains("kept"), "\(error.message)")
         #expect(!exists("file.bin") && !exists(".file.bin.pinpath-partial") && !exists(".file.bin.pinpath-partial.json"))
@@ -349,14 +337,10 @@ final class DownloadTests {
         defer { server.stop() }
         let session = try pki.loopbackSession(pins: ["ip"])
         defer { session.shutdown() }
-        guard
-            let error = await downloadFailure(
-                "a dropped transfer succeeded",
-                {
-                    try await session.download(
-                        get("\(server.origin)/file.bin"), to: scratch.file("file.bin"), download: DownloadOptions(reconnects: 0))
-                })
-        else { return }
+        let error = try await downloadFailure("a dropped transfer succeeded") {
+            try await session.download(
+                get("\(server.origin)/file.bin"), to: scratch.file("file.bin"), download: DownloadOptions(reconnects: 0))
+        }
         let partial = try #require(contents(".file.bin.pinpath-partial"))
         #expect(
             error.message.contains("\(partial.count) bytes are kept in") && error.message.contains("for a resumption"), "\(error.message)")
@@ -370,13 +354,9 @@ final class DownloadTests {
         defer { server.stop() }
         let session = try pki.loopbackSession(pins: ["ip"])
         defer { session.shutdown() }
-        guard
-            let error = await downloadFailure(
-                "a hostile Content-Range was accepted",
-                {
-                    try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
-                })
-        else { return }
+        let error = try await downloadFailure("a hostile Content-Range was accepted") {
+            try await session.download(get("\(server.origin)/file.bin"), to: scratch.file("file.bin"))
+        }
         #expect(error.code == .invalidResponse, "\(error)")
         #expect(error.message.contains(#"bytes 5-9/10\x1b]0;PWNED\x07"#), "\(error.message)")
         #expect(!error.message.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, "\(error.message.debugDescription)")
@@ -417,14 +397,10 @@ final class DownloadTests {
         let session = try pki.loopbackSession(pins: ["ip"])
         defer { session.shutdown() }
         let wrong = String(repeating: "0", count: 64)
-        guard
-            let error = await downloadFailure(
-                "a wrong digest was accepted",
-                {
-                    try await session.download(
-                        get("\(server.origin)/file.bin"), to: scratch.file("file.bin"), download: DownloadOptions(expectedSHA256: wrong))
-                })
-        else { return }
+        let error = try await downloadFailure("a wrong digest was accepted") {
+            try await session.download(
+                get("\(server.origin)/file.bin"), to: scratch.file("file.bin"), download: DownloadOptions(expectedSHA256: wrong))
+        }
         #expect(error.code == .digestMismatch && error.message.contains(sha256), "\(error)")
         #expect(contents("file.bin") == Data("old good file".utf8))
         #expect(!exists(".file.bin.pinpath-partial") && !exists(".file.bin.pinpath-partial.json"))
@@ -448,13 +424,9 @@ final class DownloadTests {
         }
         let session = try Session()
         defer { session.shutdown() }
-        guard
-            let error = await downloadFailure(
-                "\(kind): the download went ahead",
-                {
-                    try await session.download(get("\(recorder.origin)/file.bin"), to: destination, download: DownloadOptions(resume: true))
-                })
-        else { return }
+        let error = try await downloadFailure("\(kind): the download went ahead") {
+            try await session.download(get("\(recorder.origin)/file.bin"), to: destination, download: DownloadOptions(resume: true))
+        }
         #expect(error.code == .output && error.message.contains(destination), "\(error)")
         #expect(recorder.requests.isEmpty)
         #expect(contents("target") == Data("precious".utf8))
@@ -467,13 +439,9 @@ final class DownloadTests {
         defer { recorder.stop() }
         let session = try Session()
         defer { session.shutdown() }
-        guard
-            let error = await downloadFailure(
-                "a 404 was downloaded",
-                {
-                    try await session.download(get("\(recorder.origin)/file.bin"), to: scratch.file("file.bin"))
-                })
-        else { return }
+        let error = try await downloadFailure("a 404 was downloaded") {
+            try await session.download(get("\(recorder.origin)/file.bin"), to: scratch.file("file.bin"))
+        }
         #expect(error.code == .unexpectedStatus && error.response?.statusCode == 404, "\(error)")
         #expect(!exists("file.bin") && !exists(".file.bin.pinpath-partial") && !exists(".file.bin.pinpath-partial.json"))
     }
@@ -490,16 +458,12 @@ func downloadOutcome(_ body: () async throws -> DownloadResult) async -> Result<
     }
 }
 
-/// The download's error; `nil`, after recording `unexpected`, when it succeeded.
+/// The download's error; when it succeeded, an issue recorded as `unexpected` and the test stopped.
 func downloadFailure(
     _ unexpected: Comment, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> DownloadResult
-) async -> HTTPError? {
-    switch await downloadOutcome(body) {
-    case .failure(let error): return error
-    case .success:
-        Issue.record(unexpected, sourceLocation: sourceLocation)
-        return nil
-    }
+) async throws -> HTTPError {
+    let failure: HTTPError? = if case .failure(let error) = await downloadOutcome(body) { error } else { nil }
+    return try #require(failure, unexpected, sourceLocation: sourceLocation)
 }
 
 /// Progress reports, collected from libcurl's thread.
