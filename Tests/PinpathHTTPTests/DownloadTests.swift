@@ -363,6 +363,24 @@ final class DownloadTests {
         #expect(server.requests.count == 2 && server.requests[1].header("Range") != nil, "the hostile field came with the resumption")
     }
 
+    /// The second attacker review: the sum of the partial file's length and a resumption's Content-Length near
+    /// Int64.max trapped on libcurl's thread (the whole process died), from the progress report.
+    @Test("A resumption announcing a Content-Length near Int64.max, with progress reported: invalid_response, no crash")
+    func hugeLengthWithProgress() async throws {
+        let server = try server([.dropAfter(bytes: Self.half), .rangeContentLength("9223372036854775807")])
+        defer { server.stop() }
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let reports = ProgressLog()
+        let error = try await downloadFailure("a resumption announcing 2^63-1 bytes was accepted") {
+            try await session.download(
+                get("\(server.origin)/file.bin"), to: scratch.file("file.bin"), download: DownloadOptions(progress: reports.append))
+        }
+        #expect(error.code == .invalidResponse, "\(error)")
+        #expect(server.requests.count == 2 && server.requests[1].header("Range") != nil, "the huge length came with the resumption")
+        #expect(!exists("file.bin"))
+    }
+
     @Test(
         "DownloadOptions.timeout bounds the whole download: a server trickling 1 byte a second fails timed_out, the destination untouched")
     func trickleTimedOut() async throws {

@@ -26,6 +26,8 @@ public final class RangeFileServer {
         case noValidators
         /// A range request gets `206` with this `Content-Range`, sent as it is (controls included).
         case contentRange(String)
+        /// A `206` announces this `Content-Length` (whatever it sends).
+        case rangeContentLength(String)
         /// The body goes out one byte a second (its `Content-Length` announced whole).
         case trickle
     }
@@ -89,6 +91,7 @@ public final class RangeFileServer {
                 settings["second_key"] = key
             case .noValidators: settings["no_validators"] = true
             case .contentRange(let value): settings["content_range"] = value
+            case .rangeContentLength(let value): settings["range_content_length"] = value
             case .trickle: settings["trickle"] = true
             }
         }
@@ -195,7 +198,8 @@ public final class RangeFileServer {
                 if start is not None:
                     shown = start + 1 if settings.get("shifted_range") else start
                     self.send_header("Content-Range", settings.get("content_range", "bytes %d-%d/%d" % (shown, len(data) - 1, len(data))))
-                self.send_header("Content-Length", str(len(body)))
+                announced = settings.get("range_content_length") if start is not None else None
+                self.send_header("Content-Length", announced or str(len(body)))
                 self.end_headers()
                 with lock:
                     drop = state["drops_left"] > 0

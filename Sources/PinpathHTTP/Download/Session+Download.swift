@@ -218,9 +218,15 @@ private struct DownloadRun {
         if let report = options.progress {
             let base = progressBase
             transferOptions.progress = { progress in
+                // The expected total is the server's Content-Length: one near Int64.max must not trap the sum.
                 let done = base.value
+                func total(_ count: Int64) -> Int64? {
+                    let (sum, overflow) = done.addingReportingOverflow(count)
+                    return overflow ? nil : sum
+                }
                 report(
-                    DownloadProgress(bytes: done + progress.receivedBytes, expectedBytes: progress.expectedReceivedBytes.map { done + $0 }))
+                    DownloadProgress(
+                        bytes: total(progress.receivedBytes) ?? .max, expectedBytes: progress.expectedReceivedBytes.flatMap(total)))
             }
         }
         return transferOptions
