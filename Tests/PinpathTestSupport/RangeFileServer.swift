@@ -30,6 +30,10 @@ public final class RangeFileServer {
         case rangeContentLength(String)
         /// The body goes out one byte a second (its `Content-Length` announced whole).
         case trickle
+        /// A dropped response (`dropAfter`) sends its bytes, then holds the connection open until
+        /// ``releaseDrops()`` (at most 60 s) before closing it: a test changes the scene during the transfer, then
+        /// lets the drop come, with no race against the server's pace.
+        case dropWhenReleased
     }
 
     public let port: UInt16
@@ -39,6 +43,7 @@ public final class RangeFileServer {
     private let isTLS: Bool
     private let log: String
     private let etagFile: String
+    private let releaseFile: String
 
     /// `https://127.0.0.1:PORT` (`http://…` without a certificate).
     public var origin: String { "\(isTLS ? "https" : "http")://\(address):\(port)" }
@@ -70,6 +75,7 @@ public final class RangeFileServer {
         let portFile = "\(directory)/\(name).port"
         log = "\(directory)/\(name).jsonl"
         etagFile = "\(directory)/\(name).etag"
+        releaseFile = "\(directory)/\(name).release"
         try "\"v1\"".write(toFile: etagFile, atomically: true, encoding: .utf8)
         try Self.script.write(toFile: script, atomically: true, encoding: .utf8)
         self.address = address
@@ -93,6 +99,7 @@ public final class RangeFileServer {
             case .contentRange(let value): settings["content_range"] = value
             case .rangeContentLength(let value): settings["range_content_length"] = value
             case .trickle: settings["trickle"] = true
+            case .dropWhenReleased: settings["release"] = releaseFile
             }
         }
         let settingsFile = "\(directory)/\(name).json"
@@ -112,6 +119,12 @@ public final class RangeFileServer {
     /// Changes the `ETag` it sends and accepts in `If-Range` (the file "changed" under the same name).
     public func setETag(_ etag: String) throws {
         try etag.write(toFile: etagFile, atomically: true, encoding: .utf8)
+    }
+
+    /// Lets the responses held by ``Misbehaviour/dropWhenReleased`` close their connections (and any later one
+    /// close at once).
+    public func releaseDrops() throws {
+        try "".write(toFile: releaseFile, atomically: true, encoding: .utf8)
     }
 
     /// Connections accepted so far (a TLS handshake refused by the client included).
@@ -208,6 +221,10 @@ public final class RangeFileServer {
                 if drop:
                     self.wfile.write(body[:settings["drop_after"][0]])
                     self.wfile.flush()
+                    if "release" in settings:
+                        deadline = time.monotonic() + 60
+                        while not os.path.exists(settings["release"]) and time.monotonic() < deadline:
+                            time.sleep(0.02)
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
