@@ -5,13 +5,14 @@
 //   pinpath-bench inflight URL COUNT
 //   pinpath-bench paced URL COUNT rate=PER_SECOND [fresh] [pin=sha256/…] [ca=FILE] [gate]   (PacedRequests.swift)
 //   pinpath-bench headers   (the header lines a session adds to every request, one per line, for curl-floor's header=)
+//   pinpath-bench stream URL [pin=sha256/…] [ca=FILE] [executor]   (one body through Session.stream, counted: StreamedBody.swift)
 import FoundationEssentials
 import Glibc
 import PinpathHTTP
 import PinpathReachability
 import PinpathSecurity
 
-// Top-level code rather than @main: the target has more than one file (PacedRequests.swift).
+// Top-level code rather than @main: the target has more than one file (PacedRequests.swift, StreamedBody.swift).
 try await PinpathBench.main()
 
 struct PinpathBench {
@@ -21,10 +22,15 @@ struct PinpathBench {
             for (name, value) in Session.standardHeaders { print("\(name): \(value)") }
             return
         }
-        guard arguments.count >= 4, let count = Int(arguments[3]), let url = URL(string: arguments[2]) else {
-            fatalError("usage: pinpath-bench get|inflight|paced URL COUNT [CONCURRENCY] [fresh] [pin=…] [ca=…] [gate]")
+        // `stream` takes no COUNT: one body.
+        let streaming = arguments.dropFirst().first == "stream"
+        guard arguments.count >= (streaming ? 3 : 4), let count = streaming ? 1 : Int(arguments[3]), let url = URL(string: arguments[2])
+        else {
+            fatalError(
+                "usage: pinpath-bench get|inflight|paced URL COUNT [CONCURRENCY] [fresh] [pin=…] [ca=…] [gate], or stream URL [pin=…] [ca=…] [executor]"
+            )
         }
-        let flags = arguments.dropFirst(4)
+        let flags = arguments.dropFirst(streaming ? 3 : 4)
         var configuration = Session.Configuration()
         var options = RequestOptions()
         options.freshConnection = flags.contains("fresh")
@@ -96,6 +102,8 @@ struct PinpathBench {
             let figures = try await PacedRequests.run(
                 session: session, monitor: monitor, request: request, options: sending, count: count, rate: rate)
             print(figures)
+        case "stream":
+            print(try await StreamedBody.run(session: session, request: request, options: sending, onSessionThread: onSessionThread))
         default:
             fatalError("unknown mode \(arguments[1])")
         }
@@ -108,9 +116,15 @@ struct PinpathBench {
         return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
-    static func rssMiB() -> Double {
+    static func rssMiB() -> Double { statusMiB("VmRSS:") }
+
+    /// The process's peak resident memory so far, in MiB.
+    static func peakRSSMiB() -> Double { statusMiB("VmHWM:") }
+
+    /// A memory line of /proc/self/status (kB), in MiB; 0 when it cannot be read.
+    private static func statusMiB(_ field: String) -> Double {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) })
         else { return 0 }
         return Double(line.split(separator: " ")[1]).map { $0 / 1024 } ?? 0
     }

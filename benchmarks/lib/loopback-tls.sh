@@ -60,12 +60,9 @@ loop_cpu_ns() {
 peak_mib() { sort -n "$1" | tail -1 | awk '{ printf "%.1f", $1 / 1024 }'; }
 calc() { python3 -c "nan = float('nan'); print(f'{$1:.${2:-2}f}')"; }
 
-# A root and a leaf for 127.0.0.1 in $work (root.pem, leaf.pem; root_pin and leaf_pin, their SPKI pins), and nginx
-# serving them: worker_processes 1, RSA 2048 valid 400 days (no expiry warning is due), TLS 1.2 and 1.3 (nginx
-# 1.22's default stops at 1.2), no session cache and no tickets (every connection is a full handshake),
-# `return 200`. Sets https_port and base (https://127.0.0.1:PORT). With $1 = "log", nginx logs each request's
-# connection number and whether its TLS session was reused to $work/access.log (handshakes_seen reads it).
-start_tls_nginx() {
+# A root and a leaf for 127.0.0.1 in $work (root.pem, leaf.pem and leaf.key; root_pin and leaf_pin, their SPKI
+# pins): RSA 2048 valid 400 days (no expiry warning is due).
+make_tls_pki() {
     (
         cd "$work"
         openssl req -x509 -newkey rsa:2048 -nodes -keyout root.key -out root.pem -subj "/CN=$bench-root" -days 400 \
@@ -77,6 +74,14 @@ start_tls_nginx() {
     )
     pin() { openssl x509 -in "$1" -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64; }
     root_pin=$(pin "$work/root.pem"); leaf_pin=$(pin "$work/leaf.pem")
+}
+
+# make_tls_pki's root and leaf, and nginx serving them: worker_processes 1, TLS 1.2 and 1.3 (nginx 1.22's default
+# stops at 1.2), no session cache and no tickets (every connection is a full handshake), `return 200`. Sets
+# https_port and base (https://127.0.0.1:PORT). With $1 = "log", nginx logs each request's connection number and
+# whether its TLS session was reused to $work/access.log (handshakes_seen reads it).
+start_tls_nginx() {
+    make_tls_pki
     local access="access_log off;"
     [[ ${1:-} == log ]] && access="log_format handshakes '\$connection \$ssl_session_reused'; access_log $work/access.log handshakes;"
     https_port=$(port)
