@@ -70,6 +70,8 @@ let package = Package(
             name: "PinpathHTTP",
             dependencies: [
                 "PinpathSupport", "CCurl", "CCurlShims", "COpenSSL", "PinpathReachability", "PinpathSecurity",
+                // CLinuxShims: sync_file_range(2), which starts a download's writeback while it is written.
+                "CLinuxShims",
             ]),
         // AFNetworking's serializers and session manager over the request core (form, JSON, multipart requests;
         // response validation and JSON decoding): a library use of its own, which the agent does not need.

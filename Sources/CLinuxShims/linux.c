@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include <crypt.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <pthread.h>
@@ -19,6 +20,10 @@ int pinpath_so_rcvbufforce(void) { return SO_RCVBUFFORCE; }
 void pinpath_set_thread_name(const char *name) { pthread_setname_np(pthread_self(), name); }
 
 int pinpath_malloc_fix_mmap_threshold(size_t bytes) { return mallopt(M_MMAP_THRESHOLD, (int)bytes); }
+
+int pinpath_start_writeback(int fd, int64_t offset, int64_t length) {
+    return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
+}
 
 int pinpath_receive_datagrams(int fd, unsigned char *buffer, size_t slot_size, unsigned slots, size_t *lengths,
                               int wait_for_one) {

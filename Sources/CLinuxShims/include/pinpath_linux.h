@@ -30,6 +30,12 @@ void pinpath_set_thread_name(const char *name);
 // threshold at `bytes` (which also stops glibc from raising it). Returns 1 on success.
 int pinpath_malloc_fix_mmap_threshold(size_t bytes);
 
+#include <stdint.h>
+
+// sync_file_range(2) is declared only under _GNU_SOURCE. Starts the writeback of the dirty pages of a range of
+// `fd` without waiting for it (SYNC_FILE_RANGE_WRITE): a later fsync(2) then waits for less. Returns 0, or -1 with errno.
+int pinpath_start_writeback(int fd, int64_t offset, int64_t length);
+
 // recvmmsg(2) and struct mmsghdr are declared only under _GNU_SOURCE. Receives up to `slots` datagrams
 // into consecutive `slot_size` slices of `buffer` in one system call; lengths[i] is SIZE_MAX for a
 // datagram that did not fit. Returns the count, or -1 with errno.

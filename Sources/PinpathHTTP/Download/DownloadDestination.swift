@@ -1,3 +1,4 @@
+import CLinuxShims
 import Glibc
 import PinpathSupport
 
@@ -201,6 +202,8 @@ final class PartialFile {
     private let descriptor: Int32
     /// The file's length.
     private(set) var length: Int64
+    /// Where the next early writeback starts (``startWriteback()``).
+    private var writebackStart: Int64
 
     /// Takes `descriptor`: refused (and closed) unless it is a regular file.
     fileprivate init(descriptor: Int32, path: String) throws(HTTPError) {
@@ -215,6 +218,7 @@ final class PartialFile {
                 .output, "cannot use \(UntrustedText.escaped(path)): it is not a regular file, and pinpath downloads only to regular files")
         }
         length = Int64(status.st_size)
+        writebackStart = length
         guard lseek(descriptor, 0, SEEK_END) >= 0 else {
             let error = errno
             close(descriptor)
@@ -239,6 +243,20 @@ final class PartialFile {
             offset += written
         }
         length += Int64(bytes.count)
+        startWriteback()
+    }
+
+    /// Bytes written between two early writebacks.
+    private static let writebackStride: Int64 = 16 << 20
+
+    /// Every ``writebackStride`` bytes, asks the kernel to start writing what was appended since, without waiting:
+    /// the disk works while the transfer goes on, and the fsync before the rename (``sync()``) waits only for the
+    /// tail. A failure here changes nothing: that fsync is the guarantee, and it reports any error.
+    private func startWriteback() {
+        writebackStart = min(writebackStart, length)  // after a truncation
+        guard length - writebackStart >= Self.writebackStride else { return }
+        _ = pinpath_start_writeback(descriptor, writebackStart, length - writebackStart)
+        writebackStart = length
     }
 
     /// Empties the file (a server that ignored the range: the download starts again).

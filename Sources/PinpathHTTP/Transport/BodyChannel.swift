@@ -1,9 +1,11 @@
 import Synchronization
 
 /// The buffer a streamed transfer shares with its consumer (``ResponseBodyStream``): the write callback
-/// appends libcurl's bytes (their one copy) or hands them straight to a waiting consumer; the consumer takes
-/// the whole buffer at once. Past ``limit`` buffered bytes the write callback refuses more, so that libcurl
-/// pauses the transfer, and the consumer's next take asks the engine to resume it.
+/// appends libcurl's bytes (their one copy); the consumer takes the whole buffer at once, or, when it waits, the
+/// engine hands it over once per turn (``flush()``): one wake-up per turn rather than one per TLS record. Past
+/// ``limit`` buffered bytes the write callback refuses more, so that libcurl pauses the transfer, and the
+/// consumer's next take asks the engine to resume it. Two arrays take turns: the chunk handed out last becomes
+/// the next buffer once the consumer has dropped it, so that a long body does not fault in fresh memory per chunk.
 final class BodyChannel: Sendable {
     /// What the consumer gets from one ``take()``.
     enum Take {
@@ -18,6 +20,8 @@ final class BodyChannel: Sendable {
 
     private struct State {
         var buffer: [UInt8] = []
+        /// The chunk handed out last (shared with the consumer): the next buffer, in place if the consumer dropped it.
+        var lent: [UInt8] = []
         /// The write callback refused bytes (libcurl paused); the consumer's next take resumes the transfer.
         var paused = false
         /// How the transfer ended; read by the consumer once the buffer is empty.
@@ -28,8 +32,21 @@ final class BodyChannel: Sendable {
         var cancelledTask = false
         var waiting: CheckedContinuation<Result<[UInt8]?, HTTPError>, Never>?
         var delivered: Int64 = 0
-        /// ``wait(_:)`` took bytes from a paused transfer: the consumer must resume it (``takeResumeOwed()``).
+        /// ``wait(_:)`` or ``flush()`` gave bytes from a paused transfer: the consumer must resume it
+        /// (``takeResumeOwed()``).
         var resumeOwed = false
+
+        /// The buffer as the consumer's chunk; the previous chunk's storage becomes the buffer.
+        mutating func handOver() -> [UInt8] {
+            var chunk = lent
+            lent = []
+            // In place when the consumer has dropped its copy; otherwise a new array of the same capacity.
+            chunk.removeAll(keepingCapacity: true)
+            swap(&chunk, &buffer)
+            lent = chunk
+            delivered += Int64(chunk.count)
+            return chunk
+        }
     }
 
     private let state = Mutex(State())
@@ -46,15 +63,8 @@ final class BodyChannel: Sendable {
     /// From the write callback (the engine thread): `false` when the bytes are refused and the transfer must
     /// pause (libcurl keeps them and offers them again once resumed).
     func offer(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        var handOff: CheckedContinuation<Result<[UInt8]?, HTTPError>, Never>?
-        let accepted = state.withLock { state in
+        state.withLock { state in
             if state.cancelledByConsumer || state.cancelledTask { return true }  // dropped: the engine is ending the transfer
-            if let waiting = state.waiting {
-                state.waiting = nil
-                state.delivered += Int64(bytes.count)
-                handOff = waiting
-                return true
-            }
             if state.buffer.count >= limit {
                 state.paused = true
                 return false
@@ -63,13 +73,23 @@ final class BodyChannel: Sendable {
             state.buffer.append(contentsOf: bytes)
             return true
         }
-        // The consumer was waiting, so the buffer is empty: the bytes go to it directly, copied once.
-        handOff?.resume(returning: .success(Array(bytes)))
-        return accepted
+    }
+
+    /// From the engine thread after each turn of libcurl: a waiting consumer gets what the turn wrote, in one chunk.
+    func flush() {
+        let handOff: (CheckedContinuation<Result<[UInt8]?, HTTPError>, Never>, [UInt8])? = state.withLock { state in
+            guard let waiting = state.waiting, !state.buffer.isEmpty else { return nil }
+            state.waiting = nil
+            state.resumeOwed = state.paused
+            state.paused = false
+            return (waiting, state.handOver())
+        }
+        if let (continuation, chunk) = handOff { continuation.resume(returning: .success(chunk)) }
     }
 
     /// From the engine thread, once, when the transfer ends.
     func finish(_ end: Result<Void, HTTPError>) {
+        flush()
         let waiting = state.withLock { state in
             if state.end == nil { state.end = end }
             defer { state.waiting = nil }
@@ -82,14 +102,12 @@ final class BodyChannel: Sendable {
     func take() -> Take {
         state.withLock { state in
             if !state.buffer.isEmpty {
-                var chunk: [UInt8] = []
-                swap(&chunk, &state.buffer)
-                state.delivered += Int64(chunk.count)
                 let resume = state.paused
                 state.paused = false
-                return .bytes(chunk, resume: resume)
+                return .bytes(state.handOver(), resume: resume)
             }
             guard state.end != nil || state.cancelledByConsumer || state.cancelledTask else { return .pending }
+            state.lent = []
             switch Self.endResult(state) {
             case .success: return .end
             case .failure(let error): return .failure(error)
@@ -101,12 +119,9 @@ final class BodyChannel: Sendable {
     func wait(_ continuation: CheckedContinuation<Result<[UInt8]?, HTTPError>, Never>) {
         let ready: Result<[UInt8]?, HTTPError>? = state.withLock { state in
             if !state.buffer.isEmpty {  // filled since the take that found nothing
-                var chunk: [UInt8] = []
-                swap(&chunk, &state.buffer)
-                state.delivered += Int64(chunk.count)
                 state.resumeOwed = state.paused
                 state.paused = false
-                return .success(chunk)
+                return .success(state.handOver())
             }
             if state.end != nil || state.cancelledByConsumer || state.cancelledTask { return Self.endResult(state) }
             // The body is read once: a second reader waiting at the same time gets an error, not a hang.
@@ -132,6 +147,7 @@ final class BodyChannel: Sendable {
         let waiting = state.withLock { state in
             state.cancelledByConsumer = true
             state.buffer = []
+            state.lent = []
             defer { state.waiting = nil }
             return state.waiting
         }
@@ -143,6 +159,7 @@ final class BodyChannel: Sendable {
         let waiting = state.withLock { state in
             if !state.cancelledByConsumer { state.cancelledTask = true }
             state.buffer = []
+            state.lent = []
             defer { state.waiting = nil }
             return state.waiting.map { ($0, Self.endResult(state)) }
         }

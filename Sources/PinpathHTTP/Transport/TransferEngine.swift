@@ -292,6 +292,8 @@ final class TransferEngine: Sendable {
 
             var active: Int32 = 0
             _ = curl_multi_perform(multi.pointer, &active)
+            // Bytes written during the turn reach a waiting consumer now, in one wake-up (``BodyChannel/flush()``).
+            for transfer in timed { transfer.bodyChannel?.flush() }
             var queued: Int32 = 0
             while let message = curl_multi_info_read(multi.pointer, &queued) {
                 guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
