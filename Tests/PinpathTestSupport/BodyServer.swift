@@ -15,6 +15,8 @@ import Foundation
 ///   `Accept-Encoding` (a decompression bomb: 256 MiB is 261 KB of gzip, 8 KB of zstd), with
 ///   `Content-Encoding`, the encoded bytes' SHA-256 in `X-Body-SHA256` (hex) and the request's `Accept-Encoding`
 ///   in `X-Request-Accept-Encoding` (`-` when it had none). zstd needs the `zstd` program.
+/// - `/transfer-coded?coding=TEXT&n=N`: N zero bytes in gzip, sent chunked with `Transfer-Encoding: TEXT, chunked`
+///   (the field raw, control bytes and all), as a server applies a transfer coding: 2 GiB is 2 MB of gzip.
 /// - `/redirect?status=S&to=URL`: that redirect, with a 1 KiB body.
 /// - `/upload` (PUT, POST): reads the body in 64 KiB pieces, 20 ms apart, and answers `<count> <sha256 hex>`.
 public final class BodyServer {
@@ -213,6 +215,14 @@ public final class BodyServer {
                         self.send_header("Content-Length", str(len(body)))
                         self.end_headers()
                         self.wfile.write(body)
+                elif url.path == "/transfer-coded":
+                    body = bomb("gzip", n)
+                    coding = query["coding"].encode("utf-8", "surrogateescape")
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: " + coding + b", chunked\r\n\r\n")
+                    for start in range(0, len(body), 16384):
+                        piece = body[start:start + 16384]
+                        self.wfile.write(b"%x\r\n" % len(piece) + piece + b"\r\n")
+                    self.wfile.write(b"0\r\n\r\n")
                 elif url.path == "/redirect":
                     self.send_response(int(query["status"]))
                     self.send_header("Location", query["to"])

@@ -29,10 +29,11 @@ public final class NginxFileServer {
     ///   - certificate: the leaf, its key and the chain sent after it (PEM files).
     ///   - rate: `limit_rate` (bytes per second), or `nil` for full speed.
     ///   - rangesAtFullSpeed: the rate applies only to requests without `Range`: a resumption is not slowed.
+    ///   - http2: offers HTTP/2 (ALPN `h2`) besides HTTP/1.1.
     ///   - directory: where its configuration, logs and pid file go.
     public init(
         root: String, certificate: (leaf: String, key: String, chain: [String]), rate: Int? = nil, rangesAtFullSpeed: Bool = false,
-        directory: String
+        http2: Bool = false, directory: String
     ) throws {
         let nginx = try Shell.path(of: "nginx")
         let name = "nginx-\(UUID().uuidString)"
@@ -58,7 +59,7 @@ public final class NginxFileServer {
                 uwsgi_temp_path \(directory)/\(name)-uwsgi;
                 scgi_temp_path \(directory)/\(name)-scgi;
                 server {
-                    listen 127.0.0.1:\(port) ssl;
+                    listen 127.0.0.1:\(port) ssl\(http2 ? " http2" : "");
                     ssl_certificate \(chainFile);
                     ssl_certificate_key \(certificate.key);
                     root \(root);

@@ -88,7 +88,8 @@ public struct RequestOptions: Sendable {
     /// For `tcp://` URLs: one exchange after connecting (``TCPExchange``); `nil` connects only.
     public var tcpExchange: TCPExchange?
     /// For ``Session/stream(_:options:)``: how many body bytes may wait for the consumer before the transfer
-    /// is paused (resumed when the consumer has taken them). Default 1 MiB.
+    /// is paused (resumed when the consumer has taken them). Default 1 MiB. A paused stream holds this, one
+    /// read more, and what its connection's socket buffers: a stream goes over HTTP/1.1 for that.
     public var streamBufferSize = 1 << 20
     /// For ``Session/stream(_:options:)``: the body fails with ``HTTPError/Code/timedOut`` when no byte arrives
     /// for this long while the consumer is not the one holding the transfer up (a transfer paused for a slow

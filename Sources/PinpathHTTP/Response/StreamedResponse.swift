@@ -14,10 +14,13 @@ public struct StreamedResponse: Sendable {
 /// The bytes are the ones the server sent, never decoded: a gzip body arrives as gzip (the head's
 /// `Content-Encoding` says so), and its `Content-Length` counts them. A consumer that decodes bounds what it
 /// decodes to: libcurl decoding for it would hold a whole read's output (16 KiB of gzip is 16 MiB) while the
-/// transfer is paused.
+/// transfer is paused. So a head with a transfer coding other than `chunked` (`Transfer-Encoding: gzip,
+/// chunked`), which libcurl 7.88 would decode regardless, is refused before its body.
 ///
 /// Back-pressure: when more than ``RequestOptions/streamBufferSize`` bytes wait for the consumer, the transfer
 /// is paused, and resumed when the consumer has taken them, so memory stays flat whatever the body's size.
+/// The transfer goes over HTTP/1.1, where a pause holds the server back (TCP's flow control), not HTTP/2,
+/// where a paused stream's granted window (32 MiB in libcurl 7.88) would still arrive and wait in memory.
 /// The iterator's `next()` returns `nil` at the end of a complete body and throws ``HTTPError`` when the body
 /// fails: the connection dropped or closed early (`protocolError`, `transferFailed`), more bytes than the
 /// `Content-Length` (`protocolError`), no byte for ``RequestOptions/stallTimeout`` or the body past

@@ -112,7 +112,15 @@ public final class Session: Sendable {
     /// `Content-Encoding` names (a server may use one the request did not ask for). No `Accept-Encoding` is
     /// added; the request's own is sent as it is. A consumer that wants decoded bytes decodes them itself,
     /// with a bound of its own on the output (a few hundred KB of gzip can be gigabytes). ``send(_:options:)``
-    /// decodes, within ``RequestOptions/maximumBodySize``.
+    /// decodes, within ``RequestOptions/maximumBodySize``. A head whose `Transfer-Encoding` names a coding
+    /// other than `chunked` is refused (`protocolError`, before any body byte): libcurl 7.88 would decode it
+    /// whatever was asked, a whole read at once, and a paused stream would hold the decoded bytes.
+    ///
+    /// A stream goes over HTTP/1.1, even to a server that offers HTTP/2 and on a session that holds an HTTP/2
+    /// connection to it: TCP's flow control then holds back a paused stream. Over HTTP/2 pausing cannot take
+    /// back the window credit a stream was granted (32 MiB per stream in libcurl 7.88, with no option to lower
+    /// it), and whatever arrives for a paused stream while the shared connection is read for another transfer
+    /// waits in memory: up to 32 MiB per paused stream.
     /// - Throws: ``HTTPError``, what ``send(_:options:)`` throws up to the head; `invalidURL` for a URL that is
     ///   not http or https.
     public func stream(_ request: SessionRequest, options: RequestOptions? = nil) async throws(HTTPError) -> StreamedResponse {

@@ -75,7 +75,11 @@ extension Transfer {
         // transfer). Without the option libcurl asks for no coding and passes the bytes as they came (the
         // request's own Accept-Encoding still goes); the head's Content-Encoding says what they are.
         if bodyChannel == nil { try set(CURLOPT_ACCEPT_ENCODING, "") }
-        try set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        // A stream goes over HTTP/1.1 (ALPN offers http/1.1 only, and libcurl takes no pooled HTTP/2 connection
+        // for it), where TCP's flow control holds back a paused transfer. Over HTTP/2, pausing cannot take back
+        // the window credit already granted: libcurl 7.88 grants each stream 32 MiB, has no option to lower it,
+        // and buffers whatever arrives for a paused stream while the shared connection is read for another one.
+        try set(CURLOPT_HTTP_VERSION, Int(bodyChannel == nil ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1))
         // A body announced (Content-Length) larger than the limit is refused before any of it is read;
         // receiveBody still counts, for chunked bodies and servers that announce less than they send. Not for
         // HEAD: libcurl would apply it to the length of the body a HEAD response only describes.

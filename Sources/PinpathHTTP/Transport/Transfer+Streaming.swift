@@ -43,6 +43,11 @@ extension Transfer {
             headCompletion(.failure(unadmittedConnection))
             return false
         }
+        if let refusal = transferCodingRefusal() {
+            callbackFailure = refusal
+            headCompletion(.failure(refusal))
+            return false
+        }
         // A stream's bytes are the ones sent, content coding and all: Content-Length counts them.
         if request.method != .head {
             announcedLength = responseHeaders["Content-Length"].flatMap { Int64($0) }
@@ -55,6 +60,30 @@ extension Transfer {
     }
 
     private static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
+
+    /// A stream's head whose `Transfer-Encoding` names a coding other than `chunked`: libcurl 7.88 decodes
+    /// transfer codings whatever `CURLOPT_ACCEPT_ENCODING` says, a whole read at once, so a paused stream would
+    /// hold 16 KiB of a gzip bomb as 16 MiB. Refused before any body byte is handed over; the field is quoted
+    /// escaped. `send` keeps libcurl's decoding, bounded after it by `maximumBodySize`.
+    private func transferCodingRefusal() -> HTTPError? {
+        let fields = responseHeaders.values(for: "Transfer-Encoding")
+        // Empty list elements are allowed (RFC 9110 §5.6.1); anything else but `chunked` is a coding.
+        let codings = fields.flatMap { $0.split(separator: ",") }.map { Self.trimmingSpace($0).lowercased() }
+        guard codings.contains(where: { !$0.isEmpty && $0 != "chunked" }) else { return nil }
+        let field = UntrustedText.escaped(fields.joined(separator: ", "), limit: Self.quotedFieldLimit)
+        return HTTPError(
+            .protocolError,
+            "\(description): the server sent its body with a transfer coding (\(field)) that a stream does not decode "
+                + "(send decodes it, within maximumBodySize)",
+            response: nil)
+    }
+
+    private static func trimmingSpace(_ text: Substring) -> Substring {
+        var text = text
+        while text.first == " " || text.first == "\t" { text.removeFirst() }
+        while text.last == " " || text.last == "\t" { text.removeLast() }
+        return text
+    }
 
     /// A streamed body's bytes, into the channel: `CURL_WRITEFUNC_PAUSE` when the consumer is behind (libcurl
     /// keeps them and writes them again when resumed).
@@ -141,7 +170,7 @@ extension Transfer {
             .protocolError, "\(description): the server sent more than \(announced); the body is not what it said", response: nil)
     }
 
-    /// Room for any length in digits, not for a field's worth of a hostile server's text.
+    /// Room for any length in digits or a few coding names, not for a field's worth of a hostile server's text.
     private static let quotedFieldLimit = 40
 
     /// libcurl's transfer info callback, throttled to one report per 100 ms on a monotonic clock.
