@@ -9,17 +9,33 @@ import Testing
 struct DownloadGateTests {
     static let server = "198.51.100.7"
 
+    /// 8 MiB of random bytes to serve, in a scratch directory, and their SHA-256.
+    static func sourceFile() throws -> (scratch: TemporaryDirectory, source: String, sha256: String) {
+        let scratch = try TemporaryDirectory("download-gate")
+        let source = scratch.file("source.bin")
+        _ = try Shell.check(["dd", "if=/dev/urandom", "of=\(source)", "bs=1M", "count=8", "status=none"])
+        return (scratch, source, String(try Shell.check(["sha256sum", source]).prefix(64)))
+    }
+
+    /// A host and a gateway namespace, the gateway holding the file server's address beyond it.
+    static func network() throws -> TestNetwork {
+        let network = try TestNetwork()
+        do {
+            try network.ip(network.gateway, "addr add \(server)/32 dev lo")
+        } catch {
+            network.remove()
+            throw error
+        }
+        return network
+    }
+
     @Test(
         "The resumption of an interrupted download is refused as not reachable when the route is gone: nothing sent, the partial file unchanged"
     )
     func resumptionGated() throws {
-        let scratch = try TemporaryDirectory("download-gate")
-        let source = scratch.file("source.bin")
-        _ = try Shell.check(["dd", "if=/dev/urandom", "of=\(source)", "bs=1M", "count=8", "status=none"])
-        let sha256 = String(try Shell.check(["sha256sum", source]).prefix(64))
-        let network = try TestNetwork()
+        let (scratch, source, sha256) = try Self.sourceFile()
+        let network = try Self.network()
         defer { network.remove() }
-        try network.ip(network.gateway, "addr add \(Self.server)/32 dev lo")
         // The first run's transfer and its 3 reconnections are dropped after 1 MiB each.
         let server = try RangeFileServer(
             serving: source, certificate: nil, misbehaviours: [.dropAfter(bytes: 1 << 20, responses: 4)], address: Self.server,
@@ -56,13 +72,9 @@ struct DownloadGateTests {
         "A reconnection after a drop inside one run is refused as not reachable when the route went during the transfer: nothing sent, the partial file kept; --continue completes it"
     )
     func reconnectionGated() async throws {
-        let scratch = try TemporaryDirectory("download-gate")
-        let source = scratch.file("source.bin")
-        _ = try Shell.check(["dd", "if=/dev/urandom", "of=\(source)", "bs=1M", "count=8", "status=none"])
-        let sha256 = String(try Shell.check(["sha256sum", source]).prefix(64))
-        let network = try TestNetwork()
+        let (scratch, source, sha256) = try Self.sourceFile()
+        let network = try Self.network()
         defer { network.remove() }
-        try network.ip(network.gateway, "addr add \(Self.server)/32 dev lo")
         // Reverse-path filtering (a host's sysctl that new namespaces inherit) would let the blackhole swallow
         // the server's FIN too: the drop would then come only as the 30 s stall. The route alone is tested here.
         try Shell.check(
