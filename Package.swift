@@ -139,7 +139,9 @@ let package = Package(
         // figures, the release build of packaging. Needs CAP_NET_ADMIN; run serially (scripts/test).
         .testTarget(
             name: "PinpathIntegrationTests",
-            dependencies: ["PinpathReachability", "PinpathHTTP", "PinpathAgent", "PinpathTestSupport"]),
+            dependencies: [
+                "PinpathReachability", "PinpathHTTP", "PinpathSerialization", "PinpathAgent", "PinpathTestSupport",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,7 +2,8 @@ import FoundationEssentials
 import PinpathHTTP
 
 /// AFNetworking's `AFHTTPRequestSerializer`: parameters as a query string, in the URL for GET, HEAD and
-/// DELETE and as an `application/x-www-form-urlencoded` body otherwise; and multipart/form-data uploads.
+/// DELETE and as an `application/x-www-form-urlencoded` body otherwise; multipart/form-data uploads; and a
+/// file's bytes as the body.
 public struct HTTPRequestSerializer: RequestSerializer {
     /// Creates a serializer.
     public init() {}
@@ -34,6 +35,27 @@ public struct HTTPRequestSerializer: RequestSerializer {
         var request = try SessionRequest(method, resolving: url, relativeTo: baseURL, headers: headers)
         try HeaderFields(dictionaryLiteral: ("Content-Type", contentType)).validate()
         request.setBody(.bytes(body), contentType: contentType)
+        return request
+    }
+
+    /// Builds a request whose body is the bytes of the file at `path` (AFNetworking's
+    /// `uploadTaskWithRequest:fromFile:progress:`, curl's `-T`), streamed from disk while it is sent, never
+    /// loaded whole. Follow it with `RequestOptions.progress` to see the bytes sent.
+    ///
+    /// The file is checked and measured now (the `Content-Length` is its size) and opened again at each send:
+    /// it must be a regular file (a FIFO is refused without waiting for a writer), and a file whose size
+    /// changed by then, or that grows or shrinks while it is sent, fails the send with `unreadableFile`.
+    /// - Parameter contentType: Sent unless `headers` has a `Content-Type`.
+    /// - Throws: ``HTTPError`` `unreadableFile` naming the path (missing, no permission, a directory, not a
+    ///   regular file); `invalidURL`, `invalidHeader`.
+    public func request(
+        _ method: RequestMethod = .put, _ url: String, relativeTo baseURL: URL? = nil, bodyFromFile path: String,
+        contentType: String = "application/octet-stream", headers: HeaderFields = HeaderFields()
+    ) throws(HTTPError) -> SessionRequest {
+        var request = try SessionRequest(method, resolving: url, relativeTo: baseURL, headers: headers)
+        try HeaderFields(dictionaryLiteral: ("Content-Type", contentType)).validate()
+        let file = try UploadFile(path: path, role: "upload file")
+        request.setBody(.stream(SegmentedBodySource(segments: [.file(file)])), contentType: contentType)
         return request
     }
 

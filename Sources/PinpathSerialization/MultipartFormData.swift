@@ -54,8 +54,8 @@ public struct MultipartFormData: Sendable {
     }
 
     /// The body: each part's headers as bytes, files by reference. No parts give an empty body.
-    func makeBodySource() -> MultipartBodySource {
-        var segments: [MultipartBodySource.Segment] = []
+    func makeBodySource() -> SegmentedBodySource {
+        var segments: [SegmentedBodySource.Segment] = []
         for (index, part) in parts.enumerated() {
             // The first delimiter has no CRLF before it; the others end the previous part's content.
             var head = (index == 0 ? "" : "\r\n") + "--\(boundary)\r\n"
@@ -70,7 +70,7 @@ public struct MultipartFormData: Sendable {
             }
         }
         if !parts.isEmpty { segments.append(.bytes(Array("\r\n--\(boundary)--\r\n".utf8))) }
-        return MultipartBodySource(segments: segments)
+        return SegmentedBodySource(segments: segments)
     }
 
     /// A name or file name inside a quoted header parameter, escaped as browsers do (WHATWG HTML

@@ -1,17 +1,18 @@
 import Glibc
 import PinpathHTTP
 
-/// One pass over a ``MultipartBodySource``, for libcurl's read callback: fills its buffer from the
-/// in-memory segments and from each file in turn, one file open at a time.
-final class MultipartBodyReader: BodyReader {
-    private let segments: [MultipartBodySource.Segment]
+/// One pass over a ``SegmentedBodySource``, for libcurl's read callback: fills its buffer from the
+/// in-memory segments and from each file in turn, one file open at a time. The one file reader of uploads:
+/// a multipart form's files and a whole-file body (a single file segment) alike.
+final class SegmentedBodyReader: BodyReader {
+    private let segments: [SegmentedBodySource.Segment]
     private var segmentIndex = 0
     /// Bytes of the current segment already produced.
     private var offset = 0
     /// The current file's descriptor, or -1.
     private var fd: Int32 = -1
 
-    init(segments: [MultipartBodySource.Segment]) { self.segments = segments }
+    init(segments: [SegmentedBodySource.Segment]) { self.segments = segments }
 
     deinit { closeFile() }
 
@@ -40,23 +41,22 @@ final class MultipartBodyReader: BodyReader {
     /// Reads the next bytes of `file`; at its expected end, checks that nothing follows and moves on.
     private func readFile(_ file: UploadFile, into room: UnsafeMutableRawBufferPointer) throws(HTTPError) -> Int {
         if fd < 0 {
-            let opened = try UploadFile.open(file.path)
+            let opened = try UploadFile.open(file.path, role: file.role)
             fd = opened.fd
             // Checked before sending any of it, when possible: the Content-Length counts on the old size.
             guard opened.size == file.size else {
-                throw HTTPError(
-                    .unreadableFile, "form file \(file.path) changed size since it was added (\(file.size) → \(opened.size) bytes)")
+                throw file.failure("changed size since it was added (\(file.size) → \(opened.size) bytes)")
             }
         }
         let n = try readSome(file, into: UnsafeMutableRawBufferPointer(rebasing: room[..<min(room.count, file.size - offset)]))
         if n == 0 && offset < file.size {
-            throw HTTPError(.unreadableFile, "form file \(file.path) shrank while being sent (\(offset) of \(file.size) bytes)")
+            throw file.failure("shrank while being sent (\(offset) of \(file.size) bytes)")
         }
         offset += n
         if offset == file.size {
             var extra: UInt8 = 0
             if try withUnsafeMutableBytes(of: &extra, { (probe) throws(HTTPError) in try readSome(file, into: probe) }) > 0 {
-                throw HTTPError(.unreadableFile, "form file \(file.path) grew while being sent (more than \(file.size) bytes)")
+                throw file.failure("grew while being sent (more than \(file.size) bytes)")
             }
             advance()
         }
@@ -68,7 +68,7 @@ final class MultipartBodyReader: BodyReader {
         while true {
             let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
             if n >= 0 { return n }
-            if errno != EINTR { throw UploadFile.failure(file.path, "cannot be read", errno: errno) }
+            if errno != EINTR { throw UploadFile.failure(file.path, role: file.role, "cannot be read", errno: errno) }
         }
     }
 

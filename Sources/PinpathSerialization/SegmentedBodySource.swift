@@ -1,7 +1,8 @@
 import PinpathHTTP
 
-/// A multipart body to stream: bytes in memory between parts, file contents read while sending.
-struct MultipartBodySource: BodySource {
+/// A body to stream made of stretches: bytes in memory and file contents read while sending. A multipart
+/// form is its parts' headers between its files; a whole-file body is one file segment.
+struct SegmentedBodySource: BodySource {
     /// One stretch of the body.
     enum Segment: Sendable {
         case bytes([UInt8])
@@ -25,5 +26,5 @@ struct MultipartBodySource: BodySource {
     }
 
     /// A reader from the first byte; files are opened only when the reader reaches them.
-    func makeReader() throws(HTTPError) -> any BodyReader { MultipartBodyReader(segments: segments) }
+    func makeReader() throws(HTTPError) -> any BodyReader { SegmentedBodyReader(segments: segments) }
 }
