@@ -48,6 +48,12 @@ struct RequestCommand: AsyncParsableCommand {
             to standard output). With -o, a progress bar is drawn on standard error when it is a terminal and \
             --json is not given; --json adds a "download" object (path, bytes, resumed, resumed_from, \
             restarted, reconnections, sha256) to the summary.
+            -T FILE (--upload-file) sends FILE's bytes as the body (method PUT unless -X; Content-Type \
+            application/octet-stream unless -H sets one), streamed from disk: FILE must be a regular file (a \
+            directory, a FIFO or a device is refused, exit 64, before anything is sent), and one that grows or \
+            shrinks while it is sent fails (exit 64, unreadable_file). With -T, a progress bar of the bytes sent \
+            is drawn on standard error when it is a terminal and --json is not given. -T goes with -o (the file \
+            uploaded, the answer downloaded; the bar then shows the download), not with -d, --json-body or --form.
             Exit codes: 0 accepted response (2xx) (with -o: the file in place and checked), 1 rejected by the \
             pins, 2 TLS chain or host name invalid, \
             a certificate revoked (category revoked), or a refused redirect (https to http, or a body to another \
@@ -78,6 +84,13 @@ struct RequestCommand: AsyncParsableCommand {
 
     @Option(help: "A form field k=v, or a file part k=@path (repeatable); a file makes the body multipart/form-data.")
     var form: [String] = []
+
+    @Option(
+        name: [.customShort("T"), .customLong("upload-file")],
+        help: ArgumentHelp(
+            "Send this file's bytes as the body, streamed from disk (application/octet-stream unless -H sets Content-Type; PUT unless -X).",
+            valueName: "file"))
+    var uploadFile: String?
 
     @Option(help: "A parameter k=v (repeatable): in the query string for GET, HEAD and DELETE, form-encoded in the body otherwise.")
     var param: [String] = []
@@ -159,8 +172,8 @@ struct RequestCommand: AsyncParsableCommand {
 
     func validate() throws {
         try ArgumentRefusal.checking { () throws(CommandFailure) in
-            guard [data != nil, jsonBody != nil, !form.isEmpty].filter({ $0 }).count <= 1 else {
-                throw CommandFailure.usage("give one body: -d, --json-body or --form")
+            guard [data != nil, jsonBody != nil, !form.isEmpty, uploadFile != nil].filter({ $0 }).count <= 1 else {
+                throw CommandFailure.usage("give one body: -d, --json-body, --form or -T")
             }
             if let timeout, timeout <= .zero {
                 throw CommandFailure.usage("--timeout must be more than 0 (5s, 1500ms, or a number of seconds)")
@@ -199,8 +212,10 @@ struct RequestCommand: AsyncParsableCommand {
             return
         }
         let (request, response): (SessionRequest, SessionResponse)
+        // -T's bar (with -o the bar shows the download instead).
+        let bar = uploadFile != nil ? ProgressBar.ifWanted(json: json) : nil
         do {
-            (request, response) = try await send()
+            (request, response) = try await send(uploadBar: bar)
         } catch let failure as CommandFailure where json {
             // With --json, standard output always holds one object: the summary, or what went wrong.
             try? writeOutput(Self.failureSummary(failure, url: url).encoded() + "\n")
@@ -238,7 +253,7 @@ struct RequestCommand: AsyncParsableCommand {
             // --timeout, when given, is the whole download's; otherwise it takes what it takes (stalls still end it).
             var download = DownloadOptions(
                 resume: resumeDownload, expectedSHA256: expectedSHA256, computesSHA256: json, timeout: timeout)
-            if let bar { download.progress = { bar.update($0) } }
+            if let bar { download.progress = { bar.update(bytes: $0.bytes, expected: $0.expectedBytes) } }
             let result: DownloadResult
             do throws(HTTPError) {
                 result = try await session.download(request, to: output, options: options, download: download)
@@ -294,17 +309,22 @@ struct RequestCommand: AsyncParsableCommand {
         }
     }
 
-    private func send() async throws -> (SessionRequest, SessionResponse) {
+    /// Sends the request; `uploadBar` shows the bytes of the body sent, and is cleared before anything else is
+    /// printed.
+    private func send(uploadBar: ProgressBar?) async throws -> (SessionRequest, SessionResponse) {
         let request = try buildRequest()
-        let (configuration, options) = try sessionSetup(for: request.url)
+        var (configuration, options) = try sessionSetup(for: request.url)
+        if let uploadBar { options.progress = { uploadBar.update(bytes: $0.sentBytes, expected: $0.expectedSentBytes) } }
         let monitor = try? await ReachabilityMonitor.start()  // without netlink, requests go ungated
         defer { monitor?.stop() }
         let session = try Self.session(configuration, monitor: monitor)
         let response: SessionResponse
         do throws(HTTPError) {
             response = try await session.send(request, options: options)
+            uploadBar?.finish()
             if verbose { Self.printVerification(response.tls?.evaluation) }
         } catch {
+            uploadBar?.finish()
             if verbose { Self.printVerification(error.evaluation) }
             // The category first, as the agent's events name it: scripts match it, people read the rest.
             throw CommandFailure.request(Self.exitCode(for: error.code), category: error.code, error.message)
@@ -332,7 +352,7 @@ struct RequestCommand: AsyncParsableCommand {
             headers.add(name: String(name), value: String(field[field.index(after: colon)...].drop { $0 == " " }))
         }
         let hasBody = data != nil || jsonBody != nil || !form.isEmpty
-        let method = RequestMethod(rawValue: self.method ?? (hasBody ? "POST" : "GET"))
+        let method = RequestMethod(rawValue: self.method ?? (uploadFile != nil ? "PUT" : hasBody ? "POST" : "GET"))
         let parameters = try Self.pairs(param, option: "--param")
         do throws(HTTPError) {
             if let data {
@@ -341,6 +361,15 @@ struct RequestCommand: AsyncParsableCommand {
                 }
                 let target = try HTTPRequestSerializer().request(method, url, parameters: parameters, headers: headers)
                 return try HTTPRequestSerializer().request(method, target.url.absoluteString, body: Array(data.utf8), headers: headers)
+            }
+            if let uploadFile {
+                guard parameters.isEmpty || method.encodesParametersInURL else {
+                    throw HTTPError(.invalidBody, "--param cannot go into the body together with -T; put them in the URL")
+                }
+                let target = try HTTPRequestSerializer().request(method, url, parameters: parameters, headers: headers)
+                // Checked and measured now (exit 64 naming it, nothing sent); streamed while sending.
+                return try HTTPRequestSerializer().request(
+                    method, target.url.absoluteString, bodyFromFile: uploadFile, headers: headers)
             }
             if let jsonBody {
                 guard parameters.isEmpty || method.encodesParametersInURL else {

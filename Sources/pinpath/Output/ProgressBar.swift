@@ -3,9 +3,9 @@ import PinpathHTTP
 import PinpathSupport
 import Synchronization
 
-/// The progress bar of `pinpath request -o` on standard error: the share done, a bar, the bytes done and
-/// expected, the rate and the time left, redrawn in place (`\r`, erase to the end of the line) at most every
-/// 100 ms and cleared when the download ends.
+/// The progress bar of `pinpath request -o` (the download) and `-T` (the upload) on standard error: the share
+/// done, a bar, the bytes done and expected, the rate and the time left, redrawn in place (`\r`, erase to the
+/// end of the line) at most every 100 ms and cleared when the transfer ends.
 ///
 /// Drawn only when standard error is a terminal and the output is not `--json` (``ifWanted(json:)``): a script
 /// gets no carriage returns in its logs. It shows numbers only, no text from the server or the URL.
@@ -31,21 +31,22 @@ final class ProgressBar: Sendable {
         return ProgressBar(descriptor: STDERR_FILENO)
     }
 
-    /// Redraws the line, unless it was drawn less than 100 ms ago and the download is not complete.
-    func update(_ progress: DownloadProgress) {
-        // Before the head there is nothing to show yet (no byte, no length).
-        guard progress.bytes > 0 || progress.expectedBytes != nil else { return }
+    /// Redraws the line with the bytes done and expected (a download's, or an upload's bytes sent), unless it
+    /// was drawn less than 100 ms ago and the transfer is not complete.
+    func update(bytes: Int64, expected: Int64?) {
+        // Before the head (or the first byte sent) there is nothing to show yet (no byte, no length).
+        guard bytes > 0 || expected != nil else { return }
         let now = ContinuousClock.now
         let line: String? = state.withLock { state in
-            let first = state.first ?? (now, progress.bytes)
+            let first = state.first ?? (now, bytes)
             state.first = first
-            let complete = progress.expectedBytes.map { progress.bytes >= $0 } ?? false
+            let complete = expected.map { bytes >= $0 } ?? false
             if let last = state.lastDrawn, now - last < .milliseconds(100), !complete { return nil }
             state.lastDrawn = now
             state.drawn = true
             let elapsed = (now - first.time).inSeconds
-            let rate = elapsed >= 0.2 ? Double(progress.bytes - first.bytes) / elapsed : nil
-            return Self.line(bytes: progress.bytes, expected: progress.expectedBytes, bytesPerSecond: rate)
+            let rate = elapsed >= 0.2 ? Double(bytes - first.bytes) / elapsed : nil
+            return Self.line(bytes: bytes, expected: expected, bytesPerSecond: rate)
         }
         if let line { draw("\r\(line)\u{1B}[K") }
     }
@@ -64,7 +65,7 @@ final class ProgressBar: Sendable {
         while !bytes.isEmpty {
             let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
             if written < 0 && errno == EINTR { continue }
-            guard written > 0 else { return }  // a terminal gone: the download goes on without its bar
+            guard written > 0 else { return }  // a terminal gone: the transfer goes on without its bar
             bytes = bytes.dropFirst(written)
         }
     }
