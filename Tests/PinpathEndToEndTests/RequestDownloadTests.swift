@@ -116,13 +116,15 @@ final class RequestDownloadTests {
     }
 
     @Test(
-        "Refusals: --continue or --sha256 without -o, a bad digest, -o with HEAD, -o - (exit 64, nothing sent)",
+        "Refusals: --continue or --sha256 without -o, a bad digest, -o with HEAD, -o -, --continue of a request that is not a GET (exit 64, nothing sent)",
         arguments: [
             (["--continue"], "--continue resumes a download to a file: give -o FILE"),
             (["--sha256", String(repeating: "a", count: 64)], "--sha256 checks a download to a file: give -o FILE"),
             (["-o", "OUT", "--sha256", "xyz"], "--sha256 \"xyz\" is not a SHA-256: give 64 hexadecimal digits"),
             (["-o", "OUT", "-X", "HEAD"], "-o writes a response body, and a HEAD response has none: use GET"),
             (["-o", "-"], "-o - is not supported: leave out -o to write the body to standard output"),
+            (["-o", "OUT", "--continue", "-X", "PUT"], "--continue resumes a GET download (Range applies to GET alone)"),
+            (["-o", "OUT", "--continue", "-d", "x=1"], "--continue resumes a GET download (Range applies to GET alone)"),
         ])
     func refusals(arguments: [String], message: String) throws {
         let recorder = try RecordingServer(directory: scratch.path)

@@ -451,6 +451,20 @@ final class DownloadTests {
         #expect(!exists("nowhere"))
     }
 
+    @Test("Only a GET download resumes: resume asked for a PUT fails usage with nothing sent")
+    func resumeNeedsGet() async throws {
+        let server = try server()
+        defer { server.stop() }
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let put = SessionRequest(method: .put, url: URL(string: "\(server.origin)/file.bin")!, body: .bytes(Array("x".utf8)))
+        let error = try await downloadFailure("a PUT download was resumed") {
+            try await session.download(put, to: scratch.file("file.bin"), download: DownloadOptions(resume: true))
+        }
+        #expect(error.code == .usage && error.message.contains("only a GET download can be resumed"), "\(error)")
+        #expect(server.requests.isEmpty && !exists("file.bin"))
+    }
+
     @Test("A status other than 2xx writes nothing: unexpected_status, no file, no partial file")
     func refusedStatus() async throws {
         let recorder = try RecordingServer(directory: scratch.path, failing: (status: 404, count: Int.max))

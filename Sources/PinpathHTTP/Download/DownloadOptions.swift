@@ -3,7 +3,8 @@ public struct DownloadOptions: Sendable {
     /// Resume from the partial file an interrupted download of the same URL to the same destination left
     /// (curl's `-C -`): a `Range` request from its length, with `If-Range` set to the validator it was started
     /// under. Without a usable partial file (none, another URL's, no strong validator recorded), the download
-    /// starts from the first byte. Off by default: a partial file is then discarded.
+    /// starts from the first byte. Off by default: a partial file is then discarded. A GET only (`Range` is
+    /// defined for GET alone): set for another method, the download fails with `usage`.
     public var resume = false
     /// The SHA-256 of the whole body, as 64 hexadecimal digits (either case). A body with another digest fails
     /// with ``HTTPError/Code/digestMismatch`` and leaves the destination as it was.
@@ -15,7 +16,8 @@ public struct DownloadOptions: Sendable {
     /// How many times a transfer dropped mid-body reconnects and resumes (`Range` + `If-Range`) before the
     /// download fails. Only when the response carried a strong validator (an `ETag` not marked `W/`, or
     /// `Last-Modified`) and a length. Each reconnection passes the reachability gate and the security policy
-    /// in the TLS handshake again, as a first request does.
+    /// in the TLS handshake again, as a first request does. A GET only: another method's request (a PUT with a
+    /// file) is never replayed, and its partial file is not kept.
     public var reconnects = 3
     /// The most time the whole download may take, from the call until the file is in place, every transfer
     /// (a reconnection, a redirect) included; past it the download fails with ``HTTPError/Code/timedOut``.

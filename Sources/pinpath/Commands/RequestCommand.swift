@@ -199,6 +199,10 @@ struct RequestCommand: AsyncParsableCommand {
         if let method, method.uppercased() == "HEAD" {
             throw CommandFailure.usage("-o writes a response body, and a HEAD response has none: use GET")
         }
+        let sendsBody = data != nil || jsonBody != nil || !form.isEmpty || uploadFile != nil
+        if resumeDownload, sendsBody || (method.map { $0.uppercased() != "GET" } ?? false) {
+            throw CommandFailure.usage("--continue resumes a GET download (Range applies to GET alone): leave out the body or -X")
+        }
         if let expectedSHA256, DownloadOptions.normalizedSHA256(expectedSHA256) == nil {
             throw CommandFailure.usage(
                 "--sha256 \"\(UntrustedText.escaped(expectedSHA256, limit: 80))\" is not a SHA-256: give 64 hexadecimal digits (sha256sum's first column)"
@@ -568,7 +572,7 @@ struct RequestCommand: AsyncParsableCommand {
         case .tlsInvalid, .tlsExpired, .revoked, .insecureRedirect, .crossOriginBody: return 2
         case .unreachable: return 4
         case .unexpectedStatus, .unexpectedContentType: return 5
-        case .invalidURL, .invalidHeader, .invalidBody, .unreadableFile: return 64
+        case .invalidURL, .invalidHeader, .invalidBody, .unreadableFile, .usage: return 64
         default: return 3
         }
     }
