@@ -12,9 +12,11 @@
 #      on the shared pool as most callers run it) against libcurl's write-callback loop
 #      (benchmarks/curl-write-loop.c): MB/s (goal: ≥ 0.9×) and CPU per GiB, the largest size; and the same loop
 #      on the session's libcurl thread (`Session.executor`: no thread woken per chunk).
-# Each runs over HTTP/2 and over HTTP/1.1: nginx offers h2 on one port and only http/1.1 on another, and every
-# client takes what ALPN gives (curl, libcurl and pinpath all ask for h2 over TLS); nginx's access log says
-# which protocol each request had and how many bytes it sent, and the script prints that summary.
+# Each runs against two ports: nginx offers h2 (and http/1.1) on one and only http/1.1 on the other. curl and the
+# C loop ask for h2 over TLS and take it where it is offered; pinpath's downloads and streams ask for http/1.1
+# only (ALPN http/1.1: libcurl 7.88's 32 MiB HTTP/2 stream window defeats a paused stream's bound), so on the h2
+# port pinpath over http/1.1 is measured against its peers over h2. nginx's access log says which protocol each
+# client's requests had and how many bytes were sent, and the script prints that summary.
 # Every program runs once per round, ROUNDS times, the order of the pair swapped each round; every output file is
 # removed and the page cache's dirty pages written back (`sync`) before each timed run, so that no run pays for
 # the previous one's writeback. Files are served from and written to $TMPDIR (default /tmp): the figures include
@@ -58,7 +60,7 @@ for size in $SIZES; do
 done
 
 # nginx: one worker, the files as static content, h2 on one port and http/1.1 only on the other; each request's
-# port, protocol, status and body bytes logged.
+# port, protocol, status, body bytes and client (its User-Agent) logged.
 h2_port=$(port); h1_port=$(port)
 cat > "$work/nginx.conf" <<CONF
 worker_processes 1;
@@ -67,7 +69,7 @@ error_log $work/nginx.err;
 daemon off;
 events { worker_connections 64; }
 http {
-  log_format transfers '\$server_port \$server_protocol \$status \$body_bytes_sent';
+  log_format transfers '\$server_port \$server_protocol \$status \$body_bytes_sent "\$http_user_agent"';
   access_log $work/access.log transfers;
   client_body_temp_path $work; proxy_temp_path $work; fastcgi_temp_path $work; uwsgi_temp_path $work; scgi_temp_path $work;
   ssl_certificate $work/leaf.pem;
@@ -168,9 +170,15 @@ echo
 echo "load average (1, 5, 15 min): before $load_before, after $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "$(nproc) cores; files in $(df --output=source,fstype "$work" | tail -1 | tr -s ' ')"
 echo "medians of $ROUNDS rounds; a ratio is the median of the rounds' ratios"
-echo "nginx served (port protocol status body-bytes: requests):"
-sort "$work/access.log" | uniq -c | awk -v h2="$h2_port" -v h1="$h1_port" '
-    { port = $2 == h2 ? "h2 port" : $2 == h1 ? "http/1.1 port" : $2; printf "  %s %s %s %s: %d\n", port, $3, $4, $5, $1 }'
+# The client from its User-Agent: curl/…, pinpath/… (pinpath request and pinpath-bench), none (the C loop).
+echo "nginx served (port, client: protocol status body-bytes: requests):"
+awk -v h2="$h2_port" -v h1="$h1_port" '
+    {
+        port = $1 == h2 ? "h2 port" : $1 == h1 ? "http/1.1 port" : $1
+        agent = $5; gsub(/"/, "", agent); sub(/\/.*/, "", agent)
+        client = agent == "curl" ? "curl" : agent == "pinpath" ? "pinpath" : agent == "-" ? "C loop" : "other"
+        print port ", " client ": " $2 " " $3 " " $4
+    }' "$work/access.log" | sort | uniq -c | awk '{ count = $1; $1 = ""; printf " %s: %d\n", $0, count }'
 # Rows: LABEL OURS PEER FIELD [invert]; prints the medians and the median ratio (ours / peer), and appends
 # NAME=RATIO to the summary line when a name is given.
 summary=()
@@ -197,7 +205,11 @@ PY
 }
 for protocol in $PROTOCOLS; do
     echo
-    echo "== $protocol port =="
+    if [[ $protocol == h2 ]]; then
+        echo "== h2 port (h2 offered: curl and the C loop take it, pinpath asks for http/1.1) =="
+    else
+        echo "== http/1.1 port =="
+    fi
     if ! skipped download; then
         printf '%-50s %10s %10s %7s\n' "" pinpath "curl -o" ratio
         for size in $SIZES; do
