@@ -19,6 +19,15 @@ struct UploadFile: Sendable {
         let descriptor = try Self.open(path, role: role)
         defer { close(descriptor.fd) }
         self.size = descriptor.size
+        // A file the kernel makes as it is read (/proc, /sys) reports a size of 0: sent as measured, its body
+        // would be empty, and libcurl never reads a body of length 0, so nothing would notice.
+        if descriptor.size == 0 {
+            var probe: UInt8 = 0
+            if Glibc.read(descriptor.fd, &probe, 1) > 0 {
+                throw failure(
+                    "reports a size of 0 but has content (a file the kernel makes, under /proc or /sys?): copy it to a regular file first")
+            }
+        }
     }
 
     /// Opens the file for reading and returns the descriptor (the caller closes it) and the current size.

@@ -65,7 +65,8 @@ final class RequestUploadTests {
     enum Refused: String, CaseIterable, Sendable { case fifo, directory, missing }
 
     @Test(
-        "A FIFO (without waiting for a writer), a directory or a missing file: exit 64 naming it, nothing sent", arguments: Refused.allCases
+        "A FIFO (without waiting for a writer), a directory or a missing file: exit 64, unreadable_file, naming it, nothing sent",
+        arguments: Refused.allCases
     )
     func refusedFile(_ kind: Refused) throws {
         let server = try server()
@@ -78,7 +79,10 @@ final class RequestUploadTests {
         }
         let result = try Shell.run([Shell.pinpath, "request", "\(server.origin)/upload", "-T", path] + (try trust()))
         #expect(result.status == 64, "\(result.stderr)")
-        #expect(result.stderr.hasPrefix("pinpath: error: upload file \(path) "), "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("pinpath: error: unreadable_file: upload file \(path) "), "\(result.stderr)")
+        // Scripts read the same category as for a file that fails while it is sent (the third review: it was `usage`).
+        let json = try Shell.run([Shell.pinpath, "request", "--json", "\(server.origin)/upload", "-T", path] + (try trust()))
+        #expect(json.status == 64 && json.stdout.contains(#""category":"unreadable_file""#), "\(json.stdout)")
         #expect(server.requests.isEmpty, "\(server.requests)")
     }
 

@@ -461,8 +461,25 @@ final class DownloadTests {
         let error = try await downloadFailure("a PUT download was resumed") {
             try await session.download(put, to: scratch.file("file.bin"), download: DownloadOptions(resume: true))
         }
-        #expect(error.code == .usage && error.message.contains("only a GET download can be resumed"), "\(error)")
+        #expect(error.code == .usage && error.message.contains("only a GET without a body can be resumed"), "\(error)")
         #expect(server.requests.isEmpty && !exists("file.bin"))
+    }
+
+    /// The third attacker review: a GET with a body was replayed by each reconnection and kept a partial file
+    /// that `--continue` then refused to use.
+    @Test("A GET with a body that drops is not reconnected, and keeps no partial file")
+    func getWithBodyNotReplayed() async throws {
+        let server = try server([.dropAfter(bytes: Self.half)])
+        defer { server.stop() }
+        let session = try pki.loopbackSession(pins: ["ip"])
+        defer { session.shutdown() }
+        let request = SessionRequest(method: .get, url: URL(string: "\(server.origin)/file.bin")!, body: .bytes(Array("x".utf8)))
+        let error = try await downloadFailure("a dropped GET with a body succeeded") {
+            try await session.download(request, to: scratch.file("file.bin"))
+        }
+        #expect(error.code == .protocolError, "\(error)")
+        #expect(server.requests.count == 1, "not replayed: \(server.requests.count) requests")
+        #expect(!exists("file.bin") && !exists(".file.bin.pinpath-partial") && !exists(".file.bin.pinpath-partial.json"))
     }
 
     @Test("A status other than 2xx writes nothing: unexpected_status, no file, no partial file")

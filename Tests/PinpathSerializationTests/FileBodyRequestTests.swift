@@ -57,6 +57,16 @@ struct FileBodyRequestTests {
         #expect(error?.message.hasPrefix("upload file \(path) ") == true, "\(error?.message ?? "")")
     }
 
+    /// The third attacker review: `/proc/self/status` measures 0 bytes, so its body went out empty with exit 0.
+    @Test("A file that reports a size of 0 but has content (/proc) is unreadableFile, not an empty body")
+    func kernelMadeFile() throws {
+        let error = #expect(throws: HTTPError.self) {
+            try HTTPRequestSerializer().request(.put, "http://h/", bodyFromFile: "/proc/self/status")
+        }
+        #expect(error?.code == .unreadableFile)
+        #expect(error?.message.contains("reports a size of 0 but has content") == true, "\(error?.message ?? "")")
+    }
+
     @Test(
         "A file that changes size or disappears after the request was built fails the read, naming it",
         arguments: MultipartFormDataTests.Change.allCases)

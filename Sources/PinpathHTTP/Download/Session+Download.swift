@@ -41,9 +41,9 @@ extension Session {
         guard request.method != .head else {
             throw HTTPError(.usage, "\(label): a HEAD response has no body to download (use GET)")
         }
-        // RFC 9110 defines Range for GET alone; another method's request (a PUT with a file) is not replayed.
-        guard !download.resume || request.method == .get else {
-            throw HTTPError(.usage, "\(label): only a GET download can be resumed (Range applies to GET alone)")
+        // RFC 9110 defines Range for GET alone; another request (a PUT, or any with a body: a file) is not replayed.
+        guard !download.resume || (request.method == .get && request.body == nil) else {
+            throw HTTPError(.usage, "\(label): only a GET without a body can be resumed (Range applies to GET alone)")
         }
         var expectedDigest: String?
         if let given = download.expectedSHA256 {
@@ -149,7 +149,9 @@ private struct DownloadRun {
                 if partial.length > 0 { try restart(&partial, &digest, &record) }
                 restarted = restarted || wasRestart
                 if wasRestart { resumedFrom = nil }
-                record = request.method != .get ? nil : PartialRecord(url: url, headers: streamed.head.headers, length: announced)
+                record =
+                    request.method != .get || request.body != nil
+                    ? nil : PartialRecord(url: url, headers: streamed.head.headers, length: announced)
                 do throws(HTTPError) {
                     if let record { try record.write(to: target.recordPath) } else { target.removeRecord() }
                 } catch {

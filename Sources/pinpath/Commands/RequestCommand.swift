@@ -411,6 +411,9 @@ struct RequestCommand: AsyncParsableCommand {
                 return try HTTPRequestSerializer().request(method, url, parameters: fields, headers: headers)
             }
             return try HTTPRequestSerializer().request(method, url, parameters: parameters.isEmpty ? nil : parameters, headers: headers)
+        } catch  where error.code == .unreadableFile {
+            // The category scripts match, as when the file fails while it is sent.
+            throw CommandFailure.request(64, category: .unreadableFile, error.message)
         } catch {
             throw CommandFailure.usage(error.message)
         }
