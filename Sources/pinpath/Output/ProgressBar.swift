@@ -85,7 +85,7 @@ final class ProgressBar: Sendable {
         } else {
             parts.append(size(bytes))
         }
-        if let rate, rate.isFinite, rate > 0 {
+        if let rate, rate.isFinite, rate > 0, rate < Double(Int64.max) {
             parts.append("\(size(Int64(rate)))/s")
             if let expected, expected > bytes {
                 parts.append("ETA \(duration(Double(expected - bytes) / rate))")
