@@ -52,6 +52,17 @@ static inline unsigned long pinpath_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC22
 // SSL_OP_NO_RENEGOTIATION is a macro built from a cast (SSL_OP_BIT), which Swift does not import.
 static inline uint64_t pinpath_SSL_OP_NO_RENEGOTIATION(void) { return SSL_OP_NO_RENEGOTIATION; }
 
+// The client options libcurl 7.88 sets on its contexts: macros built from casts (SSL_OP_BIT), which Swift does not import.
+static inline uint64_t pinpath_SSL_OP_ALL(void) { return SSL_OP_ALL; }
+static inline uint64_t pinpath_SSL_OP_NO_TICKET(void) { return SSL_OP_NO_TICKET; }
+static inline uint64_t pinpath_SSL_OP_NO_COMPRESSION(void) { return SSL_OP_NO_COMPRESSION; }
+static inline uint64_t pinpath_SSL_OP_DONT_INSERT_EMPTY_FRAGMENTS(void) { return SSL_OP_DONT_INSERT_EMPTY_FRAGMENTS; }
+
+// SSL_CTX_set_session_cache_mode is a function-like macro over SSL_CTX_ctrl.
+static inline long pinpath_SSL_CTX_set_session_cache_mode(SSL_CTX *context, long mode) {
+    return SSL_CTX_set_session_cache_mode(context, mode);
+}
+
 // sk_X509_CRL_new_null is a function-like macro over OPENSSL_sk_new_null.
 static inline STACK_OF(X509_CRL) *pinpath_sk_X509_CRL_new_null(void) { return sk_X509_CRL_new_null(); }
 

@@ -14,19 +14,26 @@ public enum ClientIdentity {
     ///   certificate); `unusableClientKey` for the key (its file unreadable, no PEM key, encrypted with no or a
     ///   wrong password, not the certificate's key), also when it is read from `certificatePath`.
     public static func check(certificatePath: String, keyPath: String?, password: String?) throws(SecurityError) {
+        _ = try load(certificatePath: certificatePath, keyPath: keyPath, password: password)
+    }
+
+    /// Reads and checks a client certificate and key as ``check(certificatePath:keyPath:password:)`` does, and
+    /// returns them parsed: the certificate, the chain certificates that follow it in its file, and the key.
+    static func load(certificatePath: String, keyPath: String?, password: String?) throws(SecurityError) -> LoadedClientIdentity {
         let certificateBytes = try read(certificatePath, "client certificate")
         let keyFile = keyPath ?? certificatePath
         let keyBytes = keyPath == nil ? certificateBytes : try read(keyFile, "client key", code: .unusableClientKey)
-        guard
-            let certificate = certificateBytes.withUnsafeBytes({ buffer -> OpaquePointer? in
-                let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count))
-                defer { BIO_free(bio) }
-                return PEM_read_bio_X509(bio, nil, nil, nil)
-            })
-        else {
+        let certificates = certificateBytes.withUnsafeBytes { buffer -> [OpaquePointer] in
+            let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count))
+            defer { BIO_free(bio) }
+            var certificates: [OpaquePointer] = []
+            while let certificate = PEM_read_bio_X509(bio, nil, nil, nil) { certificates.append(certificate) }
+            return certificates
+        }
+        _ = drainOpenSSLErrors()  // the read past the last certificate queues "no start line"
+        guard let certificate = certificates.first else {
             throw SecurityError.openSSL(.invalidInput, "\(certificatePath) holds no PEM certificate")
         }
-        defer { X509_free(certificate) }
         let key = keyBytes.withUnsafeBytes { buffer -> OpaquePointer? in
             let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count))
             defer { BIO_free(bio) }
@@ -37,6 +44,7 @@ public enum ClientIdentity {
             // With no callback, OpenSSL reads the last argument as the password (a C string).
             return password.withCString { PEM_read_bio_PrivateKey(bio, nil, nil, UnsafeMutableRawPointer(mutating: $0)) }
         }
+        let identity = LoadedClientIdentity(certificates: certificates, key: key)
         guard let key else {
             let encrypted = keyBytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }.contains("ENCRYPTED")
             _ = drainOpenSSLErrors()  // its reasons may echo nothing secret, but say less than this
@@ -49,12 +57,12 @@ public enum ClientIdentity {
             }
             throw SecurityError(.unusableClientKey, "\(keyFile) holds no PEM private key")
         }
-        defer { EVP_PKEY_free(key) }
         guard X509_check_private_key(certificate, key) == 1 else {
             _ = drainOpenSSLErrors()
             throw SecurityError(
                 .unusableClientKey, "\(keyFile): the private key does not belong to the certificate in \(certificatePath)")
         }
+        return identity
     }
 
     private static func read(_ path: String, _ what: String, code: SecurityError.Code = .unreadableFile) throws(SecurityError)
@@ -63,7 +71,12 @@ public enum ClientIdentity {
         do {
             return try readWholeFile(path)
         } catch {
-            throw SecurityError(code, "cannot read the \(what) \(path): \(error)")
+            throw unreadable(path, what, code: code, error)
         }
+    }
+
+    /// The error for a client certificate or key file that cannot be read (`cannot read the client key PATH: …`).
+    static func unreadable(_ path: String, _ what: String, code: SecurityError.Code, _ error: some Error) -> SecurityError {
+        SecurityError(code, "cannot read the \(what) \(path): \(error)")
     }
 }

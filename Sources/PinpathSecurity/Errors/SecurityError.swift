@@ -45,13 +45,19 @@ extension SecurityError {
     }
 }
 
-/// Empties this thread's OpenSSL error queue and returns its reasons, oldest first.
-func drainOpenSSLErrors() -> [String] {
+/// Empties this thread's OpenSSL error queue and returns its reasons, oldest first: the reason alone
+/// (`wrong version number`), or with `withCodes` OpenSSL's whole line as libcurl quotes it
+/// (`error:0A00010B:SSL routines::wrong version number`, from `ERR_error_string_n`).
+func drainOpenSSLErrors(withCodes: Bool = false) -> [String] {
     var reasons: [String] = []
     while true {
         let code = ERR_get_error()
         if code == 0 { break }
-        if let reason = ERR_reason_error_string(code) {
+        if withCodes {
+            var line = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(code, &line, line.count)
+            reasons.append(String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        } else if let reason = ERR_reason_error_string(code) {
             reasons.append(String(cString: reason))
         } else {
             reasons.append("OpenSSL error \(code)")

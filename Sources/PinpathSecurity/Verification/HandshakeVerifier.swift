@@ -6,12 +6,15 @@ import Synchronization
 /// Runs a ``SecurityPolicy`` inside an OpenSSL handshake, as the `SSL_CTX`'s certificate verification
 /// callback, so that a connection is refused before any request byte is sent.
 ///
-/// Installed on a context, the verifier lives as long as that context: the context holds a reference (its
-/// ex_data), which OpenSSL drops when the context is freed, and every `SSL` made from it keeps it alive. So a
-/// pooled connection can be checked again however long it outlives the request that opened it. Install it on
-/// a context used for one host (the host is part of the evaluation), with peer verification on
-/// (`SSL_VERIFY_PEER`) and, for libcurl, `CURLOPT_SSL_VERIFYPEER` 1 and the session cache off (resumed sessions
-/// skip the callback).
+/// Installed on a context (libcurl's, one per connection), the verifier lives as long as that context: the
+/// context holds a reference (its ex_data), which OpenSSL drops when the context is freed, and every `SSL` made
+/// from it keeps it alive. So a pooled connection can be checked again however long it outlives the request
+/// that opened it. Install it on a context used for one host (the host is part of the evaluation), with peer
+/// verification on (`SSL_VERIFY_PEER`) and, for libcurl, `CURLOPT_SSL_VERIFYPEER` 1 and the session cache off
+/// (resumed sessions skip the callback).
+///
+/// Installed on a connection (an `SSL` of a context shared by many, ``TLSClientContext``), it lives as long as
+/// that `SSL`; the shared context's callbacks find it there, and refuse a connection without one.
 package final class HandshakeVerifier: Sendable {
     /// What a verdict depends on apart from the peer and the name it is for: a connection verified under some
     /// terms may carry only requests made under equal terms.
@@ -79,16 +82,11 @@ package final class HandshakeVerifier: Sendable {
         return terms == request.terms && host.lowercased() == request.host.lowercased() && port == request.port
     }
 
-    /// Installs the evaluation as the certificate verification callback of an OpenSSL `SSL_CTX*`, which keeps
-    /// the verifier alive until it is freed, and refuses renegotiation on it (`SSL_OP_NO_RENEGOTIATION`): a
-    /// second handshake on an established connection would put a new chain under a request already admitted.
-    /// Removes any key-log callback (`SSL_CTX_set_keylog_callback`), which libcurl sets for SSLKEYLOGFILE.
-    /// Wraps `SSL_CTX_set_ex_data`, `SSL_CTX_set_options` and `SSL_CTX_set_cert_verify_callback`; a rejection
-    /// sets `X509_V_ERR_APPLICATION_VERIFICATION` and fails the handshake, a report-only pin failure lets it
-    /// proceed. Also asks for the server's OCSP staple and judges it in the status callback
-    /// (`SSL_CTX_set_tlsext_status_type`, `SSL_CTX_set_tlsext_status_cb`) under the policy's
-    /// ``SecurityPolicy/revocation``: a refused staple fails the handshake there.
-    /// - Parameter sslContext: an `SSL_CTX*` for one connection (libcurl makes one per connection).
+    /// Installs the evaluation as the certificate verification callback of an OpenSSL `SSL_CTX*` made for this
+    /// verifier alone (libcurl makes one per connection), which keeps the verifier alive until it is freed. The
+    /// context gets the callbacks ``prepareContext(_:)`` sets; they find this verifier through the context's
+    /// ex_data. Wraps `SSL_CTX_set_ex_data`.
+    /// - Parameter sslContext: an `SSL_CTX*` for one connection.
     /// - Throws: ``SecurityError`` `openSSLFailure` when the context already carries a verifier (a context shared
     ///   by connections made for different requests) or OpenSSL cannot store the reference.
     package func install(on sslContext: OpaquePointer) throws(SecurityError) {
@@ -103,6 +101,45 @@ package final class HandshakeVerifier: Sendable {
             owned.release()
             throw SecurityError.openSSL(.openSSLFailure, "\(host): cannot attach the handshake verifier to the TLS context")
         }
+        do {
+            try Self.prepareContext(sslContext)
+        } catch {
+            throw SecurityError(error.code, "\(host): \(error.message)")
+        }
+    }
+
+    /// Installs the evaluation on one connection (an `SSL*` made from a context shared by many, prepared by
+    /// ``prepareContext(_:)``), which keeps the verifier alive until the `SSL` is freed. Wraps `SSL_set_ex_data`.
+    /// - Throws: ``SecurityError`` `openSSLFailure` when the connection already carries a verifier or OpenSSL
+    ///   cannot store the reference.
+    package func install(onConnection ssl: OpaquePointer) throws(SecurityError) {
+        guard let slot = Self.installedSlot else {
+            throw SecurityError(.openSSLFailure, "\(host): OpenSSL has no ex_data index for the handshake verifier")
+        }
+        guard SSL_get_ex_data(ssl, slot) == nil else {
+            throw SecurityError(.openSSLFailure, "\(host): the TLS connection already carries a handshake verifier")
+        }
+        let owned = Unmanaged.passRetained(self)
+        guard SSL_set_ex_data(ssl, slot, owned.toOpaque()) == 1 else {
+            owned.release()
+            throw SecurityError.openSSL(.openSSLFailure, "\(host): cannot attach the handshake verifier to the TLS connection")
+        }
+    }
+
+    /// Makes an `SSL_CTX*` run the verifier of each of its connections in the handshake: the certificate
+    /// verification and OCSP status callbacks find the verifier installed on the connection
+    /// (``install(onConnection:)``), else the one installed on the context (``install(on:)``), and refuse a
+    /// connection that has neither. Refuses renegotiation (`SSL_OP_NO_RENEGOTIATION`): a second handshake on an
+    /// established connection would put a new chain under a request already admitted. Removes any key-log
+    /// callback (`SSL_CTX_set_keylog_callback`), which libcurl sets for SSLKEYLOGFILE. Asks for the server's
+    /// OCSP staple and judges it in the status callback under the policy's ``SecurityPolicy/revocation``.
+    ///
+    /// Wraps `SSL_CTX_set_options`, `SSL_CTX_set_cert_verify_callback`, `SSL_CTX_set_tlsext_status_type` and
+    /// `SSL_CTX_set_tlsext_status_cb`. A rejection sets `X509_V_ERR_APPLICATION_VERIFICATION` and fails the
+    /// handshake; a report-only pin failure lets it proceed. Peer verification must be on (`SSL_VERIFY_PEER`)
+    /// and, for libcurl, `CURLOPT_SSL_VERIFYPEER` 1 and the session cache off (resumed sessions skip the callback).
+    /// - Throws: ``SecurityError`` `openSSLFailure` when OpenSSL cannot ask for the staple.
+    static func prepareContext(_ sslContext: OpaquePointer) throws(SecurityError) {
         SSL_CTX_set_options(sslContext, pinpath_SSL_OP_NO_RENEGOTIATION())
         // libcurl installs a key-log callback when SSLKEYLOGFILE is set, writing every session's secrets to that
         // file, where a packet capture turns into the requests' headers: pinpath's connections write none.
@@ -115,28 +152,38 @@ package final class HandshakeVerifier: Sendable {
             pinpath_SSL_CTX_set_tlsext_status_cb(
                 sslContext,
                 { ssl, _ in
-                    guard let ssl, let context = SSL_get_SSL_CTX(ssl), let verifier = HandshakeVerifier.installed(on: context)
-                    else { return 0 }
+                    guard let ssl, let verifier = HandshakeVerifier.serving(ssl) else { return 0 }
                     return verifier.checkStaple(ssl) ? 1 : 0
                 }) == 1
         else {
-            throw SecurityError.openSSL(.openSSLFailure, "\(host): cannot ask for the server's OCSP staple")
+            throw SecurityError.openSSL(.openSSLFailure, "cannot ask for the server's OCSP staple")
         }
-        // The argument is the reference the context owns, so it is valid whenever the context calls back.
+        // No argument: the verifier is the connection's, found from the `SSL` the store context verifies for.
         SSL_CTX_set_cert_verify_callback(
             sslContext,
-            { storeContext, argument in
-                guard let storeContext, let argument else { return 0 }
-                let verifier = Unmanaged<HandshakeVerifier>.fromOpaque(argument).takeUnretainedValue()
+            { storeContext, _ in
+                guard let storeContext else { return 0 }
+                guard let ssl = X509_STORE_CTX_get_ex_data(storeContext, SSL_get_ex_data_X509_STORE_CTX_idx()),
+                    let verifier = HandshakeVerifier.serving(OpaquePointer(ssl))
+                else {
+                    // A connection nobody installed a verifier on is refused: fail closed.
+                    X509_STORE_CTX_set_error(storeContext, X509_V_ERR_APPLICATION_VERIFICATION)
+                    return 0
+                }
                 return verifier.verify(storeContext) ? 1 : 0
-            }, owned.toOpaque())
+            }, nil)
     }
 
-    /// The verifier installed on an `SSL_CTX*` (as `SSL_get_SSL_CTX` returns it for a connection), if any: how
-    /// the status callback, which OpenSSL gives no argument, finds its verifier. Whether it accepted a given
+    /// The verifier that judges this connection's handshake: the one installed on the `SSL`, else the one
+    /// installed on its `SSL_CTX` (as `SSL_get_SSL_CTX` returns it), else `nil`. Whether it accepted the
     /// connection is ``accepted(_:)``'s answer.
-    private static func installed(on sslContext: OpaquePointer) -> HandshakeVerifier? {
-        guard let slot = contextSlot, let pointer = SSL_CTX_get_ex_data(sslContext, slot) else { return nil }
+    static func serving(_ ssl: OpaquePointer) -> HandshakeVerifier? {
+        if let slot = installedSlot, let pointer = SSL_get_ex_data(ssl, slot) {
+            return Unmanaged<HandshakeVerifier>.fromOpaque(pointer).takeUnretainedValue()
+        }
+        guard let slot = contextSlot, let context = SSL_get_SSL_CTX(ssl), let pointer = SSL_CTX_get_ex_data(context, slot) else {
+            return nil
+        }
         return Unmanaged<HandshakeVerifier>.fromOpaque(pointer).takeUnretainedValue()
     }
 
@@ -146,14 +193,14 @@ package final class HandshakeVerifier: Sendable {
     /// installed on the connection's context is not enough: this says that it ran on this very connection and
     /// let it through. Wraps `SSL_get_ex_data`.
     package static func accepted(_ ssl: OpaquePointer) -> HandshakeVerifier? {
-        guard let slot = connectionSlot, let pointer = SSL_get_ex_data(ssl, slot) else { return nil }
-        // Unretained: the connection's context owns the verifier (``install(on:)``) and the `SSL` holds its
-        // context, so the verifier outlives every `SSL` it marked.
+        guard let slot = acceptedSlot, let pointer = SSL_get_ex_data(ssl, slot) else { return nil }
+        // Unretained: the verifier is owned by the connection (``install(onConnection:)``) or by its context
+        // (``install(on:)``), which the `SSL` holds, so it outlives every `SSL` it marked.
         return Unmanaged<HandshakeVerifier>.fromOpaque(pointer).takeUnretainedValue()
     }
 
     /// The `SSL` ex_data index where the verifier that accepted a connection's handshake marks it (``accepted(_:)``).
-    private static let connectionSlot: Int32? = {
+    private static let acceptedSlot: Int32? = {
         let slot = CRYPTO_get_ex_new_index(CRYPTO_EX_INDEX_SSL, 0, nil, nil, nil, nil)
         return slot >= 0 ? slot : nil
     }()
@@ -161,7 +208,7 @@ package final class HandshakeVerifier: Sendable {
     /// Marks the connection whose handshake `storeContext` verifies as accepted by this verifier, or clears
     /// the mark. Wraps `SSL_get_ex_data_X509_STORE_CTX_idx` and `SSL_set_ex_data`.
     private func mark(_ storeContext: OpaquePointer, accepted: Bool) {
-        guard let slot = Self.connectionSlot,
+        guard let slot = Self.acceptedSlot,
             let ssl = X509_STORE_CTX_get_ex_data(storeContext, SSL_get_ex_data_X509_STORE_CTX_idx())
         else { return }
         mark(OpaquePointer(ssl), slot: slot, accepted: accepted)
@@ -171,13 +218,25 @@ package final class HandshakeVerifier: Sendable {
         _ = SSL_set_ex_data(ssl, slot, accepted ? Unmanaged.passUnretained(self).toOpaque() : nil)
     }
 
-    /// The `SSL_CTX` ex_data index holding an installed verifier; OpenSSL calls the free callback, which drops
-    /// the context's reference, when the context is freed. Registered once per process.
+    /// The `SSL_CTX` ex_data index holding a verifier installed on a context; OpenSSL calls the free callback,
+    /// which drops the context's reference, when the context is freed. Registered once per process.
     private static let contextSlot: Int32? = {
         let slot = CRYPTO_get_ex_new_index(
             CRYPTO_EX_INDEX_SSL_CTX, 0, nil, nil, nil,
             { _, pointer, _, _, _, _ in
                 guard let pointer else { return }  // called for every context, with or without a verifier
+                Unmanaged<HandshakeVerifier>.fromOpaque(pointer).release()
+            })
+        return slot >= 0 ? slot : nil
+    }()
+
+    /// The `SSL` ex_data index holding a verifier installed on a connection; the free callback drops the
+    /// connection's reference when the `SSL` is freed. Registered once per process.
+    private static let installedSlot: Int32? = {
+        let slot = CRYPTO_get_ex_new_index(
+            CRYPTO_EX_INDEX_SSL, 0, nil, nil, nil,
+            { _, pointer, _, _, _, _ in
+                guard let pointer else { return }  // called for every connection, libcurl's too
                 Unmanaged<HandshakeVerifier>.fromOpaque(pointer).release()
             })
         return slot >= 0 ? slot : nil
@@ -222,7 +281,7 @@ package final class HandshakeVerifier: Sendable {
         let response = length > 0 ? bytes.map { Array(UnsafeBufferPointer(start: $0, count: length)) } : nil
         let updated = evaluation.applyingStaple(response, now: verificationTime ?? Date(), responses: ocspResponses)
         last.withLock { $0 = .success(updated) }
-        if !updated.allowsConnection, let slot = Self.connectionSlot { mark(ssl, slot: slot, accepted: false) }
+        if !updated.allowsConnection, let slot = Self.acceptedSlot { mark(ssl, slot: slot, accepted: false) }
         return updated.allowsConnection
     }
 
