@@ -14,14 +14,14 @@ struct SkippedAddressesTests {
 
     @Test("Each address once, in libcurl's order, with the kernel's reason; beyond four, how many more")
     func named() {
-        #expect(CurlErrorMapping.skippedList([Self.skipped("2001:db8::1", .noRoute)]) == "2001:db8::1: no_route")
+        #expect(HTTPError.skippedList([Self.skipped("2001:db8::1", .noRoute)]) == "2001:db8::1: no_route")
         let twice = [
             Self.skipped("192.0.2.1", .blackholeRoute), Self.skipped("2001:db8::1", .noRoute), Self.skipped("192.0.2.1", .blackholeRoute),
         ]
-        #expect(CurlErrorMapping.skippedList(twice) == "192.0.2.1: blackhole_route, 2001:db8::1: no_route")
+        #expect(HTTPError.skippedList(twice) == "192.0.2.1: blackhole_route, 2001:db8::1: no_route")
         let many = (1...7).map { Self.skipped("192.0.2.\($0)", .unreachableRoute) }
         #expect(
-            CurlErrorMapping.skippedList(many)
+            HTTPError.skippedList(many)
                 == "192.0.2.1: unreachable_route, 192.0.2.2: unreachable_route, 192.0.2.3: unreachable_route, 192.0.2.4: unreachable_route and 3 more"
         )
     }

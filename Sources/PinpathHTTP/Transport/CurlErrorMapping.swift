@@ -135,22 +135,6 @@ enum CurlErrorMapping {
         Rule([CURLE_READ_ERROR], .unreadableFile),
     ]
 
-    /// The most skipped addresses a message names; a name may resolve to dozens.
-    static let maximumNamedAddresses = 4
-
-    /// `2001:db8::1: no_route, 192.0.2.1: blackhole_route`: each address once, with the kernel's reason, and how
-    /// many more when there are too many to name.
-    static func skippedList(_ skipped: [TargetReachability]) -> String {
-        var seen = Set<String>()
-        let named = skipped.compactMap { verdict -> String? in
-            let address = verdict.address.map { "\($0)" } ?? "?"
-            guard seen.insert(address).inserted else { return nil }
-            return "\(address): \(verdict.reason?.rawValue ?? "unreachable")"
-        }
-        let more = named.count - maximumNamedAddresses
-        return named.prefix(maximumNamedAddresses).joined(separator: ", ") + (more > 0 ? " and \(more) more" : "")
-    }
-
     /// A connection was made and the response's header section did not end: what went wrong is the response.
     private static func isBrokenResponse(_ failure: Failure) -> Bool { failure.connected && !failure.headersComplete }
 
@@ -162,33 +146,13 @@ enum CurlErrorMapping {
         let account = plaintextAccount(failure).map { "; \($0)" } ?? ""
         // A refused OCSP staple fails the handshake in OpenSSL's status callback, which libcurl reports as a
         // connect error rather than a verification failure.
-        if code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CONNECT_ERROR, let result = failure.handshake {
-            switch result {
-            case .success(let evaluation) where !evaluation.allowsConnection:
-                let rejection = evaluation.failure
-                let pins = rejection?.reason == .pinMismatch || rejection?.reason == .pinsExpired
-                // Revocation has a category of its own: a monitor alerts on it differently from a broken chain.
-                // So has an expiry: a date to fix, not a broken PKI or an interception.
-                let code: HTTPError.Code =
-                    if pins { .policyRejected } else if rejection?.reason == .revoked {
-                        .revoked
-                    } else if rejection?.isOutsideValidity == true {
-                        .tlsExpired
-                    } else { .tlsInvalid }
-                return HTTPError(
-                    code,
-                    "\(request): \(rejection?.message ?? "rejected by the security policy")\(account)",
-                    evaluation: evaluation, curlCode: curlCode)
-            case .failure(let error):
-                return HTTPError(.tlsFailed, "\(request): \(error.message)\(account)", curlCode: curlCode)
-            default:
-                break
-            }
+        if code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CONNECT_ERROR, let verdict = failure.handshake,
+            let refusal = HandshakeRefusal.error(for: verdict, request: request, account: account, curlCode: curlCode)
+        {
+            return refusal
         }
-        if code == CURLE_COULDNT_CONNECT, let first = failure.skippedAddresses.first {
-            return HTTPError(
-                .unreachable, "\(request): no resolved address is reachable (\(skippedList(failure.skippedAddresses)))",
-                reachability: first)
+        if code == CURLE_COULDNT_CONNECT, let unreachable = HTTPError.noAddressReachable(failure.skippedAddresses, request: request) {
+            return unreachable
         }
         // The server accepted STARTTLS and the handshake ended before the verifier saw a certificate: whatever
         // libcurl's code says, TLS did not start (a server that went on in plaintext, closed, or sent garbage).
