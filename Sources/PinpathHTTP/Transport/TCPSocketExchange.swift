@@ -2,10 +2,11 @@ import CCurl
 import Glibc
 import Synchronization
 
-/// The one exchange of a `tcp://` check (``TCPExchange``) on the socket libcurl connected: libcurl has no
-/// protocol for "send these bytes, read an answer", so it runs here, on the engine's thread between libcurl's
-/// work (``TransferEngine``): the socket is non-blocking, and the engine's `curl_multi_poll` waits for it
-/// beside libcurl's own, so no exchange needs a thread of its own.
+/// The one exchange of a `tcp://` check (``TCPExchange``) on a connected socket: send, then read an answer. It
+/// never blocks: whoever drives it calls ``advance(now:)`` when the socket is ready for what it ``awaited`` or its
+/// deadline has passed. The handshake engine (``HandshakeCheck``) drives it for a direct check; the libcurl engine
+/// (``TransferEngine``) for one through a proxy, between libcurl's work, its `curl_multi_poll` waiting for the
+/// socket beside libcurl's own. No exchange needs a thread of its own.
 final class TCPSocketExchange {
     let socket: Int32
     let deadline: ContinuousClock.Instant
@@ -39,6 +40,9 @@ final class TCPSocketExchange {
         // An exchange dropped unfinished (the engine gave up its loop) still answers its caller.
         finish(.failure(HTTPError(.cancelled, "\(label): the session is shutting down")))
     }
+
+    /// Whether the exchange waits for the socket to be writable (else readable).
+    var awaitsWritable: Bool { awaited == Int16(CURL_WAIT_POLLOUT) }
 
     /// Goes on as far as the socket allows without blocking, and past the deadline only with what it has.
     /// - Returns: whether the exchange is over (its completion was called and its socket closed).
