@@ -45,11 +45,16 @@ public final class Session: Sendable {
     /// The monitor the reachability gate asks; `nil` sends without asking.
     public let monitor: ReachabilityMonitor?
     private let engine: TransferEngine
-    private let gate: ReachabilityGate?
+    let gate: ReachabilityGate?
     private let systemTrustStore = Mutex<TrustStore?>(nil)
     private let chainValidation: SecurityPolicy
     /// The answers of OCSP responders fetched for the session's handshakes under ``RevocationMode/ocsp``.
     public let ocspResponses = OCSPResponseCache()
+    /// The `tls://` and `tcp://` checks made without a proxy (``checkConnection(_:kind:host:dialledHost:port:options:verifier:label:)``);
+    /// its thread starts with the first.
+    let handshakes = HandshakeEngine()
+    /// The shared client TLS contexts of those checks: one per client identity, built once.
+    let tlsContexts = TLSClientContexts()
 
     /// Creates a session and starts its libcurl thread.
     /// - Parameter monitor: the reachability monitor to gate requests with.
@@ -67,11 +72,14 @@ public final class Session: Sendable {
     }
 
     /// Cancels the requests in flight (each fails with ``HTTPError/Code/cancelled``), ends the session's libcurl
-    /// thread and waits for it; later requests fail with `cancelled` at once. Idempotent.
+    /// thread and its handshake engine's and waits for them; later requests fail with `cancelled` at once. Idempotent.
     ///
     /// Call it before the process exits while requests may still be running: OpenSSL's exit handler frees
     /// tables that a handshake on the session's thread may be reading at that moment.
-    public func shutdown() { engine.stop() }
+    public func shutdown() {
+        engine.stop()
+        handshakes.stop()
+    }
 
     /// The session's libcurl thread as an executor. A task that sends many requests can prefer it
     /// (`withTaskExecutorPreference`, `addTask(executorPreference:)`): its requests then cross no thread, neither to
@@ -125,8 +133,8 @@ public final class Session: Sendable {
     ///   not http or https.
     public func stream(_ request: SessionRequest, options: RequestOptions? = nil) async throws(HTTPError) -> StreamedResponse {
         let (head, transfer) = try await follow(request, options: options ?? configuration.defaultOptions, streaming: true)
-        guard let channel = transfer.bodyChannel else {
-            throw HTTPError(.engineUnavailable, "\(transfer.description): a streamed transfer without its body channel")
+        guard let transfer, let channel = transfer.bodyChannel else {
+            throw HTTPError(.engineUnavailable, "\(request.method) \(request.displayURL): a streamed transfer without its body channel")
         }
         return StreamedResponse(head: head, body: ResponseBodyStream(channel: channel, transfer: transfer, engine: engine))
     }
@@ -135,7 +143,7 @@ public final class Session: Sendable {
     /// stream, still reading its body).
     private func follow(
         _ request: SessionRequest, options: RequestOptions, streaming: Bool
-    ) async throws(HTTPError) -> (response: SessionResponse, transfer: Transfer) {
+    ) async throws(HTTPError) -> (response: SessionResponse, transfer: Transfer?) {
         let deadline = ContinuousClock.now + options.timeout
         var request = withDefaultHeaders(request)
         // A server name for a TLS kind: the request names it (so its policy, its check and over https its Host
@@ -199,8 +207,8 @@ public final class Session: Sendable {
     }
 
     /// Ends a streamed hop's transfer (its body unread, its connection closed); nothing for a collected one.
-    private func endStream(_ transfer: Transfer) {
-        if transfer.bodyChannel != nil { engine.cancel(transfer) }
+    private func endStream(_ transfer: Transfer?) {
+        if let transfer, transfer.bodyChannel != nil { engine.cancel(transfer) }
     }
 
     /// Whether `a` and `b` name the same host (canonical) and port (the scheme's default when none is written).
@@ -259,13 +267,13 @@ public final class Session: Sendable {
     }
 
     /// One hop: the reachability gate (for the proxy's host when the hop goes through one), then one libcurl
-    /// transfer.
+    /// transfer, or for `tls://` and `tcp://` without a proxy one check on the handshake engine (no transfer).
     /// - Parameter connectHost: the host to connect to when the URL names a server name instead.
     /// - Parameter streaming: the transfer hands its head over as soon as it arrives and streams its body.
     private func sendOnce(
         _ request: SessionRequest, options: RequestOptions, policies: HostPolicySet, connectHost: String? = nil, streaming: Bool
     ) async throws(HTTPError)
-        -> (response: SessionResponse, transfer: Transfer)
+        -> (response: SessionResponse, transfer: Transfer?)
     {
         // Built only for a message: redacting the URL costs more than the rest of a request's setup.
         var label: String { "\(request.method) \(request.displayURL)" }
@@ -303,20 +311,27 @@ public final class Session: Sendable {
         let deadline = ContinuousClock.now + options.timeout
         var attemptOptions = options
         var askedResponder = false
-        var transfer: Transfer
+        var transfer: Transfer?
         var result: Result<SessionResponse, HTTPError>
         while true {
             let verifier = kind.usesTLS ? try verifier(host: bareHost, port: port, options: options) : nil
             let proxyVerifier = try proxy.flatMap { proxy throws(HTTPError) in
                 proxy.scheme == .https ? try self.proxyVerifier(proxy, policies: policies, options: options, label: label) : nil
             }
-            transfer = try Transfer(
-                request: request, kind: kind, options: attemptOptions, verifier: verifier,
-                clientCertificate: options.clientCertificate ?? configuration.clientCertificate, connectTo: connectTo,
-                addressCheck: options.reachability == .ignore ? nil : gate?.addressCheck,
-                proxy: proxy.map { (proxy: $0, verifier: proxyVerifier) }, handles: engine.handles, headerLists: engine.headerLists,
-                bodyChannel: streaming ? BodyChannel(limit: attemptOptions.streamBufferSize) : nil)
-            result = await run(transfer)
+            if Self.runsOnHandshakeEngine(kind, proxy: proxy) {
+                result = await checkConnection(
+                    request, kind: kind, host: bareHost, dialledHost: dialledHost, port: port, options: attemptOptions,
+                    verifier: verifier, label: label)
+            } else {
+                let made = try Transfer(
+                    request: request, kind: kind, options: attemptOptions, verifier: verifier,
+                    clientCertificate: options.clientCertificate ?? configuration.clientCertificate, connectTo: connectTo,
+                    addressCheck: options.reachability == .ignore ? nil : gate?.addressCheck,
+                    proxy: proxy.map { (proxy: $0, verifier: proxyVerifier) }, handles: engine.handles, headerLists: engine.headerLists,
+                    bodyChannel: streaming ? BodyChannel(limit: attemptOptions.streamBufferSize) : nil)
+                transfer = made
+                result = await run(made)
+            }
             // Under `revocation: ocsp` a handshake without a staple or a cached answer stops before any request
             // byte: ask the leaf's responder, then connect again, where the answer decides inside the handshake.
             guard case .failure = result, !askedResponder,
@@ -334,7 +349,7 @@ public final class Session: Sendable {
                 await provingPossession(error, kind: kind, proxy: proxy, serverName: bareHost, options: options, deadline: deadline))
         }
         var response = try result.get()
-        if let socket = transfer.exchangeSocket {
+        if let transfer, let socket = transfer.exchangeSocket {
             transfer.exchangeSocket = nil  // the exchange closes it; the transfer must not close the number again
             response.banner = try await engine.exchange(
                 socket: socket, options.tcpExchange ?? TCPExchange(),
