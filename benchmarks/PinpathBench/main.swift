@@ -6,6 +6,9 @@
 //   pinpath-bench paced URL COUNT rate=PER_SECOND [fresh] [pin=sha256/…] [ca=FILE] [gate]   (PacedRequests.swift)
 //   pinpath-bench headers   (the header lines a session adds to every request, one per line, for curl-floor's header=)
 //   pinpath-bench stream URL [pin=sha256/…] [ca=FILE] [executor]   (one body through Session.stream, counted: StreamedBody.swift)
+//   pinpath-bench handshake tls://HOST:PORT COUNT CONCURRENCY [pin=sha256/…] [ca=FILE] [gate]
+// handshake: tls:// checks through Session.send (a full handshake each, verified, nothing sent after it): the CPU
+// per check, on whichever engine the build routes tls:// to (the handshake engine; libcurl before issue 30).
 import FoundationEssentials
 import Glibc
 import PinpathHTTP
@@ -27,7 +30,7 @@ struct PinpathBench {
         guard arguments.count >= (streaming ? 3 : 4), let count = streaming ? 1 : Int(arguments[3]), let url = URL(string: arguments[2])
         else {
             fatalError(
-                "usage: pinpath-bench get|inflight|paced URL COUNT [CONCURRENCY] [fresh] [pin=…] [ca=…] [gate], or stream URL [pin=…] [ca=…] [executor]"
+                "usage: pinpath-bench get|handshake|inflight|paced URL COUNT [CONCURRENCY] [fresh] [pin=…] [ca=…] [gate], or stream URL [pin=…] [ca=…] [executor]"
             )
         }
         let flags = arguments.dropFirst(streaming ? 3 : 4)
@@ -51,7 +54,7 @@ struct PinpathBench {
         let onSessionThread = flags.contains("executor")
 
         switch arguments[1] {
-        case "get":
+        case "get", "handshake":
             let concurrency = Int(flags.first ?? "1") ?? 1
             _ = try await session.send(request, options: sending)  // warm-up: trust store, first connection
             if monitor != nil {
@@ -61,13 +64,26 @@ struct PinpathBench {
                 _ = try await session.send(request, options: sending)
             }
             let cpuBefore = cpuSeconds()
+            let threadsBefore = threadCount()
+            // The process's threads while the requests run: a thread per request would show here.
+            let sampler = Task {
+                var peak = threadsBefore
+                while !Task.isCancelled {
+                    peak = max(peak, threadCount())
+                    try? await Task.sleep(for: .milliseconds(5))
+                }
+                return peak
+            }
             let started = ContinuousClock.now
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for worker in 0..<concurrency {
                     group.addTask(executorPreference: onSessionThread ? session.executor : nil) {
                         for _ in stride(from: worker, to: count, by: concurrency) {
                             let response = try await session.send(request, options: sending)
-                            precondition(response.statusCode == 200, "status \(response.statusCode)")
+                            // A tls:// check has no status: its verified handshake is the answer.
+                            precondition(
+                                response.statusCode == 200 || (response.statusCode == 0 && response.tls?.evaluation != nil),
+                                "status \(response.statusCode)")
                         }
                     }
                 }
@@ -75,10 +91,13 @@ struct PinpathBench {
             }
             let wall = (ContinuousClock.now - started).seconds
             let cpu = cpuSeconds() - cpuBefore
+            sampler.cancel()
+            let peakThreads = await sampler.value
             print(
                 """
                 requests=\(count) wall_s=\(format(wall)) rps=\(format(Double(count) / wall)) \
-                cpu_us_per_request=\(format(cpu / Double(count) * 1e6)) rss_mib=\(format(rssMiB()))
+                cpu_us_per_request=\(format(cpu / Double(count) * 1e6)) rss_mib=\(format(rssMiB())) \
+                threads_before=\(threadsBefore) threads_peak=\(peakThreads)
                 """
             )
         case "inflight":
@@ -117,6 +136,14 @@ struct PinpathBench {
     }
 
     static func rssMiB() -> Double { statusMiB("VmRSS:") }
+
+    /// The process's threads now (`Threads:` of /proc/self/status).
+    static func threadCount() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Threads:") })
+        else { return 0 }
+        return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).last ?? "") ?? 0
+    }
 
     /// The process's peak resident memory so far, in MiB.
     static func peakRSSMiB() -> Double { statusMiB("VmHWM:") }
