@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import PinpathReachability
 import PinpathSecurity
+import PinpathSupport
 import Synchronization
 
 /// One `tls://` or `tcp://` check on the handshake engine's thread (``HandshakeLoop``): a non-blocking connect to
@@ -288,12 +289,12 @@ final class HandshakeCheck: @unchecked Sendable {
     /// blackbox_exporter's phases of the check, up to `end`.
     private func timings(end: ContinuousClock.Instant) -> PhaseTimings {
         var timings = PhaseTimings()
-        timings.resolve = Self.seconds(plan.resolved - plan.started)
+        timings.resolve = (plan.resolved - plan.started).inSeconds
         if let connected {
-            timings.connect = Self.seconds(connected.at - plan.resolved)
-            if let handshaken { timings.tls = Self.seconds(handshaken - connected.at) }
+            timings.connect = (connected.at - plan.resolved).inSeconds
+            if let handshaken { timings.tls = (handshaken - connected.at).inSeconds }
         }
-        timings.total = Self.seconds(end - plan.started)
+        timings.total = (end - plan.started).inSeconds
         return timings
     }
 
@@ -305,14 +306,10 @@ final class HandshakeCheck: @unchecked Sendable {
         if connected != nil { reached.append("connect") }
         if let connected, handshaken != nil {
             reached.append("tls")
-            timings.tls = Self.seconds(now - connected.at)
+            timings.tls = (now - connected.at).inSeconds
         }
         timings.phasesReached = reached
         return timings
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     /// `127.0.0.1:443`, `[::1]:443`: libcurl's `remote_address` form.

@@ -30,7 +30,13 @@ extension Session {
         let addresses: [IPAddress]
         switch await addressesToTry(dialledHost, family: options.ipFamily, until: connectDeadline, label: label) {
         case .success(let found): addresses = found
-        case .failure(let error): return .failure(error)
+        case .failure(var error):
+            // How long it took, no phase reached, as a libcurl transfer that failed to resolve reports it.
+            var timings = PhaseTimings()
+            timings.total = (ContinuousClock.now - started).inSeconds
+            timings.phasesReached = []
+            error.timings = timings
+            return .failure(error)
         }
         var tls: HandshakeTLS?
         if kind == .tls {
@@ -81,9 +87,14 @@ extension Session {
             }
             return .success([address])
         }
-        let timeout = ContinuousClock.now.duration(to: deadline)
+        let started = ContinuousClock.now
+        let timeout = started.duration(to: deadline)
         guard timeout > .zero, let resolved = await HostResolver.addresses(of: host, timeout: timeout) else {
-            // libcurl's words for a name that does not resolve.
+            // libcurl's words and categories: a resolver that did not answer in time, or a name that does not resolve.
+            if ContinuousClock.now >= deadline {
+                let elapsed = (ContinuousClock.now - started).wholeMilliseconds
+                return .failure(HTTPError(.timedOut, "\(label): Resolving timed out after \(elapsed) milliseconds"))
+            }
             return .failure(HTTPError(.resolveFailed, "\(label): Could not resolve host: \(host)"))
         }
         guard let family else { return .success(resolved) }
