@@ -28,9 +28,9 @@ struct OCSPQueryEndToEndTests {
     static func received(_ transcript: String) -> String { (try? String(contentsOfFile: transcript, encoding: .utf8)) ?? "" }
 
     /// One GET to 127.0.0.1:`port` whose host policy is `revocation: ocsp` (hard fail unless `softFail`),
-    /// trusting the PKI's root, through `session` (a new one by default).
+    /// trusting the PKI's root, through `session` (a new one by default); with `check`, a `tls://` check instead.
     func send(
-        port: UInt16, softFail: Bool = false, session: Session? = nil, timeout: Duration = .seconds(16)
+        port: UInt16, softFail: Bool = false, session: Session? = nil, timeout: Duration = .seconds(16), check: Bool = false
     ) async throws -> Result<SessionResponse, HTTPError> {
         let policy = try SecurityPolicy(mode: .none, revocation: .ocsp, ocspSoftFail: softFail)
         let session = try session ?? Self.session(policy: policy)
@@ -38,7 +38,7 @@ struct OCSPQueryEndToEndTests {
         options.timeout = TestTime.scaled(timeout)
         options.freshConnection = true
         options.policies = HostPolicySet([HostPolicy(patterns: [try HostPattern(parsing: "127.0.0.1")], policy: policy)])
-        let request = SessionRequest(method: .get, url: URL(string: "https://127.0.0.1:\(port)/")!)
+        let request = SessionRequest(method: .get, url: URL(string: check ? "tls://127.0.0.1:\(port)" : "https://127.0.0.1:\(port)/")!)
         do throws(HTTPError) {
             return .success(try await session.send(request, options: options))
         } catch {
@@ -102,6 +102,23 @@ struct OCSPQueryEndToEndTests {
             #expect(error.evaluation?.failure?.reason.description == refusal.reason, "\(error.message)")
             #expect(error.evaluation?.ocspCheck?.status == refusal.status, "\(error.message)")
             #expect(error.message.contains(refusal.messagePart), "\(error.message)")
+        }
+        #expect(Self.received(transcript).isEmpty, "the server received: \(Self.received(transcript))")
+    }
+
+    @Test(
+        "tls:// on the handshake engine: the responder is asked and the check connects again; good passes, revoked is refused",
+        arguments: ["good", "revoked"])
+    func tlsCheck(_ leaf: String) async throws {
+        let (server, transcript) = try server(leaf)
+        defer { server.stop() }
+        switch try await send(port: server.port, check: true) {
+        case .success(let response):
+            #expect(leaf == "good", "accepted")
+            #expect(response.tls?.evaluation?.ocspCheck?.status == .good && response.tls?.evaluation?.ocspCheck?.stapled == false)
+        case .failure(let error):
+            #expect(leaf == "revoked" && error.code == .revoked, "\(error.code): \(error.message)")
+            #expect(error.evaluation?.ocspCheck?.status == .revoked)
         }
         #expect(Self.received(transcript).isEmpty, "the server received: \(Self.received(transcript))")
     }
