@@ -76,17 +76,61 @@ struct HandshakeEngineTests {
         #expect(waited >= .milliseconds(900) && waited < .seconds(5), "\(waited)")
     }
 
-    @Test("A server that answers the ClientHello with bytes that are not TLS fails tls_failed")
-    func garbageIsTLSFailed() async throws {
-        let garbage = try HostileServer(.slowloris)  // "HTTP/1.1 200 OK" and more header lines
-        defer { garbage.stop() }
+    /// A hostile server's behaviour and the category a tls:// check of it ends with.
+    struct Hostile: Sendable, CustomTestStringConvertible {
+        let name: String
+        let behaviour: HostileServer.Behaviour
+        let expected: HTTPError.Code
+        var testDescription: String { name }
+    }
+
+    static let hostile = [
+        // Bytes that are not TLS ("HTTP/1.1 200 OK" and header lines, forever): OpenSSL's "wrong version number".
+        Hostile(name: "garbage", behaviour: .slowloris, expected: .tlsFailed),
+        Hostile(name: "fatal alert", behaviour: .tlsAlert, expected: .tlsFailed),
+        // Reads the ClientHello as a request, then answers an HTTP status line.
+        Hostile(name: "status line", behaviour: .malformedStatusLine("HTTP/1.1 two hundred OK"), expected: .tlsFailed),
+        Hostile(name: "refused", behaviour: .refuse, expected: .connectFailed),
+    ]
+
+    @Test("Attack: a hostile server ends a tls:// check in its category within the deadline; the session goes on", arguments: hostile)
+    func hostileServers(_ hostile: Hostile) async throws {
+        let attacker = try HostileServer(hostile.behaviour, directory: pki.directory)
+        defer { attacker.stop() }
+        let session = try pki.loopbackSession()
+        defer { session.shutdown() }
+        let started = ContinuousClock.now
         await #expect {
-            _ = try await pki.loopbackSession().send(check("tls://127.0.0.1:\(garbage.port)"), options: options())
+            _ = try await session.send(check("tls://127.0.0.1:\(attacker.port)"), options: options(timeout: .seconds(1)))
         } throws: { error in
-            guard let error = error as? HTTPError, error.code == .tlsFailed else { return false }
-            #expect(error.message.contains("does not speak TLS"), "\(error.message)")
+            guard let error = error as? HTTPError, error.code == hostile.expected else { return false }
+            if hostile.name == "garbage" { #expect(error.message.contains("does not speak TLS"), "\(error.message)") }
             return error.evaluation == nil
         }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        let good = try server()
+        defer { good.stop() }
+        #expect(try await session.send(check("tls://127.0.0.1:\(good.port)"), options: options()).tls?.evaluation != nil)
+    }
+
+    @Test("A server sending 50 certificates: verified from the ones that matter; 50 unrelated ones are tls_invalid")
+    func fiftyCertificates() async throws {
+        let identity = HostileServer.TLSIdentity(certificate: pki.path("ip"), key: pki.path("ip", "key"), chain: [pki.path("inter")])
+        let padded = try HostileServer(
+            .manyCertificates(identity, filler: HostileServer.fillerCertificates(count: 48, in: pki.directory)), directory: pki.directory)
+        defer { padded.stop() }
+        let session = try pki.loopbackSession()
+        defer { session.shutdown() }
+        let evaluation = try #require(try await session.send(check("tls://127.0.0.1:\(padded.port)"), options: options()).tls?.evaluation)
+        #expect(evaluation.servedChain.count == 50 && evaluation.verifiedChain.count == 3)
+        var unrelated = identity
+        unrelated.chain = []
+        let broken = try HostileServer(
+            .manyCertificates(unrelated, filler: HostileServer.fillerCertificates(count: 49, in: pki.directory)), directory: pki.directory)
+        defer { broken.stop() }
+        await #expect {
+            _ = try await session.send(check("tls://127.0.0.1:\(broken.port)"), options: options())
+        } throws: { Self.code($0) == .tlsInvalid }
     }
 
     @Test("A check cancelled mid-handshake ends at once, cancelled, and closes its socket (the server sees it go)")
