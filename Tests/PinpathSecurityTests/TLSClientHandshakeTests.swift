@@ -270,6 +270,40 @@ struct TLSClientHandshakeTests {
         #expect(bannerFailure.reason.contains("does not speak TLS"), "\(bannerFailure)")
     }
 
+    @Test("A server that never answers: advance() returns at once, wanting to read, and never blocks")
+    func silentServerNeverBlocks() throws {
+        let server = try HostileServer(.silent)
+        defer { server.stop() }
+        let fd = try TLSServer.connectLoopback(port: server.port)
+        defer { close(fd) }
+        #expect(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0)
+        let handshake = try TLSClientHandshake(
+            context: try TLSClientContexts().context(for: TLSClientTerms()), socket: fd, serverName: "valid.test",
+            verifier: try verifier(port: server.port))
+        let start = ContinuousClock.now
+        for _ in 0..<3 { #expect(handshake.advance() == .wantRead) }
+        #expect(start.duration(to: .now) < .seconds(2), "advance() waited for the server")
+        #expect(handshake.outcome == nil)
+    }
+
+    @Test("A TLS 1.1 server fails as it does through libcurl: OpenSSL's security level refuses its legacy signature")
+    func oldProtocolRefused() throws {
+        let server = try server(extraArguments: ["-tls1_1", "-cipher", "DEFAULT:@SECLEVEL=0"])
+        defer { server.stop() }
+        let verifier = try verifier(port: server.port)
+        let outcome = try Self.handshake(
+            port: server.port, context: try TLSClientContexts().context(for: TLSClientTerms()), verifier: verifier)
+        guard case .failure(let failure) = outcome else {
+            Issue.record("a TLS 1.1 handshake completed: \(outcome)")
+            return
+        }
+        #expect(failure.code == .protocolFailure, "\(failure)")
+        // curl 7.88.1 on the same server: "OpenSSL/3.0.19: error:0A00014D:SSL routines::legacy sigalg disallowed or unsupported".
+        #expect(failure.openSSLErrors.contains { $0.contains("legacy sigalg disallowed or unsupported") }, "\(failure)")
+        // The chain came first and passed: the failure is the protocol's, not the verifier's.
+        #expect((try? verifier.lastResult?.get())?.allowsConnection == true)
+    }
+
     // MARK: - Driving a handshake
 
     /// Connects a non-blocking socket to 127.0.0.1:`port` and drives a handshake on it with `poll` until it
