@@ -84,6 +84,31 @@ struct TLSClientHandshakeTests {
         #expect(verifier.handshakesEvaluated == 2)
     }
 
+    @Test("removeAll drops the contexts: the next handshake builds a new one, and one under way keeps its own")
+    func removeAllKeepsLiveHandshakes() throws {
+        let server = try server()
+        defer { server.stop() }
+        let contexts = TLSClientContexts()
+        let verifier = try verifier(port: server.port)
+        let fd = try TLSServer.connectLoopback(port: server.port)
+        defer { close(fd) }
+        #expect(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0)
+        let underWay = try TLSClientHandshake(
+            context: try contexts.context(for: TLSClientTerms()), socket: fd, serverName: "valid.test", verifier: verifier)
+        #expect(underWay.advance() == .wantRead)  // the ClientHello is out
+        contexts.removeAll()
+        #expect(contexts.count == 0)
+        let fresh = try contexts.context(for: TLSClientTerms())
+        #expect(fresh !== underWay.context && contexts.contextsBuilt == 2)
+        let deadline = ContinuousClock.now + TestTime.scaled(.seconds(10))
+        while underWay.advance() != .finished && ContinuousClock.now < deadline {
+            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            _ = poll(&entry, 1, 100)
+        }
+        #expect(try underWay.outcome?.get().version == "TLSv1.3")
+        #expect(verifier.handshakesEvaluated == 1)
+    }
+
     @Test("Terms with a client certificate build a second context, which presents it to a server that requires one")
     func clientCertificateContext() throws {
         let clients = ClientCertificatePKI.shared
