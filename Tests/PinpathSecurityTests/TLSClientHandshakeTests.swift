@@ -1,6 +1,7 @@
 import COpenSSL
 import Foundation
 import PinpathTestSupport
+import Synchronization
 import Testing
 
 @testable import PinpathSecurity
@@ -107,6 +108,22 @@ struct TLSClientHandshakeTests {
         }
         #expect(try underWay.outcome?.get().version == "TLSv1.3")
         #expect(verifier.handshakesEvaluated == 1)
+    }
+
+    @Test("Threads asking at once for the same terms get one context, built once")
+    func concurrentRequestsBuildOnce() throws {
+        let clients = ClientCertificatePKI.shared
+        let contexts = TLSClientContexts()
+        let terms = TLSClientTerms(
+            clientCertificate: ClientCertificateFiles(certificatePath: clients.path("client"), keyPath: clients.path("client", "key")))
+        let results = Mutex<[ObjectIdentifier]>([])
+        DispatchQueue.concurrentPerform(iterations: 16) { _ in
+            guard let context = try? contexts.context(for: terms) else { return }
+            results.withLock { $0.append(ObjectIdentifier(context)) }
+        }
+        let identities = results.withLock { $0 }
+        #expect(identities.count == 16 && Set(identities).count == 1)
+        #expect(contexts.contextsBuilt == 1)
     }
 
     @Test("Terms with a client certificate build a second context, which presents it to a server that requires one")
