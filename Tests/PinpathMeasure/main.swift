@@ -13,6 +13,10 @@
 //                    the same as evaluate_none_us with the webpki profile forced: without the look-ups the
 //                    default `auto` makes in the system store to tell whether CA-FILE's root is public.
 // The certificates are parsed once, before timing. It prints one line of key=value pairs and asserts nothing.
+//
+//   pinpath-measure handshakes HOST:PORT CA-FILE [COUNT]
+//
+// The CPU per TLS client handshake on a shared context and on a context per connection (HandshakeMeasure.swift).
 import Glibc
 import PinpathSecurity
 
@@ -23,6 +27,10 @@ func fail(_ message: String) -> Never {
 }
 
 let arguments = CommandLine.arguments
+if arguments.count > 1 && arguments[1] == "handshakes" {
+    measureHandshakes(arguments.dropFirst(2))
+    exit(0)
+}
 guard arguments.count == 4 || arguments.count == 5 else {
     fail("usage: pinpath-measure LEAF.pem INTERMEDIATE.pem CA-FILE.pem [ITERATIONS]")
 }

@@ -1,6 +1,7 @@
 import COpenSSL
 import Foundation
 import PinpathTestSupport
+import Synchronization
 import Testing
 
 @testable import PinpathSecurity
@@ -82,6 +83,47 @@ struct TLSClientHandshakeTests {
         #expect(contexts.contextsBuilt == 1)
         // A resumed session would skip the verify callback: each handshake was a full one.
         #expect(verifier.handshakesEvaluated == 2)
+    }
+
+    @Test("removeAll drops the contexts: the next handshake builds a new one, and one under way keeps its own")
+    func removeAllKeepsLiveHandshakes() throws {
+        let server = try server()
+        defer { server.stop() }
+        let contexts = TLSClientContexts()
+        let verifier = try verifier(port: server.port)
+        let fd = try TLSServer.connectLoopback(port: server.port)
+        defer { close(fd) }
+        #expect(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0)
+        let underWay = try TLSClientHandshake(
+            context: try contexts.context(for: TLSClientTerms()), socket: fd, serverName: "valid.test", verifier: verifier)
+        #expect(underWay.advance() == .wantRead)  // the ClientHello is out
+        contexts.removeAll()
+        #expect(contexts.count == 0)
+        let fresh = try contexts.context(for: TLSClientTerms())
+        #expect(fresh !== underWay.context && contexts.contextsBuilt == 2)
+        let deadline = ContinuousClock.now + TestTime.scaled(.seconds(10))
+        while underWay.advance() != .finished && ContinuousClock.now < deadline {
+            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            _ = poll(&entry, 1, 100)
+        }
+        #expect(try underWay.outcome?.get().version == "TLSv1.3")
+        #expect(verifier.handshakesEvaluated == 1)
+    }
+
+    @Test("Threads asking at once for the same terms get one context, built once")
+    func concurrentRequestsBuildOnce() throws {
+        let clients = ClientCertificatePKI.shared
+        let contexts = TLSClientContexts()
+        let terms = TLSClientTerms(
+            clientCertificate: ClientCertificateFiles(certificatePath: clients.path("client"), keyPath: clients.path("client", "key")))
+        let results = Mutex<[ObjectIdentifier]>([])
+        DispatchQueue.concurrentPerform(iterations: 16) { _ in
+            guard let context = try? contexts.context(for: terms) else { return }
+            results.withLock { $0.append(ObjectIdentifier(context)) }
+        }
+        let identities = results.withLock { $0 }
+        #expect(identities.count == 16 && Set(identities).count == 1)
+        #expect(contexts.contextsBuilt == 1)
     }
 
     @Test("Terms with a client certificate build a second context, which presents it to a server that requires one")
@@ -268,6 +310,40 @@ struct TLSClientHandshakeTests {
         }
         #expect(bannerFailure.code == .protocolFailure, "\(bannerFailure)")
         #expect(bannerFailure.reason.contains("does not speak TLS"), "\(bannerFailure)")
+    }
+
+    @Test("A server that never answers: advance() returns at once, wanting to read, and never blocks")
+    func silentServerNeverBlocks() throws {
+        let server = try HostileServer(.silent)
+        defer { server.stop() }
+        let fd = try TLSServer.connectLoopback(port: server.port)
+        defer { close(fd) }
+        #expect(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0)
+        let handshake = try TLSClientHandshake(
+            context: try TLSClientContexts().context(for: TLSClientTerms()), socket: fd, serverName: "valid.test",
+            verifier: try verifier(port: server.port))
+        let start = ContinuousClock.now
+        for _ in 0..<3 { #expect(handshake.advance() == .wantRead) }
+        #expect(start.duration(to: .now) < .seconds(2), "advance() waited for the server")
+        #expect(handshake.outcome == nil)
+    }
+
+    @Test("A TLS 1.1 server fails as it does through libcurl: OpenSSL's security level refuses its legacy signature")
+    func oldProtocolRefused() throws {
+        let server = try server(extraArguments: ["-tls1_1", "-cipher", "DEFAULT:@SECLEVEL=0"])
+        defer { server.stop() }
+        let verifier = try verifier(port: server.port)
+        let outcome = try Self.handshake(
+            port: server.port, context: try TLSClientContexts().context(for: TLSClientTerms()), verifier: verifier)
+        guard case .failure(let failure) = outcome else {
+            Issue.record("a TLS 1.1 handshake completed: \(outcome)")
+            return
+        }
+        #expect(failure.code == .protocolFailure, "\(failure)")
+        // curl 7.88.1 on the same server: "OpenSSL/3.0.19: error:0A00014D:SSL routines::legacy sigalg disallowed or unsupported".
+        #expect(failure.openSSLErrors.contains { $0.contains("legacy sigalg disallowed or unsupported") }, "\(failure)")
+        // The chain came first and passed: the failure is the protocol's, not the verifier's.
+        #expect((try? verifier.lastResult?.get())?.allowsConnection == true)
     }
 
     // MARK: - Driving a handshake

@@ -3,8 +3,9 @@
 /// Only the client certificate today. Not the trust store or the policy: verification is pinpath's own
 /// callback, which brings them with each connection's ``HandshakeVerifier``. Not a minimum TLS version or a
 /// cipher list: no policy sets one, and the contexts keep OpenSSL's defaults as libcurl 7.88 does (Debian's
-/// build: security level 2, TLS 1.2 at least, since OpenSSL 3.0 refuses older versions at that level). A
-/// setting added later that changes the context belongs here, so that equal terms keep meaning one context.
+/// build: security level 2, at which OpenSSL 3.0 completes no TLS 1.0 or 1.1 handshake: their MD5-SHA1
+/// signatures fail as `legacy sigalg disallowed or unsupported`, for curl and for pinpath alike). A setting
+/// added later that changes the context belongs here, so that equal terms keep meaning one context.
 package struct TLSClientTerms: Hashable, Sendable, CustomStringConvertible {
     /// The certificate and key sent when a server asks for one; `nil` sends none.
     package var clientCertificate: ClientCertificateFiles?
