@@ -52,11 +52,16 @@ final class HandshakeCheck: @unchecked Sendable {
     // The engine thread's.
     /// The check's key in the loop and its epoll registration.
     var serial: UInt64 = 0
-    /// The socket registered in the epoll set and what for, to skip `epoll_ctl` when nothing changes.
-    var watched: (socket: Int32, events: UInt32)?
+    /// The sockets registered in the epoll set and what for, to skip `epoll_ctl` when nothing changes.
+    var watched: [Int32: UInt32] = [:]
     /// The deadline the loop's heap holds for the check now.
     var deadline: ContinuousClock.Instant?
     private var stage = Stage.connecting
+    /// Connections in progress, one per address tried, in the order started: a new one starts every
+    /// ``attemptDelay`` while the earlier ones are pending (happy eyeballs), and at once when one fails.
+    private var attempts: [(socket: Int32, address: IPAddress)] = []
+    private var lastAttemptStarted: ContinuousClock.Instant?
+    /// The connected socket the check goes on with (the attempt that connected first).
     private var socket: Int32 = -1
     private var nextAddress = 0
     private var skipped: [TargetReachability] = []
@@ -79,9 +84,13 @@ final class HandshakeCheck: @unchecked Sendable {
         self.plan = plan
     }
 
+    /// RFC 8305's connection attempt delay, as libcurl's happy eyeballs waits before it tries the next address.
+    static let attemptDelay: Duration = .milliseconds(200)
+
     deinit {
-        // A check dropped unfinished (its loop gave up) still answers its caller and closes its socket.
+        // A check dropped unfinished (its loop gave up) still answers its caller and closes its sockets.
         if socket >= 0 { close(socket) }
+        for attempt in attempts { close(attempt.socket) }
         completion?(.failure(HTTPError(.cancelled, "\(plan.label): the session is shutting down")))
     }
 
@@ -95,18 +104,23 @@ final class HandshakeCheck: @unchecked Sendable {
     // MARK: Driven by the loop
 
     func start(now: ContinuousClock.Instant, loop: HandshakeLoop) {
-        connectNext(now: now, loop: loop)
+        startAttempt(now: now, loop: loop)
     }
 
-    /// The socket is ready for what the check waits for (or has an error or hung up).
-    func socketReady(now: ContinuousClock.Instant, loop: HandshakeLoop) {
+    /// `descriptor` is ready for what the check waits for (or has an error or hung up).
+    func socketReady(_ descriptor: Int32, now: ContinuousClock.Instant, loop: HandshakeLoop) {
         switch stage {
         case .connecting:
+            guard let index = attempts.firstIndex(where: { $0.socket == descriptor }) else { return }
+            let attempt = attempts.remove(at: index)
             var error: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
-            if getsockopt(socket, SOL_SOCKET, SO_ERROR, &error, &length) != 0 { error = errno }
-            if error == 0 { return connectionMade(now: now, loop: loop) }
-            connectFailed(error, now: now, loop: loop)
+            if getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &error, &length) != 0 { error = errno }
+            if error == 0 { return connected(attempt.socket, to: attempt.address, now: now, loop: loop) }
+            lastConnectFailure = (Self.text(attempt.address, port: plan.port), error)
+            closeDescriptor(attempt.socket)
+            // The next address at once when none is pending; otherwise at its time (``attemptDelay``).
+            if attempts.isEmpty { startAttempt(now: now, loop: loop) }
         case .handshaking(let handshake):
             advance(handshake, now: now, loop: loop)
         case .exchanging(let exchange):
@@ -120,12 +134,12 @@ final class HandshakeCheck: @unchecked Sendable {
     func deadlinePassed(now: ContinuousClock.Instant, loop: HandshakeLoop) {
         switch stage {
         case .connecting:
-            guard now < plan.connectDeadline, nextAddress < plan.addresses.count else {
+            guard now < plan.connectDeadline else {
                 let elapsed = (now - plan.started).wholeMilliseconds
                 return fail(HTTPError(.timedOut, "\(plan.label): Connection timed out after \(elapsed) milliseconds"), loop: loop)
             }
-            // This address had its share of the connect time: the next one gets the rest.
-            connectFailed(ETIMEDOUT, now: now, loop: loop)
+            // The pending attempts had their head start: the next address races them.
+            startAttempt(now: now, loop: loop)
         case .handshaking(let handshake):
             fail(handshake.timeout(elapsed: now - plan.started), loop: loop)
         case .exchanging(let exchange):
@@ -147,8 +161,9 @@ final class HandshakeCheck: @unchecked Sendable {
 
     // MARK: Connecting
 
-    /// Connects to the next address the reachability gate lets through, or fails when none is left.
-    private func connectNext(now: ContinuousClock.Instant, loop: HandshakeLoop) {
+    /// Starts a connection to the next address the reachability gate lets through; fails when none is left and
+    /// none is pending.
+    private func startAttempt(now: ContinuousClock.Instant, loop: HandshakeLoop) {
         while nextAddress < plan.addresses.count {
             let address = plan.addresses[nextAddress]
             nextAddress += 1
@@ -163,27 +178,23 @@ final class HandshakeCheck: @unchecked Sendable {
                 continue
             }
             socketsOpened += 1
-            socket = fd
             let result = Self.withSocketAddress(address, port: plan.port) { Glibc.connect(fd, $0, $1) }
-            if result == 0 { return connectionMade(now: now, loop: loop) }
+            if result == 0 { return connected(fd, to: address, now: now, loop: loop) }
             guard errno == EINPROGRESS else {
-                connectFailed(errno, now: now, loop: loop)
-                return
+                lastConnectFailure = (Self.text(address, port: plan.port), errno)
+                close(fd)
+                continue
             }
+            attempts.append((fd, address))
+            lastAttemptStarted = now
             loop.watch(fd, writable: true, for: self)
-            // Each address but the last gets half the time left, so one that never answers leaves time for the
-            // others (libcurl's rule before happy eyeballs).
-            let last = nextAddress == plan.addresses.count
-            loop.schedule(self, at: last ? plan.connectDeadline : now + (now.duration(to: plan.connectDeadline)) / 2)
-            return
+            break
         }
-        fail(noConnection(now: now), loop: loop)
-    }
-
-    private func connectFailed(_ error: Int32, now: ContinuousClock.Instant, loop: HandshakeLoop) {
-        lastConnectFailure = (Self.text(plan.addresses[nextAddress - 1], port: plan.port), error)
-        closeSocket()
-        connectNext(now: now, loop: loop)
+        guard !attempts.isEmpty else { return fail(noConnection(now: now), loop: loop) }
+        // Woken for the next address's turn, or at the end of the connection phase.
+        var next = plan.connectDeadline
+        if nextAddress < plan.addresses.count, let last = lastAttemptStarted { next = min(next, last + Self.attemptDelay) }
+        loop.schedule(self, at: next)
     }
 
     /// Why no connection was made: every address skipped by the gate, or the last one's failure in libcurl's words
@@ -199,8 +210,12 @@ final class HandshakeCheck: @unchecked Sendable {
         )
     }
 
-    private func connectionMade(now: ContinuousClock.Instant, loop: HandshakeLoop) {
-        connected = (Self.text(plan.addresses[nextAddress - 1], port: plan.port), now)
+    /// `fd` connected to `address` first: the other attempts are closed, and the check goes on on it.
+    private func connected(_ fd: Int32, to address: IPAddress, now: ContinuousClock.Instant, loop: HandshakeLoop) {
+        for attempt in attempts { closeDescriptor(attempt.socket) }
+        attempts = []
+        socket = fd
+        connected = (Self.text(address, port: plan.port), now)
         if let tls = plan.tls {
             do throws(HTTPError) {
                 let handshake = try tls.start(socket: socket, label: plan.label)
@@ -246,6 +261,7 @@ final class HandshakeCheck: @unchecked Sendable {
             loop.watch(exchange.socket, writable: exchange.awaitsWritable, for: self)
             return
         }
+        watched[socket] = nil
         socket = -1  // the exchange closed it
         switch exchangeOutcome {
         case .success(let banner):
@@ -264,19 +280,40 @@ final class HandshakeCheck: @unchecked Sendable {
     private func end(_ result: Result<SessionResponse, HTTPError>, loop: HandshakeLoop) {
         if case .exchanging(let exchange) = stage, case .failure(let error) = result {
             exchange.finish(.failure(error))  // closes the exchange's socket if it is still open
+            watched[socket] = nil
             socket = -1
         }
         stage = .ended
-        closeSocket()
+        closeSockets()
         loop.remove(self)
         complete(result)
     }
 
-    private func closeSocket() {
-        guard socket >= 0 else { return }
-        close(socket)  // also takes it out of the epoll set
+    private func closeSockets() {
+        for attempt in attempts { closeDescriptor(attempt.socket) }
+        attempts = []
+        if socket >= 0 { closeDescriptor(socket) }
         socket = -1
-        watched = nil
+    }
+
+    private func closeDescriptor(_ fd: Int32) {
+        close(fd)  // also takes it out of the epoll set
+        watched[fd] = nil
+    }
+
+    /// `addresses` in the order to try them (RFC 8305 §4): the first family the resolver preferred, then the other
+    /// family's first address, and so on alternating, so that a family whose path is broken costs one
+    /// ``attemptDelay``, not one per address.
+    static func interleavingFamilies(_ addresses: [IPAddress]) -> [IPAddress] {
+        guard let first = addresses.first else { return [] }
+        let preferred = addresses.filter { $0.family == first.family }
+        let other = addresses.filter { $0.family != first.family }
+        var order: [IPAddress] = []
+        for index in 0..<max(preferred.count, other.count) {
+            if index < preferred.count { order.append(preferred[index]) }
+            if index < other.count { order.append(other[index]) }
+        }
+        return order
     }
 
     /// The response of a check that succeeded: no status, the address, the phases up to `end`.

@@ -2,7 +2,8 @@ import CLinuxShims
 import Glibc
 
 /// The handshake engine's thread (``HandshakeEngine``): the checks it runs, by serial; their sockets in one epoll set,
-/// each registered with its check's serial; their deadlines in a heap. Touched only by that thread.
+/// each registered with its check's serial (the high 32 bits) and its descriptor (the low); their deadlines in a
+/// heap. Touched only by that thread.
 final class HandshakeLoop {
     /// The epoll token of the engine's eventfd; checks' serials start above it.
     static let wakeToken: UInt64 = 0
@@ -69,7 +70,7 @@ final class HandshakeLoop {
                     continue
                 }
                 // A check that ended earlier in this batch is gone: its event is stale.
-                checks[token]?.socketReady(now: now, loop: self)
+                checks[token >> 32]?.socketReady(Int32(truncatingIfNeeded: token & 0xffff_ffff), now: now, loop: self)
             }
             expireDeadlines(now: now)
         }
@@ -81,17 +82,19 @@ final class HandshakeLoop {
     /// Level-triggered: a check says again what it waits for after each step, and only a change costs a call.
     func watch(_ socket: Int32, writable: Bool, for check: HandshakeCheck) {
         let events = writable ? EPOLLOUT.rawValue : EPOLLIN.rawValue
-        guard check.watched?.socket != socket || check.watched?.events != events else { return }
+        let current = check.watched[socket]
+        guard current != events else { return }
         var event = epoll_event()
         event.events = events
-        event.data.u64 = check.serial
-        let operation = check.watched?.socket == socket ? EPOLL_CTL_MOD : EPOLL_CTL_ADD
+        // The check's serial and the socket: a check may wait on several connections at once.
+        event.data.u64 = check.serial << 32 | UInt64(UInt32(bitPattern: socket))
+        let operation = current == nil ? EPOLL_CTL_ADD : EPOLL_CTL_MOD
         if epoll_ctl(running.waitSet, operation, socket, &event) != 0 {
             let reason = String(cString: strerror(errno))
             check.fail(HTTPError(.engineUnavailable, "\(check.plan.label): cannot watch the socket with epoll: \(reason)"), loop: self)
             return
         }
-        check.watched = (socket, events)
+        check.watched[socket] = events
     }
 
     /// Sets the instant at which `check` is told its time is up (``HandshakeCheck/deadlinePassed(now:loop:)``).

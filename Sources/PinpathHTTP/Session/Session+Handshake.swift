@@ -54,7 +54,7 @@ extension Session {
         }
         let check = HandshakeCheck(
             plan: HandshakeCheck.Plan(
-                url: request.url, label: label, host: dialledHost, port: port, addresses: addresses,
+                url: request.url, label: label, host: dialledHost, port: port, addresses: HandshakeCheck.interleavingFamilies(addresses),
                 addressCheck: options.reachability == .ignore ? nil : gate?.addressCheck, started: started, resolved: .now,
                 connectDeadline: connectDeadline, deadline: deadline, tls: tls,
                 exchange: kind == .tcp ? options.tcpExchange : nil))
