@@ -10,22 +10,67 @@ import Testing
 struct HandshakeEngineGateTests {
     static let serving = "198.51.100.7", other = "198.51.100.8"
 
+    /// The `probe.completed` event of `pinpath run --once` in the host namespace.
+    static func probe(in network: TestNetwork, configuration: String) throws -> [String: Any]? {
+        let result = try Shell.run([
+            "ip", "netns", "exec", network.host, "/usr/bin/env", "SSL_CERT_FILE=\(TestPKI.shared.path("store"))", Shell.pinpath, "run",
+            "--once", "--config", configuration,
+        ])
+        return result.stdout.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }.first { $0["event"] as? String == "probe.completed" }
+    }
+
+    /// Starts `openssl s_server` for valid.test on `address`:`port` in the gateway namespace.
+    static func serve(_ network: TestNetwork, on address: String, port: Int) throws {
+        let pki = TestPKI.shared
+        try network.spawn(
+            in: network.gateway,
+            [
+                "openssl", "s_server", "-accept", "\(address):\(port)", "-cert", pki.path("valid"), "-key", pki.path("valid", "key"),
+                "-cert_chain", pki.path("inter"), "-www", "-quiet",
+            ])
+        try network.waitForListener(in: network.gateway, address, port)
+    }
+
+    @Test(
+        "Happy eyeballs: a first address whose SYNs vanish beyond the gateway does not hold the probe; the second one races it after 200 ms"
+    )
+    func silentFirstAddressIsRaced() throws {
+        let network = try TestNetwork()
+        defer { network.remove() }
+        try network.ip(network.gateway, "addr add \(Self.serving)/32 dev lo")
+        // The host has a route to the other address (its default route); the gateway drops what it forwards there.
+        try network.ip(network.gateway, "route add blackhole \(Self.other)/32")
+        try Shell.check(["ip", "netns", "exec", network.gateway, "sysctl", "-qw", "net.ipv4.ip_forward=1"])
+        let port = 4433
+        try Self.serve(network, on: Self.serving, port: port)
+        try network.hosts("\(Self.other) valid.test\n\(Self.serving) valid.test\n")
+        let scratch = try TemporaryDirectory("engine-race")
+        let configuration = scratch.file("pinpath.yaml")
+        try """
+        events: { probes: all }
+        endpoints:
+          - { name: tls, url: "tls://valid.test:\(port)", timeout: 20s }
+
+        """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        let completed = try #require(try Self.probe(in: network, configuration: configuration))
+        #expect(completed["outcome"] as? String == "success", "\(completed)")
+        // Sequential attempts would wait for the first address's share of the connect time (seconds).
+        let total = try #require(completed["total_ms"] as? Double, "\(completed)")
+        // At least the attempt delay: the first address was dialled and never answered.
+        #expect(total >= 200 && total < 2000, "the probe took \(total) ms")
+    }
+
     @Test(
         "A blackholed address of a tls:// name is skipped, the other one probed; with both blackholed the probe is unreachable, naming them"
     )
     func addressCheckSkipsBlackholes() throws {
-        let pki = TestPKI.shared
         let network = try TestNetwork()
         defer { network.remove() }
         try network.ip(network.gateway, "addr add \(Self.serving)/32 dev lo")
         let port = 4433
-        try network.spawn(
-            in: network.gateway,
-            [
-                "openssl", "s_server", "-accept", "\(Self.serving):\(port)", "-cert", pki.path("valid"), "-key", pki.path("valid", "key"),
-                "-cert_chain", pki.path("inter"), "-www", "-quiet",
-            ])
-        try network.waitForListener(in: network.gateway, Self.serving, port)
+        try Self.serve(network, on: Self.serving, port: port)
         // The blackholed address first: the check must skip it, not time out on it.
         try network.hosts("\(Self.other) valid.test\n\(Self.serving) valid.test\n")
         try network.ip(network.host, "route add blackhole \(Self.other)/32")
@@ -38,13 +83,7 @@ struct HandshakeEngineGateTests {
 
         """.write(toFile: configuration, atomically: true, encoding: .utf8)
         func probe() throws -> (outcome: String?, category: String?, message: String?) {
-            let result = try Shell.run([
-                "ip", "netns", "exec", network.host, "/usr/bin/env", "SSL_CERT_FILE=\(pki.path("store"))", Shell.pinpath, "run", "--once",
-                "--config", configuration,
-            ])
-            let completed = result.stdout.split(separator: "\n").compactMap {
-                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-            }.first { $0["event"] as? String == "probe.completed" }
+            let completed = try Self.probe(in: network, configuration: configuration)
             return (completed?["outcome"] as? String, completed?["error_category"] as? String, completed?["message"] as? String)
         }
 
