@@ -235,14 +235,14 @@ final class TransferEngine: Sendable {
             jobs.removeAll(keepingCapacity: true)
             // Read after the jobs ran: what they submitted sent no wake-up (they ran on this thread), so it must
             // start in this turn, not after the next poll times out.
-            service.withInbox { inbox in
+            let stopping = service.withInboxAndPhase { inbox, phase in
                 swap(&added, &inbox.added)
                 swap(&cancelled, &inbox.cancelled)
                 swap(&resumed, &inbox.resumed)
                 swap(&newExchanges, &inbox.exchanges)
                 inbox.exchangeCancelled = false  // each exchange reads its own cancellation below
+                return phase != .running
             }
-            let stopping = service.phase != .running
             for transfer in added {
                 if transfer.cancelled.load(ordering: .acquiring) {
                     transfer.complete(.failure(HTTPError(.cancelled, "\(transfer.description): cancelled")))
