@@ -152,16 +152,23 @@ public final class Session: Sendable {
         let policies = HostPolicySet(configuration.policies.entries + options.policies.entries)
         var redirects = 0
         while true {
+            // Only what differs from the request's options is written: a write copies their box.
             var hop = options
-            hop.timeout = deadline - ContinuousClock.now
+            // The first hop has the whole timeout (the deadline was set a moment ago), a later one what is left.
+            if redirects > 0 { hop.timeout = deadline - ContinuousClock.now }
             // A request's own policy and trust store are for the host it names; any other host gets what a
             // first request to it would, as TrustKit scopes pins to domains.
             let sameHost =
                 redirects == 0 || request.url.host.map(HostPattern.canonicalHost) == originURL.host.map(HostPattern.canonicalHost)
             if !sameHost || options.securityPolicy == nil {
-                let resolved = try Self.hostPolicy(for: request, in: policies)
-                hop.securityPolicy = resolved?.policy
-                hop.trustStore = resolved?.trustStore ?? (sameHost ? options.trustStore : nil)
+                // With no match on the same host, the options' own (no policy, their trust store) stand.
+                if let resolved = try Self.hostPolicy(for: request, in: policies) {
+                    hop.securityPolicy = resolved.policy
+                    hop.trustStore = resolved.trustStore ?? (sameHost ? options.trustStore : nil)
+                } else if !sameHost {
+                    hop.securityPolicy = nil
+                    hop.trustStore = nil
+                }
             }
             guard hop.timeout > .zero else {
                 throw HTTPError(.timedOut, "\(request.method) \(request.displayURL): timed out after \(options.timeout)")
@@ -169,7 +176,8 @@ public final class Session: Sendable {
             let connectHost = Self.connectHost(for: request, serverNameRoute: serverNameRoute, resolved: options.resolvedAddresses)
             var (response, transfer) = try await sendOnce(
                 request, options: hop, policies: policies, connectHost: connectHost, streaming: streaming)
-            response.redirectCount = redirects
+            // Written only after a redirect: a write may copy the response's box, which the engine thread may not have let go of yet.
+            if redirects > 0 { response.redirectCount = redirects }
             let next: SessionRequest?
             do throws(HTTPError) {
                 next = options.followRedirects ? try Redirect.next(after: request, response: response, options: options) : nil
