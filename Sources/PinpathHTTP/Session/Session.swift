@@ -133,7 +133,11 @@ public final class Session: Sendable {
 
     /// The hops of one request, redirects followed: the final response with the transfer that read it (for a
     /// stream, still reading its body).
-    private func follow(
+    ///
+    /// `nonisolated(nonsending)`, as ``sendOnce(_:options:policies:connectHost:streaming:)`` and ``run(_:)``: they run
+    /// where `send` runs, without the executor check (a hop) a plain nonisolated async function makes when it is
+    /// entered and when it returns, about 170 instructions each.
+    nonisolated(nonsending) private func follow(
         _ request: SessionRequest, options: RequestOptions, streaming: Bool
     ) async throws(HTTPError) -> (response: SessionResponse, transfer: Transfer) {
         let deadline = ContinuousClock.now + options.timeout
@@ -270,7 +274,7 @@ public final class Session: Sendable {
     /// transfer.
     /// - Parameter connectHost: the host to connect to when the URL names a server name instead.
     /// - Parameter streaming: the transfer hands its head over as soon as it arrives and streams its body.
-    private func sendOnce(
+    nonisolated(nonsending) private func sendOnce(
         _ request: SessionRequest, options: RequestOptions, policies: HostPolicySet, connectHost: String? = nil, streaming: Bool
     ) async throws(HTTPError)
         -> (response: SessionResponse, transfer: Transfer)
@@ -411,10 +415,12 @@ public final class Session: Sendable {
 
     /// Runs one transfer on the session's libcurl thread until it completes, or a streamed one until its
     /// head; cancelling the task meanwhile cancels it.
-    private func run(_ transfer: Transfer) async -> Result<SessionResponse, HTTPError> {
+    nonisolated(nonsending) private func run(_ transfer: Transfer) async -> Result<SessionResponse, HTTPError> {
         let engine = self.engine
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+            // Unsafe rather than checked: the engine resumes it exactly once (``Transfer/complete(_:)`` clears what it
+            // calls), and a checked one allocates an object per request to prove it.
+            await withUnsafeContinuation { continuation in
                 let resume: @Sendable (Result<SessionResponse, HTTPError>) -> Void = { result in
                     SanitizerEdge.release(transfer)  // what the libcurl thread set on the transfer, for the task
                     continuation.resume(returning: result)
