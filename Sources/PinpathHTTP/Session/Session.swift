@@ -281,7 +281,7 @@ public final class Session: Sendable {
     {
         // Built only for a message: redacting the URL costs more than the rest of a request's setup.
         var label: String { "\(request.method) \(request.displayURL)" }
-        guard let kind = request.kind, let host = request.url.host(percentEncoded: false), !host.isEmpty else {
+        guard let kind = request.kind, let host = request.url.decodedHost, !host.isEmpty else {
             throw HTTPError(.invalidURL, "\(label): not an absolute URL of a kind pinpath sends (\(Self.supportedSchemes))")
         }
         // Before the gate, the resolver or a socket: not one byte goes to a server of a refused kind.

@@ -241,8 +241,9 @@ extension Transfer {
     }
 
     private func set(_ option: CURLoption, _ value: String) throws(HTTPError) {
-        // libcurl copies string options (since 7.17), so the temporary C string may go.
-        try check(pinpath_curl_setopt_pointer(handle, option, value))
+        // libcurl copies string options (since 7.17), so the C string need only live for the call. `withCString`
+        // lends a native string's own bytes; passing the String makes a temporary array of them.
+        try check(value.withCString { pinpath_curl_setopt_pointer(handle, option, $0) })
     }
 
     private func set(_ option: CURLoption, pointer: UnsafeRawPointer?) throws(HTTPError) {
