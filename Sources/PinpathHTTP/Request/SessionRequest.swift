@@ -34,7 +34,8 @@ extension URL {
     /// The host, percent-decoded (`host(percentEncoded: false)`); `nil` when there is none or it does not decode.
     /// Most hosts have nothing to decode, and decoding costs more than the rest of a request's setup.
     var decodedHost: String? {
-        guard let host = host(percentEncoded: true) else { return nil }
-        return host.utf8.contains(UInt8(ascii: "%")) ? self.host(percentEncoded: false) : host
+        guard var host = host(percentEncoded: true) else { return nil }
+        // Searched as contiguous bytes: a search of the UTF-8 view steps through the String one byte at a time.
+        return host.withUTF8 { $0.contains(UInt8(ascii: "%")) } ? self.host(percentEncoded: false) : host
     }
 }
