@@ -421,11 +421,14 @@ public final class Session: Sendable {
             // Unsafe rather than checked: the engine resumes it exactly once (``Transfer/complete(_:)`` clears what it
             // calls), and a checked one allocates an object per request to prove it.
             await withUnsafeContinuation { continuation in
-                let resume: @Sendable (Result<SessionResponse, HTTPError>) -> Void = { result in
-                    SanitizerEdge.release(transfer)  // what the libcurl thread set on the transfer, for the task
-                    continuation.resume(returning: result)
+                if transfer.bodyChannel != nil {
+                    transfer.headCompletion = { result in
+                        SanitizerEdge.release(transfer)  // what the libcurl thread set on the transfer, for the task
+                        continuation.resume(returning: result)
+                    }
+                } else {
+                    transfer.continuation = continuation
                 }
-                if transfer.bodyChannel != nil { transfer.headCompletion = resume } else { transfer.completion = resume }
                 engine.submit(transfer)
             }
         } onCancel: {

@@ -41,8 +41,8 @@ final class Transfer: @unchecked Sendable {
     /// Runs the policy for the proxy's host in the handshake with an https proxy; `nil` otherwise.
     let proxyVerifier: HandshakeVerifier?
     let bodySource: RequestBody?
-    /// libcurl's message for a failure, written by libcurl (`CURLOPT_ERRORBUFFER`).
-    let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+    /// libcurl's message for a failure, written by libcurl (`CURLOPT_ERRORBUFFER`); the handle's, from the pool.
+    let errorBuffer: UnsafeMutablePointer<CChar>
     /// The request's header fields as libcurl reads them, checked (``HeaderList``); kept for as long as the handle may read them.
     @exclusivity(unchecked) var headerList: HeaderList?
     /// Where ``headerList`` comes from.
@@ -82,6 +82,9 @@ final class Transfer: @unchecked Sendable {
     let cancelled = Atomic<Bool>(false)
     /// Resumed exactly once, by the engine, with the outcome (``complete(_:)``).
     @exclusivity(unchecked) var completion: (@Sendable (Result<SessionResponse, HTTPError>) -> Void)?
+    /// Or, for a collected body, the task waiting for the outcome (``Session``'s): resumed by ``complete(_:)`` as
+    /// ``completion`` would be, without a closure allocated per request to hold it.
+    @exclusivity(unchecked) var continuation: UnsafeContinuation<Result<SessionResponse, HTTPError>, Never>?
 
     // A streamed transfer's (`Transfer+Streaming.swift`), on the engine thread but for the channel.
     /// Where a streamed body goes instead of ``body``; `nil` for a collected body.
@@ -120,10 +123,11 @@ final class Transfer: @unchecked Sendable {
         connectTo: String? = nil, addressCheck: AddressCheck?, proxy: (proxy: Proxy, verifier: HandshakeVerifier?)? = nil,
         handles: EasyHandlePool, headerLists: HeaderListCache, bodyChannel: BodyChannel? = nil
     ) throws(HTTPError) {
-        guard let handle = handles.take() else {
+        guard let taken = handles.take() else {
             throw HTTPError(.engineUnavailable, "libcurl cannot create a transfer (out of memory?)")
         }
-        self.handle = handle
+        handle = taken.handle
+        errorBuffer = taken.errorBuffer
         self.handles = handles
         self.headerLists = headerLists
         self.request = request
@@ -138,16 +142,15 @@ final class Transfer: @unchecked Sendable {
         self.bodySource = request.body
         self.bodyChannel = bodyChannel
         if bodyChannel != nil { headDeadline = .now + options.timeout }
-        errorBuffer.initialize(to: 0)
+        errorBuffer.pointee = 0
         try configure(clientCertificate: clientCertificate, connectTo: connectTo)
     }
 
     /// The engine has removed the handle from the multi handle and its pool by now (or never added it).
     deinit {
-        handles.recycle(handle)
+        handles.recycle(handle, errorBuffer: errorBuffer)
         curl_slist_free_all(connectToList)
         if let exchangeSocket { close(exchangeSocket) }
-        errorBuffer.deallocate()
     }
 
     /// The pointer libcurl hands back to the callbacks. Unretained: the engine holds the transfer for as long
