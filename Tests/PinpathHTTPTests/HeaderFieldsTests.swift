@@ -18,7 +18,9 @@ struct HeaderFieldsTests {
     func received() {
         var headers = HeaderFields()
         // As libcurl hands them over: line ends, spaces around the value, a line without a colon (no field).
-        let lines = ["Server: nginx\r\n", "Set-Cookie:a=1\r\n", "Location: \t http://x/?a=b:c \r\n", "not a field\r\n", "set-cookie:\r\n", "X-E:"]
+        let lines = [
+            "Server: nginx\r\n", "Set-Cookie:a=1\r\n", "Location: \t http://x/?a=b:c \r\n", "not a field\r\n", "set-cookie:\r\n", "X-E:",
+        ]
         for line in lines {
             Array(line.utf8).withUnsafeBytes { headers.addReceived(line: $0) }
         }

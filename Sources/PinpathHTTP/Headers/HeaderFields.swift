@@ -137,8 +137,9 @@ public struct HeaderFields: Sendable, Equatable, Sequence, ExpressibleByDictiona
 
     public static func == (lhs: HeaderFields, rhs: HeaderFields) -> Bool {
         // A session's requests share its default fields' storage (the header list cache compares them per request).
-        if lhs.received == nil, rhs.received == nil, lhs.given.withUnsafeBufferPointer({ $0.baseAddress })
-            == rhs.given.withUnsafeBufferPointer({ $0.baseAddress }), lhs.given.count == rhs.given.count
+        if lhs.received == nil, rhs.received == nil,
+            lhs.given.withUnsafeBufferPointer({ $0.baseAddress })
+                == rhs.given.withUnsafeBufferPointer({ $0.baseAddress }), lhs.given.count == rhs.given.count
         {
             return true
         }
