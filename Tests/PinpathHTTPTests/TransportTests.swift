@@ -193,6 +193,20 @@ struct TransportTests {
         return name.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    @Test("A collected body asks for every content coding libcurl decodes, as libcurl's own \"all\" does (curl --compressed)")
+    func acceptEncodingAsLibcurlsOwn() async throws {
+        let directory = try TemporaryDirectory()
+        let recorder = try RecordingServer(directory: directory.path)
+        defer { recorder.stop() }
+        let session = try Session()
+        defer { session.shutdown() }
+        _ = try await session.send(SessionRequest(method: .get, url: URL(string: "\(recorder.origin)/pinpath")!))
+        // The curl program hands libcurl "" (every coding it supports), which pinpath lists itself once.
+        try Shell.run(["curl", "--silent", "--compressed", "--output", "/dev/null", "\(recorder.origin)/curl"])
+        let sent = recorder.requests.map { $0.header("Accept-Encoding") }
+        #expect(sent.count == 2 && sent[0] != nil && sent[0] == sent[1], "\(sent)")
+    }
+
     @Test("Header injection is refused before anything is sent")
     func headerInjection() async throws {
         var request = get(1)

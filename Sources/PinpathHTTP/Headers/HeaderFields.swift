@@ -6,9 +6,9 @@ public struct HeaderFields: Sendable, Equatable, Sequence, ExpressibleByDictiona
     public var fields: [(name: String, value: String)] { received.map(Self.fields(in:)) ?? given }
 
     private var given: [(name: String, value: String)] = []
-    /// A response's fields as libcurl delivered them, `name:value\n` each (the value trimmed), turned into
-    /// Strings only when read: most responses are never asked for most of their fields. When set, ``given``
-    /// is empty.
+    /// A response's header lines as libcurl delivered them (`Name: value\r\n` each, unparsed), read as fields
+    /// only when asked: most responses are never asked for most of their fields, and the header callback then
+    /// costs one copy per line. A line without a colon is no field. When set, ``given`` is empty.
     private var received: [UInt8]?
 
     public init() {}
@@ -50,20 +50,21 @@ public struct HeaderFields: Sendable, Equatable, Sequence, ExpressibleByDictiona
         given.append((name, value))
     }
 
-    /// Appends a field of a response as its bytes (the name before the colon, the value trimmed).
-    mutating func addReceived(name: UnsafeBufferPointer<UInt8>.SubSequence, value: UnsafeBufferPointer<UInt8>.SubSequence) {
+    /// Appends a header line of a response as its bytes (`Name: value`, its line end included or not).
+    mutating func addReceived(line: UnsafeRawBufferPointer) {
         guard received != nil || given.isEmpty else {
-            return given.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+            if let (name, value) = Self.field(in: line.bindMemory(to: UInt8.self)[...]) {
+                given.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+            }
+            return
         }
         if received == nil {
             var bytes: [UInt8] = []
             bytes.reserveCapacity(256)  // one allocation for a typical response's fields
             received = bytes
         }
-        received?.append(contentsOf: name)
-        received?.append(UInt8(ascii: ":"))
-        received?.append(contentsOf: value)
-        received?.append(UInt8(ascii: "\n"))
+        received!.append(contentsOf: line)
+        if line.last != UInt8(ascii: "\n") { received!.append(UInt8(ascii: "\n")) }
     }
 
     private mutating func materialize() {
@@ -94,12 +95,25 @@ public struct HeaderFields: Sendable, Equatable, Sequence, ExpressibleByDictiona
     /// Calls `body` with each received field's name and value until it returns `false`.
     private static func forEachField(in received: [UInt8], _ body: (ArraySlice<UInt8>, ArraySlice<UInt8>) -> Bool) {
         var start = received.startIndex
-        while start < received.endIndex, let colon = received[start...].firstIndex(of: UInt8(ascii: ":")),
-            let end = received[colon...].firstIndex(of: UInt8(ascii: "\n"))
-        {
-            guard body(received[start..<colon], received[(colon + 1)..<end]) else { return }
+        while start < received.endIndex {
+            let end = received[start...].firstIndex(of: UInt8(ascii: "\n")) ?? received.endIndex
+            if let (name, value) = field(in: received[start..<end]), !body(name, value) { return }
             start = end + 1
         }
+    }
+
+    /// The name (before the first colon) and the value (after it, without surrounding spaces, tabs and line
+    /// ends) of one header line; `nil` for a line without a colon.
+    private static func field<Bytes: RandomAccessCollection<UInt8>>(
+        in line: Bytes
+    ) -> (name: Bytes.SubSequence, value: Bytes.SubSequence)? {
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
+        var start = line.index(after: colon)
+        var end = line.endIndex
+        while start < end && isSpace(line[start]) { start = line.index(after: start) }
+        while end > start && isSpace(line[line.index(before: end)]) { end = line.index(before: end) }
+        return (line[..<colon], line[start..<end])
     }
 
     /// Checks every field for what would corrupt a request: an empty name, a name that is not an RFC 9110
@@ -122,7 +136,14 @@ public struct HeaderFields: Sendable, Equatable, Sequence, ExpressibleByDictiona
     public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { fields.makeIterator() }
 
     public static func == (lhs: HeaderFields, rhs: HeaderFields) -> Bool {
-        lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
+        // A session's requests share its default fields' storage (the header list cache compares them per request).
+        if lhs.received == nil, rhs.received == nil,
+            lhs.given.withUnsafeBufferPointer({ $0.baseAddress })
+                == rhs.given.withUnsafeBufferPointer({ $0.baseAddress }), lhs.given.count == rhs.given.count
+        {
+            return true
+        }
+        return lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
     }
 
     /// ASCII case-insensitive equality without allocating (field names are tokens: ASCII only).

@@ -57,7 +57,8 @@ public struct ProxySettings: Sendable, Hashable {
     /// The proxy a request to `url` goes through, or `nil` to connect directly.
     public func proxy(for url: URL) -> Proxy? {
         // Reading the URL's scheme and host costs more than the rest of a direct request's setup.
-        guard httpProxy != nil || httpsProxy != nil else { return nil }
+        // Matched, not compared with nil: a comparison copies each optional proxy (its strings) first.
+        if case .none = httpProxy, case .none = httpsProxy { return nil }
         let chosen: Proxy?
         switch url.scheme?.lowercased() {
         case "https": chosen = httpsProxy

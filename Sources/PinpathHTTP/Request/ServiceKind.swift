@@ -37,8 +37,15 @@ public enum ServiceKind: String, Sendable, CaseIterable {
     /// The kind for a URL scheme (any case); `nil` for a scheme the core does not know. A kind it knows may
     /// still be refused (``refusal``).
     public init?(scheme: String?) {
-        guard let scheme, let kind = ServiceKind(rawValue: scheme.lowercased()) else { return nil }
-        self = kind
+        // Every request reads its kind: the common spellings without lowercasing a copy.
+        switch scheme {
+        case "https": self = .https
+        case "http": self = .http
+        case let scheme?:
+            guard let kind = ServiceKind(rawValue: scheme.lowercased()) else { return nil }
+            self = kind
+        case nil: return nil
+        }
     }
 
     /// The kinds the request core probes: all but the refused ones.

@@ -29,3 +29,13 @@ extension SessionRequest {
     /// What the URL's scheme asks for; `nil` for a scheme the core does not send.
     public var kind: ServiceKind? { ServiceKind(scheme: url.scheme) }
 }
+
+extension URL {
+    /// The host, percent-decoded (`host(percentEncoded: false)`); `nil` when there is none or it does not decode.
+    /// Most hosts have nothing to decode, and decoding costs more than the rest of a request's setup.
+    var decodedHost: String? {
+        guard var host = host(percentEncoded: true) else { return nil }
+        // Searched as contiguous bytes: a search of the UTF-8 view steps through the String one byte at a time.
+        return host.withUTF8 { $0.contains(UInt8(ascii: "%")) } ? self.host(percentEncoded: false) : host
+    }
+}

@@ -58,17 +58,19 @@ public struct SessionResponse: Sendable {
     /// The fields, in one box: a response passes through several hands (the engine's completion, the task's
     /// continuation, the redirect loop, the serializers), and a copy then costs one retain instead of one per
     /// field. `@unchecked Sendable`: a box is written only while one response holds it (copy on write).
+    /// Its variables are `@exclusivity(unchecked)`: each is reached only through the accessors above, which never
+    /// overlap, and the run-time check cost more than most reads.
     private final class Storage: @unchecked Sendable {
-        var url: URL
-        var statusCode: Int
-        var headers: HeaderFields
-        var body: [UInt8]
-        var httpVersion: String
-        var remoteAddress: String?
-        var tls: TLSDetails?
-        var timings: PhaseTimings
-        var redirectCount: Int
-        var banner: String?
+        @exclusivity(unchecked) var url: URL
+        @exclusivity(unchecked) var statusCode: Int
+        @exclusivity(unchecked) var headers: HeaderFields
+        @exclusivity(unchecked) var body: [UInt8]
+        @exclusivity(unchecked) var httpVersion: String
+        @exclusivity(unchecked) var remoteAddress: String?
+        @exclusivity(unchecked) var tls: TLSDetails?
+        @exclusivity(unchecked) var timings: PhaseTimings
+        @exclusivity(unchecked) var redirectCount: Int
+        @exclusivity(unchecked) var banner: String?
 
         init(
             url: URL, statusCode: Int, headers: HeaderFields, body: [UInt8], httpVersion: String, remoteAddress: String?,

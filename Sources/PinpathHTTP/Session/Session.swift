@@ -141,7 +141,11 @@ public final class Session: Sendable {
 
     /// The hops of one request, redirects followed: the final response with the transfer that read it (for a
     /// stream, still reading its body).
-    private func follow(
+    ///
+    /// `nonisolated(nonsending)`, as ``sendOnce(_:options:policies:connectHost:streaming:)`` and ``run(_:)``: they run
+    /// where `send` runs, without the executor check (a hop) a plain nonisolated async function makes when it is
+    /// entered and when it returns, about 170 instructions each.
+    nonisolated(nonsending) private func follow(
         _ request: SessionRequest, options: RequestOptions, streaming: Bool
     ) async throws(HTTPError) -> (response: SessionResponse, transfer: Transfer?) {
         let deadline = ContinuousClock.now + options.timeout
@@ -160,16 +164,23 @@ public final class Session: Sendable {
         let policies = HostPolicySet(configuration.policies.entries + options.policies.entries)
         var redirects = 0
         while true {
+            // Only what differs from the request's options is written: a write copies their box.
             var hop = options
-            hop.timeout = deadline - ContinuousClock.now
+            // The first hop has the whole timeout (the deadline was set a moment ago), a later one what is left.
+            if redirects > 0 { hop.timeout = deadline - ContinuousClock.now }
             // A request's own policy and trust store are for the host it names; any other host gets what a
             // first request to it would, as TrustKit scopes pins to domains.
             let sameHost =
                 redirects == 0 || request.url.host.map(HostPattern.canonicalHost) == originURL.host.map(HostPattern.canonicalHost)
             if !sameHost || options.securityPolicy == nil {
-                let resolved = try Self.hostPolicy(for: request, in: policies)
-                hop.securityPolicy = resolved?.policy
-                hop.trustStore = resolved?.trustStore ?? (sameHost ? options.trustStore : nil)
+                // With no match on the same host, the options' own (no policy, their trust store) stand.
+                if let resolved = try Self.hostPolicy(for: request, in: policies) {
+                    hop.securityPolicy = resolved.policy
+                    hop.trustStore = resolved.trustStore ?? (sameHost ? options.trustStore : nil)
+                } else if !sameHost {
+                    hop.securityPolicy = nil
+                    hop.trustStore = nil
+                }
             }
             guard hop.timeout > .zero else {
                 throw HTTPError(.timedOut, "\(request.method) \(request.displayURL): timed out after \(options.timeout)")
@@ -177,7 +188,8 @@ public final class Session: Sendable {
             let connectHost = Self.connectHost(for: request, serverNameRoute: serverNameRoute, resolved: options.resolvedAddresses)
             var (response, transfer) = try await sendOnce(
                 request, options: hop, policies: policies, connectHost: connectHost, streaming: streaming)
-            response.redirectCount = redirects
+            // Written only after a redirect: a write may copy the response's box, which the engine thread may not have let go of yet.
+            if redirects > 0 { response.redirectCount = redirects }
             let next: SessionRequest?
             do throws(HTTPError) {
                 next = options.followRedirects ? try Redirect.next(after: request, response: response, options: options) : nil
@@ -270,14 +282,14 @@ public final class Session: Sendable {
     /// transfer, or for `tls://` and `tcp://` without a proxy one check on the handshake engine (no transfer).
     /// - Parameter connectHost: the host to connect to when the URL names a server name instead.
     /// - Parameter streaming: the transfer hands its head over as soon as it arrives and streams its body.
-    private func sendOnce(
+    nonisolated(nonsending) private func sendOnce(
         _ request: SessionRequest, options: RequestOptions, policies: HostPolicySet, connectHost: String? = nil, streaming: Bool
     ) async throws(HTTPError)
         -> (response: SessionResponse, transfer: Transfer?)
     {
         // Built only for a message: redacting the URL costs more than the rest of a request's setup.
         var label: String { "\(request.method) \(request.displayURL)" }
-        guard let kind = request.kind, let host = request.url.host(percentEncoded: false), !host.isEmpty else {
+        guard let kind = request.kind, let host = request.url.decodedHost, !host.isEmpty else {
             throw HTTPError(.invalidURL, "\(label): not an absolute URL of a kind pinpath sends (\(Self.supportedSchemes))")
         }
         // Before the gate, the resolver or a socket: not one byte goes to a server of a refused kind.
@@ -418,15 +430,20 @@ public final class Session: Sendable {
 
     /// Runs one transfer on the session's libcurl thread until it completes, or a streamed one until its
     /// head; cancelling the task meanwhile cancels it.
-    private func run(_ transfer: Transfer) async -> Result<SessionResponse, HTTPError> {
+    nonisolated(nonsending) private func run(_ transfer: Transfer) async -> Result<SessionResponse, HTTPError> {
         let engine = self.engine
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let resume: @Sendable (Result<SessionResponse, HTTPError>) -> Void = { result in
-                    SanitizerEdge.release(transfer)  // what the libcurl thread set on the transfer, for the task
-                    continuation.resume(returning: result)
+            // Unsafe rather than checked: the engine resumes it exactly once (``Transfer/complete(_:)`` clears what it
+            // calls), and a checked one allocates an object per request to prove it.
+            await withUnsafeContinuation { continuation in
+                if transfer.bodyChannel != nil {
+                    transfer.headCompletion = { result in
+                        SanitizerEdge.release(transfer)  // what the libcurl thread set on the transfer, for the task
+                        continuation.resume(returning: result)
+                    }
+                } else {
+                    transfer.continuation = continuation
                 }
-                if transfer.bodyChannel != nil { transfer.headCompletion = resume } else { transfer.completion = resume }
                 engine.submit(transfer)
             }
         } onCancel: {

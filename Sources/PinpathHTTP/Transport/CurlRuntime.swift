@@ -38,6 +38,19 @@ enum CurlRuntime {
         return .success("libcurl/\(version) \(tls)")
     }()
 
+    /// What `CURLOPT_ACCEPT_ENCODING` "" stands for in this libcurl: every content coding it decodes, listed as
+    /// 7.88's `Curl_all_content_encodings` lists them (`deflate, gzip, br, zstd` on Debian 12). Given "", libcurl
+    /// builds that list again for every transfer (1,500 instructions); given the list, it copies it. "" when
+    /// libcurl decodes none of them (it then asks for `identity` itself).
+    static let contentCodings: String = {
+        guard case .success = availability, let info = curl_version_info(CURLVERSION_TENTH)?.pointee else { return "" }
+        var codings: [String] = []
+        if info.features & CURL_VERSION_LIBZ != 0 { codings += ["deflate", "gzip"] }
+        if info.features & CURL_VERSION_BROTLI != 0 { codings.append("br") }
+        if info.features & CURL_VERSION_ZSTD != 0 { codings.append("zstd") }
+        return codings.joined(separator: ", ")
+    }()
+
     /// Throws unless libcurl is usable.
     static func check() throws(HTTPError) -> String {
         try availability.get()

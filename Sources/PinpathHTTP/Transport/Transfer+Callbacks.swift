@@ -96,28 +96,22 @@ extension Transfer {
     }
 
     func receiveHeader(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
-        // Parsed from the bytes: this runs for every header line of every response.
-        let line = UnsafeRawBufferPointer(start: data, count: count).bindMemory(to: UInt8.self)
-        if line.starts(with: Self.statusLinePrefix) {
+        // This runs for every header line of every response: the line is looked at by its first bytes and kept
+        // whole, to be parsed if a field is read (``HeaderFields``).
+        let line = UnsafeRawBufferPointer(start: data, count: count)
+        if count >= 5 && line[0] == 0x48 && line[1] == 0x54 && line[2] == 0x54 && line[3] == 0x50 && line[4] == 0x2F {  // "HTTP/"
             // A new response (100 Continue, or the final one): only the last one's fields count.
             responseHeaders = HeaderFields()
             headersComplete = false
             if tlsSession == nil, verifier != nil || proxyVerifier != nil { tlsSession = TransferInfo(handle: handle).tlsSession }
-        } else if line.count <= 2 && line.allSatisfy({ $0 == 0x0D || $0 == 0x0A }) {
+        } else if count <= 2 && line.allSatisfy({ $0 == 0x0D || $0 == 0x0A }) {
             headersComplete = true  // the blank line after a response's header section
             if bodyChannel != nil || options.progress != nil, !finalHeadArrived() { return 0 }
-        } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
-            let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
-            var start = colon + 1
-            var end = line.count
-            while start < end && isSpace(line[start]) { start += 1 }
-            while end > start && isSpace(line[end - 1]) { end -= 1 }
-            responseHeaders.addReceived(name: line[..<colon], value: line[start..<end])
+        } else {
+            responseHeaders.addReceived(line: line)
         }
         return count
     }
-
-    private static let statusLinePrefix = Array("HTTP/".utf8)
 
     func sendBody(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
         guard let bodyReader else { return 0 }

@@ -74,7 +74,7 @@ extension Transfer {
         // bomb into 16 MiB, and keep all of it while the consumer holds the transfer paused (up to 64 MiB per
         // transfer). Without the option libcurl asks for no coding and passes the bytes as they came (the
         // request's own Accept-Encoding still goes); the head's Content-Encoding says what they are.
-        if bodyChannel == nil { try set(CURLOPT_ACCEPT_ENCODING, "") }
+        if bodyChannel == nil { try set(CURLOPT_ACCEPT_ENCODING, CurlRuntime.contentCodings) }
         // A stream goes over HTTP/1.1 (ALPN offers http/1.1 only, and libcurl takes no pooled HTTP/2 connection
         // for it), where TCP's flow control holds back a paused transfer. Over HTTP/2, pausing cannot take back
         // the window credit already granted: libcurl 7.88 grants each stream 32 MiB, has no option to lower it,
@@ -241,8 +241,9 @@ extension Transfer {
     }
 
     private func set(_ option: CURLoption, _ value: String) throws(HTTPError) {
-        // libcurl copies string options (since 7.17), so the temporary C string may go.
-        try check(pinpath_curl_setopt_pointer(handle, option, value))
+        // libcurl copies string options (since 7.17), so the C string need only live for the call. `withCString`
+        // lends a native string's own bytes; passing the String makes a temporary array of them.
+        try check(value.withCString { pinpath_curl_setopt_pointer(handle, option, $0) })
     }
 
     private func set(_ option: CURLoption, pointer: UnsafeRawPointer?) throws(HTTPError) {

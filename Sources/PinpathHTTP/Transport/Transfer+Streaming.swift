@@ -24,6 +24,11 @@ extension Transfer {
         bodyChannel?.finish(result.map { _ in () })
         completion?(result)
         completion = nil
+        if let continuation {
+            self.continuation = nil
+            SanitizerEdge.release(self)  // what this thread set on the transfer, for the task
+            continuation.resume(returning: result)
+        }
     }
 
     /// The blank line after a final (non-1xx) response's header section: a redirect hop's progress is not

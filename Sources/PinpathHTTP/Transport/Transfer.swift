@@ -18,6 +18,10 @@ struct ConnectionTerms: Hashable {
 ///
 /// `@unchecked Sendable`: it is built on the caller's task and from then on touched only by the engine
 /// thread (libcurl calls every callback there), except ``cancelled``, which is atomic.
+///
+/// Its variables are `@exclusivity(unchecked)`: the callbacks write them for every header line and body chunk,
+/// and Swift's run-time check of each access cost about as much as the writes (1,100 instructions per request);
+/// no two accesses to one of them overlap (none is passed `inout` across a call that reaches another).
 final class Transfer: @unchecked Sendable {
     /// Checks a resolved address before libcurl connects to it; `nil` or `reachable` lets it through.
     typealias AddressCheck = @Sendable (IPAddress) -> TargetReachability?
@@ -37,78 +41,81 @@ final class Transfer: @unchecked Sendable {
     /// Runs the policy for the proxy's host in the handshake with an https proxy; `nil` otherwise.
     let proxyVerifier: HandshakeVerifier?
     let bodySource: RequestBody?
-    /// libcurl's message for a failure, written by libcurl (`CURLOPT_ERRORBUFFER`).
-    let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+    /// libcurl's message for a failure, written by libcurl (`CURLOPT_ERRORBUFFER`); the handle's, from the pool.
+    let errorBuffer: UnsafeMutablePointer<CChar>
     /// The request's header fields as libcurl reads them, checked (``HeaderList``); kept for as long as the handle may read them.
-    var headerList: HeaderList?
+    @exclusivity(unchecked) var headerList: HeaderList?
     /// Where ``headerList`` comes from.
     let headerLists: HeaderListCache
     /// `CURLOPT_CONNECT_TO`'s one entry (a server name dialled at another host); freed with the handle.
-    var connectToList: UnsafeMutablePointer<curl_slist>?
+    @exclusivity(unchecked) var connectToList: UnsafeMutablePointer<curl_slist>?
 
     // Written by the callbacks on the engine thread, read by ``outcome(_:)``.
     /// The verifier that checked the connection the request goes out on: ``verifier`` for a new connection,
     /// the opener's for a reused one. Set when the connection is ready, before the request is sent.
-    var connectionVerifier: HandshakeVerifier?
+    @exclusivity(unchecked) var connectionVerifier: HandshakeVerifier?
     /// The pass over ``bodySource`` being sent.
-    var bodyReader: (any BodyReader)?
-    var responseHeaders = HeaderFields()
-    var body: [UInt8] = []
+    @exclusivity(unchecked) var bodyReader: (any BodyReader)?
+    @exclusivity(unchecked) var responseHeaders = HeaderFields()
+    @exclusivity(unchecked) var body: [UInt8] = []
     /// Why a callback stopped the transfer; it wins over libcurl's code, which only says that it was stopped.
-    var callbackFailure: HTTPError?
-    var skippedAddresses: [TargetReachability] = []
-    var socketsOpened = 0
-    var tlsSession: (version: String, cipher: String)?
+    @exclusivity(unchecked) var callbackFailure: HTTPError?
+    @exclusivity(unchecked) var skippedAddresses: [TargetReachability] = []
+    @exclusivity(unchecked) var socketsOpened = 0
+    @exclusivity(unchecked) var tlsSession: (version: String, cipher: String)?
     /// TLS contexts libcurl made for this transfer's connections: with an https proxy and an https origin it
     /// makes the proxy's first, then the origin's inside the tunnel (``installVerifier(on:)``).
-    var tlsContextsMade = 0
+    @exclusivity(unchecked) var tlsContextsMade = 0
     /// The blank line ending the last response's header section has arrived.
-    var headersComplete = false
+    @exclusivity(unchecked) var headersComplete = false
     /// For the non-HTTP kinds: the server's response lines in the connect phase (the greeting first).
-    var serverLines: [UInt8] = []
+    @exclusivity(unchecked) var serverLines: [UInt8] = []
     /// For a `tcp://` exchange: a duplicate of the connected socket, taken before libcurl closes its own; the
     /// session runs the exchange on it and closes it.
-    var exchangeSocket: Int32?
+    @exclusivity(unchecked) var exchangeSocket: Int32?
 
     // The engine's, while libcurl has the handle: the transfer's place in its running list and the pool it is attached to.
-    var runningIndex: Int?
-    var pool: ConnectionPool?
+    @exclusivity(unchecked) var runningIndex: Int?
+    @exclusivity(unchecked) var pool: ConnectionPool?
 
     /// Set from any thread to stop the transfer; the engine removes it at its next wake-up.
     let cancelled = Atomic<Bool>(false)
     /// Resumed exactly once, by the engine, with the outcome (``complete(_:)``).
-    var completion: (@Sendable (Result<SessionResponse, HTTPError>) -> Void)?
+    @exclusivity(unchecked) var completion: (@Sendable (Result<SessionResponse, HTTPError>) -> Void)?
+    /// Or, for a collected body, the task waiting for the outcome (``Session``'s): resumed by ``complete(_:)`` as
+    /// ``completion`` would be, without a closure allocated per request to hold it.
+    @exclusivity(unchecked) var continuation: UnsafeContinuation<Result<SessionResponse, HTTPError>, Never>?
 
     // A streamed transfer's (`Transfer+Streaming.swift`), on the engine thread but for the channel.
     /// Where a streamed body goes instead of ``body``; `nil` for a collected body.
     let bodyChannel: BodyChannel?
     /// For a streamed transfer: resumed once with the final response's head, from the header callback, or with
     /// the failure that came first.
-    var headCompletion: (@Sendable (Result<SessionResponse, HTTPError>) -> Void)?
+    @exclusivity(unchecked) var headCompletion: (@Sendable (Result<SessionResponse, HTTPError>) -> Void)?
     /// A streamed transfer's deadline for its head (``RequestOptions/timeout``); the engine enforces it.
-    var headDeadline: ContinuousClock.Instant?
+    @exclusivity(unchecked) var headDeadline: ContinuousClock.Instant?
     /// When the final response's head arrived (a streamed transfer).
-    var headArrival: ContinuousClock.Instant?
+    @exclusivity(unchecked) var headArrival: ContinuousClock.Instant?
     /// Body bytes the channel accepted, and the count the engine last saw, at ``lastActivity``.
-    var bodyBytesAccepted: Int64 = 0
-    var bodyBytesSeen: Int64 = 0
-    var lastActivity: ContinuousClock.Instant?
+    @exclusivity(unchecked) var bodyBytesAccepted: Int64 = 0
+    @exclusivity(unchecked) var bodyBytesSeen: Int64 = 0
+    @exclusivity(unchecked) var lastActivity: ContinuousClock.Instant?
     /// The write callback paused the transfer because the consumer is behind: not a stall.
-    var pausedForConsumer = false
+    @exclusivity(unchecked) var pausedForConsumer = false
     /// The transfer's place in the engine's list of streamed transfers.
-    var deadlineIndex: Int?
+    @exclusivity(unchecked) var deadlineIndex: Int?
     /// libcurl said it dropped bytes past the announced `Content-Length` ("Excess found"; its debug texts).
-    var excessFound = false
+    @exclusivity(unchecked) var excessFound = false
     /// The final response's `Content-Length` when it counts the bytes written (no content coding), for a
     /// streamed transfer's check for bytes past it.
-    var announcedLength: Int64?
+    @exclusivity(unchecked) var announcedLength: Int64?
     /// The sockets a plain streamed transfer opened (on a fresh connection), one of them its connection's: libcurl
     /// 7.88 tells a transfer's socket only once it is done.
-    var streamSockets: [Int32] = []
+    @exclusivity(unchecked) var streamSockets: [Int32] = []
     /// When ``RequestOptions/progress`` was last called, and whether this hop's progress is not reported (a
     /// redirect to follow).
-    var lastProgress: ContinuousClock.Instant?
-    var progressSuppressed = false
+    @exclusivity(unchecked) var lastProgress: ContinuousClock.Instant?
+    @exclusivity(unchecked) var progressSuppressed = false
 
     init(
         request: SessionRequest, kind: ServiceKind? = nil, options: RequestOptions, verifier: HandshakeVerifier?,
@@ -116,10 +123,11 @@ final class Transfer: @unchecked Sendable {
         connectTo: String? = nil, addressCheck: AddressCheck?, proxy: (proxy: Proxy, verifier: HandshakeVerifier?)? = nil,
         handles: EasyHandlePool, headerLists: HeaderListCache, bodyChannel: BodyChannel? = nil
     ) throws(HTTPError) {
-        guard let handle = handles.take() else {
+        guard let taken = handles.take() else {
             throw HTTPError(.engineUnavailable, "libcurl cannot create a transfer (out of memory?)")
         }
-        self.handle = handle
+        handle = taken.handle
+        errorBuffer = taken.errorBuffer
         self.handles = handles
         self.headerLists = headerLists
         self.request = request
@@ -134,16 +142,15 @@ final class Transfer: @unchecked Sendable {
         self.bodySource = request.body
         self.bodyChannel = bodyChannel
         if bodyChannel != nil { headDeadline = .now + options.timeout }
-        errorBuffer.initialize(to: 0)
+        errorBuffer.pointee = 0
         try configure(clientCertificate: clientCertificate, connectTo: connectTo)
     }
 
     /// The engine has removed the handle from the multi handle and its pool by now (or never added it).
     deinit {
-        handles.recycle(handle)
+        handles.recycle(handle, errorBuffer: errorBuffer)
         curl_slist_free_all(connectToList)
         if let exchangeSocket { close(exchangeSocket) }
-        errorBuffer.deallocate()
     }
 
     /// The pointer libcurl hands back to the callbacks. Unretained: the engine holds the transfer for as long

@@ -27,8 +27,28 @@ struct TransferInfo {
     var remoteAddress: String? {
         var ip: UnsafeMutablePointer<CChar>?
         guard pinpath_curl_getinfo_string(handle, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK, let ip, ip.pointee != 0 else { return nil }
-        let port = String(long(CURLINFO_PRIMARY_PORT))
-        return strchr(ip, Int32(UInt8(ascii: ":"))) != nil ? "[" + String(cString: ip) + "]:" + port : String(cString: ip) + ":" + port
+        let address = UnsafeRawBufferPointer(start: ip, count: strlen(ip))
+        var port = UInt16(clamping: long(CURLINFO_PRIMARY_PORT))
+        let bracketed = address.contains(UInt8(ascii: ":"))
+        // Written in place: every response carries it, and joining Strings cost three allocations.
+        return String(unsafeUninitializedCapacity: address.count + 8) { text in
+            var end = 0
+            func append(_ byte: UInt8) {
+                text[end] = byte
+                end += 1
+            }
+            if bracketed { append(UInt8(ascii: "[")) }
+            for byte in address { append(byte) }
+            if bracketed { append(UInt8(ascii: "]")) }
+            append(UInt8(ascii: ":"))
+            let digitsStart = end
+            repeat {
+                append(UInt8(ascii: "0") + UInt8(port % 10))
+                port /= 10
+            } while port > 0
+            text[digitsStart..<end].reverse()
+            return end
+        }
     }
 
     /// blackbox_exporter's phases from libcurl's cumulative times.
