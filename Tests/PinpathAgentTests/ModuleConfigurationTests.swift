@@ -111,6 +111,9 @@ struct ModuleConfigurationTests {
             ("{ timeout: 2s }", "example.test:443", #"module "web" has no kind:, so the target must be a URL"#),
             ("{ kind: https }", "https://user:secret@example.test/", "the URL holds a user name or password"),
             ("{ kind: tls }", "tls://example.test:443/path", "has a path"),
+            // Past 65535 a port would wrap to another one (83979 is 18443): refused, never dialled.
+            ("{ kind: tcp }", "127.0.0.1:83979", "port 83979 is out of range (1-65535)"),
+            ("{ kind: tls }", "tls://example.test:65536", "port 65536 is out of range"),
         ])
     func refusedTargets(module text: String, target: String, message: String) throws {
         let web = try module("modules:\n  web: \(text)\n")

@@ -229,4 +229,21 @@ struct HandshakeEngineTests {
             _ = try await pki.loopbackSession().send(check("tcp://127.0.0.1:\(valid.port)"), options: wrongFamily)
         } throws: { Self.code($0) == .connectFailed }
     }
+
+    @Test("Attack: a port past 65535 is refused invalid_url before any socket; nothing reaches the port it would wrap to")
+    func portPastRangeRefused() async throws {
+        let listener = try HostileServer(.silent)
+        defer { listener.stop() }
+        let session = try pki.loopbackSession()
+        defer { session.shutdown() }
+        for scheme in ["tls", "tcp"] {
+            await #expect {
+                _ = try await session.send(check("\(scheme)://127.0.0.1:\(listener.port + 65536)"), options: options())
+            } throws: { error in
+                Self.code(error) == .invalidURL && (error as? HTTPError)?.message.contains("out of range") == true
+            }
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(listener.connections == 0, "a check reached port \(listener.port)")
+    }
 }

@@ -31,6 +31,8 @@ extension ConfigurationDecoder {
             } else if url.user != nil || url.password != nil {
                 problem =
                     "the URL holds a user name or password, which would appear in events; use an Authorization header with ${ENV} instead"
+            } else if let port = url.port, !(1...65535).contains(port) {
+                problem = "\(shown): port \(port) is out of range (1-65535)"
             } else if kind.defaultPort == nil && url.port == nil {
                 problem = "\(shown) has no port; a \(kind.rawValue):// URL needs one (\(kind.rawValue)://host:port)"
             } else if !kind.isHTTP && !(url.path.isEmpty || url.path == "/") {

@@ -354,7 +354,8 @@ final class HandshakeCheck: @unchecked Sendable {
         address.family == .ipv6 ? "[\(address)]:\(port)" : "\(address):\(port)"
     }
 
-    /// Calls `body` with a `sockaddr_in` or `sockaddr_in6` for `address` and `port`.
+    /// Calls `body` with a `sockaddr_in` or `sockaddr_in6` for `address` and `port`, which is 1–65535:
+    /// `Session.sendOnce` refuses any other before a check is planned, so the truncation below never changes it.
     static func withSocketAddress<Value>(
         _ address: IPAddress, port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Value
     ) -> Value {

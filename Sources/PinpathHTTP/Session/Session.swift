@@ -300,6 +300,10 @@ public final class Session: Sendable {
         guard let port = request.url.port ?? kind.defaultPort else {
             throw HTTPError(.invalidURL, "\(label): a \(kind.rawValue):// URL needs a port (\(kind.rawValue)://host:port)")
         }
+        // Foundation's URL takes any number as a port: one past 65535 must not reach a socket as another port.
+        guard (1...65535).contains(port) else {
+            throw HTTPError(.invalidURL, "\(label): port \(port) is out of range (1-65535) (nothing was sent)")
+        }
         let bareHost = URLHost.withoutBrackets(host)
         let dialledHost = connectHost.map(URLHost.withoutBrackets) ?? bareHost
         let proxy = options.proxies.proxy(for: request.url)
