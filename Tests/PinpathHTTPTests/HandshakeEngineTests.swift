@@ -238,7 +238,7 @@ struct HandshakeEngineTests {
         defer { session.shutdown() }
         for scheme in ["tls", "tcp"] {
             await #expect {
-                _ = try await session.send(check("\(scheme)://127.0.0.1:\(listener.port + 65536)"), options: options())
+                _ = try await session.send(check("\(scheme)://127.0.0.1:\(Int(listener.port) + 65536)"), options: options())
             } throws: { error in
                 Self.code(error) == .invalidURL && (error as? HTTPError)?.message.contains("out of range") == true
             }
