@@ -61,6 +61,10 @@ struct HandshakeEngineTests {
         #expect(verified == 200)
         #expect(session.handshakes.threadsStarted == 1, "the engine started \(session.handshakes.threadsStarted) threads")
         #expect(session.tlsContexts.contextsBuilt == 1, "\(session.tlsContexts.contextsBuilt) TLS contexts for one client identity")
+        // A reload drops them: the next check builds its context again.
+        session.reloadCheckContexts()
+        _ = try await session.send(requests[0], options: options)
+        #expect(session.tlsContexts.contextsBuilt == 2 && session.tlsContexts.count == 1)
     }
 
     @Test("A server that accepts TCP and never speaks TLS: timed_out at the deadline, connected but no tls phase")
