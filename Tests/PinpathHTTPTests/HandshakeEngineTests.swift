@@ -50,13 +50,21 @@ struct HandshakeEngineTests {
         let options = options()
         let verified = await withTaskGroup(of: Bool.self) { group in
             for request in requests {
-                group.addTask { (try? await session.send(request, options: options))?.tls?.verifiedChainPins.count == 3 }
+                group.addTask {
+                    // Verified, and its handshake timed: the tls phase is the handshake's own time, never 0.
+                    let response = try? await session.send(request, options: options)
+                    return response?.tls?.verifiedChainPins.count == 3 && response.map { $0.timings.tls > 0 } == true
+                }
             }
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
         #expect(verified == 200)
         #expect(session.handshakes.threadsStarted == 1, "the engine started \(session.handshakes.threadsStarted) threads")
         #expect(session.tlsContexts.contextsBuilt == 1, "\(session.tlsContexts.contextsBuilt) TLS contexts for one client identity")
+        // A reload drops them: the next check builds its context again.
+        session.reloadCheckContexts()
+        _ = try await session.send(requests[0], options: options)
+        #expect(session.tlsContexts.contextsBuilt == 2 && session.tlsContexts.count == 1)
     }
 
     @Test("A server that accepts TCP and never speaks TLS: timed_out at the deadline, connected but no tls phase")

@@ -6,9 +6,10 @@
 //   pinpath-bench paced URL COUNT rate=PER_SECOND [fresh] [pin=sha256/…] [ca=FILE] [gate]   (PacedRequests.swift)
 //   pinpath-bench headers   (the header lines a session adds to every request, one per line, for curl-floor's header=)
 //   pinpath-bench stream URL [pin=sha256/…] [ca=FILE] [executor]   (one body through Session.stream, counted: StreamedBody.swift)
-//   pinpath-bench handshake tls://HOST:PORT COUNT CONCURRENCY [pin=sha256/…] [ca=FILE] [gate]
-// handshake: tls:// checks through Session.send (a full handshake each, verified, nothing sent after it): the CPU
-// per check, on whichever engine the build routes tls:// to (the handshake engine; libcurl before issue 30).
+//   pinpath-bench handshake tls://HOST:PORT|tcp://HOST:PORT COUNT CONCURRENCY [pin=sha256/…] [ca=FILE] [gate]
+// handshake: tls:// checks through Session.send (a full handshake each, verified, nothing sent after it), or tcp://
+// connects: the CPU per check, on whichever engine the build routes them to (the handshake engine; libcurl before
+// issue 30).
 import FoundationEssentials
 import Glibc
 import PinpathHTTP
@@ -80,9 +81,10 @@ struct PinpathBench {
                     group.addTask(executorPreference: onSessionThread ? session.executor : nil) {
                         for _ in stride(from: worker, to: count, by: concurrency) {
                             let response = try await session.send(request, options: sending)
-                            // A tls:// check has no status: its verified handshake is the answer.
+                            // A tls:// check has no status: its verified handshake is the answer; a tcp:// one, its connection.
                             precondition(
-                                response.statusCode == 200 || (response.statusCode == 0 && response.tls?.evaluation != nil),
+                                response.statusCode == 200
+                                    || (response.statusCode == 0 && (response.tls?.evaluation != nil || request.url.scheme == "tcp")),
                                 "status \(response.statusCode)")
                         }
                     }

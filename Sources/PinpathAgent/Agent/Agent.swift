@@ -244,6 +244,8 @@ public final class Agent: Sendable {
         for target in change.removedTargets { monitor.removeTarget(target) }
         for target in change.addedTargets { _ = try? await monitor.addTarget(target) }
         await core.replace(with: configuration, change: change)
+        // The tls:// checks' shared contexts are built again under the new configuration's client certificates.
+        session.reloadCheckContexts()
         // Credentials and TLS files apply to the running listener at once when it stays where it is; a listen address
         // changed or removed waits for a restart with its access, and the listener keeps the access it had.
         var reported = configuration

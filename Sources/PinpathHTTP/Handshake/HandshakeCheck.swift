@@ -215,7 +215,9 @@ final class HandshakeCheck: @unchecked Sendable {
         for attempt in attempts { closeDescriptor(attempt.socket) }
         attempts = []
         socket = fd
-        connected = (Self.text(address, port: plan.port), now)
+        // The clock, not the loop's turn: the turn began before the events ahead of this one were handled.
+        let at = ContinuousClock.now
+        connected = (Self.text(address, port: plan.port), at)
         if let tls = plan.tls {
             do throws(HTTPError) {
                 let handshake = try tls.start(socket: socket, label: plan.label)
@@ -234,7 +236,7 @@ final class HandshakeCheck: @unchecked Sendable {
             loop.schedule(self, at: plan.deadline)
             advance(running, now: now, loop: loop)
         } else {
-            end(.success(response(now: now)), loop: loop)
+            end(.success(response(now: at)), loop: loop)
         }
     }
 
@@ -245,13 +247,15 @@ final class HandshakeCheck: @unchecked Sendable {
         case .wantRead: loop.watch(socket, writable: false, for: self)
         case .wantWrite: loop.watch(socket, writable: true, for: self)
         case .finished(.success(let session)):
-            handshaken = now
-            var response = response(now: now)
+            // The clock again: one advance can run the whole handshake (the server's flight may already be in).
+            let finished = ContinuousClock.now
+            handshaken = finished
+            var response = response(now: finished)
             response.tls = session
             end(.success(response), loop: loop)
         case .finished(.failure(var error)):
             error.tlsVersion = handshake.verifierReached ? handshake.protocolVersion : nil
-            if handshake.verifierReached { handshaken = now }
+            if handshake.verifierReached { handshaken = .now }
             fail(error, loop: loop)
         }
     }

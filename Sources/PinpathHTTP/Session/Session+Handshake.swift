@@ -7,6 +7,10 @@ import PinpathSupport
 /// connection. The gate has run; the OCSP responder's retry, the expiry's possession proof and the errors are the
 /// session's, as for a transfer (``sendOnce``).
 extension Session {
+    /// Drops the shared TLS contexts of the `tls://` checks (a reload): the next checks build them again, so a
+    /// client certificate no longer configured is not kept. Handshakes under way keep theirs.
+    package func reloadCheckContexts() { tlsContexts.removeAll() }
+
     /// Whether a hop is a check the handshake engine runs: `tls://` or `tcp://`, directly. Through a proxy (a
     /// CONNECT tunnel), and every other kind, it is libcurl's.
     static func runsOnHandshakeEngine(_ kind: ServiceKind, proxy: Proxy?) -> Bool {

@@ -10,8 +10,9 @@ import Synchronization
 /// Linux, on libcurl's OpenSSL build. Its serializers and `AFHTTPSessionManager`'s calls (`get`, `post`…)
 /// are `PinpathSerialization`'s `SessionManager`.
 ///
-/// One session drives all its requests on one libcurl thread; share it. Its methods may be called from any
-/// task; cancelling the task cancels the transfer.
+/// One session drives all its requests on one libcurl thread, and its `tls://` and `tcp://` checks made without
+/// a proxy on one thread of its own (OpenSSL driven directly, one shared TLS context per client identity); share
+/// it. Its methods may be called from any task; cancelling the task cancels the transfer or the check.
 public final class Session: Sendable {
     /// What every request of the session shares.
     public struct Configuration: Sendable {
