@@ -216,6 +216,39 @@ struct TLSClientHandshakeTests {
         #expect(contexts.count == 2)
     }
 
+    @Test("A task waiting for a held build ends with cancelled when cancelled; a build begun before removeAll is not kept")
+    func heldBuildCancelledAndReload() async throws {
+        let clients = ClientCertificatePKI.shared
+        let slow = TLSClientTerms(
+            clientCertificate: ClientCertificateFiles(certificatePath: clients.path("client"), keyPath: clients.path("client", "key")))
+        let gate = HeldBuild()
+        let contexts = TLSClientContexts { terms throws(SecurityError) in
+            if terms == slow { gate.hold() }
+            return try TLSClientContext(terms: terms)
+        }
+        defer { gate.release() }
+        let waiting = Task {
+            try await contexts.context(for: slow, deadline: .now + .seconds(3600))
+        }
+        try #require(gate.waitUntilEntered(1), "the build of the held terms did not start")
+        waiting.cancel()
+        guard case .failure(let error) = await waiting.result else {
+            Issue.record("a cancelled wait returned a context")
+            return
+        }
+        #expect((error as? SecurityError)?.code == .cancelled, "\(error)")
+
+        // A second build of the same terms, held too; then a reload while both are under way.
+        let held = Self.answered(within: .zero) { () throws(SecurityError) in try contexts.context(for: slow) }
+        try #require(gate.waitUntilEntered(2), "the second build of the held terms did not start")
+        contexts.removeAll()
+        gate.release()
+        let beforeReload = try #require(try held.wait()?.get())
+        #expect(contexts.count == 0, "a context built from files looked at before the reload was kept")
+        let afterReload = try contexts.context(for: slow)
+        #expect(afterReload !== beforeReload && contexts.count == 1)
+    }
+
     /// What `work`, run on a thread of its own, answered within `bound` (scaled), or `nil`: a call that blocks
     /// fails the test instead of hanging it.
     static func answered<Value: Sendable>(
