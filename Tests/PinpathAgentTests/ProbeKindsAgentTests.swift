@@ -105,6 +105,47 @@ struct ProbeKindsAgentTests {
         #expect(unset.contains { $0.contains("UNSET_PASSWORD is not set") }, "\(unset)")
     }
 
+    @Test(
+        "Attack: a client certificate or key path that is a FIFO a writer holds open is a problem at its line at once, not a hang",
+        arguments: ["client_certificate", "client_key"])
+    func clientCertificateFIFORefused(key: String) throws {
+        let directory = try TemporaryDirectory()
+        let fifo = directory.file("client.pem")
+        try #require(mkfifo(fifo, 0o600) == 0)
+        // Opened for reading and writing, a FIFO opens at once and keeps a writer: a read of it waits for ever.
+        let writer = open(fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+        try #require(writer >= 0)
+        let keys =
+            key == "client_certificate"
+            ? "    client_certificate: \(fifo)\n    client_key: \(clients.path("client", "key"))\n"
+            : "    client_certificate: \(clients.path("client"))\n    client_key: \(fifo)\n"
+        let yaml = Self.endpoint("tls://db.example:5432", keys)
+        // On a thread of its own, bounded, so that a read that blocks fails the test instead of hanging it.
+        let answered = DispatchSemaphore(value: 0)
+        let found = LockedProblems()
+        DispatchQueue.global().async {
+            found.set(configurationProblems(yaml))
+            answered.signal()
+        }
+        let inTime = answered.wait(timeout: .now() + .seconds(10 * TestTime.scale)) == .success
+        close(writer)  // ends a read that blocked
+        if !inTime { answered.wait() }
+        #expect(inTime, "loading the configuration waited on the FIFO")
+        let problems = found.get()
+        #expect(
+            problems.count == 1 && problems[0].contains("endpoints[0].\(key):")
+                && problems[0].contains("\(fifo): is a FIFO (named pipe), not a regular file"), "\(problems)")
+    }
+
+    /// The problems a loading thread found, for the test's thread.
+    final class LockedProblems: @unchecked Sendable {
+        // @unchecked: `problems` is read and written only with `lock` held.
+        private let lock = NSLock()
+        private var problems: [String] = []
+        func set(_ found: [String]) { lock.withLock { problems = found } }
+        func get() -> [String] { lock.withLock { problems } }
+    }
+
     @Test("The password renders redacted wherever the configuration is printed")
     func passwordRedacted() throws {
         let configuration = try loadConfiguration(

@@ -110,8 +110,8 @@ struct TLSClientHandshakeTests {
         #expect(verifier.handshakesEvaluated == 1)
     }
 
-    @Test("Threads asking at once for the same terms get one context, built once")
-    func concurrentRequestsBuildOnce() throws {
+    @Test("Threads asking at once for the same terms share one context")
+    func concurrentRequestsShareOne() throws {
         let clients = ClientCertificatePKI.shared
         let contexts = TLSClientContexts()
         let terms = TLSClientTerms(
@@ -123,7 +123,206 @@ struct TLSClientHandshakeTests {
         }
         let identities = results.withLock { $0 }
         #expect(identities.count == 16 && Set(identities).count == 1)
+    }
+
+    @Test("Tasks asking at once for the same terms wait for one build: one context, built once")
+    func concurrentTasksBuildOnce() async throws {
+        let clients = ClientCertificatePKI.shared
+        let contexts = TLSClientContexts()
+        let terms = TLSClientTerms(
+            clientCertificate: ClientCertificateFiles(certificatePath: clients.path("client"), keyPath: clients.path("client", "key")))
+        let deadline = ContinuousClock.now + TestTime.scaled(.seconds(10))
+        let identities = try await withThrowingTaskGroup(of: ObjectIdentifier.self) { group in
+            for _ in 0..<16 { group.addTask { ObjectIdentifier(try await contexts.context(for: terms, deadline: deadline)) } }
+            return try await group.reduce(into: [ObjectIdentifier]()) { $0.append($1) }
+        }
+        #expect(identities.count == 16 && Set(identities).count == 1)
         #expect(contexts.contextsBuilt == 1)
+    }
+
+    @Test(
+        "A client certificate or key path that is a FIFO a writer holds open fails at once, naming the file: not a regular file",
+        arguments: ["certificate", "key"])
+    func fifoClientFileFailsFast(which: String) async throws {
+        let clients = ClientCertificatePKI.shared
+        let directory = try TemporaryDirectory()
+        let fifo = "\(directory.path)/client-\(which).pem"
+        try #require(mkfifo(fifo, 0o600) == 0)
+        // Opened for reading and writing, a FIFO opens at once and keeps a writer: a read of it waits for bytes
+        // that never come (before the fix, the check hung there, holding the cache's lock).
+        let writer = open(fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+        try #require(writer >= 0)
+        let files =
+            which == "certificate"
+            ? ClientCertificateFiles(certificatePath: fifo, keyPath: clients.path("client", "key"))
+            : ClientCertificateFiles(certificatePath: clients.path("client"), keyPath: fifo)
+        let terms = TLSClientTerms(clientCertificate: files)
+        let contexts = TLSClientContexts()
+        let answer = Self.answered { () throws(SecurityError) in try contexts.context(for: terms) }
+        close(writer)  // lets a read that blocked end, so that a failing run does not leave a thread behind
+        guard case .failure(let error) = try #require(answer.value, "no answer while a writer held the FIFO open") else {
+            Issue.record("a FIFO was accepted as a client \(which)")
+            return
+        }
+        #expect(error.code == (which == "certificate" ? .unreadableFile : .unusableClientKey), "\(error)")
+        #expect(error.message.contains("\(fifo): is a FIFO (named pipe), not a regular file"), "\(error)")
+
+        // The tasks' path refuses it the same way, before its deadline rather than at it.
+        let writerAgain = open(fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+        try #require(writerAgain >= 0)
+        defer { close(writerAgain) }
+        await #expect {
+            _ = try await contexts.context(for: terms, deadline: .now + TestTime.scaled(.seconds(30)))
+        } throws: { error in
+            (error as? SecurityError)?.message.contains("\(fifo): is a FIFO (named pipe), not a regular file") == true
+        }
+    }
+
+    @Test(
+        "While a context's build is held, terms without a client certificate get theirs at once; a task waiting for the held one gives up at its deadline naming the files"
+    )
+    func heldBuildStallsNoOtherTerms() async throws {
+        let clients = ClientCertificatePKI.shared
+        let slow = TLSClientTerms(
+            clientCertificate: ClientCertificateFiles(certificatePath: clients.path("client"), keyPath: clients.path("client", "key")))
+        let gate = HeldBuild()
+        // A build of `slow` waits for the gate: as one reading a file on a file system that does not answer.
+        let contexts = TLSClientContexts { terms throws(SecurityError) in
+            if terms == slow { gate.hold() }
+            return try TLSClientContext(terms: terms)
+        }
+        defer { gate.release() }
+        let held = Self.answered(within: .zero) { () throws(SecurityError) in try contexts.context(for: slow) }
+        try #require(gate.waitUntilEntered(1), "the build of the held terms did not start")
+        #expect(held.value == nil)
+
+        let plain = Self.answered { () throws(SecurityError) in try contexts.context(for: TLSClientTerms()) }
+        let plainContext = try #require(try plain.value?.get(), "terms without a client certificate waited for another build")
+        let plainForTask = try await contexts.context(for: TLSClientTerms(), deadline: .now + TestTime.scaled(.seconds(10)))
+        #expect(plainForTask === plainContext)
+
+        await #expect {
+            _ = try await contexts.context(for: slow, deadline: .now + .milliseconds(200))
+        } throws: { error in
+            guard let error = error as? SecurityError else { return false }
+            return error.code == .timedOut && error.message.contains(clients.path("client", "key"))
+                && error.message.contains("deadline")
+        }
+
+        gate.release()
+        #expect(try held.wait()?.get() != nil)
+        // What was built while the task waited is kept for the next task.
+        _ = try await contexts.context(for: slow, deadline: .now + TestTime.scaled(.seconds(10)))
+        #expect(contexts.count == 2)
+    }
+
+    @Test("A task waiting for a held build ends with cancelled when cancelled; a build begun before removeAll is not kept")
+    func heldBuildCancelledAndReload() async throws {
+        let clients = ClientCertificatePKI.shared
+        let slow = TLSClientTerms(
+            clientCertificate: ClientCertificateFiles(certificatePath: clients.path("client"), keyPath: clients.path("client", "key")))
+        let gate = HeldBuild()
+        let contexts = TLSClientContexts { terms throws(SecurityError) in
+            if terms == slow { gate.hold() }
+            return try TLSClientContext(terms: terms)
+        }
+        defer { gate.release() }
+        let waiting = Task {
+            try await contexts.context(for: slow, deadline: .now + .seconds(3600))
+        }
+        try #require(gate.waitUntilEntered(1), "the build of the held terms did not start")
+        waiting.cancel()
+        guard case .failure(let error) = await waiting.result else {
+            Issue.record("a cancelled wait returned a context")
+            return
+        }
+        #expect((error as? SecurityError)?.code == .cancelled, "\(error)")
+
+        // A second build of the same terms, held too; then a reload while both are under way.
+        let held = Self.answered(within: .zero) { () throws(SecurityError) in try contexts.context(for: slow) }
+        try #require(gate.waitUntilEntered(2), "the second build of the held terms did not start")
+        contexts.removeAll()
+        gate.release()
+        let beforeReload = try #require(try held.wait()?.get())
+        #expect(contexts.count == 0, "a context built from files looked at before the reload was kept")
+        let afterReload = try contexts.context(for: slow)
+        #expect(afterReload !== beforeReload && contexts.count == 1)
+    }
+
+    /// What `work`, run on a thread of its own, answered within `bound` (scaled), or `nil`: a call that blocks
+    /// fails the test instead of hanging it.
+    static func answered<Value: Sendable>(
+        within bound: Duration = .seconds(10), _ work: @escaping @Sendable () throws(SecurityError) -> Value
+    ) -> Answer<Value> {
+        let answer = Answer<Value>()
+        DispatchQueue.global().async {
+            answer.set(Result { () throws(SecurityError) -> Value in try work() })
+        }
+        _ = answer.wait(for: TestTime.scaled(bound))
+        return answer
+    }
+
+    /// The result of work run on another thread, once it has one.
+    final class Answer<Value: Sendable>: @unchecked Sendable {
+        // @unchecked: `result` is read and written only with `condition` locked.
+        private let condition = NSCondition()
+        private var result: Result<Value, SecurityError>?
+
+        /// The result now, if there is one.
+        var value: Result<Value, SecurityError>? {
+            condition.withLock { result }
+        }
+
+        func set(_ result: Result<Value, SecurityError>) {
+            condition.withLock {
+                self.result = result
+                condition.broadcast()
+            }
+        }
+
+        /// Waits up to `timeout` (for ever when `nil`) for the result.
+        @discardableResult
+        func wait(for timeout: Duration? = nil) -> Result<Value, SecurityError>? {
+            let limit = timeout.map { Date() + Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
+            return condition.withLock {
+                while result == nil {
+                    if let limit { guard condition.wait(until: limit) else { break } } else { condition.wait() }
+                }
+                return result
+            }
+        }
+    }
+
+    /// Holds every build that calls ``hold()`` until ``release()``.
+    final class HeldBuild: @unchecked Sendable {
+        // @unchecked: the counters are read and written only with `condition` locked.
+        private let condition = NSCondition()
+        private var released = false
+        private var entered = 0
+
+        func hold() {
+            condition.withLock {
+                entered += 1
+                condition.broadcast()
+                while !released { condition.wait() }
+            }
+        }
+
+        /// Whether `count` builds have reached ``hold()`` within 10 s (scaled).
+        func waitUntilEntered(_ count: Int) -> Bool {
+            let limit = Date() + Double(10 * TestTime.scale)
+            return condition.withLock {
+                while entered < count { guard condition.wait(until: limit) else { return entered >= count } }
+                return true
+            }
+        }
+
+        func release() {
+            condition.withLock {
+                released = true
+                condition.broadcast()
+            }
+        }
     }
 
     @Test("Terms with a client certificate build a second context, which presents it to a server that requires one")

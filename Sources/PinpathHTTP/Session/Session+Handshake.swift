@@ -50,10 +50,19 @@ extension Session {
                 clientCertificate: certificate.map {
                     ClientCertificateFiles(certificatePath: $0.certificatePath, keyPath: $0.keyPath, password: $0.password)
                 })
+            // Off the cooperative pool and bounded by the check's deadline: a client certificate's files may sit on
+            // a file system that does not answer, and only the checks of that certificate may wait for it.
             do {
-                tls = HandshakeTLS(context: try tlsContexts.context(for: terms), serverName: host, verifier: verifier)
+                tls = HandshakeTLS(
+                    context: try await tlsContexts.context(for: terms, deadline: deadline), serverName: host, verifier: verifier)
             } catch {
-                return .failure(HTTPError(.tlsFailed, "\(label): \(error.message)"))
+                let code: HTTPError.Code =
+                    switch error.code {
+                    case .timedOut: .timedOut
+                    case .cancelled: .cancelled
+                    default: .tlsFailed
+                    }
+                return .failure(HTTPError(code, "\(label): \(error.message)"))
             }
         }
         let check = HandshakeCheck(

@@ -2,17 +2,19 @@ import COpenSSL
 import PinpathSupport
 
 /// A client certificate and its private key for mutual TLS, checked when they are configured rather than in
-/// the first handshake: both files readable PEM, the key decrypted with its password (or not encrypted when
-/// there is none), and the key the certificate's.
+/// the first handshake: both files regular files of readable PEM (a FIFO, device or directory is refused
+/// unread, so that a pipe no one closes cannot hang a check), the key decrypted with its password (or not
+/// encrypted when there is none), and the key the certificate's.
 public enum ClientIdentity {
     /// Checks a client certificate and key.
     /// - Parameters:
     ///   - certificatePath: the certificate (PEM); the key may follow it in the same file.
     ///   - keyPath: the private key (PEM); `nil` reads it from `certificatePath`.
     ///   - password: the key's password, if it is encrypted. Never part of a message.
-    /// - Throws: ``SecurityError`` `unreadableFile` or `invalidInput` for the certificate (unreadable, no PEM
-    ///   certificate); `unusableClientKey` for the key (its file unreadable, no PEM key, encrypted with no or a
-    ///   wrong password, not the certificate's key), also when it is read from `certificatePath`.
+    /// - Throws: ``SecurityError`` `unreadableFile` or `invalidInput` for the certificate (unreadable or not a
+    ///   regular file, no PEM certificate); `unusableClientKey` for the key (its file unreadable or not a regular
+    ///   file, no PEM key, encrypted with no or a wrong password, not the certificate's key), also when it is
+    ///   read from `certificatePath`.
     public static func check(certificatePath: String, keyPath: String?, password: String?) throws(SecurityError) {
         _ = try load(certificatePath: certificatePath, keyPath: keyPath, password: password)
     }
@@ -69,7 +71,8 @@ public enum ClientIdentity {
         -> [UInt8]
     {
         do {
-            return try readWholeFile(path)
+            // A regular file only: a FIFO with a writer that never closes would block the read for ever.
+            return try readRegularFile(path)
         } catch {
             throw unreadable(path, what, code: code, error)
         }

@@ -34,6 +34,11 @@ public struct SecurityErrorCode: ErrorCode {
     public static let unusableClientCA = Self(name: "unusable_client_ca")
     /// OpenSSL itself failed (out of memory, a missing algorithm).
     public static let openSSLFailure = Self(name: "openssl_failure")
+    /// Security material was not ready before a deadline: a check's client certificate files not read and
+    /// loaded in its time (a file system that does not answer). Callers report it as a timeout.
+    public static let timedOut = Self(name: "timed_out")
+    /// The task waiting for security material was cancelled before it was ready.
+    public static let cancelled = Self(name: "cancelled")
 }
 
 extension SecurityError {
