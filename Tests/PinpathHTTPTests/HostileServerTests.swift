@@ -122,6 +122,28 @@ struct HostileServerTests {
         }
     }
 
+    @Test("Attack: trailing fields after a chunked body are not header fields: a trailing Location is not followed, a trailing Content-Type not read")
+    func trailingFieldsIgnored() async throws {
+        let session = try session()
+        var following = Self.options()
+        following.followRedirects = true
+        let redirect = try HostileServer(
+            .trailingFields(status: "HTTP/1.1 302 Found", trailers: ["Location: /elsewhere"]), directory: pki.directory)
+        defer { redirect.stop() }
+        let url = URL(string: "http://127.0.0.1:\(redirect.port)/")!
+        let response = try await session.send(SessionRequest(method: .get, url: url), options: following)
+        #expect(response.statusCode == 302 && response.redirectCount == 0, "status \(response.statusCode), \(response.redirectCount) redirects")
+        #expect(response.headers["Location"] == nil && redirect.connections == 1)
+        let typed = try HostileServer(
+            .trailingFields(status: "HTTP/1.1 200 OK", trailers: ["Content-Length: 999", "X-Trailer: evil"]), directory: pki.directory)
+        defer { typed.stop() }
+        let (error, answer, _) = await Self.attempt(session, "http://127.0.0.1:\(typed.port)/")
+        #expect(error == nil, "\(error?.message ?? "")")
+        #expect(answer?.body == Array("ok".utf8))
+        #expect(answer?.headers["X-Trailer"] == nil && answer?.headers["Content-Length"] == nil)
+        #expect(answer?.headers["Content-Type"] == "text/plain")
+    }
+
     @Test("HEAD of a 1 GiB resource is fine: the announced length of a body that is not sent is not a body")
     func headOfHugeBody() async throws {
         let server = try HostileServer(.hugeBody(announced: true), directory: pki.directory)

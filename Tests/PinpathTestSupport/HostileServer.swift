@@ -50,6 +50,9 @@ public final class HostileServer {
         /// Answers every request with `200 OK`, these extra header lines (`Name: value`) and this body: text
         /// chosen to make the client's own checks of it costly, such as a pattern that backtracks.
         case craftedBody(String, headers: [String] = [])
+        /// Answers every request with this status line, a chunked body `ok` and these trailing fields
+        /// (`Name: value`) after its last chunk: fields a client must not merge into the header section.
+        case trailingFields(status: String, trailers: [String])
     }
 
     /// The port on 127.0.0.1.
@@ -217,6 +220,11 @@ public final class HostileServer {
             connection.readRequest()
             let fields = (["Content-Type: text/plain", "Content-Length: \(body.utf8.count)"] + headers).map { $0 + "\r\n" }.joined()
             _ = connection.send("HTTP/1.1 200 OK\r\n\(fields)\r\n\(body)")
+            connection.drain()
+        case .trailingFields(let status, let trailers):
+            connection.readRequest()
+            let fields = trailers.map { $0 + "\r\n" }.joined()
+            _ = connection.send("\(status)\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n2\r\nok\r\n0\r\n\(fields)\r\n")
             connection.drain()
         case .manyCertificates, .switchingCertificates, .tlsAlertAfterHandshake:
             connection.relay(to: backendPorts[(number - 1) % backendPorts.count])

@@ -107,9 +107,11 @@ extension Transfer {
         } else if count <= 2 && line.allSatisfy({ $0 == 0x0D || $0 == 0x0A }) {
             headersComplete = true  // the blank line after a response's header section
             if bodyChannel != nil || options.progress != nil, !finalHeadArrived() { return 0 }
-        } else {
+        } else if !headersComplete {
             responseHeaders.addReceived(line: line)
         }
+        // Lines after the blank line are a chunked body's trailing fields: never merged into the header fields
+        // (RFC 9110 §6.5.1), where a trailing Location would be followed or a Content-Type believed.
         return count
     }
 
