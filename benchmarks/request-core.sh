@@ -130,6 +130,12 @@ measure() {  # NAME, command...
   local name=$1; shift
   run "$@" >>"$work/$name"
 }
+# A peer's measurement: a peer that fails records `failed` for its round (its rows leave that round out) rather
+# than ending the run.
+measure_peer() {  # NAME, command...
+  local name=$1; shift
+  run "$@" >>"$work/$name" || { echo "request-core.sh: $name failed in this round" >&2; echo failed >>"$work/$name"; }
+}
 # URLSession with FILE as libcurl's default CA file, in a private mount namespace.
 with_system_ca() {  # FILE, command...
   local file=$1; shift
@@ -154,14 +160,14 @@ for round in $(seq "$ROUNDS"); do
   measure gated "$BENCH" get "$http" "$COUNT" 1 gate
   measure ungated "$BENCH" get "$http" "$COUNT" 1
   if [[ $PEERS == 1 ]]; then
-    measure ahc1 "$peers" ahc "$http" "$COUNT" 1
-    measure urlsession1 "$peers" urlsession "$http" "$COUNT" 1
-    measure ahc16 "$peers" ahc "$http" $((COUNT * 4)) 16
-    measure urlsession16 "$peers" urlsession "$http" $((COUNT * 4)) 16
-    measure ahc_tls "$peers" ahc "$https" "$HANDSHAKES" 1 fresh "ca=$work/root.pem"
+    measure_peer ahc1 "$peers" ahc "$http" "$COUNT" 1
+    measure_peer urlsession1 "$peers" urlsession "$http" "$COUNT" 1
+    measure_peer ahc16 "$peers" ahc "$http" $((COUNT * 4)) 16
+    measure_peer urlsession16 "$peers" urlsession "$http" $((COUNT * 4)) 16
+    measure_peer ahc_tls "$peers" ahc "$https" "$HANDSHAKES" 1 fresh "ca=$work/root.pem"
     if [[ $urlsession_tls == 1 ]]; then
-      measure urlsession_tls_root with_system_ca "$work/root.pem" "$peers" urlsession "$https" "$HANDSHAKES" 1 fresh
-      measure urlsession_tls_system with_system_ca "$work/system-and-root.pem" "$peers" urlsession "$https" "$HANDSHAKES" 1 fresh
+      measure_peer urlsession_tls_root with_system_ca "$work/root.pem" "$peers" urlsession "$https" "$HANDSHAKES" 1 fresh
+      measure_peer urlsession_tls_system with_system_ca "$work/system-and-root.pem" "$peers" urlsession "$https" "$HANDSHAKES" 1 fresh
     fi
   fi
 done
@@ -200,11 +206,15 @@ header() { printf '%-52s %12s %12s %8s\n' "" "${2:-pinpath}" "$1" "ratio"; }  # 
 row() {  # label, pinpath's measurement, the peer's, field
   python3 - "$work/$2" "$work/$3" "$4" "$1" <<'PY'
 import re, statistics, sys
-def figures(path, field):
-    return [float(m.group(1)) for line in open(path) if (m := re.search(rf"\b{field}=([0-9.]+)", line))]
+def figures(path, field):  # one per round; None where a peer failed that round
+    return [float(m.group(1)) if (m := re.search(rf"\b{field}=([0-9.]+)", line)) else None for line in open(path)]
 ours, peer = figures(sys.argv[1], sys.argv[3]), figures(sys.argv[2], sys.argv[3])
-ratio = statistics.median(o / p for o, p in zip(ours, peer))
-print(f"{sys.argv[4]:<52} {statistics.median(ours):>12.2f} {statistics.median(peer):>12.2f} {ratio:>8.2f}")
+pairs = [(o, p) for o, p in zip(ours, peer) if o is not None and p is not None]
+if not pairs:
+    print(f"{sys.argv[4]:<52} {'no round':>12}")
+    sys.exit()
+ratio = statistics.median(o / p for o, p in pairs)
+print(f"{sys.argv[4]:<52} {statistics.median(o for o, _ in pairs):>12.2f} {statistics.median(p for _, p in pairs):>12.2f} {ratio:>8.2f}")
 PY
 }
 # pinpath-bench's `executor` runs its request loops on the session's libcurl thread (Session.executor);
@@ -262,6 +272,8 @@ if [[ $PEERS == 1 ]]; then
       row "  CPU per handshake request (us)" ours_tls urlsession_tls_system cpu_us_per_request
     fi
   done
+  # Requests a peer had to send again (URLSession now and then never completes one): they are in its figures.
+  grep -H 'failed_attempts=[1-9]\|^failed' "$work"/ahc* "$work"/urlsession* 2>/dev/null | sed "s|^$work/|  sent again or failed: |" || true
   # The peers against libcurl's C loop, for reading the table of issue 30.
   header AHC libcurl
   row "keep-alive GET, 1 at a time (req/s)" floor1 ahc1 rps
