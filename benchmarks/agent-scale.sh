@@ -40,6 +40,14 @@
 # blackbox_exporter's tcp prober with `tls: true`, its "tls" module, on the same nginx). Both kinds in one run
 # give CPU per tls:// probe next to blackbox_exporter's tls module and next to pinpath's own https probe.
 # The libcurl floor is an https request and runs for the https kind only.
+# `tls` also runs OpenSSL's floor of a tls:// probe (issue 30): benchmarks/openssl-floor.c with one SSL_CTX and
+# trust store, handshake only (verify, close_notify, close), N/2 connections paced at N/60 per second (`ossl`).
+# `tcp` (issue 30): pinpath's tcp://127.0.0.1:PORT endpoints (connect only) on the same nginx port, against
+# blackbox_exporter's tcp prober without TLS (module tcp_connect).
+# Every pinpath run also reports its threads: the most seen in /proc/PID/status (sampled every 0.5 s) and the
+# threads it created in steady state (perf's task:task_newtask tracepoint on the process, from the end of the
+# first pass to SIGTERM; `nan` without perf): no thread per probe means that count stays near 0 however many
+# probes ran.
 #
 # It measures and prints; it asserts nothing. The issue's goals, for reading the table (issue 17): CPU per
 # probe at most 1.15× the request core's (pp/core) and at most 0.5× blackbox_exporter's (pp/bb), RSS under
@@ -56,9 +64,9 @@
 #             2-3 times; the agent's first pass is spread over the first N ms, at most 10 s)
 #   MODES     pinpath policies to run: "pinned", "none", each optionally with "+listen" (default "pinned");
 #             "pinned pinned+listen" compares the agent's CPU per probe without and with /metrics
-#   KINDS     probe kinds: "https", "tls" or both (default "https")
+#   KINDS     probe kinds: any of "https", "tls", "tcp" (default "https")
 #   SCRAPES   back-to-back scrapes of /metrics that measure one scrape's CPU in +listen modes (default 20)
-#   SKIP      any of "blackbox core floor" to leave those out (default none)
+#   SKIP      any of "blackbox core floor openssl" to leave those out (default none)
 #   KEEP      1 to keep the work directory (events, configs, RSS samples); its path is printed
 #
 # Needs root only for apt-get (nginx-light and prometheus-blackbox-exporter are installed when missing), plus
@@ -82,16 +90,17 @@ source "$here/lib/loopback-tls.sh"
 [[ $SKIP == *core* || -x $BENCH ]] || die "no executable at BENCH=$BENCH (build pinpath-bench, or SKIP=core)"
 [[ $DURATION =~ ^[0-9]+$ && $DURATION -ge 30 ]] || die "DURATION must be a number of seconds, at least 30"
 for n in $NS; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "NS must list positive integers (got '$n')"; done
-for kind in $KINDS; do [[ $kind == https || $kind == tls ]] || die "KINDS must list https and/or tls (got '$kind')"; done
+for kind in $KINDS; do [[ $kind == https || $kind == tls || $kind == tcp ]] || die "KINDS must list https, tls and/or tcp (got '$kind')"; done
 
 if [[ $SKIP == *blackbox* ]]; then install_missing no-blackbox; else install_missing; fi
 
 cc -O2 -o "$work/curl-floor" "$here/curl-floor.c" $(pkg-config --cflags --libs libcurl)
+cc -O2 -o "$work/openssl-floor" "$here/openssl-floor.c" $(pkg-config --cflags --libs openssl)
 
 start_tls_nginx
 
-# Writes a pinpath configuration with N endpoints of a kind (https: one path each; tls: the same host and port
-# under N names) and the given policy mode.
+# Writes a pinpath configuration with N endpoints of a kind (https: one path each; tls and tcp: the same host and
+# port under N names) and the given policy mode (a tcp:// endpoint has none: no TLS).
 write_config() {
     local n=$1 mode=$2 file=$3 kind=$4
     {
@@ -110,6 +119,8 @@ write_config() {
         for ((i = 1; i <= n; i++)); do
             if [[ $kind == tls ]]; then
                 echo "  - {name: e$i, url: \"tls://127.0.0.1:$https_port\", interval: ${INTERVAL}s, policy: bench}"
+            elif [[ $kind == tcp ]]; then
+                echo "  - {name: e$i, url: \"tcp://127.0.0.1:$https_port\", interval: ${INTERVAL}s}"
             else
                 echo "  - {name: e$i, url: \"$base/e$i\", interval: ${INTERVAL}s, policy: bench}"
             fi
@@ -121,7 +132,8 @@ write_config() {
 scrape() { curl -s --max-time 10 --unix-socket "$1" http://localhost/metrics | wc -c; }
 
 # Runs pinpath; prints "cpu_ms_per_probe cpu_pct rss_mib p99_ms probes failures startup_cpu_s steady_ms
-# scrape_cpu_ms scrape_bytes" (the last two "nan 0" without +listen).
+# scrape_cpu_ms scrape_bytes max_threads new_threads" (scrape's two "nan 0" without +listen; new_threads: created
+# in steady state, nan without perf).
 run_pinpath() {
     local n=$1 mode=$2 kind=$3
     local config=$work/agent-$n-$mode-$kind.yaml events=$work/events-$n-$mode-$kind.jsonl rss=$work/rss-pinpath-$n-$mode-$kind
@@ -133,7 +145,10 @@ run_pinpath() {
     sample_rss "$pid" "$rss" & local sampler=$!; pids+=("$sampler")
     # Steady state starts when every endpoint has reported once (its first endpoint.state_changed).
     local first_pass_done=0 socket=$work/metrics-$n-$kind.sock next_scrape=$((SECONDS + 15))
+    local max_threads=0 threads perf_pid='' newtask=$work/newtask-$n-$mode-$kind
     while ((SECONDS - started < DURATION)); do
+        threads=$(awk '/^Threads:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0)
+        if ((${threads:-0} > max_threads)); then max_threads=$threads; fi
         if [[ $mode == *+listen ]] && ((SECONDS >= next_scrape)); then
             scrape "$socket" >/dev/null; next_scrape=$((SECONDS + 15))
         fi
@@ -141,6 +156,9 @@ run_pinpath() {
         if ((!first_pass_done)) && [[ -f $events ]] && (($(grep -c '"endpoint.state_changed"' "$events") >= n)); then
             first_pass_done=1
             cpu0=$(cpu_seconds "$pid"); t0=$(date +%s.%N)
+            if command -v perf >/dev/null; then
+                perf stat -e task:task_newtask -x, -o "$newtask" -p "$pid" 2>/dev/null & perf_pid=$!; pids+=("$perf_pid")
+            fi
         fi
         sleep 0.5
     done
@@ -151,8 +169,12 @@ run_pinpath() {
         kill -TERM "$pid"; wait "$pid" || true
         die "pinpath: not every endpoint reported within ${DURATION}s (see $events)"
     fi
-    local cpu1 t1
+    local cpu1 t1 new_threads=nan
     cpu1=$(cpu_seconds "$pid"); t1=$(date +%s.%N)
+    if [[ -n $perf_pid ]]; then
+        kill -INT "$perf_pid"; wait "$perf_pid" || true; forget "$perf_pid"
+        new_threads=$(awk -F, '/task:task_newtask/ { print $1 }' "$newtask")
+    fi
     local scrape_ms=nan scrape_bytes=0
     if [[ $mode == *+listen ]]; then
         # Each scrape's CPU on NIO's thread; the median of SCRAPES (and the range, for the noise).
@@ -165,17 +187,18 @@ run_pinpath() {
     fi
     kill -TERM "$pid"; wait "$pid" || true; forget "$pid"
     wait "$sampler" 2>/dev/null || true; forget "$sampler"
-    python3 - "$events" "$cpu0" "$cpu1" "$t0" "$t1" "$(peak_mib "$rss")" "$n" "$INTERVAL" "$scrape_ms" "$scrape_bytes" <<'PY'
+    python3 - "$events" "$cpu0" "$cpu1" "$t0" "$t1" "$(peak_mib "$rss")" "$n" "$INTERVAL" "$scrape_ms" "$scrape_bytes" \
+        "$max_threads" "${new_threads:-nan}" <<'PY'
 import json, sys
 events, cpu0, cpu1, t0, t1, rss, n, interval = sys.argv[1], *map(float, sys.argv[2:6]), sys.argv[6], *map(float, sys.argv[7:9])
-scrape_ms, scrape_bytes = sys.argv[9], sys.argv[10]
+scrape_ms, scrape_bytes, max_threads, new_threads = sys.argv[9:13]
 stop = [e for e in map(json.loads, open(events)) if e["event"] == "agent.stopping"]
 if not stop: sys.exit("agent-scale: no agent.stopping event in " + events)
 s = stop[-1]
 late = s["schedule_lateness_ms"] or {}
 print(f"{cpu1 / s['probes'] * 1000:.3f} {(cpu1 - cpu0) / (t1 - t0) * 100:.1f} {rss} {late.get('p99', 'nan')} "
       f"{s['probes']} {s['failures']} {cpu0:.2f} {(cpu1 - cpu0) / ((t1 - t0) * n / interval) * 1000:.3f} "
-      f"{scrape_ms} {scrape_bytes}")
+      f"{scrape_ms} {scrape_bytes} {max_threads} {new_threads}")
 PY
 }
 
@@ -183,6 +206,18 @@ PY
 run_floor() {
     local n=$1 out
     out=$("$work/curl-floor" "$base/e1" "$(((n + 1) / 2))" 64 fresh "ca=$work/root.pem" ${2:+"$2"} "rate=$(calc "$n / $INTERVAL" 3)")
+    python3 - "$out" <<'PY'
+import sys
+f = dict(kv.split("=") for kv in sys.argv[1].split())
+print(f"{float(f['cpu_us_per_request']) / 1000:.3f} {f['rss_mib']} {f['requests']}")
+PY
+}
+
+# OpenSSL's floor of a tls:// probe: N/2 handshakes with one SSL_CTX, paced at N/60 per second; prints
+# "cpu_ms_per_handshake rss_mib handshakes".
+run_openssl_floor() {
+    local n=$1 out
+    out=$("$work/openssl-floor" "$base/" "$(((n + 1) / 2))" "ca=$work/root.pem" handshake-only "rate=$(calc "$n / $INTERVAL" 3)")
     python3 - "$out" <<'PY'
 import sys
 f = dict(kv.split("=") for kv in sys.argv[1].split())
@@ -222,6 +257,11 @@ for n in $NS; do
         table[$n,core]=$(run_core "$n")
         echo "  $n request core: ${table[$n,core]}" >&2
     fi
+    if [[ $SKIP != *openssl* && " $KINDS " == *" tls "* ]]; then
+        echo "agent-scale: N=$n openssl floor (tls:// handshake, one SSL_CTX)…" >&2
+        table[$n,openssl]=$(run_openssl_floor "$n")
+        echo "  $n openssl floor: ${table[$n,openssl]}" >&2
+    fi
     if [[ $SKIP != *floor* && " $KINDS " == *" https "* ]]; then
         echo "agent-scale: N=$n curl floor…" >&2
         table[$n,floor]=$(run_floor "$n")
@@ -232,19 +272,26 @@ for n in $NS; do
 done
 
 echo
-row='%-6s %-5s %-6s %8s %8s %8s %8s %8s %7s %6s %6s %7s %8s %8s %6s %7s %6s %15s\n'
-printf "$row" N kind policy "pp ms" "core ms" "bb ms" "curl ms" "c+ca ms" "pp/core" "pp/bb" "pp/c" "pp/c+ca" "pp RSS" "bb RSS" "pp CPU%" "p99 ms" "fail" "probes pp/bb"
+row='%-6s %-5s %-6s %8s %8s %8s %8s %8s %8s %7s %6s %6s %7s %7s %8s %8s %6s %7s %6s %15s %5s %5s\n'
+printf "$row" N kind policy "pp ms" "core ms" "bb ms" "curl ms" "c+ca ms" "ossl ms" "pp/core" "pp/bb" "pp/c" "pp/c+ca" "pp/ossl" \
+    "pp RSS" "bb RSS" "pp CPU%" "p99 ms" "fail" "probes pp/bb" "thr" "new"
 for n in $NS; do
     read -r core_ms _ _ <<<"${table[$n,core]:-nan nan 0}"
     read -r c_ms _ _ <<<"${table[$n,floor]:-nan nan 0}"
     read -r cc_ms _ _ <<<"${table[$n,cached]:-nan nan 0}"
+    read -r os_ms _ _ <<<"${table[$n,openssl]:-nan nan 0}"
     for kind in $KINDS; do
         read -r bb_ms bb_rss bb_probes bb_ok <<<"${table[$n,$kind,blackbox]:-nan nan 0 0}"
+        # Each floor is of its own kind: libcurl's and the core's of an https request, OpenSSL's of a tls:// handshake.
+        kind_core=nan kind_c=nan kind_cc=nan kind_os=nan
+        if [[ $kind == https ]]; then kind_core=$core_ms kind_c=$c_ms kind_cc=$cc_ms; fi
+        if [[ $kind == tls ]]; then kind_os=$os_ms; fi
         for mode in $MODES; do
-            read -r pp_ms pp_pct pp_rss pp_p99 pp_probes pp_fail _ <<<"${table[$n,$kind,pinpath,$mode]}"
-            printf "$row" "$n" "$kind" "$mode" "$pp_ms" "$core_ms" "$bb_ms" "$c_ms" "$cc_ms" "$(calc "$pp_ms / $core_ms")" \
-                "$(calc "$pp_ms / $bb_ms")" "$(calc "$pp_ms / $c_ms")" \
-                "$(calc "$pp_ms / $cc_ms")" "${pp_rss}M" "${bb_rss}M" "$pp_pct" "$pp_p99" "$pp_fail" "$pp_probes/$bb_probes"
+            read -r pp_ms pp_pct pp_rss pp_p99 pp_probes pp_fail _ _ _ _ pp_threads pp_new <<<"${table[$n,$kind,pinpath,$mode]}"
+            printf "$row" "$n" "$kind" "$mode" "$pp_ms" "$kind_core" "$bb_ms" "$kind_c" "$kind_cc" "$kind_os" \
+                "$(calc "$pp_ms / $kind_core")" "$(calc "$pp_ms / $bb_ms")" "$(calc "$pp_ms / $kind_c")" \
+                "$(calc "$pp_ms / $kind_cc")" "$(calc "$pp_ms / $kind_os")" "${pp_rss}M" "${bb_rss}M" "$pp_pct" "$pp_p99" \
+                "$pp_fail" "$pp_probes/$bb_probes" "$pp_threads" "$pp_new"
         done
     done
     if [[ " $KINDS " == *" https "* && " $KINDS " == *" tls "* ]]; then
@@ -262,6 +309,8 @@ echo "bb = blackbox_exporter (its own CPU over the drive, the driver's not count
 echo "core = the request core's own full-handshake request (pinpath-bench paced, in process, the agent's probe options) paced"
 echo "at N/60/s (an https request; pp/core is meant for the https kind),"
 echo "curl = curl-floor.c paced at N/60/s (an https request), c+ca = the same with libcurl's CA cache (CURLOPT_CAPATH cleared);"
+echo "ossl = openssl-floor.c, a tls:// probe's floor: handshake only, one SSL_CTX, paced at N/60/s;"
+echo "thr = the most threads pinpath had (sampled every 0.5 s); new = threads it created in steady state (perf);"
 echo "ms = CPU ms per probe or request, M = MiB; RSS = peak VmRSS sampled each second; p99 = agent.stopping's"
 echo "schedule_lateness_ms.p99 (ms)."
 for n in $NS; do
@@ -271,7 +320,8 @@ for n in $NS; do
         for mode in $MODES; do
             read -r _ _ _ _ _ _ pp_startup pp_steady scrape_ms scrape_bytes <<<"${table[$n,$kind,pinpath,$mode]}"
             echo "N=$n $kind $mode: pinpath CPU until its first pass was done ${pp_startup}s; in steady state ${pp_steady} ms per probe"
-            echo "  (steady CPU over the scheduled N/$INTERVAL probes a second: $(calc "$pp_steady / $core_ms")× core,"
+            kind_core=nan; if [[ $kind == https ]]; then kind_core=$core_ms; fi
+            echo "  (steady CPU over the scheduled N/$INTERVAL probes a second: $(calc "$pp_steady / $kind_core")× core,"
             echo "  $(calc "$pp_steady / $bb_ms")× bb); blackbox probe_success 1 in $bb_ok of $bb_probes"
             if [[ $mode == *+listen ]]; then
                 echo "  /metrics: ${scrape_ms%%/*} ms of CPU per scrape, median (${scrape_ms#*/} ms; NIO's thread, $SCRAPES scrapes of $scrape_bytes bytes, $n endpoints)"

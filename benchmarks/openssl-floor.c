@@ -1,13 +1,17 @@
 /* The floor of a full-handshake request: OpenSSL used directly, no libcurl, no Swift. Built and run by
  * benchmarks/request-core.sh:
- *   openssl-floor https://HOST:PORT/ COUNT ca=FILE [context-per-connection]
+ *   openssl-floor https://HOST:PORT/ COUNT ca=FILE [context-per-connection] [handshake-only] [rate=PER_SECOND]
  * COUNT connections one after another, each: TCP connect, a full TLS handshake (no session resumption),
  * the chain verified against the CA file and the host checked as pinpath's policy checks it
  * (X509_VERIFY_PARAM_set1_host or set1_ip_asc, never the subject CN), one `GET / HTTP/1.1` with
  * `Connection: close`, the response read to its end, close.
  * One SSL_CTX and one trust store serve every connection (the CA file is read once); with
  * context-per-connection each connection gets a new SSL_CTX sharing that one store, as libcurl 7.88 makes
- * one per connection. Prints one line in pinpath-bench's format. */
+ * one per connection.
+ * handshake-only (benchmarks/agent-scale.sh, the floor of a tls:// probe): no request; after the verified
+ * handshake the connection sends its close_notify and closes. rate= paces the connections' starts evenly, as an
+ * agent's schedule does (one at a time; a connection that ends late delays the next).
+ * Prints one line in pinpath-bench's format. */
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <openssl/err.h>
@@ -42,7 +46,9 @@ static SSL_CTX *make_context(X509_STORE *store) {
     return context;
 }
 
-/* One request on a new connection; returns the HTTP status. */
+static int handshake_only;
+
+/* One request on a new connection; returns the HTTP status (200 for a verified handshake with handshake-only). */
 static int request(SSL_CTX *context, const struct addrinfo *address, const char *host, const char *port) {
     int fd = socket(address->ai_family, address->ai_socktype | SOCK_CLOEXEC, address->ai_protocol);
     if (fd < 0 || connect(fd, address->ai_addr, address->ai_addrlen) != 0) fail("cannot connect");
@@ -58,6 +64,12 @@ static int request(SSL_CTX *context, const struct addrinfo *address, const char 
     SSL_set_fd(ssl, fd);
     if (SSL_connect(ssl) != 1) fail("handshake failed");
     if (SSL_get_verify_result(ssl) != X509_V_OK) fail("verification failed");
+    if (handshake_only) {
+        SSL_shutdown(ssl);
+        SSL_free(ssl);
+        close(fd);
+        return 200;
+    }
     char text[512];
     int length = snprintf(text, sizeof text, "GET / HTTP/1.1\r\nHost: %s:%s\r\nUser-Agent: openssl-floor\r\nAccept: */*\r\nConnection: close\r\n\r\n", host, port);
     if (SSL_write(ssl, text, length) != length) fail("cannot send the request");
@@ -81,9 +93,12 @@ int main(int argc, char **argv) {
     if (sscanf(argv[1], "https://%255[^:/]:%15[0-9]", host, port) != 2) { fprintf(stderr, "openssl-floor: %s: use https://HOST:PORT/\n", argv[1]); return 64; }
     int count = atoi(argv[2]), per_connection = 0;
     const char *ca = NULL;
+    double rate = 0;
     for (int i = 3; i < argc; i++) {
         if (!strncmp(argv[i], "ca=", 3)) ca = argv[i] + 3;
         if (!strcmp(argv[i], "context-per-connection")) per_connection = 1;
+        if (!strcmp(argv[i], "handshake-only")) handshake_only = 1;
+        if (!strncmp(argv[i], "rate=", 5)) rate = atof(argv[i] + 5);
     }
     if (!ca || count <= 0) { fprintf(stderr, "openssl-floor: needs ca=FILE and a positive COUNT\n"); return 64; }
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *address;
@@ -99,6 +114,8 @@ int main(int argc, char **argv) {
 
     double cpu0 = cpu(), t0 = now();
     for (int i = 0; i < count; i++) {
+        double wait = rate > 0 ? t0 + i / rate - now() : 0;
+        if (wait > 0) nanosleep(&(struct timespec){.tv_sec = (time_t)wait, .tv_nsec = (long)((wait - (time_t)wait) * 1e9)}, NULL);
         SSL_CTX *context = shared ? shared : make_context(store);
         int status = request(context, address, host, port);
         if (!shared) SSL_CTX_free(context);

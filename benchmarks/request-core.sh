@@ -14,6 +14,13 @@
 #      the machine's load: the figures to compare between builds, each split by where they run: pinpath's
 #      own code (the pinpath-bench binary, its static Swift runtime included), libcurl, OpenSSL (libssl and
 #      libcrypto), libc, the rest.
+#   6. the Swift peers (PEERS=1, the default): AsyncHTTPClient and URLSession (FoundationNetworking), built from
+#      benchmarks/swift-peers (a package of its own, not pinpath's), on the same nginx in the same rounds: the
+#      keep-alive rows (1 at a time, 16 at once, from the pool as pinpath's) and the full-handshake row. AHC trusts
+#      the bench root through its TLSConfiguration; URLSession on Linux can trust only libcurl's default CA file
+#      (the system store), so its handshake rows run in a private mount namespace (root) where that file is the
+#      system bundle with the bench root appended (what a user would do: its cost includes reading the bundle per
+#      connection, as Debian's libcurl does), and where it holds the bench root alone (the least it can cost).
 # 1-3 run ROUNDS times, every program once per round; each row is the median of the rounds, and its ratio
 # the median of the rounds' ratios.
 # Servers: nginx (Debian's package) for 1-3, a Python asyncio server that answers after 2 s for 4.
@@ -23,13 +30,16 @@
 #   BENCH=$PWD/.build/release/pinpath-bench benchmarks/request-core.sh
 #
 # Environment: COUNT keep-alive requests per run (default 5000; 16 at once make 4 × COUNT), HANDSHAKES
-# full-handshake requests per run (default 500), ROUNDS (default 3), CALLGRIND=0 to skip 5.
+# full-handshake requests per run (default 500), ROUNDS (default 3), CALLGRIND=0 to skip 5, PEERS=0 to skip 6.
+# Full-handshake rows: pinpath pinned, and pinned with the reachability gate (the agent's probe options), against
+# curl-floor with libcurl's CA cache (`cacache`), which pinpath's shared trust store matches.
 set -euo pipefail
 BENCH=${BENCH:?set BENCH to the pinpath-bench binary (see the header)}
 COUNT=${COUNT:-5000}
 HANDSHAKES=${HANDSHAKES:-500}
 ROUNDS=${ROUNDS:-3}
 CALLGRIND=${CALLGRIND:-1}
+PEERS=${PEERS:-1}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d /tmp/pinpath-request-bench.XXXXXX)
 pids=()
@@ -39,6 +49,16 @@ command -v nginx >/dev/null || { echo "request-core.sh: needs nginx (apt-get ins
 
 cc -O2 -o "$work/curl-floor" "$here/curl-floor.c" $(pkg-config --cflags --libs libcurl)
 cc -O2 -o "$work/openssl-floor" "$here/openssl-floor.c" $(pkg-config --cflags --libs openssl)
+if [[ $PEERS == 1 ]]; then
+  # Its own .build under benchmarks/swift-peers; the first build takes several minutes (SwiftNIO, NIOSSL).
+  echo "building the Swift peers (benchmarks/swift-peers; PEERS=0 skips them)…" >&2
+  swift build -c release --static-swift-stdlib --package-path "$here/swift-peers" >&2 \
+    || { echo "request-core.sh: the Swift peers did not build (PEERS=0 skips them)" >&2; exit 1; }
+  peers=$(swift build -c release --package-path "$here/swift-peers" --show-bin-path)/SwiftPeers
+  if [[ $(id -u) == 0 ]] && command -v unshare >/dev/null; then urlsession_tls=1; else
+    urlsession_tls=0; echo "request-core.sh: not root: no URLSession handshake rows (its trust store is the system's)" >&2
+  fi
+fi
 
 # A root and a leaf for 127.0.0.1.
 cd "$work"
@@ -47,6 +67,8 @@ openssl req -x509 -newkey rsa:2048 -nodes -keyout root.key -out root.pem -subj /
 openssl req -newkey rsa:2048 -nodes -keyout leaf.key -out leaf.csr -subj /CN=127.0.0.1 2>/dev/null
 printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:false\nextendedKeyUsage=serverAuth\n' > leaf.ext
 openssl x509 -req -in leaf.csr -CA root.pem -CAkey root.key -CAcreateserial -days 2 -extfile leaf.ext -out leaf.pem 2>/dev/null
+# URLSession's trust stores (6): the system bundle with the bench root appended, and the bench root alone.
+cat "$(curl-config --ca)" root.pem > system-and-root.pem
 pin=$(openssl x509 -in leaf.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64)
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -110,6 +132,17 @@ measure() {  # NAME, command...
   local name=$1; shift
   run "$@" >>"$work/$name"
 }
+# A peer's measurement: a peer that fails records `failed` for its round (its rows leave that round out) rather
+# than ending the run.
+measure_peer() {  # NAME, command...
+  local name=$1; shift
+  run "$@" >>"$work/$name" || { echo "request-core.sh: $name failed in this round" >&2; echo failed >>"$work/$name"; }
+}
+# URLSession with FILE as libcurl's default CA file, in a private mount namespace.
+with_system_ca() {  # FILE, command...
+  local file=$1; shift
+  unshare -m --propagation private sh -c 'mount --bind "$0" "$1" && shift && exec "$@"' "$file" "$(curl-config --ca)" "$@"
+}
 for round in $(seq "$ROUNDS"); do
   echo "round $round of $ROUNDS:" >&2
   measure floor1 "$work/curl-floor" "$http" "$COUNT" 1
@@ -123,10 +156,22 @@ for round in $(seq "$ROUNDS"); do
   measure floor_tls "$work/curl-floor" "$https" "$HANDSHAKES" 1 fresh "ca=$work/root.pem"
   measure floor_tls_cache "$work/curl-floor" "$https" "$HANDSHAKES" 1 fresh "ca=$work/root.pem" cacache
   measure ours_tls "$BENCH" get "$https" "$HANDSHAKES" 1 fresh "ca=$work/root.pem" "pin=sha256/$pin"
+  measure ours_tls_gate "$BENCH" get "$https" "$HANDSHAKES" 1 fresh "ca=$work/root.pem" "pin=sha256/$pin" gate
   measure openssl_tls "$work/openssl-floor" "$https" "$HANDSHAKES" "ca=$work/root.pem"
   measure openssl_ctx_tls "$work/openssl-floor" "$https" "$HANDSHAKES" "ca=$work/root.pem" context-per-connection
   measure gated "$BENCH" get "$http" "$COUNT" 1 gate
   measure ungated "$BENCH" get "$http" "$COUNT" 1
+  if [[ $PEERS == 1 ]]; then
+    measure_peer ahc1 "$peers" ahc "$http" "$COUNT" 1
+    measure_peer urlsession1 "$peers" urlsession "$http" "$COUNT" 1
+    measure_peer ahc16 "$peers" ahc "$http" $((COUNT * 4)) 16
+    measure_peer urlsession16 "$peers" urlsession "$http" $((COUNT * 4)) 16
+    measure_peer ahc_tls "$peers" ahc "$https" "$HANDSHAKES" 1 fresh "ca=$work/root.pem"
+    if [[ $urlsession_tls == 1 ]]; then
+      measure_peer urlsession_tls_root with_system_ca "$work/root.pem" "$peers" urlsession "$https" "$HANDSHAKES" 1 fresh
+      measure_peer urlsession_tls_system with_system_ca "$work/system-and-root.pem" "$peers" urlsession "$https" "$HANDSHAKES" 1 fresh
+    fi
+  fi
 done
 inflight=$(run "$BENCH" inflight "http://127.0.0.1:$slow_port/" 1000)
 
@@ -185,15 +230,19 @@ echo
 # The other processes' load changes CPU per request too (caches, frequency): say what it was.
 echo "load average (1, 5, 15 min): before $load_before, after $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "medians of $ROUNDS rounds; the ratio is the median of the rounds' ratios"
-header() { printf '%-52s %12s %12s %8s\n' "" "pinpath" "$1" "ratio"; }
+header() { printf '%-52s %12s %12s %8s\n' "" "${2:-pinpath}" "$1" "ratio"; }  # PEER [OURS]
 row() {  # label, pinpath's measurement, the peer's, field
   python3 - "$work/$2" "$work/$3" "$4" "$1" <<'PY'
 import re, statistics, sys
-def figures(path, field):
-    return [float(m.group(1)) for line in open(path) if (m := re.search(rf"\b{field}=([0-9.]+)", line))]
+def figures(path, field):  # one per round; None where a peer failed that round
+    return [float(m.group(1)) if (m := re.search(rf"\b{field}=([0-9.]+)", line)) else None for line in open(path)]
 ours, peer = figures(sys.argv[1], sys.argv[3]), figures(sys.argv[2], sys.argv[3])
-ratio = statistics.median(o / p for o, p in zip(ours, peer))
-print(f"{sys.argv[4]:<52} {statistics.median(ours):>12.2f} {statistics.median(peer):>12.2f} {ratio:>8.2f}")
+pairs = [(o, p) for o, p in zip(ours, peer) if o is not None and p is not None]
+if not pairs:
+    print(f"{sys.argv[4]:<52} {'no round':>12}")
+    sys.exit()
+ratio = statistics.median(o / p for o, p in pairs)
+print(f"{sys.argv[4]:<52} {statistics.median(o for o, _ in pairs):>12.2f} {statistics.median(p for _, p in pairs):>12.2f} {ratio:>8.2f}")
 PY
 }
 # pinpath-bench's `executor` runs its request loops on the session's libcurl thread (Session.executor);
@@ -216,7 +265,9 @@ row "  CPU per request, 16 at once (us)" ours16 floor16_same cpu_us_per_request
 header libcurl
 row "full-handshake HTTPS, pinned vs not (req/s)" ours_tls floor_tls rps
 row "  CPU per handshake request (us)" ours_tls floor_tls cpu_us_per_request
-row "  vs libcurl with its CA cache (us; goal <= 1.05)" ours_tls floor_tls_cache cpu_us_per_request
+header "c+cache"
+row "  CPU per handshake request (us; goal <= 1.05)" ours_tls floor_tls_cache cpu_us_per_request
+row "  pinned and gated (us)" ours_tls_gate floor_tls_cache cpu_us_per_request
 header openssl
 row "  CPU per handshake request, one SSL_CTX (us)" ours_tls openssl_tls cpu_us_per_request
 row "  CPU per handshake request, SSL_CTX each (us)" ours_tls openssl_ctx_tls cpu_us_per_request
@@ -231,6 +282,31 @@ print(f"{'reachability gate: added wall time per request (us)':<52} {wall:>12.1f
 print(f"{'reachability gate: added CPU per request (us)':<52} {cpu:>12.1f}")
 PY
 printf '%-52s %12s\n' "RSS with 1,000 requests in flight (MiB)" "$(field peak_rss_mib <<<"$inflight")"
+if [[ $PEERS == 1 ]]; then
+  # pinpath from the pool (a task on the global executor), as the peers' requests are.
+  for peer in ahc urlsession; do
+    if [[ $peer == ahc ]]; then header AHC; else header URLSession; fi
+    row "keep-alive GET, 1 at a time (req/s)" ours1_pool ${peer}1 rps
+    row "  CPU per request, 1 at a time (us)" ours1_pool ${peer}1 cpu_us_per_request
+    row "keep-alive GET, 16 at once (req/s)" ours16_pool ${peer}16 rps
+    row "  CPU per request, 16 at once (us)" ours16_pool ${peer}16 cpu_us_per_request
+    if [[ $peer == ahc ]]; then
+      row "full-handshake HTTPS (req/s)" ours_tls ahc_tls rps
+      row "  CPU per handshake request (us)" ours_tls ahc_tls cpu_us_per_request
+    elif [[ $urlsession_tls == 1 ]]; then
+      row "full-handshake HTTPS, root alone as CA file (req/s)" ours_tls urlsession_tls_root rps
+      row "  CPU per handshake request (us)" ours_tls urlsession_tls_root cpu_us_per_request
+      row "  system bundle + root as CA file (req/s)" ours_tls urlsession_tls_system rps
+      row "  CPU per handshake request (us)" ours_tls urlsession_tls_system cpu_us_per_request
+    fi
+  done
+  # Requests a peer had to send again (URLSession now and then never completes one): they are in its figures.
+  grep -H 'failed_attempts=[1-9]\|^failed' "$work"/ahc* "$work"/urlsession* 2>/dev/null | sed "s|^$work/|  sent again or failed: |" || true
+  # The peers against libcurl's C loop, for reading the table of issue 30.
+  header AHC libcurl
+  row "keep-alive GET, 1 at a time (req/s)" floor1 ahc1 rps
+  row "keep-alive GET, 16 at once (req/s)" floor16 ahc16 rps
+fi
 if [[ -n ${ir_ours:-} ]]; then
   irow() { printf '%-52s %12s %12s %8s\n' "$1" "$2" "$3" "$(python3 -c "print(f'{$2/$3:.2f}')")"; }
   header "floor"

@@ -120,7 +120,7 @@ handshakes_seen() {
 }
 
 # blackbox_exporter's configuration: the http module `https_2xx` and the tcp module `tls_connect` (tls: true), both
-# trusting the bench root.
+# trusting the bench root, and the tcp module `tcp_connect` (a TCP connection, no TLS).
 cat > "$work/blackbox.yml" <<YML
 modules:
   https_2xx:
@@ -138,15 +138,24 @@ modules:
       tls: true
       tls_config:
         ca_file: $work/root.pem
+  tcp_connect:
+    prober: tcp
+    timeout: 10s
+    tcp:
+      preferred_ip_protocol: ip4
 YML
 
 # Drives an exporter's /probe (lib/probe-driver.py: QUERY for target i = 1…N, N every INTERVAL seconds, evenly
 # spread, for DURATION seconds); prints "probes successes".
 drive_probes() { python3 "$lib/probe-driver.py" "$@"; }
 
-# The /probe query of blackbox's module for a kind (https: each endpoint's URL, one path each; tls: host:port).
+# The /probe query of blackbox's module for a kind (https: each endpoint's URL, one path each; tls and tcp: host:port).
 blackbox_query() {
-    if [[ $1 == tls ]]; then echo "module=tls_connect&target=${base#https://}"; else echo "module=https_2xx&target=$base/e{i}"; fi
+    case $1 in
+        tls) echo "module=tls_connect&target=${base#https://}" ;;
+        tcp) echo "module=tcp_connect&target=${base#https://}" ;;
+        *) echo "module=https_2xx&target=$base/e{i}" ;;
+    esac
 }
 
 # Runs blackbox_exporter driven at N probes per INTERVAL seconds for DURATION seconds; prints
