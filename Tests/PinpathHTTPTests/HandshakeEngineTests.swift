@@ -254,4 +254,18 @@ struct HandshakeEngineTests {
         try await Task.sleep(for: .milliseconds(200))
         #expect(listener.connections == 0, "a check reached port \(listener.port)")
     }
+
+    @Test("Attack: a host whose percent-decoding holds a line break is escaped in the resolver's refusal")
+    func decodedHostEscaped() async throws {
+        let session = try pki.loopbackSession()
+        defer { session.shutdown() }
+        for scheme in ["tls", "tcp"] {
+            await #expect {
+                _ = try await session.send(check("\(scheme)://forged%0Aline.invalid:443"), options: options(timeout: .seconds(5)))
+            } throws: { error in
+                guard let error = error as? HTTPError else { return false }
+                return error.code == .resolveFailed && !error.message.contains("\n") && error.message.contains("forged\\x0aline")
+            }
+        }
+    }
 }

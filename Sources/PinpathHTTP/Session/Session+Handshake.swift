@@ -88,7 +88,8 @@ extension Session {
     }
 
     /// The addresses to try for `host` of `family` (any when `nil`): the address itself, or what the resolver
-    /// answers before `deadline` (on pinpath's blocking pool, never the engine's thread).
+    /// answers before `deadline` (on pinpath's blocking pool, never the engine's thread). The host is the URL's,
+    /// percent-decoded: messages escape it (a `%0A` in a scraper's target is a line break once decoded).
     private func addressesToTry(
         _ host: String, family: IPFamily?, until deadline: ContinuousClock.Instant, label: String
     ) async -> Result<[IPAddress], HTTPError> {
@@ -108,12 +109,15 @@ extension Session {
                 let elapsed = (ContinuousClock.now - started).wholeMilliseconds
                 return .failure(HTTPError(.timedOut, "\(label): Resolving timed out after \(elapsed) milliseconds"))
             }
-            return .failure(HTTPError(.resolveFailed, "\(label): Could not resolve host: \(host)"))
+            return .failure(HTTPError(.resolveFailed, "\(label): Could not resolve host: \(UntrustedText.escaped(host))"))
         }
         guard let family else { return .success(resolved) }
         let usable = resolved.filter { $0.family == family }
         guard !usable.isEmpty else {
-            return .failure(HTTPError(.resolveFailed, "\(label): Could not resolve host: \(host) (it has no \(family.rawValue) address)"))
+            return .failure(
+                HTTPError(
+                    .resolveFailed,
+                    "\(label): Could not resolve host: \(UntrustedText.escaped(host)) (it has no \(family.rawValue) address)"))
         }
         return .success(usable)
     }
