@@ -29,18 +29,21 @@ package enum KeyPossessionCheck {
         address: TLSEndpoint, serverName: String, leaf: Certificate,
         clientCertificate: (certificate: String, key: String?)? = nil, deadline: ContinuousClock.Instant
     ) async -> Outcome {
-        await BlockingPool.shared.run {
-            check(address: address, serverName: serverName, leaf: leaf, clientCertificate: clientCertificate, deadline: deadline)
+        // The process's audit contexts: the handshake verifies nothing itself (OpenSSL still checks the signature).
+        let context = await TLSConnection.context(
+            clientCertificate: clientCertificate, in: TLSConnection.sharedContexts, label: address.description, deadline: deadline)
+        return await BlockingPool.shared.run {
+            check(address: address, serverName: serverName, leaf: leaf, context: context, deadline: deadline)
         }
     }
 
     private static func check(
-        address: TLSEndpoint, serverName: String, leaf: Certificate,
-        clientCertificate: (certificate: String, key: String?)?, deadline: ContinuousClock.Instant
+        address: TLSEndpoint, serverName: String, leaf: Certificate, context: Result<TLSClientContext, TLSConnectionError>,
+        deadline: ContinuousClock.Instant
     ) -> Outcome {
         do {
             let connection = try TLSConnection(connectingTo: address, label: address.description, deadline: deadline)
-            let handshake = try connection.handshake(serverName: serverName, clientCertificate: clientCertificate, deadline: deadline)
+            let handshake = try connection.handshake(serverName: serverName, context: try context.get(), deadline: deadline)
             guard let served = handshake.servedChain.first else {
                 return .unproven("a second handshake with \(address) showed no certificate")
             }

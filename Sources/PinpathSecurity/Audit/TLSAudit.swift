@@ -143,8 +143,16 @@ public struct TLSAudit: Sendable {
     /// ``Options/ocspResponder`` and audits again (a second handshake), so that the answer is judged as it is in
     /// a request's handshake.
     public static func run(_ endpoint: TLSEndpoint, options: Options) async -> TLSAudit {
+        await run(endpoint, options: options, contexts: TLSConnection.sharedContexts)
+    }
+
+    /// ``run(_:options:)`` on a connection made from the audit context of `contexts` (a batch's own).
+    static func run(_ endpoint: TLSEndpoint, options: Options, contexts: TLSClientContexts) async -> TLSAudit {
         await answeringOCSP(options) {
-            await BlockingPool.shared.run { TLSAudit(endpoint, options: options) }
+            let deadline = ContinuousClock.now + options.timeout
+            let context = await TLSConnection.context(
+                clientCertificate: options.clientCertificate, in: contexts, label: endpoint.description, deadline: deadline)
+            return await BlockingPool.shared.run { TLSAudit(endpoint, options: options, context: context, deadline: deadline) }
         }
     }
 
@@ -166,15 +174,24 @@ public struct TLSAudit: Sendable {
 
     /// The same as ``run(_:options:)``, blocking the calling thread.
     public init(_ endpoint: TLSEndpoint, options: Options) {
-        let serverName = options.serverName ?? endpoint.host
         let deadline = ContinuousClock.now + options.timeout
+        let context = TLSConnection.context(
+            clientCertificate: options.clientCertificate, in: TLSConnection.sharedContexts, label: endpoint.description)
+        self.init(endpoint, options: options, context: context, deadline: deadline)
+    }
+
+    /// ``init(_:options:)`` on a connection made from `context` (an audit's), or with its error once connected.
+    private init(
+        _ endpoint: TLSEndpoint, options: Options, context: Result<TLSClientContext, TLSConnectionError>,
+        deadline: ContinuousClock.Instant
+    ) {
+        let serverName = options.serverName ?? endpoint.host
         var address: String?
         do {
             let connection = try TLSConnection(
                 connectingTo: options.connectTo ?? endpoint, label: endpoint.description, deadline: deadline)
             address = connection.address
-            let handshake = try connection.handshake(
-                serverName: serverName, clientCertificate: options.clientCertificate, deadline: deadline)
+            let handshake = try connection.handshake(serverName: serverName, context: try context.get(), deadline: deadline)
             self.init(endpoint, serverName: serverName, address: connection.address, handshake: handshake, options: options)
         } catch {
             self.init(

@@ -3,6 +3,7 @@
 ///
 /// Each audit waits on the network on a thread of pinpath's pool for blocking work (``TLSAudit/run(_:options:)``,
 /// 8 threads), so the bound is about sockets and the servers' patience, not CPU; above 8, audits wait for a thread.
+/// The batch's connections share one TLS context per client certificate, built by the first audit that needs it.
 public struct TLSAuditBatch: Sendable {
     /// How many endpoints are audited at once unless a caller says otherwise.
     public static let defaultConcurrency = 8
@@ -12,6 +13,12 @@ public struct TLSAuditBatch: Sendable {
     /// How many audits run at once (at least 1).
     public let concurrency: Int
     private let options: [TLSAudit.Options]
+    /// The audit contexts of this batch's connections.
+    private let contexts = TLSClientContexts()
+
+    /// How many TLS contexts the batch has built so far: one per distinct client certificate (none, or a
+    /// file's), however many endpoints share it.
+    package var contextsBuilt: Int { contexts.contextsBuilt }
 
     /// Creates a batch.
     /// - Parameters:
@@ -40,13 +47,14 @@ public struct TLSAuditBatch: Sendable {
         let endpoints = endpoints
         let options = options
         let concurrency = concurrency
+        let contexts = contexts
         var failure: Failure?
         await withTaskGroup(of: (Int, TLSAudit).self) { group in
             var next = 0
             func startNext() {
                 guard next < endpoints.count else { return }
                 let index = next
-                group.addTask { (index, await TLSAudit.run(endpoints[index], options: options[index])) }
+                group.addTask { (index, await TLSAudit.run(endpoints[index], options: options[index], contexts: contexts)) }
                 next += 1
             }
             for _ in 0..<concurrency { startNext() }

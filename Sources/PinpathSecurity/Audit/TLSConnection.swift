@@ -3,8 +3,11 @@ import COpenSSLShims
 import Glibc
 import PinpathSupport
 
-/// One TLS client connection made for an audit: owns the socket, its `SSL_CTX` and its `SSL`, and frees them in
-/// `deinit`. Each connection has its own OpenSSL objects, so audits on different threads share nothing.
+/// One TLS client connection made for an audit: owns the socket, which it closes in `deinit`. Its `SSL` is made
+/// from a context shared by every audit under the same terms (``TLSClientContexts``, ``TLSClientTerms/Purpose/audit``):
+/// OpenSSL 3.0 caches the algorithms it fetches in a context, so a context per connection cost each handshake
+/// about a fifth more CPU. What belongs to one connection stays on its `SSL`: the socket, SNI, the staple request
+/// and the callback that records a CertificateRequest.
 ///
 /// The handshake verifies nothing (`SSL_VERIFY_NONE`) and accepts any key size or signature (security level
 /// 0): the audit must see the chain even when it is invalid, and judges it afterwards with ``SecurityPolicy``
@@ -24,58 +27,80 @@ final class TLSConnection {
         let clientCertificateRequest: ClientCertificateRequest?
     }
 
+    /// The audit contexts of audits run alone and of the expiry proof's second handshakes (``KeyPossessionCheck``),
+    /// for the life of the process; a ``TLSAuditBatch`` has its own. A client certificate rotated in place builds a
+    /// new one (``TLSClientContexts/context(for:)``).
+    static let sharedContexts = TLSClientContexts()
+
     /// The address the socket connected to (`127.0.0.1:4433`).
     let address: String
     private let label: String
     private let socket: Int32
-    private let context: OpaquePointer
-    private let ssl: OpaquePointer
 
-    /// Connects a TCP socket to `endpoint` before `deadline` and sets up OpenSSL on it.
+    /// Connects a TCP socket to `endpoint` before `deadline`.
     /// - Parameter label: how messages name the target (`valid.test:443`), which may differ from the
     ///   endpoint dialled (`--connect`).
     /// - Throws: ``TLSConnectionError`` naming `label`.
     init(connectingTo endpoint: TLSEndpoint, label: String, deadline: ContinuousClock.Instant) throws(TLSConnectionError) {
-        let (socket, address) = try Self.connect(endpoint, label: label, deadline: deadline)
-        guard let context = SSL_CTX_new(TLS_client_method()) else {
-            close(socket)
-            throw Self.openSSLError(.openSSLFailure, "\(label): cannot create an SSL_CTX")
-        }
-        guard let ssl = SSL_new(context) else {
-            SSL_CTX_free(context)
-            close(socket)
-            throw Self.openSSLError(.openSSLFailure, "\(label): cannot create an SSL")
-        }
-        self.socket = socket
-        self.context = context
-        self.ssl = ssl
-        self.address = address
+        (socket, address) = try Self.connect(endpoint, label: label, deadline: deadline)
         self.label = label
     }
 
     deinit {
-        SSL_free(ssl)
-        SSL_CTX_free(context)
         close(socket)
     }
 
-    /// Completes a TLS handshake before `deadline`, then sends close_notify.
+    /// The audit context for `clientCertificate` in `contexts`, for a task: looked up (and built on first use)
+    /// off the cooperative pool, by ``TLSClientContexts/context(for:deadline:)``, so audits that ask at once share
+    /// one build.
+    /// - Parameter label: how messages name the target.
+    static func context(
+        clientCertificate: (certificate: String, key: String?)?, in contexts: TLSClientContexts, label: String,
+        deadline: ContinuousClock.Instant
+    ) async -> Result<TLSClientContext, TLSConnectionError> {
+        do {
+            return .success(try await contexts.context(for: terms(clientCertificate), deadline: deadline))
+        } catch {
+            return .failure(contextError(error, label: label))
+        }
+    }
+
+    /// The same as ``context(clientCertificate:in:label:deadline:)``, on the calling thread, which it may block
+    /// as long as the client certificate's files do.
+    static func context(
+        clientCertificate: (certificate: String, key: String?)?, in contexts: TLSClientContexts, label: String
+    ) -> Result<TLSClientContext, TLSConnectionError> {
+        do {
+            return .success(try contexts.context(for: terms(clientCertificate)))
+        } catch {
+            return .failure(contextError(error, label: label))
+        }
+    }
+
+    /// An audit's terms: a client certificate (PEM, its chain after it) and key to send when the server asks for
+    /// one, checked beforehand (``ClientIdentity``): an encrypted key is refused, never asked for.
+    private static func terms(_ clientCertificate: (certificate: String, key: String?)?) -> TLSClientTerms {
+        TLSClientTerms(
+            purpose: .audit,
+            clientCertificate: clientCertificate.map { ClientCertificateFiles(certificatePath: $0.certificate, keyPath: $0.key) })
+    }
+
+    private static func contextError(_ error: SecurityError, label: String) -> TLSConnectionError {
+        TLSConnectionError(
+            error.code == .timedOut ? .timedOut : .openSSLFailure, "\(label): cannot use the client certificate: \(error.message)")
+    }
+
+    /// Completes a TLS handshake before `deadline` on a connection made from `context` (an audit's: see
+    /// ``context(clientCertificate:in:label:deadline:)``), then sends close_notify.
     /// - Parameter serverName: the SNI name to send; `nil` (or an IP address, which SNI cannot carry) sends none.
     /// - Throws: ``TLSConnectionError`` naming the label: a timeout, an alert, or an answer that is not TLS.
-    /// - Parameter clientCertificate: a certificate (PEM, its chain after it) and key to send when the server
-    ///   asks for one; checked beforehand (``ClientIdentity``), so OpenSSL never asks for a password.
-    func handshake(
-        serverName: String?, clientCertificate: (certificate: String, key: String?)? = nil, deadline: ContinuousClock.Instant
-    ) throws(TLSConnectionError) -> Handshake {
-        SSL_set_verify(ssl, SSL_VERIFY_NONE, nil)
-        SSL_set_security_level(ssl, 0)
-        if let clientCertificate {
-            guard SSL_use_certificate_chain_file(ssl, clientCertificate.certificate) == 1,
-                SSL_use_PrivateKey_file(ssl, clientCertificate.key ?? clientCertificate.certificate, SSL_FILETYPE_PEM) == 1
-            else {
-                throw Self.openSSLError(.openSSLFailure, "\(label): OpenSSL cannot load the client certificate or key")
-            }
+    func handshake(serverName: String?, context: TLSClientContext, deadline: ContinuousClock.Instant) throws(TLSConnectionError)
+        -> Handshake
+    {
+        guard let ssl = SSL_new(context.pointer) else {
+            throw Self.openSSLError(.openSSLFailure, "\(label): cannot create an SSL")
         }
+        defer { SSL_free(ssl) }
         // OpenSSL calls the certificate callback of a client only when the server sent a CertificateRequest.
         let asked = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
         asked.initialize(to: 0)

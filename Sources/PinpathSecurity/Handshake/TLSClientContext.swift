@@ -12,6 +12,9 @@ import COpenSSLShims
 /// is refused), no renegotiation, no key log, the OCSP staple asked for, and no session cache, so that every
 /// handshake is a full one and every chain reaches the verifier.
 ///
+/// An audit's context (``TLSClientTerms/Purpose/audit``) keeps OpenSSL's defaults but verifies nothing and runs at
+/// security level 0, as an audit's connection did when it had a context of its own; no session cache either.
+///
 /// `@unchecked Sendable`: the context is only read once built (`SSL_new` takes its own reference and copies
 /// what it needs), which OpenSSL allows from any thread.
 package final class TLSClientContext: @unchecked Sendable {
@@ -31,6 +34,25 @@ package final class TLSClientContext: @unchecked Sendable {
         }
         self.pointer = pointer
         self.terms = terms
+        // No session is ever resumed: every handshake is a full one, and a check's chain reaches its verifier.
+        _ = pinpath_SSL_CTX_set_session_cache_mode(pointer, Int(SSL_SESS_CACHE_OFF))
+        switch terms.purpose {
+        case .check: try setUpForChecks()
+        case .audit:
+            // As an audit's connection always had it: OpenSSL's defaults otherwise. The level is set before the
+            // client certificate is loaded, which it would otherwise refuse for a weak key.
+            SSL_CTX_set_verify(pointer, SSL_VERIFY_NONE, nil)
+            SSL_CTX_set_security_level(pointer, 0)
+        }
+        if let files = terms.clientCertificate { try useClientCertificate(files) }
+    }
+
+    deinit {
+        SSL_CTX_free(pointer)
+    }
+
+    /// A check's context: verified by the connection's verifier only, set up as libcurl sets up its own.
+    private func setUpForChecks() throws(SecurityError) {
         // libcurl's options (lib/vtls/openssl.c, ossl_connect_step1): OpenSSL's workarounds for broken
         // servers except the one that weakens CBC against BEAST, and no compression (CRIME). Tickets are off:
         // pinpath never resumes a session (a resumed handshake skips the verify callback).
@@ -39,13 +61,7 @@ package final class TLSClientContext: @unchecked Sendable {
             & ~pinpath_SSL_OP_DONT_INSERT_EMPTY_FRAGMENTS()
         SSL_CTX_set_options(pointer, options)
         SSL_CTX_set_verify(pointer, SSL_VERIFY_PEER, nil)
-        _ = pinpath_SSL_CTX_set_session_cache_mode(pointer, Int(SSL_SESS_CACHE_OFF))
         try HandshakeVerifier.prepareContext(pointer)
-        if let files = terms.clientCertificate { try useClientCertificate(files) }
-    }
-
-    deinit {
-        SSL_CTX_free(pointer)
     }
 
     /// Loads the certificate, its chain and its key into the context, once for every handshake made from it.

@@ -43,8 +43,12 @@ package final class TLSClientHandshake {
     ///     cannot carry) sends none.
     ///   - verifier: judges the server's chain inside the handshake; installed on this connection alone.
     /// - Throws: ``SecurityError`` `openSSLFailure` naming the verifier's host: OpenSSL cannot make the
-    ///   connection, attach the socket or take the server name.
+    ///   connection, attach the socket or take the server name; `invalidInput` for an audit's context.
     package init(context: TLSClientContext, socket: Int32, serverName: String?, verifier: HandshakeVerifier) throws(SecurityError) {
+        // An audit's context verifies nothing in the handshake: a check on it would be judged by nobody.
+        guard context.terms.purpose == .check else {
+            throw SecurityError(.invalidInput, "\(verifier.host): a check cannot use an audit's TLS context (\(context.terms))")
+        }
         guard let ssl = SSL_new(context.pointer) else {
             throw SecurityError.openSSL(.openSSLFailure, "\(verifier.host): cannot create a TLS connection")
         }

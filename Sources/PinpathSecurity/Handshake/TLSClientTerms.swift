@@ -1,21 +1,40 @@
 /// What a shared client `SSL_CTX` depends on: the contexts of ``TLSClientContexts`` are one per distinct terms.
 ///
-/// Only the client certificate today. Not the trust store or the policy: verification is pinpath's own
-/// callback, which brings them with each connection's ``HandshakeVerifier``. Not a minimum TLS version or a
+/// What the context is for and the client certificate. Not the trust store or the policy: verification is
+/// pinpath's own callback, which brings them with each connection's ``HandshakeVerifier``, or the audit's
+/// judgement after the handshake. Not a minimum TLS version or a
 /// cipher list: no policy sets one, and the contexts keep OpenSSL's defaults as libcurl 7.88 does (Debian's
 /// build: security level 2, at which OpenSSL 3.0 completes no TLS 1.0 or 1.1 handshake: their MD5-SHA1
 /// signatures fail as `legacy sigalg disallowed or unsupported`, for curl and for pinpath alike). A setting
 /// added later that changes the context belongs here, so that equal terms keep meaning one context.
 package struct TLSClientTerms: Hashable, Sendable, CustomStringConvertible {
+    /// How a context's handshakes are judged.
+    package enum Purpose: Hashable, Sendable {
+        /// In the handshake, by each connection's ``HandshakeVerifier`` (checks, ``TLSClientHandshake``).
+        case check
+        /// After it: the context verifies nothing (`SSL_VERIFY_NONE`) and accepts any key size or signature
+        /// (security level 0), so that an audit (``TLSConnection``) sees any chain, even an invalid one, and
+        /// judges it afterwards with ``SecurityPolicy`` at the usual level. Never for a check:
+        /// ``TLSClientHandshake`` refuses such a context.
+        case audit
+    }
+
+    /// How the context's handshakes are judged.
+    package var purpose: Purpose
     /// The certificate and key sent when a server asks for one; `nil` sends none.
     package var clientCertificate: ClientCertificateFiles?
 
-    package init(clientCertificate: ClientCertificateFiles? = nil) {
+    package init(purpose: Purpose = .check, clientCertificate: ClientCertificateFiles? = nil) {
+        self.purpose = purpose
         self.clientCertificate = clientCertificate
     }
 
-    /// `no client certificate` or `client certificate client.pem, key client.key` (never the password).
-    package var description: String { clientCertificate.map { "client certificate \($0)" } ?? "no client certificate" }
+    /// `no client certificate` or `client certificate client.pem, key client.key` (never the password), after
+    /// `audit, ` for an audit's context.
+    package var description: String {
+        (purpose == .audit ? "audit, " : "")
+            + (clientCertificate.map { "client certificate \($0)" } ?? "no client certificate")
+    }
 }
 
 /// A client certificate and its private key by their files, as libcurl takes them (`CURLOPT_SSLCERT`,
