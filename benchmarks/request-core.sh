@@ -125,7 +125,8 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 same_request=()
 # pinpath-bench's usage names its modes; `handshake` came with issue 30's engine.
 checks=0
-if "$BENCH" 2>&1 | grep -q 'get|handshake'; then checks=1; fi
+usage=$("$BENCH" 2>&1 || true)  # its usage, on a crash without arguments
+if [[ $usage == *'get|handshake'* ]]; then checks=1; fi
 while IFS= read -r line; do same_request+=("header=$line"); done < <("$BENCH" headers)
 http="http://127.0.0.1:$http_port/"
 https="https://127.0.0.1:$https_port/"
