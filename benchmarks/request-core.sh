@@ -31,6 +31,8 @@
 #
 # Environment: COUNT keep-alive requests per run (default 5000; 16 at once make 4 × COUNT), HANDSHAKES
 # full-handshake requests per run (default 500), ROUNDS (default 3), CALLGRIND=0 to skip 5, PEERS=0 to skip 6.
+# tls:// checks (when pinpath-bench has its `handshake` mode, issue 30): a verified, pinned handshake through
+# Session.send and nothing after it, against openssl-floor's handshake-only with one SSL_CTX; CPU and instructions.
 # Full-handshake rows: pinpath pinned, and pinned with the reachability gate (the agent's probe options), against
 # curl-floor with libcurl's CA cache (`cacache`), which pinpath's shared trust store matches.
 set -euo pipefail
@@ -121,6 +123,10 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 # The same request bytes as pinpath's: the session adds User-Agent and Accept-Language, which cost libcurl
 # several thousand instructions per request to format; the bare floor sends neither.
 same_request=()
+# pinpath-bench's usage names its modes; `handshake` came with issue 30's engine.
+checks=0
+usage=$("$BENCH" 2>&1 || true)  # its usage, on a crash without arguments
+if [[ $usage == *'get|handshake'* ]]; then checks=1; fi
 while IFS= read -r line; do same_request+=("header=$line"); done < <("$BENCH" headers)
 http="http://127.0.0.1:$http_port/"
 https="https://127.0.0.1:$https_port/"
@@ -157,6 +163,10 @@ for round in $(seq "$ROUNDS"); do
   measure floor_tls_cache "$work/curl-floor" "$https" "$HANDSHAKES" 1 fresh "ca=$work/root.pem" cacache
   measure ours_tls "$BENCH" get "$https" "$HANDSHAKES" 1 fresh "ca=$work/root.pem" "pin=sha256/$pin"
   measure ours_tls_gate "$BENCH" get "$https" "$HANDSHAKES" 1 fresh "ca=$work/root.pem" "pin=sha256/$pin" gate
+  if [[ $checks == 1 ]]; then
+    measure ours_check "$BENCH" handshake "tls://127.0.0.1:$https_port" "$HANDSHAKES" 1 "ca=$work/root.pem" "pin=sha256/$pin"
+    measure openssl_check "$work/openssl-floor" "$https" "$HANDSHAKES" "ca=$work/root.pem" handshake-only
+  fi
   measure openssl_tls "$work/openssl-floor" "$https" "$HANDSHAKES" "ca=$work/root.pem"
   measure openssl_ctx_tls "$work/openssl-floor" "$https" "$HANDSHAKES" "ca=$work/root.pem" context-per-connection
   measure gated "$BENCH" get "$http" "$COUNT" 1 gate
@@ -222,6 +232,10 @@ if [[ $CALLGRIND == 1 ]] && command -v valgrind >/dev/null; then
   ir_floor_tls=$(instructions floor_tls 10 40 "$work/curl-floor" "$https" @N 1 fresh "ca=$work/root.pem" cacache)
   ir_openssl_tls=$(instructions openssl_tls 10 40 "$work/openssl-floor" "$https" @N "ca=$work/root.pem")
   ir_openssl_ctx_tls=$(instructions openssl_ctx_tls 10 40 "$work/openssl-floor" "$https" @N "ca=$work/root.pem" context-per-connection)
+  if [[ $checks == 1 ]]; then
+    ir_ours_check=$(instructions ours_check 10 40 "$work/pinpath-bench" handshake "tls://127.0.0.1:$https_port" @N 1 "ca=$work/root.pem" "pin=sha256/$pin")
+    ir_openssl_check=$(instructions openssl_check 10 40 "$work/openssl-floor" "$https" @N "ca=$work/root.pem" handshake-only)
+  fi
 elif [[ $CALLGRIND == 1 ]]; then
   echo "valgrind is not installed: no instruction counts" >&2
 fi
@@ -268,6 +282,10 @@ row "  CPU per handshake request (us)" ours_tls floor_tls cpu_us_per_request
 header "c+cache"
 row "  CPU per handshake request (us; goal <= 1.05)" ours_tls floor_tls_cache cpu_us_per_request
 row "  pinned and gated (us)" ours_tls_gate floor_tls_cache cpu_us_per_request
+if [[ $checks == 1 ]]; then
+  header "openssl"
+  row "tls:// check, handshake only, CPU (us)" ours_check openssl_check cpu_us_per_request
+fi
 header openssl
 row "  CPU per handshake request, one SSL_CTX (us)" ours_tls openssl_tls cpu_us_per_request
 row "  CPU per handshake request, SSL_CTX each (us)" ours_tls openssl_ctx_tls cpu_us_per_request
@@ -316,9 +334,10 @@ if [[ -n ${ir_ours:-} ]]; then
   irow "instructions per handshake request, vs libcurl" "$ir_ours_tls" "$ir_floor_tls"
   irow "  vs OpenSSL, one SSL_CTX" "$ir_ours_tls" "$ir_openssl_tls"
   irow "  vs OpenSSL, SSL_CTX each" "$ir_ours_tls" "$ir_openssl_ctx_tls"
+  if [[ -n ${ir_ours_check:-} ]]; then irow "instructions per tls:// check, one SSL_CTX" "$ir_ours_check" "$ir_openssl_check"; fi
   echo "instructions per request by object (pinpath = pinpath-bench with its static Swift runtime):"
   printf '%-28s %10s %10s %10s %10s %10s\n' "" pinpath libcurl openssl libc other
-  for name in ours ours_pool floor floor_same ours_tls floor_tls; do
+  for name in ours ours_pool floor floor_same ours_tls floor_tls ${ir_ours_check:+ours_check openssl_check}; do
     printf '%-28s %10s %10s %10s %10s %10s\n' "$name" $(awk '{ print $2 }' "$work/ir.$name")
   done
 fi

@@ -6,10 +6,13 @@
 //   pinpath-bench paced URL COUNT rate=PER_SECOND [fresh] [pin=sha256/…] [ca=FILE] [gate]   (PacedRequests.swift)
 //   pinpath-bench headers   (the header lines a session adds to every request, one per line, for curl-floor's header=)
 //   pinpath-bench stream URL [pin=sha256/…] [ca=FILE] [executor]   (one body through Session.stream, counted: StreamedBody.swift)
-//   pinpath-bench handshake tls://HOST:PORT|tcp://HOST:PORT COUNT CONCURRENCY [pin=sha256/…] [ca=FILE] [gate]
+//   pinpath-bench handshake tls://HOST:PORT|tcp://HOST:PORT COUNT CONCURRENCY [pin=sha256/…] [ca=FILE] [gate] [threads]
 // handshake: tls:// checks through Session.send (a full handshake each, verified, nothing sent after it), or tcp://
 // connects: the CPU per check, on whichever engine the build routes them to (the handshake engine; libcurl before
 // issue 30).
+// threads (get and handshake): samples the process's threads every 5 ms while the requests run (threads_peak=).
+// Only when asked: the samples' /proc reads and parsing cost CPU of their own, and under callgrind, which runs
+// the program ~50 times slower while the sampler keeps its 5 ms, they were most of a keep-alive run's instructions.
 import FoundationEssentials
 import Glibc
 import PinpathHTTP
@@ -67,14 +70,17 @@ struct PinpathBench {
             let cpuBefore = cpuSeconds()
             let threadsBefore = threadCount()
             // The process's threads while the requests run: a thread per request would show here.
-            let sampler = Task {
-                var peak = threadsBefore
-                while !Task.isCancelled {
-                    peak = max(peak, threadCount())
-                    try? await Task.sleep(for: .milliseconds(5))
+            let sampler: Task<Int, Never>? =
+                !flags.contains("threads")
+                ? nil
+                : Task {
+                    var peak = threadsBefore
+                    while !Task.isCancelled {
+                        peak = max(peak, threadCount())
+                        try? await Task.sleep(for: .milliseconds(5))
+                    }
+                    return peak
                 }
-                return peak
-            }
             let started = ContinuousClock.now
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for worker in 0..<concurrency {
@@ -93,13 +99,13 @@ struct PinpathBench {
             }
             let wall = (ContinuousClock.now - started).seconds
             let cpu = cpuSeconds() - cpuBefore
-            sampler.cancel()
-            let peakThreads = await sampler.value
+            sampler?.cancel()
+            let peakThreads = await sampler?.value
             print(
                 """
                 requests=\(count) wall_s=\(format(wall)) rps=\(format(Double(count) / wall)) \
                 cpu_us_per_request=\(format(cpu / Double(count) * 1e6)) rss_mib=\(format(rssMiB())) \
-                threads_before=\(threadsBefore) threads_peak=\(peakThreads)
+                threads_before=\(threadsBefore) threads_peak=\(peakThreads.map(String.init) ?? "nan")
                 """
             )
         case "inflight":
