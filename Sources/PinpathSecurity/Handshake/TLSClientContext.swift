@@ -34,8 +34,11 @@ package final class TLSClientContext: @unchecked Sendable {
         }
         self.pointer = pointer
         self.terms = terms
-        // No session is ever resumed: every handshake is a full one, and a check's chain reaches its verifier.
+        // No session is ever resumed: every handshake is a full one, and a check's chain reaches its verifier (a
+        // resumed handshake skips the verify callback), an audit's expiry proof a server's signature. No tickets
+        // either, so that this does not rest on nothing calling SSL_set_session.
         _ = pinpath_SSL_CTX_set_session_cache_mode(pointer, Int(SSL_SESS_CACHE_OFF))
+        SSL_CTX_set_options(pointer, pinpath_SSL_OP_NO_TICKET())
         switch terms.purpose {
         case .check: try setUpForChecks()
         case .audit:
@@ -54,10 +57,9 @@ package final class TLSClientContext: @unchecked Sendable {
     /// A check's context: verified by the connection's verifier only, set up as libcurl sets up its own.
     private func setUpForChecks() throws(SecurityError) {
         // libcurl's options (lib/vtls/openssl.c, ossl_connect_step1): OpenSSL's workarounds for broken
-        // servers except the one that weakens CBC against BEAST, and no compression (CRIME). Tickets are off:
-        // pinpath never resumes a session (a resumed handshake skips the verify callback).
+        // servers except the one that weakens CBC against BEAST, and no compression (CRIME).
         let options =
-            (pinpath_SSL_OP_ALL() | pinpath_SSL_OP_NO_TICKET() | pinpath_SSL_OP_NO_COMPRESSION())
+            (pinpath_SSL_OP_ALL() | pinpath_SSL_OP_NO_COMPRESSION())
             & ~pinpath_SSL_OP_DONT_INSERT_EMPTY_FRAGMENTS()
         SSL_CTX_set_options(pointer, options)
         SSL_CTX_set_verify(pointer, SSL_VERIFY_PEER, nil)
