@@ -381,4 +381,29 @@ struct MetricsListenerAccessTests {
         #expect(refusedEncrypted.stderr.contains("metrics.tls.key"))
         #expect(refusedEncrypted.stderr.contains("encrypted"))
     }
+
+    @Test(
+        "Attack: a metrics.tls certificate or key path that is a FIFO a writer holds open is refused at its line at once, not a hang",
+        arguments: ["certificate", "key"])
+    func fifoRefused(key: String) throws {
+        let localhost = LocalhostPKI.shared
+        let directory = try TemporaryDirectory()
+        let fifo = directory.file("listener.pem")
+        try #require(mkfifo(fifo, 0o600) == 0)
+        // Opened for reading and writing, a FIFO opens at once and keeps a writer: a read of it waits for ever.
+        let writer = open(fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+        try #require(writer >= 0)
+        defer { close(writer) }
+        let files =
+            key == "certificate"
+            ? "certificate: \(fifo), key: \(localhost.path("valid", "key"))" : "certificate: \(localhost.path("valid")), key: \(fifo)"
+        let yaml = "metrics:\n  listen: 127.0.0.1:9818\n  tls: { \(files) }\nreachability: { targets: [127.0.0.1] }\n"
+        try yaml.write(toFile: directory.file("fifo.yaml"), atomically: true, encoding: .utf8)
+        // `timeout` ends a check that waits on the FIFO (exit 124) instead of hanging the test.
+        let refused = try Shell.run(["timeout", "20", Shell.pinpath, "check-config", "--config", directory.file("fifo.yaml")])
+        #expect(refused.status == 78, "exit \(refused.status): \(refused.stderr)")
+        #expect(
+            refused.stderr.contains("metrics.tls.\(key)") && refused.stderr.contains("is a FIFO (named pipe), not a regular file"),
+            "\(refused.stderr)")
+    }
 }

@@ -37,7 +37,7 @@ package final class TLSServerContext: @unchecked Sendable {
         defer { for certificate in certificates { X509_free(certificate) } }
         let keyBytes: [UInt8]
         do {
-            keyBytes = try readWholeFile(keyPath)
+            keyBytes = try readRegularFile(keyPath)
         } catch {
             throw SecurityError(.unusableServerKey, "cannot read the private key: \(error)")
         }
@@ -100,7 +100,7 @@ package final class TLSServerContext: @unchecked Sendable {
     private static func certificates(_ path: String, code: SecurityError.Code?) throws(SecurityError) -> [OpaquePointer] {
         let bytes: [UInt8]
         do {
-            bytes = try readWholeFile(path)
+            bytes = try readRegularFile(path)
         } catch {
             throw SecurityError(code ?? .unreadableFile, "cannot read the certificates: \(error)")
         }
