@@ -11,10 +11,9 @@ struct HandshakeTLS {
 
     /// Sets up the handshake on the connected socket, which the check keeps and closes.
     func start(socket: Int32, label: String) throws(HTTPError) -> Running {
-        let evaluationsBefore = verifier.handshakesEvaluated
         do {
             let handshake = try TLSClientHandshake(context: context, socket: socket, serverName: serverName, verifier: verifier)
-            return Running(handshake: handshake, verifier: verifier, evaluationsBefore: evaluationsBefore, label: label)
+            return Running(handshake: handshake, label: label)
         } catch {
             throw HTTPError(.tlsFailed, "\(label): \(error.message)")
         }
@@ -31,19 +30,16 @@ struct HandshakeTLS {
         }
 
         private let handshake: TLSClientHandshake
-        private let verifier: HandshakeVerifier
-        private let evaluationsBefore: Int
         private let label: String
+        private var verifier: HandshakeVerifier { handshake.verifier }
 
-        init(handshake: TLSClientHandshake, verifier: HandshakeVerifier, evaluationsBefore: Int, label: String) {
+        init(handshake: TLSClientHandshake, label: String) {
             self.handshake = handshake
-            self.verifier = verifier
-            self.evaluationsBefore = evaluationsBefore
             self.label = label
         }
 
         /// The server's certificate reached the verifier in this handshake.
-        var verifierReached: Bool { verifier.handshakesEvaluated > evaluationsBefore }
+        var verifierReached: Bool { handshake.verifierReached }
 
         /// The version the handshake negotiated, as the verifier saw it when the certificate arrived.
         var protocolVersion: String? { verifier.lastProtocolVersion }

@@ -83,6 +83,9 @@ package final class TLSClientHandshake {
         certificateRequested.deallocate()
     }
 
+    /// Whether the server's certificate reached this handshake's verifier (it evaluated since this handshake began).
+    package var verifierReached: Bool { verifier.handshakesEvaluated > evaluationsBefore }
+
     /// Whether the server asked for a client certificate (sent a CertificateRequest) so far.
     package var serverRequestedCertificate: Bool { certificateRequested.pointee != 0 }
 
@@ -120,7 +123,7 @@ package final class TLSClientHandshake {
         }
         // The verifier ran for this handshake and did not let this connection through (its chain, or its
         // staple afterwards): whatever OpenSSL's words, the verdict is the verifier's.
-        if verifier.handshakesEvaluated > evaluationsBefore, HandshakeVerifier.accepted(ssl) !== verifier {
+        if verifierReached, HandshakeVerifier.accepted(ssl) !== verifier {
             let why: String
             switch verifier.lastResult {
             case .success(let evaluation)?: why = evaluation.failure?.message ?? "the server's certificate was refused"
