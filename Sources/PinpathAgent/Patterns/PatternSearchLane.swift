@@ -12,15 +12,27 @@ import Synchronization
 /// (``Refusal``): never a pass that was not checked. A search that waits is run however long it waited: another
 /// endpoint's slow search may delay this one's verdict, never turn it into a failure.
 ///
-/// Within a lane, endpoints whose last search reached a limit wait apart and go after the others: a server that
-/// answers many endpoints with bodies that exhaust their patterns fills its own queue, not the one a healthy
-/// endpoint's search waits in (with 24 such endpoints in one file, a healthy search waited 10 s, or was refused).
+/// Within a lane, an endpoint's search waits by what its searches have shown: those of endpoints whose last
+/// search ended within its limits go first, then those of endpoints not searched yet (new, or refused so far),
+/// then those of endpoints whose last search reached a limit. A server that answers many endpoints with bodies
+/// that exhaust their patterns fills the queues behind a healthy endpoint's, which waits at most for the search
+/// already running (with 24 such endpoints in one file, a healthy search waited 10 s, or was refused; and an
+/// endpoint refused before its first search ran kept the healthy queue until one did).
 final class PatternSearchLane: Sendable {
+    /// What the lane knows of an endpoint's cost, which decides where its next search waits.
+    enum Standing: Sendable {
+        /// Its last search ended within its limits.
+        case cheap
+        /// None of its searches has run yet.
+        case unproven
+        /// Its last search reached a limit.
+        case costly
+    }
+
     /// Why a search was not run.
     enum Refusal: Sendable {
-        /// ``maximumWaiting`` searches were already waiting in the lane, of endpoints whose last search reached a
-        /// limit when `costly`.
-        case full(waiting: Int, costly: Bool)
+        /// ``maximumWaiting`` searches of endpoints of the same ``Standing`` were already waiting in the lane.
+        case full(waiting: Int, standing: Standing)
         /// The probe's task was cancelled (the agent stopping, a reload).
         case cancelled
     }
@@ -43,13 +55,44 @@ final class PatternSearchLane: Sendable {
     let files: String
     private let state = Mutex(Queues())
 
-    /// The searches waiting, the cheap ones apart from those of endpoints whose last search reached a limit.
+    /// The searches waiting, one queue per ``Standing``.
     private struct Queues {
         var cheap = FIFOQueue<@Sendable () -> Void>()
+        var unproven = FIFOQueue<@Sendable () -> Void>()
         var costly = FIFOQueue<@Sendable () -> Void>()
-        var costlyEndpoints: Set<String> = []
+        /// Whether each endpoint's last search that ran reached a limit; absent until one has run.
+        var lastReachedLimit: [String: Bool] = [:]
         /// A pool thread is running the lane's searches: one at a time, so the lane needs no other.
         var draining = false
+
+        func standing(of endpoint: String) -> Standing {
+            switch lastReachedLimit[endpoint] {
+            case nil: .unproven
+            case false?: .cheap
+            case true?: .costly
+            }
+        }
+
+        func count(_ standing: Standing) -> Int {
+            switch standing {
+            case .cheap: cheap.count
+            case .unproven: unproven.count
+            case .costly: costly.count
+            }
+        }
+
+        mutating func append(_ job: @escaping @Sendable () -> Void, as standing: Standing) {
+            switch standing {
+            case .cheap: cheap.append(job)
+            case .unproven: unproven.append(job)
+            case .costly: costly.append(job)
+            }
+        }
+
+        /// The next search in the lane's order, or `nil`.
+        mutating func popFirst() -> (@Sendable () -> Void)? {
+            cheap.popFirst() ?? unproven.popFirst() ?? costly.popFirst()
+        }
     }
 
     private init(files: String) {
@@ -67,18 +110,16 @@ final class PatternSearchLane: Sendable {
         let job: @Sendable () -> Void = { [queue = self] in
             guard pending.isWaiting else { return }
             let (result, reachedLimit) = work()
-            queue.state.withLock { queues in
-                if reachedLimit { queues.costlyEndpoints.insert(endpoint) } else { queues.costlyEndpoints.remove(endpoint) }
-            }
+            queue.state.withLock { queues in queues.lastReachedLimit[endpoint] = reachedLimit }
             pending.answer(result)
         }
         // Whether this search starts the lane's drain on the pool (none was running), or why it is not run.
         let admission = state.withLock { queues -> (startsDrain: Bool, refusal: Refusal?) in
-            let costly = queues.costlyEndpoints.contains(endpoint)
-            guard (costly ? queues.costly.count : queues.cheap.count) < Self.maximumWaiting else {
-                return (false, .full(waiting: Self.maximumWaiting, costly: costly))
+            let standing = queues.standing(of: endpoint)
+            guard queues.count(standing) < Self.maximumWaiting else {
+                return (false, .full(waiting: Self.maximumWaiting, standing: standing))
             }
-            if costly { queues.costly.append(job) } else { queues.cheap.append(job) }
+            queues.append(job, as: standing)
             defer { queues.draining = true }
             return (!queues.draining, nil)
         }
@@ -96,7 +137,7 @@ final class PatternSearchLane: Sendable {
         return result
     }
 
-    /// Runs the lane's searches until none waits: the first cheap search waiting, else the first costly.
+    /// Runs the lane's searches until none waits, in the order of ``Queues/popFirst()``.
     private func drain() {
         while let job = nextJob() { job() }
     }
@@ -104,7 +145,7 @@ final class PatternSearchLane: Sendable {
     /// The next search, or `nil` (and the lane no longer draining) when none waits.
     private func nextJob() -> (@Sendable () -> Void)? {
         state.withLock { queues in
-            let job = queues.cheap.popFirst() ?? queues.costly.popFirst()
+            let job = queues.popFirst()
             if job == nil { queues.draining = false }
             return job
         }

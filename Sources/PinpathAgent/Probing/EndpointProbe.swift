@@ -109,12 +109,15 @@ struct EndpointProbe: Sendable {
         var result = result
         result.outcome = .failure
         switch refusal {
-        case .full(let waiting, let costly):
+        case .full(let waiting, let standing):
+            let whose =
+                switch standing {
+                case .cheap: ""
+                case .unproven: " not searched before"
+                case .costly: " whose last search reached a limit"
+                }
             result.errorCategory = .patternLimit
-            result.message =
-                costly
-                ? "the patterns were not searched: \(waiting) searches of \(lane.files) endpoints whose last search reached a limit were already waiting"
-                : "the patterns were not searched: \(waiting) searches of \(lane.files) endpoints were already waiting"
+            result.message = "the patterns were not searched: \(waiting) searches of \(lane.files) endpoints\(whose) were already waiting"
         case .cancelled:
             result.errorCategory = .cancelled
             result.message = "the probe was cancelled before its patterns were searched"
