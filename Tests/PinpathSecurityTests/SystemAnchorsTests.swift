@@ -1,3 +1,4 @@
+import COpenSSL
 import Foundation
 import PinpathTestSupport
 import Testing
@@ -223,6 +224,45 @@ struct SystemAnchorsTests {
         #expect(answers.new == scenario.new, "the new look-up's answer")
         // The fail-loud rule, whatever the bundle: never "not public" where the loaded store says "public".
         #expect(answers.new || !answers.loaded)
+    }
+
+    @Test("The DER walk finds the subject d2i_X509 finds, or gives up, on 3,000 mutated certificates; it never crashes")
+    func walkerAgreesWithOpenSSL() throws {
+        try Self.issued.get()
+        var generator = SystemRandomNumberGenerator()
+        var (agreed, gaveUp) = (0, 0)
+        for name in ["sa-file-root", "sa-served-leaf", "sa-bundled-ca"] {
+            let original = try Self.certificate(name).derBytes
+            for _ in 0..<1000 {
+                var der = original
+                // One to three bytes changed, more often in the first 200 (tags and lengths of the walk's path).
+                for _ in 0..<Int.random(in: 1...3, using: &generator) {
+                    let position = Int.random(in: 0..<(Bool.random(using: &generator) ? min(200, der.count) : der.count), using: &generator)
+                    der[position] = UInt8.random(in: 0...255, using: &generator)
+                }
+                let walked = CertificateBundleIndex.subjectHash(ofCertificate: der)
+                let decoded = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+                    var cursor = buffer.baseAddress
+                    return d2i_X509(nil, &cursor, buffer.count)
+                }
+                guard let decoded else {
+                    _ = drainOpenSSLErrors()
+                    continue  // OpenSSL's loader would drop the whole file: nothing to agree with
+                }
+                defer { X509_free(decoded) }
+                var hashed: Int32 = 0
+                let hash = X509_NAME_hash_ex(X509_get_subject_name(decoded), nil, nil, &hashed)
+                guard let walked else {
+                    gaveUp += 1  // the index is then incomplete and the file is loaded as OpenSSL does
+                    continue
+                }
+                #expect(hashed == 1 && walked == hash, "\(name): the walk filed a certificate under another name than OpenSSL's")
+                agreed += 1
+            }
+        }
+        _ = drainOpenSSLErrors()
+        print("walker: \(agreed) agreed with d2i_X509, \(gaveUp) left to OpenSSL")
+        #expect(agreed > 0)
     }
 
     @Test("A missing bundle file or an unusable directory path contributes nothing, and the rest still answers")
