@@ -54,48 +54,24 @@ public struct KeyMaterial: Sendable {
         return (0...(bytes.count - marker.count)).contains { bytes[$0..<$0 + marker.count].elementsEqual(marker) }
     }
 
-    /// Walks the PEM blocks with `PEM_read_bio`, which hands back each block's label and decoded DER.
+    /// Decodes every block OpenSSL's PEM reader finds (``forEachPEMBlock(in:_:damaged:)``); a damaged block
+    /// is an error.
     private static func loadPEM(_ bytes: [UInt8], source: String) throws -> [KeyMaterial] {
-        _ = drainOpenSSLErrors()
-        let bio = bytes.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32(clamping: $0.count)) }
-        guard let bio else { throw SecurityError.openSSL(.openSSLFailure, "\(source): cannot allocate a BIO") }
-        defer { BIO_free(bio) }
         var found: [KeyMaterial] = []
-        var block = 0
-        while true {
-            var name: UnsafeMutablePointer<CChar>?
-            var header: UnsafeMutablePointer<CChar>?
-            var data: UnsafeMutablePointer<UInt8>?
-            var length = 0
-            let read = PEM_read_bio(bio, &name, &header, &data, &length)
-            defer {
-                pinpath_OPENSSL_free(name)
-                pinpath_OPENSSL_free(header)
-                pinpath_OPENSSL_free(data)
-            }
-            guard read == 1, let name, let data else {
-                // Running out of blocks reports "no start line"; any other reason is a damaged block.
-                let last = ERR_peek_last_error()
-                if last == 0 || ERR_GET_REASON(last) == PEM_R_NO_START_LINE {
-                    _ = drainOpenSSLErrors()
-                    return found
-                }
-                throw SecurityError.openSSL(.invalidInput, "\(source): PEM block \(block + 1) is damaged")
-            }
-            block += 1
-            let label = String(cString: name)
-            let headers = header.map { String(cString: $0) } ?? ""
-            let der = Array(UnsafeBufferPointer(start: data, count: length))
-            let place = "\(source): PEM block \(block) (\(label))"
-            if label == "ENCRYPTED PRIVATE KEY" || headers.contains("ENCRYPTED") {
+        try forEachPEMBlock(in: bytes) { block, number in
+            let place = "\(source): PEM block \(number) (\(block.label))"
+            if block.label == "ENCRYPTED PRIVATE KEY" || block.headers.contains("ENCRYPTED") {
                 throw SecurityError(.invalidInput, "\(place) is encrypted; pin its certificate or public key instead")
             }
-            guard let kind = kind(ofPEMLabel: label) else { continue }  // parameters, CRLs: nothing to pin
-            guard let material = decode(der, as: kind, pemLabel: label) else {
+            guard let kind = kind(ofPEMLabel: block.label) else { return }  // parameters, CRLs: nothing to pin
+            guard let material = decode(block.der, as: kind, pemLabel: block.label) else {
                 throw SecurityError.openSSL(.invalidInput, "\(place) cannot be parsed")
             }
             found.append(material)
+        } damaged: { number in
+            throw SecurityError.openSSL(.invalidInput, "\(source): PEM block \(number) is damaged")
         }
+        return found
     }
 
     private static func kind(ofPEMLabel label: String) -> Kind? {

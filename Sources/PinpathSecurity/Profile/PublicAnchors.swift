@@ -1,11 +1,23 @@
 import COpenSSL
 
+/// Where ``PublicAnchors`` looks for certificates by name: the system store as it is read for that question
+/// (``SystemAnchors``), or a loaded store (``TrustStore``, which tests compare it with).
+protocol AnchorLookup {
+    /// The certificates whose subject is `certificate`'s subject.
+    func certificates(withSubjectOf certificate: Certificate) throws -> [Certificate]
+    /// The certificates whose subject is `certificate`'s issuer: the candidates for having issued it.
+    func certificates(withIssuerOf certificate: Certificate) throws -> [Certificate]
+}
+
+extension TrustStore: AnchorLookup {}
+
 /// The system's public store as ``ProfileSelection/auto`` consults it: whether an anchor a policy names is
 /// public after all.
 enum PublicAnchors {
-    /// The system store, loaded once per process on first use (only policies with anchors of their own need
-    /// it); `nil` when it cannot be loaded, and then no anchor is known to be public.
-    static let systemStore: TrustStore? = try? TrustStore.system()
+    /// The system store, prepared once per process on first use (only policies with anchors of their own need
+    /// it). Its bundle is indexed by subject rather than loaded (``SystemAnchors``): a one-shot `pinpath audit`
+    /// or `verify` asks about one or two names, and loading Debian's bundle cost it most of its time.
+    static let system = SystemAnchors.process()
 
     /// How many certificates the server sent above an anchor are followed towards the system store.
     static let maximumSteps = 8
@@ -13,7 +25,11 @@ enum PublicAnchors {
     /// Whether the system store vouches for `anchor`: it holds a certificate with the anchor's subject and key,
     /// or one that issued the anchor (signature verified), directly or through issuers among `served`.
     static func vouch(for anchor: Certificate, servedAlongside served: [Certificate]) throws -> Bool {
-        guard let system = systemStore else { return false }
+        try vouch(for: anchor, servedAlongside: served, in: system)
+    }
+
+    /// Whether `system` vouches for `anchor`, as ``vouch(for:servedAlongside:)`` asks the system store.
+    static func vouch(for anchor: Certificate, servedAlongside served: [Certificate], in system: some AnchorLookup) throws -> Bool {
         var current = anchor
         for _ in 0..<maximumSteps {
             if try system.certificates(withSubjectOf: current).contains(where: { $0.hasSameKey(as: current) }) { return true }

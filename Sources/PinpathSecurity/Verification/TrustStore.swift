@@ -12,7 +12,7 @@ import Glibc
 public final class TrustStore: @unchecked Sendable, Hashable {
     /// What a store was made from: its identity for `==`.
     private enum Material: Hashable {
-        case paths(file: String, directory: String)
+        case paths(file: String?, directory: String?)
         case certificates([Certificate])
     }
 
@@ -62,8 +62,13 @@ public final class TrustStore: @unchecked Sendable, Hashable {
     /// The system's trust store: OpenSSL's default file and directory, or the `SSL_CERT_FILE` and
     /// `SSL_CERT_DIR` environment variables when set (as `X509_STORE_set_default_paths` reads them).
     public static func system() throws -> TrustStore {
-        let paths = defaultPaths { name in getenv(name).map { String(cString: $0) } }
+        let paths = defaultPaths()
         return try TrustStore(file: paths.file, directory: paths.directory)
+    }
+
+    /// Where the system store lives for this process (``defaultPaths(environment:)`` over its environment).
+    static func defaultPaths() -> (file: String, directory: String) {
+        defaultPaths { name in getenv(name).map { String(cString: $0) } }
     }
 
     /// Where the system store lives, resolved as OpenSSL does; `environment` reads a variable. Separate from
@@ -78,13 +83,17 @@ public final class TrustStore: @unchecked Sendable, Hashable {
         return (file, directory)
     }
 
-    /// A store over a CA file and a hashed directory (or a `:`-separated list). Like OpenSSL's defaults, a
-    /// missing file or directory just contributes nothing. Wraps `X509_STORE_load_file` and `X509_STORE_load_path`.
-    convenience init(file: String, directory: String) throws {
+    /// A store over a CA file and a hashed directory (or a `:`-separated list); `nil` leaves that part out. Like
+    /// OpenSSL's defaults, a missing file or directory just contributes nothing. Wraps `X509_STORE_load_file`
+    /// (which decodes every certificate of the file now) and `X509_STORE_load_path` (which reads a directory's
+    /// files only when a look-up asks for their subject).
+    convenience init(file: String?, directory: String?) throws {
         try self.init(source: "the system", material: .paths(file: file, directory: directory), origin: .system)
-        _ = X509_STORE_load_file(store, file)
-        guard X509_STORE_load_path(store, directory) == 1 else {
-            throw SecurityError.openSSL(.openSSLFailure, "cannot use the certificate directory \(directory)")
+        if let file { _ = X509_STORE_load_file(store, file) }
+        if let directory {
+            guard X509_STORE_load_path(store, directory) == 1 else {
+                throw SecurityError.openSSL(.openSSLFailure, "cannot use the certificate directory \(directory)")
+            }
         }
         _ = drainOpenSSLErrors()  // a missing default file queues a harmless error
     }
