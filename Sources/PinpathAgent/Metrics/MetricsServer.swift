@@ -399,13 +399,16 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     ) {
         switch answer {
         case .probed(let result, let log):
-            let exposition = TargetProbeExposition.render(result, seconds: seconds)
+            let exposition = TargetProbeExposition.bytes(result, seconds: seconds)
             if debug {
-                respond(context, status: .ok, body: TargetProbeExposition.debugText(log: log, exposition: exposition), head: head)
+                let text = TargetProbeExposition.debugText(log: log, exposition: String(decoding: exposition, as: UTF8.self))
+                respond(context, status: .ok, body: text, head: head)
             } else {
-                respond(
-                    context, status: .ok, body: exposition, head: head,
-                    contentType: MetricsExposition.Format.prometheus.contentType)
+                var buffer = context.channel.allocator.buffer(capacity: exposition.count)
+                buffer.writeBytes(exposition)
+                var headers = HTTPHeaders()
+                headers.add(name: "Content-Type", value: MetricsExposition.Format.prometheus.contentType)
+                respond(context, status: .ok, bytes: buffer, head: head, headers: headers)
             }
         case .refused(let reason):
             // The agent's reasons quote the target: one line, whatever it holds.
@@ -470,15 +473,15 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         send(.end(nil), context)
     }
 
-    /// Writes the whole response and closes the connection.
+    /// Writes the whole response as `text/plain` and closes the connection.
     private func respond(
         _ context: ChannelHandlerContext, status: HTTPResponseStatus, body: String, head: HTTPRequestHead,
-        headers extra: HTTPHeaders = HTTPHeaders(), contentType: String = "text/plain; charset=utf-8"
+        headers extra: HTTPHeaders = HTTPHeaders()
     ) {
         var buffer = context.channel.allocator.buffer(capacity: body.utf8.count)
         buffer.writeString(body)
         var headers = extra
-        headers.add(name: "Content-Type", value: contentType)
+        headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
         respond(context, status: status, bytes: buffer, head: head, headers: headers)
     }
 
