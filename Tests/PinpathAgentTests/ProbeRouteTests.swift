@@ -50,6 +50,59 @@ struct ProbeRouteTests {
         }
     }
 
+    @Test(
+        """
+        Edges of the query read on its bytes: names are decoded before they are matched, ignored parameters' values are \
+        not decoded, a value keeps its later `=`, a repeated parameter is refused before its value is decoded
+        """,
+        arguments: [
+            ("t%61rget=a:1&mod%75le=tls", "a:1", "tls", false),
+            ("target=a:1&module=tls&x=%zz&y=%FF&%C3%A9=1", "a:1", "tls", false),
+            ("target=a=b:1&module=tls=x", "a=b:1", "tls=x", false),
+            ("target=a:1&module=tls&debug=%74rue", "a:1", "tls", true),
+            ("é=1&target=h%C3%A9:1&module=m", "hé:1", "m", false),
+            // Split on bytes as Go's url.ParseQuery: a combining mark after `&` or `=` does not hide the separator.
+            ("target=a:1&\u{301}x=1&module=m", "a:1", "m", false),
+            ("target=\u{301}a:1&module=m", "\u{301}a:1", "m", false),
+        ])
+    func readsQueryEdges(query: String, target: String, module: String, debug: Bool) throws {
+        let parsed = try ProbeQuery(parsing: Substring(query))
+        #expect(parsed.target == target && parsed.module == module && parsed.debug == debug)
+    }
+
+    @Test(
+        "Malformed names are refused whatever they name; a known name without a value is empty",
+        arguments: [
+            ("x%0A=1&target=a:1&module=tls", "a parameter name holds a control character"),
+            ("\u{7F}=1&target=a:1&module=tls", "a parameter name holds a control character"),
+            ("%FF=1&target=a:1&module=tls", "a parameter name is not UTF-8 once decoded"),
+            ("target&module=tls", "target: empty"),
+            ("target=a:1&target=%zz&module=tls", "target: given more than once"),
+            ("target=a:1&module=tls&debug=true&debug=false", "debug: given more than once"),
+            ("target=a:1&module=tls&debug=%zz", "debug: debug has a % not followed by two hexadecimal digits"),
+            ("target=a:1&module=tls&debug=", "debug: expected true or false"),
+            ("", "target: missing (add target=… to the query)"),
+            ("&&&", "target: missing (add target=… to the query)"),
+            ("target=a%2", "target: target has a % not followed by two hexadecimal digits"),
+        ])
+    func refusesQueryEdges(query: String, reason: String) {
+        #expect(throws: ProbeQuery.Problem.self) { try ProbeQuery(parsing: Substring(query)) }
+        do {
+            _ = try ProbeQuery(parsing: Substring(query))
+        } catch {
+            #expect(error.description == reason)
+        }
+    }
+
+    @Test("A query that is a slice of a longer request target is read within its bounds")
+    func readsSubstring() throws {
+        let requestTarget = "/probe?target=a:1&module=tls#&module=x"
+        let start = try #require(requestTarget.firstIndex(of: "?"))
+        let end = try #require(requestTarget.firstIndex(of: "#"))
+        let parsed = try ProbeQuery(parsing: requestTarget[requestTarget.index(after: start)..<end])
+        #expect(parsed.target == "a:1" && parsed.module == "tls" && !parsed.debug)
+    }
+
     @Test("The longest values allowed pass")
     func longestValues() throws {
         let target = String(repeating: "a", count: 2048)
