@@ -12,17 +12,37 @@ enum TargetProbeExposition {
     /// Written from the result into one buffer by the families' one definition
     /// (``RenderedEndpoint/write(_:labels:into:sections:)``): no endpoint snapshot, and the endpoint-only families
     /// (its state, its pin failures since start) have no samples, so nothing is rendered to be dropped.
-    static func bytes(_ result: ProbeResult, seconds: Double) -> [UInt8] {
+    static func bytes(_ samples: TargetProbeSamples) -> [UInt8] {
         var out = MetricsExposition.Output(format: .prometheus)
         out.text.reserveCapacity(2048)
         var headers = HeadedFamilies()
-        RenderedEndpoint.write(TargetProbeSamples(result, seconds: seconds), labels: "", into: &out, sections: &headers)
+        RenderedEndpoint.write(samples, labels: "", into: &out, sections: &headers)
         return out.text
     }
 
-    /// ``bytes(_:seconds:)`` as text.
+    /// The exposition of `result` as text.
     static func render(_ result: ProbeResult, seconds: Double) -> String {
-        String(decoding: bytes(result, seconds: seconds), as: UTF8.self)
+        String(decoding: bytes(TargetProbeSamples(result, seconds: seconds)), as: UTF8.self)
+    }
+
+    /// A probe's answer as the listener writes it: read from the agent's answer on the probe's task, as an
+    /// endpoint's tracker reads its probe's result, so that the result (its chains' certificates among it) is
+    /// freed there, and the listener's thread renders and writes only.
+    enum Answer: Sendable {
+        /// The probe ran: the values its families show, and its log when `debug` asked for one.
+        case probed(TargetProbeSamples, log: [String]?)
+        case refused(String)
+        case invalid(String)
+        case unavailable(String)
+
+        init(_ answer: TargetProbeAnswer, seconds: Double) {
+            switch answer {
+            case .probed(let result, let log): self = .probed(TargetProbeSamples(result, seconds: seconds), log: log)
+            case .refused(let reason): self = .refused(reason)
+            case .invalid(let reason): self = .invalid(reason)
+            case .unavailable(let reason): self = .unavailable(reason)
+            }
+        }
     }
 
     /// `debug=true`'s answer, in blackbox_exporter's layout: the probe's log, then the metrics the scrape would have
@@ -50,7 +70,7 @@ enum TargetProbeExposition {
 /// A `/probe` result as the per-probe families read it: what an endpoint's snapshot would hold after this probe
 /// (``EndpointTracker/LastProbe``, and the endpoint snapshot's reading of it), with the request's own duration and
 /// no endpoint state or counters.
-private struct TargetProbeSamples: ProbeSampleValues {
+struct TargetProbeSamples: ProbeSampleValues, Sendable {
     let last: EndpointTracker.LastProbe
     let kind: ServiceKind
     let probeDuration: Double?
