@@ -22,6 +22,7 @@ struct ProbeRouteTests {
             ("target=a:1&module=tls&debug=%74rue", "a:1", "tls", true),
             ("é=1&target=h%C3%A9:1&module=m", "hé:1", "m", false),
             // Split on bytes as Go's url.ParseQuery: a combining mark after `&` or `=` does not hide the separator.
+            // (Over HTTP, NIO's decoder refuses raw non-ASCII in the request target before the route sees it.)
             ("target=a:1&\u{301}x=1&module=m", "a:1", "m", false),
             ("target=\u{301}a:1&module=m", "\u{301}a:1", "m", false),
         ])
