@@ -15,6 +15,16 @@ struct ProbeRouteTests {
             ("module=tls&target=example.com%3A443&debug=true", "example.com:443", "tls", true),
             ("target=example.com:443&module=tls&debug=false&hostname=x&unknown", "example.com:443", "tls", false),
             ("&&target=h%C3%A9llo.example:1&module=a+b&", "héllo.example:1", "a b", false),
+            // Names are decoded before they are matched; ignored parameters' values are not decoded at all.
+            ("t%61rget=a:1&mod%75le=tls", "a:1", "tls", false),
+            ("target=a:1&module=tls&x=%zz&y=%FF&%C3%A9=1", "a:1", "tls", false),
+            ("target=a=b:1&module=tls=x", "a=b:1", "tls=x", false),
+            ("target=a:1&module=tls&debug=%74rue", "a:1", "tls", true),
+            ("é=1&target=h%C3%A9:1&module=m", "hé:1", "m", false),
+            // Split on bytes as Go's url.ParseQuery: a combining mark after `&` or `=` does not hide the separator.
+            // (Over HTTP, NIO's decoder refuses raw non-ASCII in the request target before the route sees it.)
+            ("target=a:1&\u{301}x=1&module=m", "a:1", "m", false),
+            ("target=\u{301}a:1&module=m", "\u{301}a:1", "m", false),
         ])
     func readsQuery(query: String, target: String, module: String, debug: Bool) throws {
         let parsed = try ProbeQuery(parsing: Substring(query))
@@ -39,6 +49,18 @@ struct ProbeRouteTests {
             ("targ%zzet=a:1&module=tls", "a parameter name has a % not followed by two hexadecimal digits"),
             ("target=" + String(repeating: "a", count: 2049) + "&module=tls", "target: longer than 2048 bytes"),
             ("target=a:1&module=" + String(repeating: "m", count: 129), "module: longer than 128 bytes"),
+            // A malformed name is refused whatever it names; a repeated parameter before its value is decoded.
+            ("x%0A=1&target=a:1&module=tls", "a parameter name holds a control character"),
+            ("\u{7F}=1&target=a:1&module=tls", "a parameter name holds a control character"),
+            ("%FF=1&target=a:1&module=tls", "a parameter name is not UTF-8 once decoded"),
+            ("target&module=tls", "target: empty"),
+            ("target=a:1&target=%zz&module=tls", "target: given more than once"),
+            ("target=a:1&module=tls&debug=true&debug=false", "debug: given more than once"),
+            ("target=a:1&module=tls&debug=%zz", "debug: debug has a % not followed by two hexadecimal digits"),
+            ("target=a:1&module=tls&debug=", "debug: expected true or false"),
+            ("", "target: missing (add target=… to the query)"),
+            ("&&&", "target: missing (add target=… to the query)"),
+            ("target=a%2", "target: target has a % not followed by two hexadecimal digits"),
         ])
     func refusesQuery(query: String, reason: String) {
         #expect(throws: ProbeQuery.Problem.self) { try ProbeQuery(parsing: Substring(query)) }
@@ -48,6 +70,15 @@ struct ProbeRouteTests {
             #expect(error.description == reason)
             #expect(!error.description.contains("\n"))
         }
+    }
+
+    @Test("A query that is a slice of a longer request target is read within its bounds")
+    func readsSubstring() throws {
+        let requestTarget = "/probe?target=a:1&module=tls#&module=x"
+        let start = try #require(requestTarget.firstIndex(of: "?"))
+        let end = try #require(requestTarget.firstIndex(of: "#"))
+        let parsed = try ProbeQuery(parsing: requestTarget[requestTarget.index(after: start)..<end])
+        #expect(parsed.target == "a:1" && parsed.module == "tls" && !parsed.debug)
     }
 
     @Test("The longest values allowed pass")

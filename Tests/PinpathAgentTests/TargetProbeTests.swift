@@ -331,4 +331,81 @@ struct TargetProbeTests {
         #expect(elsewhere.requests.isEmpty)
         await running.stop()
     }
+
+    /// The `/probe` answer as 00836fd rendered it, kept as the reference the direct rendering must equal: the
+    /// probe made into an endpoint's snapshot, its lines rendered as `/metrics` renders an endpoint's without the
+    /// label, the endpoint-only families (its state, its pin failures since start) dropped.
+    static func throughEndpointSnapshot(_ result: ProbeResult, seconds: Double) -> String {
+        var endpoint = MetricsSnapshot.Endpoint(
+            name: "", lastProbe: EndpointTracker.LastProbe(result), kind: result.kind, state: .unknown)
+        endpoint.probeDuration = seconds
+        let lines = RenderedEndpoint(endpoint, labels: "")
+        var out = MetricsExposition.Output(format: .prometheus)
+        for (index, family) in RenderedEndpoint.families.enumerated()
+        where !["pinpath_endpoint_state", "pinpath_pin_failures"].contains(family.name) {
+            let section = lines.section(index)
+            guard !section.isEmpty else { continue }
+            out.family(family.name, family.type, family.help)
+            out.text.append(contentsOf: section)
+        }
+        return String(decoding: out.text, as: UTF8.self)
+    }
+
+    @Test(
+        """
+        The /probe exposition of real probes of every kind (http, https, tls, tcp, SMTP STARTTLS; successes, a wrong \
+        pin, an HTTP error status, an unexpected banner, a closed port) is byte for byte what the endpoint's \
+        snapshot rendered
+        """)
+    func expositionOfEachKindAsBefore() async throws {
+        let scratch = try TemporaryDirectory("target-exposition")
+        let tls = try TLSServer(certificate: pki.path("ip"), key: pki.path("ip", "key"), chain: [pki.path("inter")], in: scratch.path)
+        defer { tls.stop() }
+        let http = try RecordingServer(directory: scratch.path)
+        defer { http.stop() }
+        let failing = try RecordingServer(directory: scratch.path, failing: (503, Int.max))
+        defer { failing.stop() }
+        let banner = try MailServer(.tcp, .greet, directory: scratch.path)
+        defer { banner.stop() }
+        let smtp = try MailServer(.smtp, .starttls, certificate: try ProbeKindsAgentTests().mailChain(), directory: scratch.path)
+        defer { smtp.stop() }
+        let closed = try TLSServer.freePort()
+        let running = try await RunningAgent { _ in
+            try policies()
+                + """
+                modules:
+                  web: { kind: https, policy: good, targets: [127.0.0.0/8] }
+                  bad: { kind: https, policy: wrong, targets: [127.0.0.0/8] }
+                  raw: { kind: tls, policy: good, targets: [127.0.0.0/8] }
+                  plain: { kind: http, targets: [127.0.0.0/8] }
+                  banner: { kind: tcp, expect: { banner: SSH-2.0 }, targets: [127.0.0.0/8] }
+                  other_banner: { kind: tcp, expect: { banner: "220 " }, targets: [127.0.0.0/8] }
+                  mail: { kind: smtp, starttls: true, policy: good, expect: { banner: ESMTP }, targets: [127.0.0.0/8] }
+                """
+        }
+        let probes: [(module: String, target: String, outcome: ProbeResult.Outcome)] = [
+            ("web", "127.0.0.1:\(tls.port)", .success), ("bad", "127.0.0.1:\(tls.port)", .failure),
+            ("raw", "127.0.0.1:\(tls.port)", .success), ("plain", "http://127.0.0.1:\(http.port)/", .success),
+            ("plain", "http://127.0.0.1:\(failing.port)/", .failure), ("banner", "127.0.0.1:\(banner.port)", .success),
+            ("other_banner", "127.0.0.1:\(banner.port)", .failure), ("mail", "127.0.0.1:\(smtp.port)", .success),
+            ("raw", "127.0.0.1:\(closed)", .failure),
+        ]
+        var kinds: Set<String> = []
+        for probe in probes {
+            let (result, log) = try Self.result(await running.probe(probe.module, probe.target))
+            #expect(result.outcome == probe.outcome, "\(probe): \(result.message ?? "") \(log)")
+            kinds.insert(result.kind.rawValue)
+            for seconds in [0.0125, 1.5, 0.000_001, 12.345_678_9] {
+                let direct = TargetProbeExposition.render(result, seconds: seconds)
+                #expect(direct == Self.throughEndpointSnapshot(result, seconds: seconds), "\(probe)")
+                #expect(direct.contains("probe_success \(probe.outcome == .success ? 1 : 0)\n"), "\(direct)")
+            }
+        }
+        #expect(kinds == ["http", "https", "tls", "tcp", "smtp"], "\(kinds)")
+        // The results of the route's unit tests too: a target the path cannot reach, a tls:// timeout.
+        for result in ProbeRouteTests.results {
+            #expect(TargetProbeExposition.render(result, seconds: 0.25) == Self.throughEndpointSnapshot(result, seconds: 0.25))
+        }
+        await running.stop()
+    }
 }

@@ -369,61 +369,133 @@ struct RenderedEndpoint: Sendable {
         self.init(endpoint, labels: "endpoint=\"\(MetricsExposition.escape(endpoint.name))\"")
     }
 
-    /// The lines with `labels` (already `name="escaped",…`, or empty) on every sample: a `/probe` answer has none,
-    /// since the scrape's target is its identity.
-    init(_ endpoint: MetricsSnapshot.Endpoint, labels label: String) {
+    /// The lines with `labels` (already `name="escaped",…`, or empty) on every sample.
+    init(_ endpoint: MetricsSnapshot.Endpoint, labels: String) {
         var out = MetricsExposition.Output(format: .prometheus)
+        var ends = SectionEnds()
+        ends.ends.reserveCapacity(Self.families.count)
+        Self.write(endpoint, labels: labels, into: &out, sections: &ends)
+        bytes = out.text
+        self.ends = ends.ends
+    }
+
+    /// Where each family's lines end, for ``section(_:)``.
+    private struct SectionEnds: ProbeFamilySections {
         var ends: [Int32] = []
-        ends.reserveCapacity(Self.families.count)
-        func endSection() { ends.append(Int32(out.text.count)) }
-        if let succeeded = endpoint.probeSucceeded { out.sample("probe_success", label, succeeded ? 1 : 0) }
-        endSection()
-        if let seconds = endpoint.probeDuration { out.sample("probe_duration_seconds", label, seconds) }
-        endSection()
-        for (phase, seconds) in endpoint.phaseDurations {
-            out.sample("probe_http_duration_seconds", label, "phase", phase, seconds)
+
+        mutating func begin(_ family: Int, in out: inout MetricsExposition.Output) {}
+
+        mutating func end(_ family: Int, in out: inout MetricsExposition.Output) {
+            ends.append(Int32(out.text.count))
         }
-        endSection()
-        if endpoint.probeSucceeded != nil {
-            out.sample("probe_http_status_code", label, Double(endpoint.statusCode ?? 0))
+    }
+
+    /// The one definition of the per-probe families' samples, in the order of ``families``: `/metrics` and the
+    /// textfile write them for each endpoint, `/probe` for one probe's result (``TargetProbeExposition``).
+    /// `sections` is told where each family begins and ends; a family without samples writes nothing between.
+    static func write(
+        _ probe: some ProbeSampleValues, labels label: String, into out: inout MetricsExposition.Output,
+        sections: inout some ProbeFamilySections
+    ) {
+        var family = 0
+        func section(_ write: (inout MetricsExposition.Output) -> Void) {
+            sections.begin(family, in: &out)
+            write(&out)
+            sections.end(family, in: &out)
+            family += 1
         }
-        endSection()
-        if let expiry = endpoint.earliestCertificateExpiry { out.sample("probe_ssl_earliest_cert_expiry", label, expiry) }
-        endSection()
-        if let expiry = endpoint.lastChainExpiry {
-            out.sample("probe_ssl_last_chain_expiry_timestamp_seconds", label, expiry)
+        let succeeded = probe.probeSucceeded
+        section { if let succeeded { $0.sample("probe_success", label, succeeded ? 1 : 0) } }
+        section { if let seconds = probe.probeDuration { $0.sample("probe_duration_seconds", label, seconds) } }
+        section { out in
+            probe.forEachPhase { phase, seconds in out.sample("probe_http_duration_seconds", label, "phase", phase, seconds) }
         }
-        endSection()
-        if let version = endpoint.tlsVersion {
-            out.sample(
-                "probe_tls_version_info", label, "version",
-                MetricsExposition.escape(MetricsExposition.blackboxTLSVersion(version)), 1)
+        section { if succeeded != nil { $0.sample("probe_http_status_code", label, Double(probe.statusCode ?? 0)) } }
+        section { if let expiry = probe.earliestCertificateExpiry { $0.sample("probe_ssl_earliest_cert_expiry", label, expiry) } }
+        section { out in
+            if let expiry = probe.lastChainExpiry { out.sample("probe_ssl_last_chain_expiry_timestamp_seconds", label, expiry) }
         }
-        endSection()
-        if let status = endpoint.ocspResponseStatus { out.sample("probe_ssl_ocsp_response_status", label, Double(status)) }
-        endSection()
-        if let current = endpoint.ocspStatus {
-            for status in OCSPCheck.Status.all {
-                out.sample("probe_ssl_ocsp_status", label, "status", status.description, status.description == current ? 1 : 0)
+        section { out in
+            if let version = probe.tlsVersion {
+                out.sample(
+                    "probe_tls_version_info", label, "version",
+                    MetricsExposition.escape(MetricsExposition.blackboxTLSVersion(version)), 1)
             }
         }
-        endSection()
-        if let nextUpdate = endpoint.ocspNextUpdate { out.sample("probe_ssl_ocsp_next_update_timestamp_seconds", label, nextUpdate) }
-        endSection()
-        for state in MetricsExposition.states {
-            out.sample("pinpath_endpoint_state", label, "state", state.rawValue, endpoint.state == state ? 1 : 0)
+        section { if let status = probe.ocspResponseStatus { $0.sample("probe_ssl_ocsp_response_status", label, Double(status)) } }
+        section { out in
+            if let current = probe.ocspStatus {
+                for status in OCSPCheck.Status.all {
+                    out.sample("probe_ssl_ocsp_status", label, "status", status.description, status.description == current ? 1 : 0)
+                }
+            }
         }
-        endSection()
-        if let category = endpoint.failureCategory {
-            out.sample("pinpath_probe_failure_info", label, "category", category.rawValue, 1)
+        section { out in
+            if let nextUpdate = probe.ocspNextUpdate { out.sample("probe_ssl_ocsp_next_update_timestamp_seconds", label, nextUpdate) }
         }
-        endSection()
-        out.sample("pinpath_pin_failures_total", label, "enforced", "true", Double(endpoint.enforcedPinFailures))
-        out.sample("pinpath_pin_failures_total", label, "enforced", "false", Double(endpoint.reportOnlyPinFailures))
-        endSection()
-        bytes = out.text
-        self.ends = ends
+        section { out in
+            if let current = probe.endpointState {
+                for state in MetricsExposition.states {
+                    out.sample("pinpath_endpoint_state", label, "state", state.rawValue, current == state ? 1 : 0)
+                }
+            }
+        }
+        section {
+            if let category = probe.failureCategory { $0.sample("pinpath_probe_failure_info", label, "category", category.rawValue, 1) }
+        }
+        section { out in
+            if let failures = probe.pinFailures {
+                out.sample("pinpath_pin_failures_total", label, "enforced", "true", Double(failures.enforced))
+                out.sample("pinpath_pin_failures_total", label, "enforced", "false", Double(failures.reportOnly))
+            }
+        }
     }
+
+    /// Each family's `# HELP` and `# TYPE` lines in the Prometheus text format, rendered once.
+    static let prometheusHeaders: [[UInt8]] = families.map { family in
+        var out = MetricsExposition.Output(format: .prometheus)
+        out.family(family.name, family.type, family.help)
+        return out.text
+    }
+}
+
+/// What the per-probe families show of one probe, however it is held: an endpoint's snapshot, or a `/probe` result
+/// read as it is (``RenderedEndpoint/write(_:labels:into:sections:)``).
+protocol ProbeSampleValues {
+    /// Whether the probe succeeded; nil before an endpoint's first (no samples, and no status code).
+    var probeSucceeded: Bool? { get }
+    var probeDuration: Double? { get }
+    /// Calls `body` with each phase the probe's kind has (`resolve`, `connect`, `tls`, …) and its seconds.
+    func forEachPhase(_ body: (String, Double) -> Void)
+    var statusCode: Int? { get }
+    var earliestCertificateExpiry: Double? { get }
+    var lastChainExpiry: Double? { get }
+    /// As OpenSSL names it (`TLSv1.3`).
+    var tlsVersion: String? { get }
+    var ocspResponseStatus: Int? { get }
+    var ocspStatus: String? { get }
+    var ocspNextUpdate: Double? { get }
+    var failureCategory: FailureCategory? { get }
+    /// An endpoint's state; nil for a probe that is no endpoint's (no `pinpath_endpoint_state` samples).
+    var endpointState: EndpointState.Status? { get }
+    /// An endpoint's pin failures since start; nil for a probe that is no endpoint's (no samples).
+    var pinFailures: (enforced: Int, reportOnly: Int)? { get }
+}
+
+/// Told where each per-probe family's samples begin and end as ``RenderedEndpoint/write(_:labels:into:sections:)``
+/// writes them: to keep their places, or to put the family's header before them.
+protocol ProbeFamilySections {
+    mutating func begin(_ family: Int, in out: inout MetricsExposition.Output)
+    mutating func end(_ family: Int, in out: inout MetricsExposition.Output)
+}
+
+extension MetricsSnapshot.Endpoint: ProbeSampleValues {
+    func forEachPhase(_ body: (String, Double) -> Void) {
+        for (phase, seconds) in phaseDurations { body(phase, seconds) }
+    }
+
+    var endpointState: EndpointState.Status? { state }
+    var pinFailures: (enforced: Int, reportOnly: Int)? { (enforcedPinFailures, reportOnlyPinFailures) }
 }
 
 extension Substring {

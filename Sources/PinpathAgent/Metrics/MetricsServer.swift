@@ -374,8 +374,10 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             return
         }
         answered = true  // anything pipelined behind it is dropped, as for every request
-        let promise = context.eventLoop.makePromise(of: (TargetProbeAnswer, Double).self)
-        guard let task = route.start(request, peer: peer, done: { promise.succeed(($0, $1)) }) else {
+        let promise = context.eventLoop.makePromise(of: TargetProbeExposition.Answer.self)
+        // Read on the probe's task: the result is freed there, not on this thread.
+        guard let task = route.start(request, peer: peer, done: { promise.succeed(TargetProbeExposition.Answer($0, seconds: $1)) })
+        else {
             // The listener is closing.
             route.release(peer)
             return context.close(promise: nil)
@@ -384,28 +386,31 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         // until the answer is ready.
         slots.handOver(context.channel)
         probeTask = task
-        promise.futureResult.assumeIsolated().whenSuccess { answer, seconds in
+        promise.futureResult.assumeIsolated().whenSuccess { answer in
             self.probeTask = nil
             guard context.channel.isActive else { return }
             // From here the connection waits on its client again (to take the answer and go): it holds a slot.
             self.slots.reclaim(context.channel)
             guard context.channel.isActive else { return }  // its slot went to a newcomer's
-            self.writeProbeAnswer(answer, seconds: seconds, debug: request.debug, head: head, context)
+            self.writeProbeAnswer(answer, debug: request.debug, head: head, context)
         }
     }
 
     private func writeProbeAnswer(
-        _ answer: TargetProbeAnswer, seconds: Double, debug: Bool, head: HTTPRequestHead, _ context: ChannelHandlerContext
+        _ answer: TargetProbeExposition.Answer, debug: Bool, head: HTTPRequestHead, _ context: ChannelHandlerContext
     ) {
         switch answer {
-        case .probed(let result, let log):
-            let exposition = TargetProbeExposition.render(result, seconds: seconds)
+        case .probed(let samples, let log):
+            let exposition = TargetProbeExposition.bytes(samples)
             if debug {
-                respond(context, status: .ok, body: TargetProbeExposition.debugText(log: log, exposition: exposition), head: head)
+                let text = TargetProbeExposition.debugText(log: log, exposition: String(decoding: exposition, as: UTF8.self))
+                respond(context, status: .ok, body: text, head: head)
             } else {
-                respond(
-                    context, status: .ok, body: exposition, head: head,
-                    contentType: MetricsExposition.Format.prometheus.contentType)
+                var buffer = context.channel.allocator.buffer(capacity: exposition.count)
+                buffer.writeBytes(exposition)
+                var headers = HTTPHeaders()
+                headers.add(name: "Content-Type", value: MetricsExposition.Format.prometheus.contentType)
+                respond(context, status: .ok, bytes: buffer, head: head, headers: headers)
             }
         case .refused(let reason):
             // The agent's reasons quote the target: one line, whatever it holds.
@@ -470,15 +475,15 @@ final class MetricsHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         send(.end(nil), context)
     }
 
-    /// Writes the whole response and closes the connection.
+    /// Writes the whole response as `text/plain` and closes the connection.
     private func respond(
         _ context: ChannelHandlerContext, status: HTTPResponseStatus, body: String, head: HTTPRequestHead,
-        headers extra: HTTPHeaders = HTTPHeaders(), contentType: String = "text/plain; charset=utf-8"
+        headers extra: HTTPHeaders = HTTPHeaders()
     ) {
         var buffer = context.channel.allocator.buffer(capacity: body.utf8.count)
         buffer.writeString(body)
         var headers = extra
-        headers.add(name: "Content-Type", value: contentType)
+        headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
         respond(context, status: status, bytes: buffer, head: head, headers: headers)
     }
 

@@ -29,19 +29,33 @@ struct ProbeQuery: Equatable, Sendable {
     /// - Throws: ``Problem`` for a bad escape, a value that is not UTF-8 or holds a control character, a missing,
     ///   empty, repeated or over-long `target` or `module`, or a `debug` other than `true` or `false`.
     init(parsing query: Substring) throws(Problem) {
-        // Three slots rather than a dictionary: this runs on the listener's thread for every scrape.
+        var query = query
+        // On the query's bytes, split at `&` and the first `=` as Go's url.ParseQuery does (never on `Character`s: a
+        // combining mark after a separator must not hide it), with no substring per pair: this runs on the
+        // listener's thread for every scrape.
+        let parsed = query.withUTF8 { bytes in Result { () throws(Problem) in try Self(bytes) } }
+        self = try parsed.get()
+    }
+
+    private init(_ query: UnsafeBufferPointer<UInt8>) throws(Problem) {
+        // Three slots rather than a dictionary.
         var target: String?
         var module: String?
         var debug: String?
-        for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = try Self.decode(parts[0], parameter: nil)
-            let value = parts.count > 1 ? parts[1] : ""
-            switch name {
-            case "target": try Self.take(value, named: name, into: &target)
-            case "module": try Self.take(value, named: name, into: &module)
-            case "debug": try Self.take(value, named: name, into: &debug)
-            default: continue
+        var pairStart = 0
+        while pairStart < query.count {
+            let pairEnd = query[pairStart...].firstIndex(of: UInt8(ascii: "&")) ?? query.count
+            defer { pairStart = pairEnd + 1 }
+            guard pairEnd > pairStart else { continue }
+            let pair = UnsafeBufferPointer(rebasing: query[pairStart..<pairEnd])
+            let equals = pair.firstIndex(of: UInt8(ascii: "="))
+            let name = UnsafeBufferPointer(rebasing: pair[..<(equals ?? pair.count)])
+            let value = UnsafeBufferPointer(rebasing: pair[(equals.map { $0 + 1 } ?? pair.count)...])
+            switch try Self.parameter(named: name) {
+            case .target: try Self.take(value, named: "target", into: &target)
+            case .module: try Self.take(value, named: "module", into: &module)
+            case .debug: try Self.take(value, named: "debug", into: &debug)
+            case nil: continue
             }
         }
         self.target = try Self.required("target", target, maximumBytes: Self.maximumTargetBytes)
@@ -53,8 +67,34 @@ struct ProbeQuery: Equatable, Sendable {
         }
     }
 
+    /// The parameters read; the others are ignored.
+    private enum Parameter {
+        case target, module, debug
+    }
+
+    /// Which parameter `name` (still encoded) names. Every name is decoded and checked as a value is, so that a
+    /// malformed one is refused whatever it names; a plain one (printable ASCII without `%` or `+`) is its own
+    /// decoding and is compared as it is.
+    private static func parameter(named name: UnsafeBufferPointer<UInt8>) throws(Problem) -> Parameter? {
+        func plain(_ expected: StaticString) -> Bool {
+            name.elementsEqual(UnsafeBufferPointer(start: expected.utf8Start, count: expected.utf8CodeUnitCount))
+        }
+        guard isPlain(name) else {
+            switch try decode(name, parameter: nil) {
+            case "target": return .target
+            case "module": return .module
+            case "debug": return .debug
+            default: return nil
+            }
+        }
+        if plain("target") { return .target }
+        if plain("module") { return .module }
+        if plain("debug") { return .debug }
+        return nil
+    }
+
     /// Decodes the value of the parameter `name` into its slot, which must still be empty.
-    private static func take(_ value: Substring, named name: String, into slot: inout String?) throws(Problem) {
+    private static func take(_ value: UnsafeBufferPointer<UInt8>, named name: String, into slot: inout String?) throws(Problem) {
         guard slot == nil else { throw Problem(parameter: name, reason: "given more than once") }
         slot = try decode(value, parameter: name)
     }
@@ -68,32 +108,35 @@ struct ProbeQuery: Equatable, Sendable {
         return value
     }
 
+    /// Whether `text` is printable ASCII without `%` or `+`: then it decodes to itself.
+    private static func isPlain(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+        !text.contains { $0 < 0x20 || $0 > 0x7E || $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }
+    }
+
     /// Percent-decodes one name or value (`+` is a space): the result must be UTF-8 without control characters,
     /// so that no reason, log line or label built from it can be split or rewritten.
-    private static func decode(_ text: Substring, parameter: String?) throws(Problem) -> String {
+    private static func decode(_ text: UnsafeBufferPointer<UInt8>, parameter: String?) throws(Problem) -> String {
+        if isPlain(text) { return String(decoding: text, as: UTF8.self) }
         let what = parameter ?? "a parameter name"
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.utf8.count)
-        var index = text.utf8.startIndex
-        while index < text.utf8.endIndex {
-            let byte = text.utf8[index]
+        bytes.reserveCapacity(text.count)
+        var index = 0
+        while index < text.count {
+            let byte = text[index]
             switch byte {
             case UInt8(ascii: "%"):
-                let first = text.utf8.index(after: index)
-                guard first < text.utf8.endIndex, text.utf8.index(after: first) < text.utf8.endIndex,
-                    let high = hexValue(text.utf8[first]), let low = hexValue(text.utf8[text.utf8.index(after: first)])
-                else {
+                guard index + 2 < text.count, let high = hexValue(text[index + 1]), let low = hexValue(text[index + 2]) else {
                     throw Problem(parameter: parameter, reason: "\(what) has a % not followed by two hexadecimal digits")
                 }
                 bytes.append(high << 4 | low)
-                index = text.utf8.index(index, offsetBy: 3)
+                index += 3
                 continue
             case UInt8(ascii: "+"):
                 bytes.append(UInt8(ascii: " "))
             default:
                 bytes.append(byte)
             }
-            index = text.utf8.index(after: index)
+            index += 1
         }
         guard let decoded = String(validating: bytes, as: UTF8.self) else {
             throw Problem(parameter: parameter, reason: "\(what) is not UTF-8 once decoded")
