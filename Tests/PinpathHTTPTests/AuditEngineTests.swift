@@ -5,10 +5,11 @@ import Testing
 
 @testable import PinpathHTTP
 
-/// `pinpath audit`'s connections on a session's handshake engine (``Session/auditConnector``) instead of a thread of
-/// the blocking pool per audit: a batch runs on the engine's one thread, in order, each endpoint with its own
-/// outcome and timeout; a hostile server ends its audit with the same error as on the pool, where audits of
-/// library users without a session still run. Real servers on loopback: `openssl s_server` and the hostile kit.
+/// Audits on a handshake engine instead of a thread of the blocking pool per audit: `pinpath audit`'s own
+/// (``AuditEngine``) and a session's (``Session/auditConnector``). A batch runs on the engine's one thread, in
+/// order, each endpoint with its own outcome and timeout; a hostile server ends its audit with the same error as
+/// on the pool, where audits of library users without either still run. Real servers on loopback: `openssl
+/// s_server` and the hostile kit.
 @Suite("Audits on the handshake engine", .serialized)
 struct AuditEngineTests {
     let pki = TestPKI.shared
@@ -26,7 +27,7 @@ struct AuditEngineTests {
         return audits
     }
 
-    @Test("200 audits through one session: one engine thread, one context, results in order, each endpoint's own outcome and timeout")
+    @Test("200 audits on pinpath audit's engine: one thread, results in order, each endpoint's own outcome and timeout")
     func batchOnOneThread() async throws {
         // Several servers: s_server handles one connection at a time.
         let servers = try (0..<4).map { _ in
@@ -46,10 +47,10 @@ struct AuditEngineTests {
             case .silent: TLSEndpoint(host: "127.0.0.1", port: Int(silent.port))
             }
         }
-        let session = try Session()
-        defer { session.shutdown() }
+        let engine = AuditEngine()
+        defer { engine.shutdown() }
         let started = ContinuousClock.now
-        let audits = await Self.audits(endpoints, options: try options(timeout: .seconds(2)), connector: session.auditConnector)
+        let audits = await Self.audits(endpoints, options: try options(timeout: .seconds(2)), connector: engine.connector)
         let elapsed = ContinuousClock.now - started
         #expect(audits.map(\.endpoint) == endpoints)
         for (audit, kind) in zip(audits, kinds) {
@@ -67,7 +68,7 @@ struct AuditEngineTests {
                 #expect(audit.connectionError?.message.contains("no TLS handshake within the timeout") == true)
             }
         }
-        #expect(session.handshakes.threadsStarted == 1, "the engine started \(session.handshakes.threadsStarted) threads")
+        #expect(engine.threadsStarted == 1, "the engine started \(engine.threadsStarted) threads")
         // Not a benchmark: a bound far above the run's time, that a batch waiting on the silent server per audit
         // (or hanging) would pass.
         #expect(elapsed < .seconds(90), "the batch took \(elapsed)")

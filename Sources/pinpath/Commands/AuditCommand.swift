@@ -79,16 +79,11 @@ struct AuditCommand: AsyncParsableCommand {
             options.connectTo = connect?.endpoint(defaultPort: endpoint.port)
             return options
         }
-        // Every connection on one thread, the handshake engine's, instead of a pool thread held per audit. No
-        // monitor: an audit is not gated by reachability, as it never was.
-        let engine: Session
-        do throws(HTTPError) {
-            engine = try Session()
-        } catch {
-            throw CommandFailure.unavailable(error.message)
-        }
+        // Every connection on one thread, a handshake engine's, instead of a pool thread held per audit; no
+        // reachability gate, as an audit never had one.
+        let engine = AuditEngine()
         defer { engine.shutdown() }
-        batch.connector = engine.auditConnector
+        batch.connector = engine.connector
         let progress = AuditProgress(total: endpoints.count)
         // With --json, one object: a single host's audit, or, for several, every host's in the order given.
         let collectsJSON = json && endpoints.count + refused.count > 1
