@@ -99,6 +99,13 @@ struct AuditEngineTests {
             name: "never answers the ClientHello", behaviour: .silent, code: .timedOut,
             message: "no TLS handshake within the timeout (the server sent no TLS answer; is it a TLS port?)"),
         Hostile(name: "refused", behaviour: .refuse, code: .connectionRefused, message: nil),
+        // A valid handshake, one byte every 50 ms: it cannot end within the second, and holds nothing but its socket.
+        Hostile(
+            name: "slowloris handshake",
+            behaviour: .trickledTLS(
+                HostileServer.TLSIdentity(
+                    certificate: TestPKI.shared.path("ip"), key: TestPKI.shared.path("ip", "key"), chain: [TestPKI.shared.path("inter")])),
+            code: .timedOut, message: "no TLS handshake within the timeout (the server sent no TLS answer; is it a TLS port?)"),
     ]
 
     @Test(
