@@ -45,6 +45,9 @@ public final class HostileServer {
         case manyCertificates(TLSIdentity, filler: [String])
         /// Connection 1 gets the first identity, connection 2 the second, and so on alternating.
         case switchingCertificates(TLSIdentity, TLSIdentity)
+        /// A TLS server (the identity's, behind `openssl s_server`) whose every byte to the client comes 50 ms after
+        /// the last: a valid handshake, trickled (slowloris in the handshake).
+        case trickledTLS(TLSIdentity)
         /// A bound port that does not listen: every connect is refused (RST).
         case refuse
         /// Answers every request with `200 OK`, these extra header lines (`Name: value`) and this body: text
@@ -98,6 +101,8 @@ public final class HostileServer {
             backends = [try TLSServer(first, in: directory), try TLSServer(second, in: directory)]
         case .tlsAlertAfterHandshake(let identity):
             backends = [try TLSServer(identity, in: directory, extraArguments: ["-Verify", "1", "-tls1_3"])]
+        case .trickledTLS(let identity):
+            backends = [try TLSServer(identity, in: directory)]
         default:
             break
         }
@@ -228,6 +233,8 @@ public final class HostileServer {
             connection.drain()
         case .manyCertificates, .switchingCertificates, .tlsAlertAfterHandshake:
             connection.relay(to: backendPorts[(number - 1) % backendPorts.count])
+        case .trickledTLS:
+            connection.relay(to: backendPorts[0], trickle: true)
         case .refuse:
             break
         }
@@ -289,8 +296,9 @@ public final class HostileServer {
             return poll(&wake, 1, milliseconds) == 0
         }
 
-        /// Copies bytes both ways between the client and a backend on 127.0.0.1 until either side closes.
-        func relay(to port: UInt16) {
+        /// Copies bytes both ways between the client and a backend on 127.0.0.1 until either side closes; with
+        /// `trickle`, the backend's bytes one at a time, 50 ms apart.
+        func relay(to port: UInt16, trickle: Bool = false) {
             guard let backend = try? TLSServer.connectLoopback(port: port) else { return }
             state.open.add(1, ordering: .relaxed)
             defer {
@@ -309,6 +317,12 @@ public final class HostileServer {
                 for (from, to) in [(0, backend), (1, fd)] where fds[from].revents != 0 {
                     let count = recv(fds[from].fd, &buffer, buffer.count, 0)
                     guard count > 0 else { return }
+                    if trickle && to == fd {
+                        for byte in buffer[..<count] {
+                            guard pause(milliseconds: 50), send([byte]) else { return }
+                        }
+                        continue
+                    }
                     // Blocking send: both ends are loopback sockets that keep reading until they close.
                     guard Glibc.send(to, buffer, count, Int32(MSG_NOSIGNAL)) == count else { return }
                     if to == fd { state.sent.add(count, ordering: .relaxed) }

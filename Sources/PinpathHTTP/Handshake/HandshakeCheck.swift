@@ -11,6 +11,10 @@ import Synchronization
 /// pinpath's verifier inside it, for `tcp://` the exchange if one is asked; it ends with the response, or the
 /// error of the same category and close to the same words as a libcurl transfer's.
 ///
+/// An audit (``Plan/audit``, `pinpath audit`) connects the same way, then runs an audit's handshake, which
+/// verifies nothing and records what the server showed; its outcome, in an audit's words, is the
+/// ``HandshakeAudit``'s, and the check's own result only says that it ended.
+///
 /// `@unchecked Sendable`: built on the caller's task, then touched only by the engine's thread, except
 /// ``cancelled``, which is atomic.
 final class HandshakeCheck: @unchecked Sendable {
@@ -38,6 +42,8 @@ final class HandshakeCheck: @unchecked Sendable {
         let tls: HandshakeTLS?
         /// For `tcp://`: the exchange to run once connected, if any.
         let exchange: TCPExchange?
+        /// For an audit: its handshake, run once connected (with neither ``tls`` nor ``exchange``).
+        var audit: HandshakeAudit? = nil
     }
 
     typealias Completion = @Sendable (Result<SessionResponse, HTTPError>) -> Void
@@ -76,6 +82,7 @@ final class HandshakeCheck: @unchecked Sendable {
     private enum Stage {
         case connecting
         case handshaking(HandshakeTLS.Running)
+        case auditing(HandshakeAudit.Running)
         case exchanging(TCPSocketExchange)
         case ended
     }
@@ -123,6 +130,8 @@ final class HandshakeCheck: @unchecked Sendable {
             if attempts.isEmpty { startAttempt(now: now, loop: loop) }
         case .handshaking(let handshake):
             advance(handshake, now: now, loop: loop)
+        case .auditing(let handshake):
+            advance(handshake, now: now, loop: loop)
         case .exchanging(let exchange):
             advance(exchange, now: now, loop: loop)
         case .ended:
@@ -135,6 +144,11 @@ final class HandshakeCheck: @unchecked Sendable {
         switch stage {
         case .connecting:
             guard now < plan.connectDeadline else {
+                if let audit = plan.audit {
+                    // An audit's words name the address it was waiting for (the first still pending).
+                    let address = attempts.first.map { Self.text($0.address, port: plan.port) } ?? "\(plan.host)"
+                    return endAudit(audit, .failure(TLSConnectionError.connectTimeout(label: plan.label, address: address)), loop: loop)
+                }
                 let elapsed = (now - plan.started).wholeMilliseconds
                 return fail(HTTPError(.timedOut, "\(plan.label): Connection timed out after \(elapsed) milliseconds"), loop: loop)
             }
@@ -142,6 +156,9 @@ final class HandshakeCheck: @unchecked Sendable {
             startAttempt(now: now, loop: loop)
         case .handshaking(let handshake):
             fail(handshake.timeout(elapsed: now - plan.started), loop: loop)
+        case .auditing:
+            guard let audit = plan.audit else { return }
+            endAudit(audit, .failure(TLSConnectionError.handshakeTimeout(label: plan.label)), loop: loop)
         case .exchanging(let exchange):
             advance(exchange, now: now, loop: loop)
         case .ended:
@@ -190,7 +207,10 @@ final class HandshakeCheck: @unchecked Sendable {
             loop.watch(fd, writable: true, for: self)
             break
         }
-        guard !attempts.isEmpty else { return fail(noConnection(now: now), loop: loop) }
+        guard !attempts.isEmpty else {
+            if let audit = plan.audit { return endAudit(audit, .failure(auditNoConnection()), loop: loop) }
+            return fail(noConnection(now: now), loop: loop)
+        }
         // Woken for the next address's turn, or at the end of the connection phase.
         var next = plan.connectDeadline
         if nextAddress < plan.addresses.count, let last = lastAttemptStarted { next = min(next, last + Self.attemptDelay) }
@@ -210,6 +230,18 @@ final class HandshakeCheck: @unchecked Sendable {
         )
     }
 
+    /// Why an audit made no connection, in an audit's words (``TLSConnection``'s): the last address's failure,
+    /// or every address skipped by the gate (only with a monitor), or none to try.
+    private func auditNoConnection() -> TLSConnectionError {
+        if let failure = lastConnectFailure {
+            return TLSConnectionError.connectFailure(failure.error, label: plan.label, address: failure.address)
+        }
+        if let unreachable = HTTPError.noAddressReachable(skipped, request: plan.label) {
+            return TLSConnectionError(.unreachable, unreachable.message)
+        }
+        return TLSConnectionError(.dnsFailure, "\(plan.label): \(plan.host) has no address")
+    }
+
     /// `fd` connected to `address` first: the other attempts are closed, and the check goes on on it.
     private func connected(_ fd: Int32, to address: IPAddress, now: ContinuousClock.Instant, loop: HandshakeLoop) {
         for attempt in attempts { closeDescriptor(attempt.socket) }
@@ -218,7 +250,16 @@ final class HandshakeCheck: @unchecked Sendable {
         // The clock, not the loop's turn: the turn began before the events ahead of this one were handled.
         let at = ContinuousClock.now
         connected = (Self.text(address, port: plan.port), at)
-        if let tls = plan.tls {
+        if let audit = plan.audit {
+            do throws(TLSConnectionError) {
+                let handshake = try audit.start(socket: socket)
+                stage = .auditing(handshake)
+                loop.schedule(self, at: plan.connectDeadline)
+                advance(handshake, now: now, loop: loop)
+            } catch {
+                endAudit(audit, .failure(error), loop: loop)
+            }
+        } else if let tls = plan.tls {
             do throws(HTTPError) {
                 let handshake = try tls.start(socket: socket, label: plan.label)
                 stage = .handshaking(handshake)
@@ -258,6 +299,24 @@ final class HandshakeCheck: @unchecked Sendable {
             if handshake.verifierReached { handshaken = .now }
             fail(error, loop: loop)
         }
+    }
+
+    private func advance(_ handshake: HandshakeAudit.Running, now: ContinuousClock.Instant, loop: HandshakeLoop) {
+        switch handshake.advance() {
+        case .wantRead: loop.watch(socket, writable: false, for: self)
+        case .wantWrite: loop.watch(socket, writable: true, for: self)
+        case .finished(let result):
+            handshaken = ContinuousClock.now
+            guard let audit = plan.audit else { return }
+            endAudit(audit, result, loop: loop)
+        }
+    }
+
+    /// Ends an audit: its outcome (with the address connected to, if any) for the submitter, and the check's
+    /// result, which only says that it ended.
+    private func endAudit(_ audit: HandshakeAudit, _ result: Result<AuditedHandshake, TLSConnectionError>, loop: HandshakeLoop) {
+        if let error = audit.ended(address: connected?.address, result) { return fail(error, loop: loop) }
+        end(.success(response(now: handshaken ?? .now)), loop: loop)
     }
 
     private func advance(_ exchange: TCPSocketExchange, now: ContinuousClock.Instant, loop: HandshakeLoop) {

@@ -111,6 +111,24 @@ final class HandshakeEngine: Sendable {
         }
     }
 
+    /// Hands `check` to the engine and waits for its end, for a task. Cancelling the task cancels the check and
+    /// closes its socket.
+    func run(_ check: HandshakeCheck) async -> Result<SessionResponse, HTTPError> {
+        let result: Result<SessionResponse, HTTPError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                check.completion = { result in
+                    SanitizerEdge.release(check)  // what the engine's thread wrote, for the task
+                    continuation.resume(returning: result)
+                }
+                submit(check)
+            }
+        } onCancel: {
+            cancel(check)
+        }
+        SanitizerEdge.acquire(check)
+        return result
+    }
+
     /// Stops a check: it completes with ``HTTPError/Code/cancelled`` and closes its socket, unless it has ended.
     func cancel(_ check: HandshakeCheck) {
         check.cancelled.store(true, ordering: .releasing)

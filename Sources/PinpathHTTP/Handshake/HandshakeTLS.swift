@@ -13,7 +13,7 @@ struct HandshakeTLS {
     func start(socket: Int32, label: String) throws(HTTPError) -> Running {
         do {
             let handshake = try TLSClientHandshake(context: context, socket: socket, serverName: serverName, verifier: verifier)
-            return Running(handshake: handshake, label: label)
+            return Running(handshake: handshake, verifier: verifier, label: label)
         } catch {
             throw HTTPError(.tlsFailed, "\(label): \(error.message)")
         }
@@ -30,11 +30,12 @@ struct HandshakeTLS {
         }
 
         private let handshake: TLSClientHandshake
+        private let verifier: HandshakeVerifier
         private let label: String
-        private var verifier: HandshakeVerifier { handshake.verifier }
 
-        init(handshake: TLSClientHandshake, label: String) {
+        init(handshake: TLSClientHandshake, verifier: HandshakeVerifier, label: String) {
             self.handshake = handshake
+            self.verifier = verifier
             self.label = label
         }
 

@@ -71,20 +71,7 @@ extension Session {
                 addressCheck: options.reachability == .ignore ? nil : gate?.addressCheck, started: started, resolved: .now,
                 connectDeadline: connectDeadline, deadline: deadline, tls: tls,
                 exchange: kind == .tcp ? options.tcpExchange : nil))
-        let handshakes = self.handshakes
-        let result: Result<SessionResponse, HTTPError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                check.completion = { result in
-                    SanitizerEdge.release(check)  // what the engine's thread wrote, for the task
-                    continuation.resume(returning: result)
-                }
-                handshakes.submit(check)
-            }
-        } onCancel: {
-            handshakes.cancel(check)
-        }
-        SanitizerEdge.acquire(check)
-        return result
+        return await handshakes.run(check)
     }
 
     /// The addresses to try for `host` of `family` (any when `nil`): the address itself, or what the resolver

@@ -146,13 +146,25 @@ public struct TLSAudit: Sendable {
         await run(endpoint, options: options, contexts: TLSConnection.sharedContexts)
     }
 
-    /// ``run(_:options:)`` on a connection made from the audit context of `contexts` (a batch's own).
-    static func run(_ endpoint: TLSEndpoint, options: Options, contexts: TLSClientContexts) async -> TLSAudit {
+    /// ``run(_:options:)`` on a connection made from the audit context of `contexts` (a batch's own), by
+    /// `connector`: on the blocking pool, or on a `Session`'s handshake engine.
+    static func run(
+        _ endpoint: TLSEndpoint, options: Options, contexts: TLSClientContexts, connector: TLSAuditConnector = .blockingPool
+    ) async -> TLSAudit {
         await answeringOCSP(options) {
             let deadline = ContinuousClock.now + options.timeout
             let context = await TLSConnection.context(
                 clientCertificate: options.clientCertificate, in: contexts, label: endpoint.description, deadline: deadline)
-            return await BlockingPool.shared.run { TLSAudit(endpoint, options: options, context: context, deadline: deadline) }
+            switch context {
+            case .success(let context):
+                let outcome = await connector.connect(
+                    TLSAuditConnector.Attempt(
+                        dialled: options.connectTo ?? endpoint, label: endpoint.description,
+                        serverName: options.serverName ?? endpoint.host, context: context, deadline: deadline))
+                return TLSAudit(endpoint, options: options, outcome: outcome)
+            case .failure(let error):
+                return TLSAudit(endpoint, options: options, outcome: TLSAuditConnector.Outcome(address: nil, handshake: .failure(error)))
+            }
         }
     }
 
@@ -185,18 +197,27 @@ public struct TLSAudit: Sendable {
         _ endpoint: TLSEndpoint, options: Options, context: Result<TLSClientContext, TLSConnectionError>,
         deadline: ContinuousClock.Instant
     ) {
+        switch context {
+        case .success(let context):
+            let attempt = TLSAuditConnector.Attempt(
+                dialled: options.connectTo ?? endpoint, label: endpoint.description,
+                serverName: options.serverName ?? endpoint.host, context: context, deadline: deadline)
+            self.init(endpoint, options: options, outcome: TLSAuditConnector.connectBlocking(attempt))
+        case .failure(let error):
+            self.init(endpoint, options: options, outcome: TLSAuditConnector.Outcome(address: nil, handshake: .failure(error)))
+        }
+    }
+
+    /// Judges what a connection showed: its handshake, or why there was none.
+    private init(_ endpoint: TLSEndpoint, options: Options, outcome: TLSAuditConnector.Outcome) {
         let serverName = options.serverName ?? endpoint.host
-        var address: String?
-        do {
-            let connection = try TLSConnection(
-                connectingTo: options.connectTo ?? endpoint, label: endpoint.description, deadline: deadline)
-            address = connection.address
-            let handshake = try connection.handshake(serverName: serverName, context: try context.get(), deadline: deadline)
-            self.init(endpoint, serverName: serverName, address: connection.address, handshake: handshake, options: options)
-        } catch {
+        switch outcome.handshake {
+        case .success(let handshake):
+            self.init(endpoint, serverName: serverName, address: outcome.address ?? "", handshake: handshake, options: options)
+        case .failure(let error):
             self.init(
                 endpoint: endpoint, serverName: serverName, chainFile: nil, verifiedAt: options.verificationTime ?? Date(),
-                address: address, protocolVersion: nil, cipher: nil, servedChain: [], judgement: Judgement(),
+                address: outcome.address, protocolVersion: nil, cipher: nil, servedChain: [], judgement: Judgement(),
                 connectionError: error)
         }
     }
@@ -220,7 +241,7 @@ public struct TLSAudit: Sendable {
 
     /// Judges a completed handshake.
     private init(
-        _ endpoint: TLSEndpoint, serverName: String, address: String, handshake: TLSConnection.Handshake, options: Options
+        _ endpoint: TLSEndpoint, serverName: String, address: String, handshake: AuditedHandshake, options: Options
     ) {
         let judgement = Judgement(
             handshake.servedChain, serverName: serverName, label: serverName, port: endpoint.port, options: options,

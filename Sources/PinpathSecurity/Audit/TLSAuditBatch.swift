@@ -3,6 +3,8 @@
 ///
 /// Each audit waits on the network on a thread of pinpath's pool for blocking work (``TLSAudit/run(_:options:)``,
 /// 8 threads), so the bound is about sockets and the servers' patience, not CPU; above 8, audits wait for a thread.
+/// `pinpath audit` hands the batch its `Session`'s handshake engine instead (``connector``): every connection is
+/// then a socket on the engine's one thread, and the bound is the batch's alone.
 /// The batch's connections share one TLS context per client certificate, built by the first audit that needs it.
 public struct TLSAuditBatch: Sendable {
     /// How many endpoints are audited at once unless a caller says otherwise.
@@ -15,6 +17,9 @@ public struct TLSAuditBatch: Sendable {
     private let options: [TLSAudit.Options]
     /// The audit contexts of this batch's connections.
     private let contexts = TLSClientContexts()
+    /// How each audit gets its connection: on pinpath's pool for blocking work unless a caller with a `Session`
+    /// hands its handshake engine's (what `pinpath audit` does).
+    package var connector = TLSAuditConnector.blockingPool
 
     /// How many TLS contexts the batch has built so far: one per distinct client certificate (none, or a
     /// file's), however many endpoints share it.
@@ -48,13 +53,16 @@ public struct TLSAuditBatch: Sendable {
         let options = options
         let concurrency = concurrency
         let contexts = contexts
+        let connector = connector
         var failure: Failure?
         await withTaskGroup(of: (Int, TLSAudit).self) { group in
             var next = 0
             func startNext() {
                 guard next < endpoints.count else { return }
                 let index = next
-                group.addTask { (index, await TLSAudit.run(endpoints[index], options: options[index], contexts: contexts)) }
+                group.addTask {
+                    (index, await TLSAudit.run(endpoints[index], options: options[index], contexts: contexts, connector: connector))
+                }
                 next += 1
             }
             for _ in 0..<concurrency { startNext() }

@@ -54,19 +54,21 @@ extension SecurityError {
 /// (`wrong version number`), or with `withCodes` OpenSSL's whole line as libcurl quotes it
 /// (`error:0A00010B:SSL routines::wrong version number`, from `ERR_error_string_n`).
 func drainOpenSSLErrors(withCodes: Bool = false) -> [String] {
-    var reasons: [String] = []
+    drainOpenSSLErrorEntries().map { withCodes ? $0.line : $0.reason }
+}
+
+/// Empties this thread's OpenSSL error queue and returns each entry both ways, oldest first: OpenSSL's whole line
+/// (`error:0A00010B:SSL routines::wrong version number`) and the reason alone (`wrong version number`), for a
+/// caller that words a failure for two audiences (a check quotes the lines as libcurl does, an audit the reasons).
+func drainOpenSSLErrorEntries() -> [(line: String, reason: String)] {
+    var entries: [(line: String, reason: String)] = []
     while true {
         let code = ERR_get_error()
         if code == 0 { break }
-        if withCodes {
-            var line = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(code, &line, line.count)
-            reasons.append(String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-        } else if let reason = ERR_reason_error_string(code) {
-            reasons.append(String(cString: reason))
-        } else {
-            reasons.append("OpenSSL error \(code)")
-        }
+        var line = [CChar](repeating: 0, count: 256)
+        ERR_error_string_n(code, &line, line.count)
+        let reason = ERR_reason_error_string(code).map { String(cString: $0) } ?? "OpenSSL error \(code)"
+        entries.append((String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), reason))
     }
-    return reasons
+    return entries
 }

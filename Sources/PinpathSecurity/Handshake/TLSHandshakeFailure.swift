@@ -30,6 +30,8 @@ package struct TLSHandshakeFailure: Error, Sendable, Equatable, CustomStringConv
     /// OpenSSL's error lines for the failure, as libcurl quotes them (`error:0A00010B:SSL routines::wrong
     /// version number`), escaped; empty when OpenSSL queued none.
     package let openSSLErrors: [String]
+    /// The same errors' reasons alone (`wrong version number`), escaped, as an audit's messages quote them.
+    package let openSSLReasons: [String]
     /// The `errno` of the socket's failure (``Code/socketFailure``), or 0.
     package let socketError: Int32
     /// The host and port the handshake was for (the verifier's), for ``description``.

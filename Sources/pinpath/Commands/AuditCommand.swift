@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import PinpathAgent
+import PinpathHTTP
 import PinpathSecurity
 import PinpathSupport
 
@@ -73,11 +74,16 @@ struct AuditCommand: AsyncParsableCommand {
         let responders = try await OCSPResponderSession.start(for: options.policy, trustStore: options.trustStore)
         defer { responders?.stop() }
         options.ocspResponder = responders?.session
-        let batch = TLSAuditBatch(endpoints) { endpoint in
+        var batch = TLSAuditBatch(endpoints) { endpoint in
             var options = options
             options.connectTo = connect?.endpoint(defaultPort: endpoint.port)
             return options
         }
+        // Every connection on one thread, a handshake engine's, instead of a pool thread held per audit; no
+        // reachability gate, as an audit never had one.
+        let engine = AuditEngine()
+        defer { engine.shutdown() }
+        batch.connector = engine.connector
         let progress = AuditProgress(total: endpoints.count)
         // With --json, one object: a single host's audit, or, for several, every host's in the order given.
         let collectsJSON = json && endpoints.count + refused.count > 1
