@@ -97,4 +97,24 @@ struct HandshakeEngineGateTests {
         #expect(refused.message?.contains("\(Self.other): blackhole_route") == true, "\(refused)")
         #expect(refused.message?.contains("\(Self.serving): blackhole_route") == true, "\(refused)")
     }
+
+    @Test("pinpath audit of a link-local address with its zone (fe80::…%pa0) completes its handshake, as before the engine")
+    func auditOfLinkLocalAddressWithZone() throws {
+        let network = try TestNetwork(ipv6: true)
+        defer { network.remove() }
+        try network.ip(network.gateway, "-6 addr add fe80::fe/64 dev pb0 nodad")
+        let pki = TestPKI.shared
+        try network.spawn(
+            in: network.gateway,
+            ["openssl", "s_server", "-accept", "[::]:4433", "-cert", pki.path("ip"), "-key", pki.path("ip", "key"), "-quiet"])
+        try network.waitForListener(in: network.gateway, TestNetwork.gatewayAddress6, 4433)
+        let result = try Shell.run([
+            "ip", "netns", "exec", network.host, Shell.pinpath, "audit", "--json", "--ca-file", pki.path("store"), "[fe80::fe%pa0]:4433",
+        ])
+        let audit = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stdout)")
+        // Its addresses carry no scope on the engine: without the zone the kernel refuses the connect (EINVAL), and
+        // the audit said "has no address".
+        #expect(audit["address"] as? String == "[fe80::fe%pa0]:4433", "\(result.stdout) \(result.stderr)")
+        #expect(audit["result"] as? String != "no_handshake", "\(result.stdout) \(result.stderr)")
+    }
 }
