@@ -68,6 +68,12 @@
 #   SCRAPES   back-to-back scrapes of /metrics that measure one scrape's CPU in +listen modes (default 20)
 #   SKIP      any of "blackbox core floor openssl" to leave those out (default none)
 #   KEEP      1 to keep the work directory (events, configs, RSS samples); its path is printed
+#   ENVS      more pinpath runs under other environments, interleaved with the plain one (issue 30's allocator
+#             experiment): whitespace-separated `label:VAR=value[,VAR=value…]` (benchmarks/lib/environments.sh), e.g.
+#             ENVS="mimalloc:LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"; only pinpath gets them.
+#             Their rows read `MODE@label` (the plain run's `MODE`); the floors and blackbox_exporter run once.
+#   ROUNDS    times every pinpath run of a kind (each mode under each environment) is repeated, round after round,
+#             before blackbox_exporter's (default 1); rows of round 2 on read `…/2`
 #
 # Needs root only for apt-get (nginx-light and prometheus-blackbox-exporter are installed when missing), plus
 # openssl, python3, cc and libcurl's headers (libcurl4-openssl-dev). Loopback only.
@@ -82,13 +88,16 @@ KINDS=${KINDS:-https}
 SCRAPES=${SCRAPES:-20}
 SKIP=${SKIP:-}
 KEEP=${KEEP:-0}
+ROUNDS=${ROUNDS:-1}
 INTERVAL=60
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bench=agent-scale
 source "$here/lib/loopback-tls.sh"
+source "$here/lib/environments.sh"
 [[ -x $PINPATH ]] || die "no executable at PINPATH=$PINPATH"
 [[ $SKIP == *core* || -x $BENCH ]] || die "no executable at BENCH=$BENCH (build pinpath-bench, or SKIP=core)"
 [[ $DURATION =~ ^[0-9]+$ && $DURATION -ge 30 ]] || die "DURATION must be a number of seconds, at least 30"
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer (got '$ROUNDS')"
 for n in $NS; do [[ $n =~ ^[1-9][0-9]*$ ]] || die "NS must list positive integers (got '$n')"; done
 for kind in $KINDS; do [[ $kind == https || $kind == tls || $kind == tcp ]] || die "KINDS must list https, tls and/or tcp (got '$kind')"; done
 
@@ -100,12 +109,13 @@ cc -O2 -o "$work/openssl-floor" "$here/openssl-floor.c" $(pkg-config --cflags --
 start_tls_nginx
 
 # Writes a pinpath configuration with N endpoints of a kind (https: one path each; tls and tcp: the same host and
-# port under N names) and the given policy mode (a tcp:// endpoint has none: no TLS).
+# port under N names) and the given policy mode (a tcp:// endpoint has none: no TLS), its events to EVENTS (a
+# `+listen` mode's metrics socket beside them, one per run).
 write_config() {
-    local n=$1 mode=$2 file=$3 kind=$4
+    local n=$1 mode=$2 file=$3 kind=$4 events=$5
     {
-        echo "events: {output: $work/events-$n-$mode-$kind.jsonl, probes: changes, max_size: 1GiB}"
-        [[ $mode == *+listen ]] && echo "metrics: {listen: \"$work/metrics-$n-$kind.sock\"}"
+        echo "events: {output: $events, probes: changes, max_size: 1GiB}"
+        [[ $mode == *+listen ]] && echo "metrics: {listen: \"${events%.jsonl}.sock\"}"
         echo "policies:"
         echo "  bench:"
         if [[ ${mode%+listen} == pinned ]]; then
@@ -131,28 +141,31 @@ write_config() {
 # One scrape of the +listen run's socket; prints the body's size in bytes.
 scrape() { curl -s --max-time 10 --unix-socket "$1" http://localhost/metrics | wc -c; }
 
-# Runs pinpath; prints "cpu_ms_per_probe cpu_pct rss_mib p99_ms probes failures startup_cpu_s steady_ms
+# Runs pinpath (N MODE KIND [LABEL [RUN]]: LABEL an ENVS environment, RUN the row's name, by default MODE); prints
+# "cpu_ms_per_probe cpu_pct rss_mib p99_ms probes failures startup_cpu_s steady_ms
 # scrape_cpu_ms scrape_bytes max_threads new_threads" (scrape's two "nan 0" without +listen; new_threads: created
 # in steady state, nan without perf).
 run_pinpath() {
-    local n=$1 mode=$2 kind=$3
-    local config=$work/agent-$n-$mode-$kind.yaml events=$work/events-$n-$mode-$kind.jsonl rss=$work/rss-pinpath-$n-$mode-$kind
-    write_config "$n" "$mode" "$config" "$kind"
+    local n=$1 mode=$2 kind=$3 label=${4:-plain} run=${5:-$2} words
+    local name=$n-${run//\//-}-$kind
+    local config=$work/agent-$name.yaml events=$work/events-$name.jsonl rss=$work/rss-pinpath-$name stderr=$work/pinpath-$name.stderr
+    write_config "$n" "$mode" "$config" "$kind" "$events"
     "$PINPATH" check-config --config "$config" >/dev/null || die "pinpath rejects $config"
     : > "$rss"
     local started=$SECONDS
-    "$PINPATH" run --config "$config" 2> "$work/pinpath-$n-$mode.stderr" & local pid=$!; pids+=("$pid")
+    read -ra words <<<"${env_assignments[$label]}"
+    env "${words[@]}" "$PINPATH" run --config "$config" 2> "$stderr" & local pid=$!; pids+=("$pid")
     sample_rss "$pid" "$rss" & local sampler=$!; pids+=("$sampler")
     # Steady state starts when every endpoint has reported once (its first endpoint.state_changed).
-    local first_pass_done=0 socket=$work/metrics-$n-$kind.sock next_scrape=$((SECONDS + 15))
-    local max_threads=0 threads perf_pid='' newtask=$work/newtask-$n-$mode-$kind
+    local first_pass_done=0 socket=${events%.jsonl}.sock next_scrape=$((SECONDS + 15))
+    local max_threads=0 threads perf_pid='' newtask=$work/newtask-$name
     while ((SECONDS - started < DURATION)); do
         threads=$(awk '/^Threads:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0)
         if ((${threads:-0} > max_threads)); then max_threads=$threads; fi
         if [[ $mode == *+listen ]] && ((SECONDS >= next_scrape)); then
             scrape "$socket" >/dev/null; next_scrape=$((SECONDS + 15))
         fi
-        kill -0 "$pid" 2>/dev/null || die "pinpath exited early (see $work/pinpath-$n-$mode.stderr)"
+        kill -0 "$pid" 2>/dev/null || die "pinpath exited early (see $stderr)"
         if ((!first_pass_done)) && [[ -f $events ]] && (($(grep -c '"endpoint.state_changed"' "$events") >= n)); then
             first_pass_done=1
             cpu0=$(cpu_seconds "$pid"); t0=$(date +%s.%N)
@@ -237,14 +250,29 @@ print(f"{float(f['cpu_us_per_request']) / 1000:.3f} {f['rss_mib']} {f['requests'
 PY
 }
 
-echo "agent-scale: nproc=$(nproc), nginx on 127.0.0.1:$https_port, ${DURATION}s per run, N in ($NS), modes ($MODES), kinds ($KINDS)" >&2
+# The pinpath runs of each N and kind, in order: "run mode label" (run: the row's name), every mode under every
+# environment, round after round.
+runs=()
+for ((round = 1; round <= ROUNDS; round++)); do
+    for mode in $MODES; do
+        for label in "${env_labels[@]}"; do
+            run=$mode
+            [[ $label == plain ]] || run+=@$label
+            ((round == 1)) || run+=/$round
+            runs+=("$run $mode $label")
+        done
+    done
+done
+echo "agent-scale: nproc=$(nproc), nginx on 127.0.0.1:$https_port, ${DURATION}s per run, N in ($NS), modes ($MODES), kinds ($KINDS)," \
+    "environments (${env_labels[*]}), $ROUNDS round(s)" >&2
 declare -A table
 for n in $NS; do
     for kind in $KINDS; do
-        for mode in $MODES; do
-            echo "agent-scale: N=$n pinpath $kind ($mode)…" >&2
-            table[$n,$kind,pinpath,$mode]=$(run_pinpath "$n" "$mode" "$kind")
-            echo "  $n pinpath $kind $mode: ${table[$n,$kind,pinpath,$mode]}" >&2
+        for entry in "${runs[@]}"; do
+            read -r run mode label <<<"$entry"
+            echo "agent-scale: N=$n pinpath $kind ($run${ENVS:+: ${env_assignments[$label]:-plain}})…" >&2
+            table[$n,$kind,pinpath,$run]=$(run_pinpath "$n" "$mode" "$kind" "$label" "$run")
+            echo "  $n pinpath $kind $run: ${table[$n,$kind,pinpath,$run]} (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
         done
         if [[ $SKIP != *blackbox* ]]; then
             echo "agent-scale: N=$n blackbox_exporter $kind…" >&2
@@ -272,7 +300,7 @@ for n in $NS; do
 done
 
 echo
-row='%-6s %-5s %-6s %8s %8s %8s %8s %8s %8s %7s %6s %6s %7s %7s %8s %8s %6s %7s %6s %15s %5s %5s\n'
+row='%-6s %-5s %-18s %8s %8s %8s %8s %8s %8s %7s %6s %6s %7s %7s %8s %8s %6s %7s %6s %15s %5s %5s\n'
 printf "$row" N kind policy "pp ms" "core ms" "bb ms" "curl ms" "c+ca ms" "ossl ms" "pp/core" "pp/bb" "pp/c" "pp/c+ca" "pp/ossl" \
     "pp RSS" "bb RSS" "pp CPU%" "p99 ms" "fail" "probes pp/bb" "thr" "new"
 for n in $NS; do
@@ -286,19 +314,21 @@ for n in $NS; do
         kind_core=nan kind_c=nan kind_cc=nan kind_os=nan
         if [[ $kind == https ]]; then kind_core=$core_ms kind_c=$c_ms kind_cc=$cc_ms; fi
         if [[ $kind == tls ]]; then kind_os=$os_ms; fi
-        for mode in $MODES; do
-            read -r pp_ms pp_pct pp_rss pp_p99 pp_probes pp_fail _ _ _ _ pp_threads pp_new <<<"${table[$n,$kind,pinpath,$mode]}"
-            printf "$row" "$n" "$kind" "$mode" "$pp_ms" "$kind_core" "$bb_ms" "$kind_c" "$kind_cc" "$kind_os" \
+        for entry in "${runs[@]}"; do
+            read -r run _ <<<"$entry"
+            read -r pp_ms pp_pct pp_rss pp_p99 pp_probes pp_fail _ _ _ _ pp_threads pp_new <<<"${table[$n,$kind,pinpath,$run]}"
+            printf "$row" "$n" "$kind" "$run" "$pp_ms" "$kind_core" "$bb_ms" "$kind_c" "$kind_cc" "$kind_os" \
                 "$(calc "$pp_ms / $kind_core")" "$(calc "$pp_ms / $bb_ms")" "$(calc "$pp_ms / $kind_c")" \
                 "$(calc "$pp_ms / $kind_cc")" "$(calc "$pp_ms / $kind_os")" "${pp_rss}M" "${bb_rss}M" "$pp_pct" "$pp_p99" \
                 "$pp_fail" "$pp_probes/$bb_probes" "$pp_threads" "$pp_new"
         done
     done
     if [[ " $KINDS " == *" https "* && " $KINDS " == *" tls "* ]]; then
-        for mode in $MODES; do
-            read -r tls_ms _ <<<"${table[$n,tls,pinpath,$mode]}"
-            read -r https_ms _ <<<"${table[$n,https,pinpath,$mode]}"
-            echo "N=$n $mode: a pinpath tls:// probe costs $(calc "$tls_ms / $https_ms") of its https probe's CPU"
+        for entry in "${runs[@]}"; do
+            read -r run _ <<<"$entry"
+            read -r tls_ms _ <<<"${table[$n,tls,pinpath,$run]}"
+            read -r https_ms _ <<<"${table[$n,https,pinpath,$run]}"
+            echo "N=$n $run: a pinpath tls:// probe costs $(calc "$tls_ms / $https_ms") of its https probe's CPU"
         done
     fi
 done
@@ -317,12 +347,15 @@ for n in $NS; do
     for kind in $KINDS; do
         read -r bb_ms _ bb_probes bb_ok <<<"${table[$n,$kind,blackbox]:-nan nan 0 0}"
         read -r core_ms _ _ <<<"${table[$n,core]:-nan nan 0}"
-        for mode in $MODES; do
-            read -r _ _ _ _ _ _ pp_startup pp_steady scrape_ms scrape_bytes <<<"${table[$n,$kind,pinpath,$mode]}"
-            echo "N=$n $kind $mode: pinpath CPU until its first pass was done ${pp_startup}s; in steady state ${pp_steady} ms per probe"
+        read -r os_ms _ _ <<<"${table[$n,openssl]:-nan nan 0}"
+        for entry in "${runs[@]}"; do
+            read -r run mode _ <<<"$entry"
+            read -r _ _ _ _ _ _ pp_startup pp_steady scrape_ms scrape_bytes _ <<<"${table[$n,$kind,pinpath,$run]}"
+            echo "N=$n $kind $run: pinpath CPU until its first pass was done ${pp_startup}s; in steady state ${pp_steady} ms per probe"
             kind_core=nan; if [[ $kind == https ]]; then kind_core=$core_ms; fi
+            kind_os=nan; if [[ $kind == tls ]]; then kind_os=$os_ms; fi
             echo "  (steady CPU over the scheduled N/$INTERVAL probes a second: $(calc "$pp_steady / $kind_core")× core,"
-            echo "  $(calc "$pp_steady / $bb_ms")× bb); blackbox probe_success 1 in $bb_ok of $bb_probes"
+            echo "  $(calc "$pp_steady / $bb_ms")× bb, $(calc "$pp_steady / $kind_os")× ossl); blackbox probe_success 1 in $bb_ok of $bb_probes"
             if [[ $mode == *+listen ]]; then
                 echo "  /metrics: ${scrape_ms%%/*} ms of CPU per scrape, median (${scrape_ms#*/} ms; NIO's thread, $SCRAPES scrapes of $scrape_bytes bytes, $n endpoints)"
             fi

@@ -35,6 +35,11 @@
 # Session.send and nothing after it, against openssl-floor's handshake-only with one SSL_CTX; CPU and instructions.
 # Full-handshake rows: pinpath pinned, and pinned with the reachability gate (the agent's probe options), against
 # curl-floor with libcurl's CA cache (`cacache`), which pinpath's shared trust store matches.
+# ENVS (issue 30's allocator experiment): more runs of pinpath-bench under other environments, in each round right
+# after the plain ones: whitespace-separated `label:VAR=value[,VAR=value…]` (benchmarks/lib/environments.sh), e.g.
+# ENVS="mimalloc:LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"; only pinpath-bench gets them. They run the
+# full-handshake rows, the tls:// check and keep-alive 1 at a time, each reported against the same floors and
+# against the plain environment.
 set -euo pipefail
 BENCH=${BENCH:?set BENCH to the pinpath-bench binary (see the header)}
 COUNT=${COUNT:-5000}
@@ -43,6 +48,8 @@ ROUNDS=${ROUNDS:-3}
 CALLGRIND=${CALLGRIND:-1}
 PEERS=${PEERS:-1}
 here=$(cd "$(dirname "$0")" && pwd)
+die() { echo "request-core.sh: $*" >&2; exit 64; }
+source "$here/lib/environments.sh"
 work=$(mktemp -d /tmp/pinpath-request-bench.XXXXXX)
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"; }
@@ -171,6 +178,14 @@ for round in $(seq "$ROUNDS"); do
   measure openssl_ctx_tls "$work/openssl-floor" "$https" "$HANDSHAKES" "ca=$work/root.pem" context-per-connection
   measure gated "$BENCH" get "$http" "$COUNT" 1 gate
   measure ungated "$BENCH" get "$http" "$COUNT" 1
+  for label in "${env_labels[@]:1}"; do
+    measure "ours1@$label" with_env "$label" "$BENCH" get "$http" "$COUNT" 1 executor
+    measure "ours_tls@$label" with_env "$label" "$BENCH" get "$https" "$HANDSHAKES" 1 fresh "ca=$work/root.pem" "pin=sha256/$pin"
+    measure "ours_tls_gate@$label" with_env "$label" "$BENCH" get "$https" "$HANDSHAKES" 1 fresh "ca=$work/root.pem" "pin=sha256/$pin" gate
+    if [[ $checks == 1 ]]; then
+      measure "ours_check@$label" with_env "$label" "$BENCH" handshake "tls://127.0.0.1:$https_port" "$HANDSHAKES" 1 "ca=$work/root.pem" "pin=sha256/$pin"
+    fi
+  done
   if [[ $PEERS == 1 ]]; then
     measure_peer ahc1 "$peers" ahc "$http" "$COUNT" 1
     measure_peer urlsession1 "$peers" urlsession "$http" "$COUNT" 1
@@ -300,6 +315,22 @@ print(f"{'reachability gate: added wall time per request (us)':<52} {wall:>12.1f
 print(f"{'reachability gate: added CPU per request (us)':<52} {cpu:>12.1f}")
 PY
 printf '%-52s %12s\n' "RSS with 1,000 requests in flight (MiB)" "$(field peak_rss_mib <<<"$inflight")"
+for label in "${env_labels[@]:1}"; do
+  echo "environment $label: ${env_assignments[$label]}"
+  header "c+cache" "$label"
+  row "  CPU per handshake request (us; goal <= 1.05)" "ours_tls@$label" floor_tls_cache cpu_us_per_request
+  row "  pinned and gated (us)" "ours_tls_gate@$label" floor_tls_cache cpu_us_per_request
+  if [[ $checks == 1 ]]; then
+    header openssl "$label"
+    row "tls:// check, handshake only, CPU (us)" "ours_check@$label" openssl_check cpu_us_per_request
+  fi
+  header plain "$label"
+  row "full-handshake HTTPS, CPU per request (us)" "ours_tls@$label" ours_tls cpu_us_per_request
+  row "  pinned and gated (us)" "ours_tls_gate@$label" ours_tls_gate cpu_us_per_request
+  if [[ $checks == 1 ]]; then row "tls:// check, CPU (us)" "ours_check@$label" ours_check cpu_us_per_request; fi
+  row "keep-alive GET, 1 at a time, CPU per request (us)" "ours1@$label" ours1 cpu_us_per_request
+  row "  req/s" "ours1@$label" ours1 rps
+done
 if [[ $PEERS == 1 ]]; then
   # pinpath from the pool (a task on the global executor), as the peers' requests are.
   for peer in ahc urlsession; do
