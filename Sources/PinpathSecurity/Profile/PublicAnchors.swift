@@ -1,16 +1,5 @@
 import COpenSSL
 
-/// Where ``PublicAnchors`` looks for certificates by name: the system store as it is read for that question
-/// (``SystemAnchors``), or a loaded store (``TrustStore``, which tests compare it with).
-protocol AnchorLookup {
-    /// The certificates whose subject is `certificate`'s subject.
-    func certificates(withSubjectOf certificate: Certificate) throws -> [Certificate]
-    /// The certificates whose subject is `certificate`'s issuer: the candidates for having issued it.
-    func certificates(withIssuerOf certificate: Certificate) throws -> [Certificate]
-}
-
-extension TrustStore: AnchorLookup {}
-
 /// The system's public store as ``ProfileSelection/auto`` consults it: whether an anchor a policy names is
 /// public after all.
 enum PublicAnchors {

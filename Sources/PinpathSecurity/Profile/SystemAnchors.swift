@@ -31,11 +31,7 @@ final class SystemAnchors: AnchorLookup, Sendable {
 
     private var parts: [any AnchorLookup] { [bundle] + [loadedBundle, directory].compactMap { $0 } }
 
-    func certificates(withSubjectOf certificate: Certificate) throws -> [Certificate] {
-        try parts.flatMap { try $0.certificates(withSubjectOf: certificate) }
-    }
-
-    func certificates(withIssuerOf certificate: Certificate) throws -> [Certificate] {
-        try parts.flatMap { try $0.certificates(withIssuerOf: certificate) }
+    func certificates(named name: OpaquePointer?) throws -> [Certificate] {
+        try parts.flatMap { try $0.certificates(named: name) }
     }
 }

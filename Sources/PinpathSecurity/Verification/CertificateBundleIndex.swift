@@ -82,17 +82,9 @@ final class CertificateBundleIndex: AnchorLookup, Sendable {
         isComplete = complete
     }
 
-    func certificates(withSubjectOf certificate: Certificate) throws -> [Certificate] {
-        try certificates(named: X509_get_subject_name(certificate.x509))
-    }
-
-    func certificates(withIssuerOf certificate: Certificate) throws -> [Certificate] {
-        try certificates(named: X509_get_issuer_name(certificate.x509))
-    }
-
     /// The indexed certificates whose subject is `name` (`X509_NAME_cmp`), decoded.
     /// - Throws: ``SecurityError`` when OpenSSL cannot hash the name.
-    private func certificates(named name: OpaquePointer?) throws -> [Certificate] {
+    func certificates(named name: OpaquePointer?) throws -> [Certificate] {
         guard let name else { return [] }
         var hashed: Int32 = 0
         let hash = X509_NAME_hash_ex(name, nil, nil, &hashed)

@@ -132,18 +132,9 @@ extension TrustStore {
         try certificates(withSubjectOf: certificate).contains(certificate)
     }
 
-    /// The anchors whose subject is `certificate`'s subject. Wraps `X509_STORE_CTX_get1_certs`, which also
-    /// reads a hashed directory's files for that name.
-    func certificates(withSubjectOf certificate: Certificate) throws -> [Certificate] {
-        try certificates(named: X509_get_subject_name(certificate.x509))
-    }
-
-    /// The anchors whose subject is `certificate`'s issuer: the candidates for having issued it.
-    func certificates(withIssuerOf certificate: Certificate) throws -> [Certificate] {
-        try certificates(named: X509_get_issuer_name(certificate.x509))
-    }
-
-    private func certificates(named name: OpaquePointer?) throws -> [Certificate] {
+    /// The anchors whose subject is `name`. Wraps `X509_STORE_CTX_get1_certs`, which also reads a hashed
+    /// directory's files for that name.
+    func certificates(named name: OpaquePointer?) throws -> [Certificate] {
         guard let name else { return [] }
         guard let context = X509_STORE_CTX_new() else {
             throw SecurityError.openSSL(.openSSLFailure, "cannot allocate an X509_STORE_CTX")
@@ -164,3 +155,5 @@ extension TrustStore {
         }
     }
 }
+
+extension TrustStore: AnchorLookup {}
