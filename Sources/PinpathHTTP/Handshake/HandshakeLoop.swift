@@ -69,6 +69,10 @@ final class HandshakeLoop {
                     _ = read(running.wakeDescriptor, &counter, 8)
                     continue
                 }
+                // A step can take long (a server's key exchange: up to 8,192-bit DH groups are computed); a check
+                // whose time ran out meanwhile ends now, timed out, before it is stepped on.
+                now = ContinuousClock.now
+                expireDeadlines(now: now)
                 // A check that ended earlier in this batch is gone: its event is stale.
                 checks[token >> 32]?.socketReady(Int32(truncatingIfNeeded: token & 0xffff_ffff), now: now, loop: self)
             }

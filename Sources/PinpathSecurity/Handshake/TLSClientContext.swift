@@ -47,6 +47,9 @@ package final class TLSClientContext: @unchecked Sendable {
             SSL_CTX_set_verify(pointer, SSL_VERIFY_NONE, nil)
             SSL_CTX_set_security_level(pointer, 0)
         }
+        guard pinpath_SSL_CTX_limit_dh_groups(pointer) == 1 else {
+            throw SecurityError.openSSL(.openSSLFailure, "cannot bound the Diffie-Hellman groups of a TLS client context")
+        }
         if let files = terms.clientCertificate { try useClientCertificate(files) }
     }
 

@@ -141,6 +141,9 @@ package final class HandshakeVerifier: Sendable {
     /// - Throws: ``SecurityError`` `openSSLFailure` when OpenSSL cannot ask for the staple.
     static func prepareContext(_ sslContext: OpaquePointer) throws(SecurityError) {
         SSL_CTX_set_options(sslContext, pinpath_SSL_OP_NO_RENEGOTIATION())
+        guard pinpath_SSL_CTX_limit_dh_groups(sslContext) == 1 else {
+            throw SecurityError.openSSL(.openSSLFailure, "cannot bound the Diffie-Hellman groups of the TLS context")
+        }
         // libcurl installs a key-log callback when SSLKEYLOGFILE is set, writing every session's secrets to that
         // file, where a packet capture turns into the requests' headers: pinpath's connections write none.
         SSL_CTX_set_keylog_callback(sslContext, nil)
