@@ -13,9 +13,14 @@ static _Atomic(pinpath_security_callback) pinpath_default_security_callback;
 
 static int pinpath_security_with_dh_ceiling(
     const SSL *ssl, const SSL_CTX *context, int operation, int bits, int nid, void *other, void *extra) {
-    // For a client, SSL_SECOP_TMP_DH is asked with the server's DH key before any exponentiation.
+    // TLS 1.2: asked with the server's DH key before any exponentiation.
     if (operation == SSL_SECOP_TMP_DH && other != NULL && EVP_PKEY_get_bits((const EVP_PKEY *)other) > PINPATH_MAXIMUM_DH_BITS) {
         ERR_raise(ERR_LIB_DH, DH_R_MODULUS_TOO_LARGE);
+        return 0;
+    }
+    // TLS 1.3: the groups offered and accepted; the larger finite-field ones are left out.
+    if ((operation == SSL_SECOP_CURVE_SUPPORTED || operation == SSL_SECOP_CURVE_SHARED || operation == SSL_SECOP_CURVE_CHECK)
+        && (nid == NID_ffdhe6144 || nid == NID_ffdhe8192)) {
         return 0;
     }
     pinpath_security_callback next = atomic_load(&pinpath_default_security_callback);

@@ -19,7 +19,8 @@ package final class AuditEngine: Sendable {
     /// addresses (``IPAddress``) carry no scope, without which the kernel refuses a link-local `connect()`.
     ///
     /// One thread is enough: a batch runs 8 audits at once (``TLSAuditBatch/defaultConcurrency``), and a handshake's
-    /// work on it is about 0.6 ms against a network's round trips; only a batch of servers on loopback keeps it busy.
+    /// work on it is about 0.6 ms against a network's round trips (a hostile server's key exchange at most about
+    /// 30 ms: `PINPATH_MAXIMUM_DH_BITS`); only a batch of servers on loopback keeps it busy.
     package var connector: TLSAuditConnector {
         TLSAuditConnector { [engine] attempt in
             if attempt.dialled.host.contains("%") { return await TLSAuditConnector.blockingPool.connect(attempt) }
