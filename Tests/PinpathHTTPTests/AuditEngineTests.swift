@@ -6,7 +6,7 @@ import Testing
 @testable import PinpathHTTP
 
 /// Audits on a handshake engine instead of a thread of the blocking pool per audit: `pinpath audit`'s own
-/// (``AuditEngine``) and a session's (``Session/auditConnector``). A batch runs on the engine's one thread, in
+/// (``AuditEngine``). A batch runs on the engine's one thread, in
 /// order, each endpoint with its own outcome and timeout; a hostile server ends its audit with the same error as
 /// on the pool, where audits of library users without either still run. Real servers on loopback: `openssl
 /// s_server` and the hostile kit.
@@ -109,16 +109,16 @@ struct AuditEngineTests {
     ]
 
     @Test(
-        "Attack: a hostile server ends an audit on the engine with the error it gets on the pool; the session goes on", arguments: hostile)
+        "Attack: a hostile server ends an audit on the engine with the error it gets on the pool; the engine goes on", arguments: hostile)
     func hostileServers(_ hostile: Hostile) async throws {
         let attacker = try HostileServer(hostile.behaviour, directory: pki.directory)
         defer { attacker.stop() }
-        let session = try Session()
-        defer { session.shutdown() }
+        let engine = AuditEngine()
+        defer { engine.shutdown() }
         let endpoint = TLSEndpoint(host: "127.0.0.1", port: Int(attacker.port))
         let options = try options(timeout: .seconds(1))
         let started = ContinuousClock.now
-        let onEngine = try #require(await Self.audits([endpoint], options: options, connector: session.auditConnector).first)
+        let onEngine = try #require(await Self.audits([endpoint], options: options, connector: engine.connector).first)
         #expect(ContinuousClock.now - started < .seconds(5))
         let onPool = try #require(await Self.audits([endpoint], options: options, connector: .blockingPool).first)
         let error = try #require(onEngine.connectionError)
@@ -130,7 +130,7 @@ struct AuditEngineTests {
         let good = try TLSServer(certificate: pki.path("ip"), key: pki.path("ip", "key"), chain: [pki.path("inter")], in: pki.directory)
         defer { good.stop() }
         let next = await Self.audits(
-            [TLSEndpoint(host: "127.0.0.1", port: Int(good.port))], options: try self.options(), connector: session.auditConnector)
+            [TLSEndpoint(host: "127.0.0.1", port: Int(good.port))], options: try self.options(), connector: engine.connector)
         #expect(next.first?.outcome == .trusted)
     }
 
@@ -140,10 +140,10 @@ struct AuditEngineTests {
         let padded = try HostileServer(
             .manyCertificates(identity, filler: HostileServer.fillerCertificates(count: 48, in: pki.directory)), directory: pki.directory)
         defer { padded.stop() }
-        let session = try Session()
-        defer { session.shutdown() }
+        let engine = AuditEngine()
+        defer { engine.shutdown() }
         let endpoint = TLSEndpoint(host: "127.0.0.1", port: Int(padded.port))
-        let onEngine = try #require(await Self.audits([endpoint], options: try options(), connector: session.auditConnector).first)
+        let onEngine = try #require(await Self.audits([endpoint], options: try options(), connector: engine.connector).first)
         let onPool = try #require(await Self.audits([endpoint], options: try options(), connector: .blockingPool).first)
         #expect(onEngine.connectionError == nil && onEngine.servedChain.count == 50)
         #expect(onEngine.servedChain == onPool.servedChain && onEngine.outcome == onPool.outcome)

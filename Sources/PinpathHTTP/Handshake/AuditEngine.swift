@@ -24,7 +24,7 @@ package final class AuditEngine: Sendable {
     package var connector: TLSAuditConnector {
         TLSAuditConnector { [engine] attempt in
             if attempt.dialled.host.contains("%") { return await TLSAuditConnector.blockingPool.connect(attempt) }
-            return await engine.audit(attempt, addressCheck: nil)
+            return await engine.audit(attempt)
         }
     }
 
@@ -35,22 +35,12 @@ package final class AuditEngine: Sendable {
     package func shutdown() { engine.stop() }
 }
 
-extension Session {
-    /// Runs each audit given to it on this session's handshake engine, for a `TLSAuditBatch`
-    /// (``TLSAuditBatch/connector``), as ``AuditEngine`` does; when the session has a monitor, its reachability
-    /// gate judges each address before its `connect()` (a refused one is never dialled, all refused is
-    /// `unreachable`).
-    package var auditConnector: TLSAuditConnector {
-        TLSAuditConnector { [handshakes, gate] attempt in await handshakes.audit(attempt, addressCheck: gate?.addressCheck) }
-    }
-}
-
 extension HandshakeEngine {
     /// One audit's connection and handshake on the engine: the name resolved on the blocking pool (not bounded by
     /// the audit's timeout, as an audit's own connection resolves), the addresses raced as a check's are (RFC
-    /// 8305), each judged by `addressCheck` first when there is one, then an audit's handshake
-    /// (``HandshakeAudit``). The errors are an audit's own (``TLSConnectionError``'s codes and words).
-    func audit(_ attempt: TLSAuditConnector.Attempt, addressCheck: Transfer.AddressCheck?) async -> TLSAuditConnector.Outcome {
+    /// 8305), then an audit's handshake (``HandshakeAudit``). No reachability gate, as audits never had one. The
+    /// errors are an audit's own (``TLSConnectionError``'s codes and words).
+    func audit(_ attempt: TLSAuditConnector.Attempt) async -> TLSAuditConnector.Outcome {
         let started = ContinuousClock.now
         let dialled = attempt.dialled
         var addresses: [IPAddress]
@@ -71,7 +61,7 @@ extension HandshakeEngine {
         let check = HandshakeCheck(
             plan: HandshakeCheck.Plan(
                 url: url, label: attempt.label, host: dialled.host, port: dialled.port,
-                addresses: HandshakeCheck.interleavingFamilies(addresses), addressCheck: addressCheck, started: started,
+                addresses: HandshakeCheck.interleavingFamilies(addresses), addressCheck: nil, started: started,
                 resolved: .now, connectDeadline: attempt.deadline, deadline: attempt.deadline, tls: nil, exchange: nil, audit: audit))
         let result = await run(check)
         if let outcome = audit.outcome { return outcome }

@@ -1,6 +1,6 @@
 import PinpathSecurity
 
-/// The TLS part of an audit on the handshake engine (`pinpath audit`, ``Session/auditConnector``): an audit's
+/// The TLS part of an audit on the handshake engine (`pinpath audit`, ``AuditEngine``): an audit's
 /// handshake (``TLSClientHandshake/init(auditing:socket:serverName:label:)``: the audit's shared context, no
 /// verifier, so any chain is seen and judged afterwards by `TLSAudit`), and the audit's outcome in the words and
 /// categories of an audit's own connection (``TLSConnection``'s), not a check's libcurl-like ones.

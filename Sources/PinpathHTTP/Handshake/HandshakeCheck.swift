@@ -230,14 +230,11 @@ final class HandshakeCheck: @unchecked Sendable {
         )
     }
 
-    /// Why an audit made no connection, in an audit's words (``TLSConnection``'s): the last address's failure,
-    /// or every address skipped by the gate (only with a monitor), or none to try.
+    /// Why an audit made no connection, in an audit's words (``TLSConnection``'s): the last address's failure, or
+    /// none to try (audits have no gate, so none is skipped).
     private func auditNoConnection() -> TLSConnectionError {
         if let failure = lastConnectFailure {
             return TLSConnectionError.connectFailure(failure.error, label: plan.label, address: failure.address)
-        }
-        if let unreachable = HTTPError.noAddressReachable(skipped, request: plan.label) {
-            return TLSConnectionError(.unreachable, unreachable.message)
         }
         return TLSConnectionError(.dnsFailure, "\(plan.label): \(plan.host) has no address")
     }

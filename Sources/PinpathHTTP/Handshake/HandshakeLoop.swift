@@ -69,7 +69,7 @@ final class HandshakeLoop {
                     _ = read(running.wakeDescriptor, &counter, 8)
                     continue
                 }
-                // A step can take long (a server's key exchange: up to 8,192-bit DH groups are computed); a check
+                // A step can take long (a server's key exchange: DH groups of up to 4,096 bits are computed); a check
                 // whose time ran out meanwhile ends now, timed out, before it is stepped on.
                 now = ContinuousClock.now
                 expireDeadlines(now: now)
